@@ -1,0 +1,239 @@
+#!/usr/bin/env bash
+# The local platform: etcd + kube-apiserver + kube-controller-manager on loopback (and, once
+# hack/kubelet exists, the local kubelet), built by hack/build-peers.sh. No Docker needed.
+#
+#   hack/cluster.sh up       start (idempotent), install the Gateway API CRDs, write .local/kubeconfig
+#   hack/cluster.sh down     stop everything it started and wipe the cluster's state
+#   hack/cluster.sh status   print what runs
+#
+# Ports (loopback only): etcd 2379/2380, kube-apiserver 6443, kube-controller-manager 10257.
+# Override with KG_APISERVER_PORT, KG_ETCD_PORT.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+local_dir="$root/.local"
+pki="$local_dir/pki"
+run="$local_dir/run"
+logs="$local_dir/logs"
+data="$local_dir/etcd"
+kubeconfig="$local_dir/kubeconfig"
+api_port="${KG_APISERVER_PORT:-6443}"
+etcd_port="${KG_ETCD_PORT:-2379}"
+etcd_peer_port=$((etcd_port + 1))
+service_cidr="${KG_SERVICE_CIDR:-10.96.0.0/16}"
+service_ip="${KG_KUBERNETES_SERVICE_IP:-10.96.0.1}"
+components=(etcd kube-apiserver kube-controller-manager kubelet)
+
+log() { printf 'cluster: %s\n' "$*" >&2; }
+die() { printf 'cluster: error: %s\n' "$*" >&2; exit 1; }
+
+pid_of() { # prints the pid of a running component, or nothing
+  local f="$run/$1.pid"
+  [ -f "$f" ] || return 0
+  local pid
+  pid=$(cat "$f")
+  if kill -0 "$pid" 2>/dev/null; then echo "$pid"; fi
+}
+
+# ---------------------------------------------------------------------------- certificates
+gen_pki() {
+  mkdir -p "$pki"
+  cd "$pki"
+  if [ ! -f ca.crt ]; then
+    log "generating certificates in $pki"
+    openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=kengine-local-ca" \
+      -keyout ca.key -out ca.crt 2>/dev/null
+  fi
+  # leaf NAME CN O SANS EXTKEYUSAGE
+  leaf() {
+    local name=$1 cn=$2 o=$3 sans=$4 eku=$5
+    [ -f "$name.crt" ] && return 0
+    local subj="/CN=$cn"
+    [ -n "$o" ] && subj="/O=$o/CN=$cn"
+    openssl req -newkey rsa:2048 -nodes -subj "$subj" -keyout "$name.key" -out "$name.csr" 2>/dev/null
+    {
+      echo "basicConstraints=CA:FALSE"
+      echo "keyUsage=critical,digitalSignature,keyEncipherment"
+      echo "extendedKeyUsage=$eku"
+      [ -n "$sans" ] && echo "subjectAltName=$sans"
+    } >"$name.ext"
+    openssl x509 -req -in "$name.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days 3650 \
+      -extfile "$name.ext" -out "$name.crt" 2>/dev/null
+    rm -f "$name.csr" "$name.ext"
+  }
+  leaf apiserver kube-apiserver "" \
+    "DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,IP:127.0.0.1,IP:$service_ip" \
+    serverAuth
+  leaf etcd etcd "" "DNS:localhost,IP:127.0.0.1" "serverAuth,clientAuth"
+  leaf admin kubernetes-admin system:masters "" clientAuth
+  leaf apiserver-kubelet-client kube-apiserver-kubelet-client system:masters "" clientAuth
+  leaf controller-manager system:kube-controller-manager "" "" clientAuth
+  leaf kubelet system:node:kengine-local system:nodes "DNS:localhost,IP:127.0.0.1" "serverAuth,clientAuth"
+  if [ ! -f sa.key ]; then
+    openssl genrsa -out sa.key 2048 2>/dev/null
+    openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
+  fi
+  chmod 600 ./*.key
+  cd - >/dev/null
+}
+
+write_kubeconfig() { # FILE USER-CERT-NAME
+  local file=$1 user=$2
+  cat >"$file" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: kengine-local
+  cluster:
+    server: https://127.0.0.1:$api_port
+    certificate-authority: $pki/ca.crt
+users:
+- name: $user
+  user:
+    client-certificate: $pki/$user.crt
+    client-key: $pki/$user.key
+contexts:
+- name: kengine-local
+  context: {cluster: kengine-local, user: $user}
+current-context: kengine-local
+EOF
+}
+
+# ---------------------------------------------------------------------------- processes
+start() { # NAME CMD...   starts a component in its own session, logs to .local/logs/NAME.log
+  local name=$1
+  shift
+  if [ -n "$(pid_of "$name")" ]; then return 0; fi
+  log "starting $name"
+  setsid "$@" >>"$logs/$name.log" 2>&1 </dev/null &
+  echo $! >"$run/$name.pid"
+}
+
+wait_for() { # DESCRIPTION SECONDS COMPONENT CMD...
+  local what=$1 secs=$2 comp=$3
+  shift 3
+  local deadline=$((SECONDS + secs))
+  until "$@" >/dev/null 2>&1; do
+    if [ -z "$(pid_of "$comp")" ]; then
+      tail -n 20 "$logs/$comp.log" >&2 || true
+      die "$comp exited while waiting for $what (log: $logs/$comp.log)"
+    fi
+    [ $SECONDS -lt $deadline ] || die "timed out after ${secs}s waiting for $what (log: $logs/$comp.log)"
+    sleep 0.5
+  done
+}
+
+port_free() { ! ss -Hltn "sport = :$1" | grep -q .; }
+
+up() {
+  local cache bin
+  cache=$(bash "$root/hack/build-peers.sh" | tail -n 1)
+  bin="$cache/bin"
+  mkdir -p "$run" "$logs" "$data" "$local_dir/bin"
+  for b in kubectl etcd kube-apiserver kube-controller-manager caddy echo-basic; do
+    ln -sf "$bin/$b" "$local_dir/bin/$b"
+  done
+  gen_pki
+  write_kubeconfig "$kubeconfig" admin
+  write_kubeconfig "$local_dir/controller-manager.kubeconfig" controller-manager
+  write_kubeconfig "$local_dir/kubelet.kubeconfig" kubelet
+
+  if [ -z "$(pid_of etcd)" ]; then
+    port_free "$etcd_port" || die "port $etcd_port (etcd) is in use by another process"
+    start etcd "$bin/etcd" --name kengine-local --data-dir "$data" \
+      --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
+      --listen-peer-urls "http://127.0.0.1:$etcd_peer_port" --initial-advertise-peer-urls "http://127.0.0.1:$etcd_peer_port" \
+      --initial-cluster "kengine-local=http://127.0.0.1:$etcd_peer_port" \
+      --listen-metrics-urls "" --log-level warn --quota-backend-bytes 4294967296
+  fi
+  wait_for "etcd" 60 etcd curl -fsS "http://127.0.0.1:$etcd_port/health"
+
+  if [ -z "$(pid_of kube-apiserver)" ]; then
+    port_free "$api_port" || die "port $api_port (kube-apiserver) is in use by another process"
+    start kube-apiserver "$bin/kube-apiserver" \
+      --etcd-servers "http://127.0.0.1:$etcd_port" \
+      --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
+      --endpoint-reconciler-type none \
+      --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
+      --client-ca-file "$pki/ca.crt" \
+      --kubelet-client-certificate "$pki/apiserver-kubelet-client.crt" \
+      --kubelet-client-key "$pki/apiserver-kubelet-client.key" \
+      --kubelet-certificate-authority "$pki/ca.crt" \
+      --kubelet-preferred-address-types InternalIP,Hostname \
+      --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
+      --service-account-issuer https://kubernetes.default.svc.cluster.local \
+      --service-cluster-ip-range "$service_cidr" \
+      --authorization-mode Node,RBAC --allow-privileged=true \
+      --enable-priority-and-fairness=false --profiling=false --v=1
+  fi
+  wait_for "kube-apiserver /readyz" 120 kube-apiserver \
+    curl -fsS --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" \
+    "https://127.0.0.1:$api_port/readyz"
+
+  if [ -z "$(pid_of kube-controller-manager)" ]; then
+    start kube-controller-manager "$bin/kube-controller-manager" \
+      --kubeconfig "$local_dir/controller-manager.kubeconfig" \
+      --authentication-kubeconfig "$local_dir/controller-manager.kubeconfig" \
+      --authorization-kubeconfig "$local_dir/controller-manager.kubeconfig" \
+      --bind-address 127.0.0.1 --secure-port 10257 \
+      --leader-elect=false --use-service-account-credentials \
+      --service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.crt" \
+      --cluster-signing-cert-file "$pki/ca.crt" --cluster-signing-key-file "$pki/ca.key" \
+      --controllers '*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-node-route-controller' \
+      --v=1
+  fi
+
+  local kc=("$bin/kubectl" --kubeconfig "$kubeconfig")
+  # The Gateway API CRDs (experimental channel: every kind the controller handles).
+  "${kc[@]}" apply --server-side --force-conflicts -f "$cache/crds/experimental/" >/dev/null
+  "${kc[@]}" wait --for condition=Established --timeout=60s crd --all >/dev/null
+  wait_for "the default ServiceAccount" 60 kube-controller-manager "${kc[@]}" get serviceaccount default -n default
+
+  if [ -f "$root/hack/kubelet/main.ts" ] && [ "${KG_NO_KUBELET:-}" != 1 ]; then
+    if [ -z "$(pid_of kubelet)" ]; then
+      start kubelet "$root/node_modules/.bin/tsx" "$root/hack/kubelet/main.ts" \
+        --kubeconfig "$local_dir/kubelet.kubeconfig" --peers "$bin" --state "$local_dir/kubelet"
+    fi
+    wait_for "the local node to be Ready" 60 kubelet \
+      "${kc[@]}" wait --for condition=Ready --timeout=1s node/kengine-local
+  fi
+  log "ready: kubectl --kubeconfig .local/kubeconfig get gatewayclasses"
+}
+
+stop_one() { # NAME
+  local name=$1 pid
+  pid=$(pid_of "$name")
+  if [ -n "$pid" ]; then
+    log "stopping $name"
+    kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 1 40); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.25
+    done
+    kill -KILL -- "-$pid" 2>/dev/null || true
+  fi
+  rm -f "$run/$name.pid"
+}
+
+down() {
+  local i
+  for ((i = ${#components[@]} - 1; i >= 0; i--)); do stop_one "${components[$i]}"; done
+  if [ -f "$root/hack/kubelet/cleanup.sh" ]; then bash "$root/hack/kubelet/cleanup.sh" || true; fi
+  rm -rf "$data" "$local_dir/kubelet"
+  log "stopped"
+}
+
+status() {
+  local c pid
+  for c in "${components[@]}"; do
+    pid=$(pid_of "$c")
+    if [ -n "$pid" ]; then printf '%-24s running (pid %s)\n' "$c" "$pid"; else printf '%-24s stopped\n' "$c"; fi
+  done
+}
+
+case "${1:-}" in
+  up) up ;;
+  down) down ;;
+  status) status ;;
+  *) die "usage: hack/cluster.sh up|down|status" ;;
+esac

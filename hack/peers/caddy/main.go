@@ -1,0 +1,23 @@
+// Command caddy is the proxy the local cluster runs for Gateways: stock Caddy with its
+// standard modules plus the layer-4 app from caddy-l4 (TLS, TCP and UDP routes).
+//
+// Only the caddy-l4 packages the controller uses are linked: the module proxy serves a
+// caddy-l4 revision (2025-05-30) whose QUIC matcher does not compile against the quic-go
+// that current Caddy needs, and we have no use for it.
+package main
+
+import (
+	caddycmd "github.com/caddyserver/caddy/v2/cmd"
+
+	_ "github.com/caddyserver/caddy/v2/modules/standard"
+	_ "github.com/mholt/caddy-l4/layer4"
+	_ "github.com/mholt/caddy-l4/modules/l4echo"
+	_ "github.com/mholt/caddy-l4/modules/l4proxy"
+	_ "github.com/mholt/caddy-l4/modules/l4proxyprotocol"
+	_ "github.com/mholt/caddy-l4/modules/l4subroute"
+	_ "github.com/mholt/caddy-l4/modules/l4tls"
+)
+
+func main() {
+	caddycmd.Main()
+}

@@ -1,0 +1,39 @@
+// Jest runs TypeScript and the ESM-only dependencies of Pepr (kubernetes-fluent-client,
+// @kubernetes/client-node and friends) through SWC, so tests need no ESM mode.
+const esmDeps = [
+  "kubernetes-fluent-client",
+  "@kubernetes/client-node",
+  "openid-client",
+  "oauth4webapi",
+  "jose",
+  "yaml",
+];
+const common = {
+  testEnvironment: "node",
+  transform: {
+    "^.+\\.(t|j|mj)s$": [
+      "@swc/jest",
+      { jsc: { parser: { syntax: "typescript" }, target: "es2022" }, module: { type: "commonjs" } },
+    ],
+  },
+  transformIgnorePatterns: [`/node_modules/(?!(${esmDeps.join("|")})/)`],
+  moduleFileExtensions: ["ts", "js", "mjs", "cjs", "json"],
+};
+
+module.exports = {
+  projects: [
+    {
+      ...common,
+      displayName: "unit",
+      testMatch: ["<rootDir>/capabilities/**/*.test.ts", "<rootDir>/hack/**/*.test.ts"],
+    },
+    {
+      ...common,
+      displayName: "integration",
+      testMatch: ["<rootDir>/tests/integration/**/*.test.ts", "<rootDir>/tests/e2e/**/*.test.ts"],
+      globalSetup: "<rootDir>/tests/support/global-setup.ts",
+      globalTeardown: "<rootDir>/tests/support/global-teardown.ts",
+      testTimeout: 180000,
+    },
+  ],
+};
