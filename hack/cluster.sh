@@ -7,11 +7,12 @@
 #   hack/cluster.sh status   print what runs
 #
 # Ports (loopback only): etcd 2379/2380, kube-apiserver 6443, kube-controller-manager 10257.
-# Override with KG_APISERVER_PORT, KG_ETCD_PORT.
+# Override with KG_APISERVER_PORT, KG_ETCD_PORT, KG_KCM_PORT; KG_LOCAL_DIR moves the state
+# (default .local/) so a second instance can run beside the first (KG_NO_KUBELET=1 for it).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-local_dir="$root/.local"
+local_dir="${KG_LOCAL_DIR:-$root/.local}"
 pki="$local_dir/pki"
 run="$local_dir/run"
 logs="$local_dir/logs"
@@ -20,6 +21,7 @@ kubeconfig="$local_dir/kubeconfig"
 api_port="${KG_APISERVER_PORT:-6443}"
 etcd_port="${KG_ETCD_PORT:-2379}"
 etcd_peer_port=$((etcd_port + 1))
+kcm_port="${KG_KCM_PORT:-10257}"
 service_cidr="${KG_SERVICE_CIDR:-10.96.0.0/16}"
 service_ip="${KG_KUBERNETES_SERVICE_IP:-10.96.0.1}"
 components=(etcd kube-apiserver kube-controller-manager kubelet)
@@ -175,7 +177,7 @@ up() {
       --kubeconfig "$local_dir/controller-manager.kubeconfig" \
       --authentication-kubeconfig "$local_dir/controller-manager.kubeconfig" \
       --authorization-kubeconfig "$local_dir/controller-manager.kubeconfig" \
-      --bind-address 127.0.0.1 --secure-port 10257 \
+      --bind-address 127.0.0.1 --secure-port "$kcm_port" \
       --leader-elect=false --use-service-account-credentials \
       --service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.crt" \
       --cluster-signing-cert-file "$pki/ca.crt" --cluster-signing-key-file "$pki/ca.key" \
