@@ -1,0 +1,162 @@
+/**
+ * The controller's side of the management channel: Caddy admin requests over mutual TLS.
+ *
+ * undici `request` with an `Agent`, not `fetch`: fetch adds `Sec-Fetch-Mode`, and Caddy's
+ * admin (≥ 2.11) then demands an Origin header it would accept. Each request dials the
+ * proxy's IP but sends its server name as Host, which undici also uses as SNI and to verify
+ * the proxy's certificate (design §6: with client auth, Caddy requires SNI = Host).
+ *
+ * Every request closes its connection: a /load replaces the very server the connection is
+ * on, and a pooled socket would otherwise die under the next request.
+ */
+import { Agent, Dispatcher, request } from "undici";
+import { CONFIG_ID_PREFIX } from "./management";
+import { err, ok, Result } from "./result";
+import { SecretPem } from "./secret";
+
+/** One proxy's management listener. */
+export interface ProxyEndpoint {
+  /** Stable key, normally the pod name. */
+  readonly name: string;
+  /** IP address to dial (pod IP). */
+  readonly address: string;
+  readonly port: number;
+  /** Name in the proxy's certificate, sent as SNI and Host, e.g. "proxy-0.gw-admin.default.svc". */
+  readonly serverName: string;
+}
+
+/** The controller's client identity and the CA it trusts for proxies' serving certificates. */
+export interface ClientCredentials {
+  readonly caPem: string;
+  readonly certificatePem: string;
+  readonly privateKey: SecretPem;
+}
+
+export type AdminError =
+  /** No HTTP exchange happened: refused, reset, TLS handshake or certificate failure. The proxy's state is unknown. */
+  | { readonly kind: "connect"; readonly message: string }
+  | { readonly kind: "timeout"; readonly message: string }
+  /** Caddy answered with an error status; `message` is Caddy's own explanation, verbatim. */
+  | { readonly kind: "rejected"; readonly status: number; readonly message: string };
+
+export interface AdminClientOptions {
+  /** For /load; Caddy provisions the whole config before answering. */
+  readonly loadTimeoutMs?: number;
+  /** For reads (GET /config/, /id/…). */
+  readonly readTimeoutMs?: number;
+  readonly connectTimeoutMs?: number;
+  /** Tests only: a MockAgent instead of the mTLS agent. */
+  readonly dispatcher?: Dispatcher;
+}
+
+const MAX_ERROR_BODY = 64 * 1024;
+
+export const describeAdminError = (e: AdminError): string =>
+  e.kind === "rejected" ? `proxy rejected the request (HTTP ${e.status}): ${e.message}` : `${e.kind}: ${e.message}`;
+
+const TIMEOUT_CODES = new Set(["UND_ERR_CONNECT_TIMEOUT", "UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT", "ETIMEDOUT"]);
+
+/** A transport failure as an AdminError; quotes only the error's code and message (never request bodies or keys). */
+function transportError(e: unknown): AdminError {
+  const error = e instanceof Error ? (e as Error & { code?: string; cause?: unknown }) : undefined;
+  if (error?.name === "TimeoutError" || error?.name === "AbortError") return { kind: "timeout", message: "request timed out" };
+  const cause = error?.cause instanceof Error ? (error.cause as Error & { code?: string }) : undefined;
+  const code = error?.code ?? cause?.code;
+  const message = [code, error?.message, cause && cause.message !== error?.message ? cause.message : undefined].filter(Boolean).join(": ");
+  if (code !== undefined && TIMEOUT_CODES.has(code)) return { kind: "timeout", message };
+  return { kind: "connect", message: message || "connection failed" };
+}
+
+/** Caddy's error bodies are `{"error": "..."}`; keep that text verbatim, or the raw body if it is something else. */
+function rejectionMessage(body: string): string {
+  try {
+    const parsed: unknown = JSON.parse(body);
+    if (parsed !== null && typeof parsed === "object" && typeof (parsed as { error?: unknown }).error === "string") return (parsed as { error: string }).error;
+  } catch {
+    // not JSON: fall through to the raw text
+  }
+  return body.trim() || "(empty response body)";
+}
+
+export interface ConfigRead {
+  readonly body: string;
+  readonly etag: string | undefined;
+}
+
+export class AdminClient {
+  readonly #dispatcher: Dispatcher;
+  readonly #ownsDispatcher: boolean;
+  readonly #loadTimeoutMs: number;
+  readonly #readTimeoutMs: number;
+
+  constructor(credentials: ClientCredentials, options: AdminClientOptions = {}) {
+    this.#loadTimeoutMs = options.loadTimeoutMs ?? 30_000;
+    this.#readTimeoutMs = options.readTimeoutMs ?? 5_000;
+    this.#ownsDispatcher = options.dispatcher === undefined;
+    this.#dispatcher =
+      options.dispatcher ??
+      new Agent({
+        connect: {
+          ca: credentials.caPem,
+          cert: credentials.certificatePem,
+          key: credentials.privateKey.reveal(),
+          rejectUnauthorized: true,
+          timeout: options.connectTimeoutMs ?? 3_000,
+        },
+      });
+  }
+
+  async #send(endpoint: ProxyEndpoint, method: "GET" | "POST", path: string, timeoutMs: number, body?: Buffer): Promise<Result<{ status: number; body: string; etag: string | undefined }, AdminError>> {
+    const origin = `https://${endpoint.address.includes(":") ? `[${endpoint.address}]` : endpoint.address}:${endpoint.port}`;
+    try {
+      const response = await request(`${origin}${path}`, {
+        method,
+        dispatcher: this.#dispatcher,
+        headers: {
+          host: `${endpoint.serverName}:${endpoint.port}`,
+          connection: "close",
+          ...(body ? { "content-type": "application/json" } : {}),
+        },
+        body,
+        signal: AbortSignal.timeout(timeoutMs),
+        headersTimeout: timeoutMs,
+        bodyTimeout: timeoutMs,
+      });
+      const text = await response.body.text();
+      const etag = response.headers.etag;
+      return ok({ status: response.statusCode, body: text, etag: typeof etag === "string" ? etag : undefined });
+    } catch (e) {
+      return err(transportError(e));
+    }
+  }
+
+  /** POST /load: replace the proxy's whole config. */
+  async load(endpoint: ProxyEndpoint, config: Buffer): Promise<Result<void, AdminError>> {
+    const sent = await this.#send(endpoint, "POST", "/load", this.#loadTimeoutMs, config);
+    if (!sent.ok) return sent;
+    if (sent.value.status === 200) return ok(undefined);
+    return err({ kind: "rejected", status: sent.value.status, message: rejectionMessage(sent.value.body.slice(0, MAX_ERROR_BODY)) });
+  }
+
+  /** GET /config/<path>: the running config (for diagnosis; may contain private keys, never log it). */
+  async getConfig(endpoint: ProxyEndpoint, path = ""): Promise<Result<ConfigRead, AdminError>> {
+    const sent = await this.#send(endpoint, "GET", `/config/${path.replace(/^\/+/, "")}`, this.#readTimeoutMs);
+    if (!sent.ok) return sent;
+    if (sent.value.status !== 200) return err({ kind: "rejected", status: sent.value.status, message: rejectionMessage(sent.value.body.slice(0, MAX_ERROR_BODY)) });
+    return ok({ body: sent.value.body, etag: sent.value.etag });
+  }
+
+  /** Does the proxy run the sealed config with this hash? One small request (GET /id/kengine-config-<hash>). */
+  async runsConfig(endpoint: ProxyEndpoint, hash: string): Promise<Result<boolean, AdminError>> {
+    if (!/^[0-9a-f]{64}$/.test(hash)) return err({ kind: "rejected", status: 0, message: "not a config hash" });
+    const sent = await this.#send(endpoint, "GET", `/id/${CONFIG_ID_PREFIX}${hash}/@id`, this.#readTimeoutMs);
+    if (!sent.ok) return sent;
+    if (sent.value.status === 200) return ok(true);
+    if (sent.value.status === 404) return ok(false);
+    return err({ kind: "rejected", status: sent.value.status, message: rejectionMessage(sent.value.body.slice(0, MAX_ERROR_BODY)) });
+  }
+
+  async close(): Promise<void> {
+    if (this.#ownsDispatcher) await this.#dispatcher.close();
+  }
+}

@@ -1,0 +1,248 @@
+/**
+ * The proxy's management channel in Caddy JSON (design §6): an `apps.http` server on the
+ * pod IP that requires a client certificate from the controller CA and forwards to the
+ * admin endpoint on loopback. Every config a proxy runs carries it — the bootstrap config,
+ * and each pushed config, which `sealConfig` checks before anything can be pushed.
+ *
+ * Sealing also adds the readiness server: a plain-HTTP listener answering `GET /ready` with
+ * 200. The bootstrap config has no such listener, so a pod's readiness probe fails until the
+ * controller's first config is loaded. The readiness server's `@id` names the hash of the
+ * config it came with, so the controller can ask a proxy "do you run hash H?" with one tiny
+ * admin request (GET /id/kengine-config-H → 200 or 404), e.g. after the proxy restarted.
+ */
+import { createHash } from "node:crypto";
+import { isDeepStrictEqual } from "node:util";
+import { pemToBase64Der } from "./pki";
+import { err, ok, Result } from "./result";
+import { SecretPem } from "./secret";
+
+/** A Caddy JSON config (the admin API's /load body). */
+export type CaddyConfig = { readonly [key: string]: unknown };
+
+export const MANAGEMENT_SERVER = "kengine-management";
+export const READINESS_SERVER = "kengine-readiness";
+export const READINESS_PATH = "/ready";
+export const CONFIG_ID_PREFIX = "kengine-config-";
+export const DEFAULT_CERT_TAG = "kengine-management";
+
+/** Where the proxy finds its serving certificate: files mounted from a Secret (preferred), or PEM inline. */
+export type ServerCertificateSource =
+  | { readonly kind: "files"; readonly certificateFile: string; readonly keyFile: string }
+  | { readonly kind: "pem"; readonly certificatePem: string; readonly privateKey: SecretPem };
+
+export interface ManagementSpec {
+  /** Management listener, e.g. "{env.KENGINE_POD_IP}:9443" (same bytes for every pod) or "10.0.0.7:9443". */
+  readonly listenAddress: string;
+  /** Caddy's admin endpoint; loopback only, e.g. "127.0.0.1:2019". */
+  readonly adminAddress: string;
+  /** Tag the serving certificate is loaded with and selected by. */
+  readonly serverCertTag: string;
+  /** The controller CA; only certificates it signed may use the management listener. */
+  readonly clientCaPem: string;
+  readonly serverCertificate: ServerCertificateSource;
+  /** Readiness listener added to pushed configs, e.g. ":8081"; absent from the bootstrap config. */
+  readonly readinessAddress: string;
+}
+
+const LOOPBACK_HOST = /^(127(\.\d{1,3}){3}|\[::1\]|localhost)$/;
+
+/** "host:port" split at the last colon; the port may be a placeholder or a range. */
+const splitAddress = (address: string): { host: string; port: string } => {
+  const i = address.lastIndexOf(":");
+  return i < 0 ? { host: address, port: "" } : { host: address.slice(0, i), port: address.slice(i + 1) };
+};
+
+/** Problems with the spec itself; a bad spec must not produce configs. */
+export function checkSpec(spec: ManagementSpec): readonly string[] {
+  const problems: string[] = [];
+  const admin = splitAddress(spec.adminAddress);
+  if (!LOOPBACK_HOST.test(admin.host) || !/^\d+$/.test(admin.port)) problems.push(`adminAddress must be a loopback host:port, got ${JSON.stringify(spec.adminAddress)}`);
+  for (const [field, value] of [
+    ["listenAddress", spec.listenAddress],
+    ["readinessAddress", spec.readinessAddress],
+  ] as const) {
+    if (splitAddress(value).port === "") problems.push(`${field} needs a port, got ${JSON.stringify(value)}`);
+  }
+  const ports = [admin.port, splitAddress(spec.listenAddress).port, splitAddress(spec.readinessAddress).port];
+  if (new Set(ports).size !== ports.length) problems.push(`admin, management and readiness ports must differ, got ${ports.join(", ")}`);
+  if (spec.serverCertTag.trim() === "") problems.push("serverCertTag must not be empty");
+  if (!pemToBase64Der(spec.clientCaPem).ok) problems.push("clientCaPem is not a PEM certificate");
+  return problems;
+}
+
+/** The admin block every config carries: loopback only, never autosaved (the config holds private keys). */
+export const adminBlock = (spec: ManagementSpec): CaddyConfig => ({
+  listen: spec.adminAddress,
+  config: { persist: false },
+});
+
+/** The `apps.http.servers["kengine-management"]` fragment. Throws only on a spec `checkSpec` rejects. */
+export function managementServer(spec: Pick<ManagementSpec, "listenAddress" | "adminAddress" | "serverCertTag" | "clientCaPem">): CaddyConfig {
+  const ca = pemToBase64Der(spec.clientCaPem);
+  if (!ca.ok) throw new Error("managementServer: clientCaPem is not a PEM certificate");
+  return {
+    listen: [spec.listenAddress],
+    protocols: ["h1", "h2"],
+    automatic_https: { disable: true },
+    tls_connection_policies: [
+      {
+        certificate_selection: { any_tag: [spec.serverCertTag] },
+        client_authentication: { trusted_ca_certs: [ca.value], mode: "require_and_verify" },
+      },
+    ],
+    routes: [
+      {
+        handle: [
+          {
+            handler: "reverse_proxy",
+            upstreams: [{ dial: spec.adminAddress }],
+            // Caddy's admin accepts only its own address as Host (DNS-rebinding guard)
+            headers: { request: { set: { Host: [spec.adminAddress] } } },
+          },
+        ],
+      },
+    ],
+  };
+}
+
+/** The `apps.tls.certificates` loader entry for the serving certificate. */
+export function managementCertificateLoader(spec: Pick<ManagementSpec, "serverCertTag" | "serverCertificate">): { readonly key: "load_files" | "load_pem"; readonly entry: CaddyConfig } {
+  const source = spec.serverCertificate;
+  return source.kind === "files"
+    ? { key: "load_files", entry: { certificate: source.certificateFile, key: source.keyFile, tags: [spec.serverCertTag] } }
+    : { key: "load_pem", entry: { certificate: source.certificatePem, key: source.privateKey.reveal(), tags: [spec.serverCertTag] } };
+}
+
+/** The readiness server a pushed config adds; its `@id` carries the config's hash. */
+export function readinessServer(spec: Pick<ManagementSpec, "readinessAddress">, configHash: string): CaddyConfig {
+  return {
+    "@id": `${CONFIG_ID_PREFIX}${configHash}`,
+    listen: [spec.readinessAddress],
+    protocols: ["h1"],
+    automatic_https: { disable: true },
+    routes: [
+      {
+        match: [{ path: [READINESS_PATH] }],
+        handle: [{ handler: "static_response", status_code: 200, body: "ready\n" }],
+      },
+      { handle: [{ handler: "static_response", status_code: 404 }] },
+    ],
+  };
+}
+
+const asObject = (v: unknown): { readonly [key: string]: unknown } | undefined => (v !== null && typeof v === "object" && !Array.isArray(v) ? (v as { [key: string]: unknown }) : undefined);
+
+/** Adds admin block, certificate loader and management server to a config; refuses to overwrite anything. */
+export function withManagement(config: CaddyConfig, spec: ManagementSpec): Result<CaddyConfig, readonly string[]> {
+  const specProblems = checkSpec(spec);
+  if (specProblems.length > 0) return err(specProblems);
+  const out = structuredClone(config) as { [key: string]: unknown };
+  const problems: string[] = [];
+  if (out.admin !== undefined && !isDeepStrictEqual(out.admin, adminBlock(spec))) problems.push("config already has a different admin block");
+  out.admin = adminBlock(spec);
+  const apps = (out.apps = { ...(asObject(out.apps) ?? {}) });
+  const http = (apps.http = { ...(asObject(apps.http) ?? {}) }) as { [key: string]: unknown };
+  const servers = (http.servers = { ...(asObject(http.servers) ?? {}) }) as { [key: string]: unknown };
+  if (servers[MANAGEMENT_SERVER] !== undefined) problems.push(`config already has a server named ${MANAGEMENT_SERVER}`);
+  servers[MANAGEMENT_SERVER] = managementServer(spec);
+  const tls = (apps.tls = { ...(asObject(apps.tls) ?? {}) }) as { [key: string]: unknown };
+  const certificates = (tls.certificates = { ...(asObject(tls.certificates) ?? {}) }) as { [key: string]: unknown };
+  const loader = managementCertificateLoader(spec);
+  const existing = certificates[loader.key];
+  certificates[loader.key] = [...(Array.isArray(existing) ? existing : []), loader.entry];
+  if (problems.length > 0) return err(problems);
+  const checked = checkConfig(out, spec);
+  return checked.ok ? ok(out) : checked;
+}
+
+/** The config a proxy pod starts from: admin on loopback, the management listener, nothing else. */
+export function bootstrapConfig(spec: ManagementSpec): Result<CaddyConfig, readonly string[]> {
+  return withManagement({}, spec);
+}
+
+const listenersOf = (config: CaddyConfig): { readonly owner: string; readonly address: string }[] => {
+  const apps = asObject(config.apps) ?? {};
+  const out: { owner: string; address: string }[] = [];
+  for (const app of ["http", "layer4"]) {
+    const servers = asObject(asObject(apps[app])?.servers) ?? {};
+    for (const [name, server] of Object.entries(servers)) {
+      const listen = asObject(server)?.listen;
+      for (const address of Array.isArray(listen) ? listen : []) if (typeof address === "string") out.push({ owner: `${app}/${name}`, address });
+    }
+  }
+  return out;
+};
+
+/**
+ * Everything a config must keep for the controller to stay in charge of the proxy. Collects
+ * all problems. `readiness: "absent"` for input to `sealConfig`, `"any"` to check a sealed one.
+ */
+export function checkConfig(config: CaddyConfig, spec: ManagementSpec, readiness: "absent" | "any" = "absent"): Result<CaddyConfig, readonly string[]> {
+  const problems: string[] = [...checkSpec(spec)];
+  const admin = asObject(config.admin);
+  if (admin === undefined) problems.push("admin block is missing");
+  else {
+    if (admin.disabled === true) problems.push("admin must not be disabled");
+    if (admin.listen !== spec.adminAddress) problems.push(`admin.listen must be ${spec.adminAddress}, got ${JSON.stringify(admin.listen)}`);
+    if (asObject(admin.config)?.persist !== false) problems.push("admin.config.persist must be false (Caddy would autosave private keys to disk)");
+    if (asObject(admin.config)?.load !== undefined) problems.push("admin.config.load is not allowed (a config loader could replace the management server)");
+    if (admin.remote !== undefined) problems.push("admin.remote is not allowed (only the management server exposes the admin API)");
+  }
+  const apps = asObject(config.apps) ?? {};
+  const servers = asObject(asObject(apps.http)?.servers) ?? {};
+  const management = servers[MANAGEMENT_SERVER];
+  if (management === undefined) problems.push(`apps.http.servers.${MANAGEMENT_SERVER} is missing`);
+  else if (problems.length === 0 && !isDeepStrictEqual(management, managementServer(spec))) problems.push(`apps.http.servers.${MANAGEMENT_SERVER} differs from the management server for this proxy`);
+  if (readiness === "absent" && servers[READINESS_SERVER] !== undefined) problems.push(`apps.http.servers.${READINESS_SERVER} is reserved (sealing adds it)`);
+  const loader = managementCertificateLoader(spec);
+  const loaded = asObject(asObject(apps.tls)?.certificates)?.[loader.key];
+  if (!Array.isArray(loaded) || !loaded.some(e => isDeepStrictEqual(e, loader.entry))) problems.push(`apps.tls.certificates.${loader.key} lacks the management certificate tagged ${spec.serverCertTag}`);
+  const reservedPorts = new Map([
+    [splitAddress(spec.listenAddress).port, MANAGEMENT_SERVER],
+    [splitAddress(spec.readinessAddress).port, READINESS_SERVER],
+    [splitAddress(spec.adminAddress).port, "admin"],
+  ]);
+  for (const { owner, address } of listenersOf(config)) {
+    const reservedBy = reservedPorts.get(splitAddress(address).port);
+    if (reservedBy !== undefined && owner !== `http/${reservedBy}`) problems.push(`${owner} listens on ${address}, a port reserved for ${reservedBy}`);
+  }
+  return problems.length === 0 ? ok(config) : err(problems);
+}
+
+/** A config that passed `sealConfig`: the only input the push engine accepts. */
+export interface SealedConfig {
+  /** sha256 (hex) of the desired config bytes as the translator produced them. */
+  readonly hash: string;
+  /** What is POSTed to /load: the desired config plus the readiness server. May hold private keys: never log. */
+  readonly bytes: Buffer;
+}
+
+const sealed = new WeakSet<SealedConfig>();
+
+export const isSealed = (config: SealedConfig): boolean => sealed.has(config);
+
+export const configHash = (bytes: Uint8Array | string): string => createHash("sha256").update(bytes).digest("hex");
+
+/** Checks a desired config (JSON bytes) and adds the readiness server; refuses configs that lose the management channel. */
+export function sealConfig(desired: Uint8Array | string, spec: ManagementSpec): Result<SealedConfig, readonly string[]> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(typeof desired === "string" ? desired : Buffer.from(desired).toString("utf8"));
+  } catch (e) {
+    return err([`config is not JSON: ${e instanceof Error ? e.message.slice(0, 200) : "parse error"}`]);
+  }
+  const config = asObject(parsed);
+  if (config === undefined) return err(["config must be a JSON object"]);
+  const checked = checkConfig(config, spec, "absent");
+  if (!checked.ok) return checked;
+  const hash = configHash(desired);
+  const apps = asObject(config.apps)!;
+  const http = asObject(apps.http)!;
+  const withReadiness = {
+    ...config,
+    apps: { ...apps, http: { ...http, servers: { ...asObject(http.servers), [READINESS_SERVER]: readinessServer(spec, hash) } } },
+  };
+  const result: SealedConfig = Object.freeze({ hash, bytes: Buffer.from(JSON.stringify(withReadiness), "utf8") });
+  sealed.add(result);
+  return ok(result);
+}
