@@ -45,6 +45,8 @@ export interface ManagementSpec {
 }
 
 const LOOPBACK_HOST = /^(127(\.\d{1,3}){3}|\[::1\]|localhost)$/;
+/** A port number, or an environment placeholder Caddy resolves at load (so every pod gets the same bytes). */
+const PORT = /^(\d{1,5}|\{env\.[A-Za-z_][A-Za-z0-9_]*\})$/;
 
 /** "host:port" split at the last colon; the port may be a placeholder or a range. */
 const splitAddress = (address: string): { host: string; port: string } => {
@@ -56,12 +58,12 @@ const splitAddress = (address: string): { host: string; port: string } => {
 export function checkSpec(spec: ManagementSpec): readonly string[] {
   const problems: string[] = [];
   const admin = splitAddress(spec.adminAddress);
-  if (!LOOPBACK_HOST.test(admin.host) || !/^\d+$/.test(admin.port)) problems.push(`adminAddress must be a loopback host:port, got ${JSON.stringify(spec.adminAddress)}`);
+  if (!LOOPBACK_HOST.test(admin.host) || !PORT.test(admin.port)) problems.push(`adminAddress must be a loopback host:port, got ${JSON.stringify(spec.adminAddress)}`);
   for (const [field, value] of [
     ["listenAddress", spec.listenAddress],
     ["readinessAddress", spec.readinessAddress],
   ] as const) {
-    if (splitAddress(value).port === "") problems.push(`${field} needs a port, got ${JSON.stringify(value)}`);
+    if (!PORT.test(splitAddress(value).port)) problems.push(`${field} needs a port (number or {env.NAME}), got ${JSON.stringify(value)}`);
   }
   const ports = [admin.port, splitAddress(spec.listenAddress).port, splitAddress(spec.readinessAddress).port];
   if (new Set(ports).size !== ports.length) problems.push(`admin, management and readiness ports must differ, got ${ports.join(", ")}`);

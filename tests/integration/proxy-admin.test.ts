@@ -1,0 +1,465 @@
+/**
+ * The proxy admin channel against real Caddy processes on loopback: bootstrap config,
+ * mTLS management listener, POST /load through it, refusal of unauthenticated clients,
+ * readiness after the first push, no autosave, and the push engine programming a fleet of
+ * three proxies (hash skip, restart detection, per-proxy state).
+ */
+import { ChildProcess, spawn } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { createServer, Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { connect as tlsConnect } from "node:tls";
+import { request } from "undici";
+import { peerBin } from "../../hack/peers";
+import {
+  AdminClient,
+  Authority,
+  bootstrapConfig,
+  CaddyConfig,
+  createAuthority,
+  Fleet,
+  FleetEvent,
+  generateKeyPair,
+  Issued,
+  issueClientCertificate,
+  issueServerCertificate,
+  ManagementSpec,
+  ProxyEndpoint,
+  proxyServerName,
+  proxyServerNames,
+  SealedConfig,
+  sealConfig,
+  withManagement,
+} from "../../capabilities/proxies";
+
+const SERVICE = "kengine-test";
+const NAMESPACE = "default";
+const must = <T>(r: { ok: true; value: T } | { ok: false; error: unknown }): T => {
+  if (!r.ok) throw new Error(`unexpected failure: ${JSON.stringify(r.error)}`);
+  return r.value;
+};
+
+const freePort = (): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+
+const canConnect = (port: number): Promise<boolean> =>
+  new Promise(resolve => {
+    const s = new Socket();
+    s.once("connect", () => (s.destroy(), resolve(true)));
+    s.once("error", () => (s.destroy(), resolve(false)));
+    s.connect(port, "127.0.0.1");
+  });
+
+async function eventually<T>(what: string, probe: () => Promise<T | undefined>, deadlineMs = 20_000): Promise<T> {
+  const end = Date.now() + deadlineMs;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error(`gave up waiting for ${what}`);
+    await new Promise(r => setTimeout(r, 100));
+  }
+}
+
+interface Proxy {
+  readonly name: string;
+  readonly dir: string;
+  readonly ports: { readonly admin: number; readonly mgmt: number; readonly ready: number; readonly web: number };
+  readonly endpoint: ProxyEndpoint;
+  proc: ChildProcess | undefined;
+  log: string;
+}
+
+const running = new Set<ChildProcess>();
+const work = mkdtempSync(join(tmpdir(), "kengine-proxy-admin-"));
+const now = new Date(Date.now() - 5 * 60_000);
+let ca: Authority;
+let serving: Issued;
+let controller: Issued;
+let other: { ca: Authority; client: Issued };
+let spec: ManagementSpec;
+let bootstrapPath: string;
+let client: AdminClient;
+
+/** Every proxy runs the same bytes: ports come from each process's environment. */
+function makeSpec(): ManagementSpec {
+  const certs = join(work, "management-tls");
+  mkdirSync(certs, { recursive: true });
+  writeFileSync(join(certs, "tls.crt"), serving.certificatePem);
+  writeFileSync(join(certs, "tls.key"), serving.privateKey.reveal(), { mode: 0o600 });
+  return {
+    listenAddress: "127.0.0.1:{env.KG_MGMT_PORT}",
+    adminAddress: "127.0.0.1:{env.KG_ADMIN_PORT}",
+    serverCertTag: "kengine-management",
+    clientCaPem: ca.certificatePem,
+    serverCertificate: { kind: "files", certificateFile: join(certs, "tls.crt"), keyFile: join(certs, "tls.key") },
+    readinessAddress: "127.0.0.1:{env.KG_READY_PORT}",
+  };
+}
+
+async function newProxy(name: string): Promise<Proxy> {
+  const ports = { admin: await freePort(), mgmt: await freePort(), ready: await freePort(), web: await freePort() };
+  const dir = join(work, name);
+  mkdirSync(dir, { recursive: true });
+  const endpoint = { name, address: "127.0.0.1", port: ports.mgmt, serverName: proxyServerName(name, SERVICE, NAMESPACE) };
+  return { name, dir, ports, endpoint, proc: undefined, log: "" };
+}
+
+async function start(p: Proxy): Promise<void> {
+  const proc = spawn(peerBin("caddy"), ["run", "--config", bootstrapPath], {
+    cwd: p.dir,
+    env: {
+      PATH: process.env.PATH ?? "/usr/bin:/bin",
+      HOME: p.dir,
+      XDG_CONFIG_HOME: join(p.dir, "config"),
+      XDG_DATA_HOME: join(p.dir, "data"),
+      KG_ADMIN_PORT: String(p.ports.admin),
+      KG_MGMT_PORT: String(p.ports.mgmt),
+      KG_READY_PORT: String(p.ports.ready),
+      KG_WEB_PORT: String(p.ports.web),
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  running.add(proc);
+  proc.once("exit", () => running.delete(proc));
+  proc.stdout!.on("data", (d: Buffer) => (p.log += d.toString()));
+  proc.stderr!.on("data", (d: Buffer) => (p.log += d.toString()));
+  p.proc = proc;
+  await eventually(`${p.name} management port`, async () => ((await canConnect(p.ports.mgmt)) ? true : undefined), 15_000);
+}
+
+async function kill(p: Proxy): Promise<void> {
+  const proc = p.proc;
+  if (!proc || proc.exitCode !== null) return;
+  const exited = new Promise(r => proc.once("exit", r));
+  proc.kill("SIGKILL");
+  await exited;
+  p.proc = undefined;
+}
+
+/** An app config as the translator would hand it over: one route on the web port, plus management. */
+function desired(body: string, extra: CaddyConfig = {}): string {
+  const config = must(
+    withManagement(
+      {
+        ...extra,
+        apps: {
+          ...((extra.apps as object | undefined) ?? {}),
+          http: {
+            servers: {
+              web: {
+                listen: ["127.0.0.1:{env.KG_WEB_PORT}"],
+                automatic_https: { disable: true },
+                routes: [{ handle: [{ handler: "static_response", status_code: 200, body }] }],
+              },
+            },
+          },
+        },
+      },
+      spec,
+    ),
+  );
+  return JSON.stringify(config);
+}
+
+const httpGet = async (port: number, path = "/"): Promise<{ status: number; body: string } | { error: string }> => {
+  try {
+    const r = await request(`http://127.0.0.1:${port}${path}`, { headersTimeout: 5000, bodyTimeout: 5000 });
+    return { status: r.statusCode, body: await r.body.text() };
+  } catch (e) {
+    const code = (e as { code?: string }).code;
+    return { error: code ?? String(e) };
+  }
+};
+
+/** Listening TCP sockets (ip:port) owned by a process, from /proc. */
+function listeningSockets(pid: number): string[] {
+  const inodes = new Set<string>();
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+      if (m) inodes.add(m[1]!);
+    } catch {
+      // fd closed meanwhile
+    }
+  }
+  const out: string[] = [];
+  for (const table of ["tcp", "tcp6"]) {
+    const lines = readFileSync(`/proc/${pid}/net/${table}`, "utf8").trim().split("\n").slice(1);
+    for (const line of lines) {
+      const f = line.trim().split(/\s+/);
+      if (f[3] !== "0A" || !inodes.has(f[9]!)) continue; // 0A = LISTEN
+      const [hexIp, hexPort] = f[1]!.split(":");
+      const port = parseInt(hexPort!, 16);
+      const ip = table === "tcp" ? Buffer.from(hexIp!, "hex").reverse().join(".") : `[${hexIp}]`;
+      out.push(`${ip}:${port}`);
+    }
+  }
+  return out.sort();
+}
+
+const filesUnder = (dir: string): string[] =>
+  !existsSync(dir) ? [] : readdirSync(dir).flatMap(f => (statSync(join(dir, f)).isDirectory() ? filesUnder(join(dir, f)) : [join(dir, f)]));
+
+beforeAll(() => {
+  const key = () => generateKeyPair();
+  ca = must(createAuthority({ commonName: "kengine-gateway test CA", keys: key(), notBefore: now, lifetimeDays: 30 }));
+  serving = must(issueServerCertificate(ca, { commonName: `${SERVICE}.${NAMESPACE}`, dnsNames: proxyServerNames(SERVICE, NAMESPACE), keys: key(), notBefore: now, lifetimeDays: 7 }));
+  controller = must(issueClientCertificate(ca, { commonName: "kengine-gateway-controller", keys: key(), notBefore: now, lifetimeDays: 7 }));
+  const otherCa = must(createAuthority({ commonName: "someone else's CA", keys: key(), notBefore: now, lifetimeDays: 30 }));
+  other = { ca: otherCa, client: must(issueClientCertificate(otherCa, { commonName: "kengine-gateway-controller", keys: key(), notBefore: now, lifetimeDays: 7 })) };
+  spec = makeSpec();
+  bootstrapPath = join(work, "bootstrap.json");
+  writeFileSync(bootstrapPath, JSON.stringify(must(bootstrapConfig(spec))));
+  client = new AdminClient({ caPem: ca.certificatePem, certificatePem: controller.certificatePem, privateKey: controller.privateKey });
+});
+
+afterAll(async () => {
+  await client?.close();
+  for (const proc of running) proc.kill("SIGKILL");
+  rmSync(work, { recursive: true, force: true });
+});
+
+describe("one proxy: the management channel", () => {
+  let p: Proxy;
+  beforeAll(async () => {
+    p = await newProxy("proxy-0");
+    await start(p);
+  });
+  afterAll(async () => kill(p));
+
+  it("bootstraps with only the loopback admin and the management listener, and no readiness endpoint", async () => {
+    expect(listeningSockets(p.proc!.pid!)).toEqual([`127.0.0.1:${p.ports.admin}`, `127.0.0.1:${p.ports.mgmt}`].sort());
+    expect(await httpGet(p.ports.ready, "/ready")).toEqual({ error: "ECONNREFUSED" });
+  });
+
+  it("refuses a client without a certificate at the handshake", async () => {
+    const noCert = await rawTls(p, {});
+    expect(noCert.httpBytes).toBe("");
+    expect(noCert.error).toMatch(/certificate required|handshake|alert|ECONNRESET|socket hang up/i);
+  });
+
+  it("refuses a client whose certificate comes from another CA, and a proxy's serving certificate used as a client", async () => {
+    const foreign = await rawTls(p, { cert: other.client.certificatePem, key: other.client.privateKey.reveal() });
+    expect(foreign.httpBytes).toBe("");
+    expect(foreign.error).toMatch(/unknown ca|bad certificate|alert|ECONNRESET|socket hang up/i);
+    const viaAdmin = await new AdminClient({ caPem: ca.certificatePem, certificatePem: other.client.certificatePem, privateKey: other.client.privateKey }).getConfig(p.endpoint);
+    expect(viaAdmin.ok).toBe(false);
+    if (!viaAdmin.ok) expect(viaAdmin.error.kind).toBe("connect");
+    // serverAuth-only certificate signed by the right CA: still not a client
+    const asClient = await rawTls(p, { cert: serving.certificatePem, key: serving.privateKey.reveal() });
+    expect(asClient.httpBytes).toBe("");
+  });
+
+  it("does not hand out the admin API without mTLS: plaintext HTTP and wrong SNI get no config", async () => {
+    const plain = await httpGet(p.ports.mgmt, "/config/");
+    expect("status" in plain ? plain.status : 0).toBe(400);
+    expect("body" in plain ? plain.body : "").not.toContain("kengine-management");
+    // with the right certificate but Host ≠ SNI, Caddy answers 421 instead of forwarding
+    const mismatched = await rawTls(p, { cert: controller.certificatePem, key: controller.privateKey.reveal(), hostHeader: "127.0.0.1" });
+    expect(mismatched.httpBytes).toMatch(/^HTTP\/1\.1 421/);
+    // and the controller's certificate gets through
+    const good = await rawTls(p, { cert: controller.certificatePem, key: controller.privateKey.reveal() });
+    expect(good.httpBytes).toMatch(/^HTTP\/1\.1 200/);
+    expect(good.httpBytes).toContain('"persist":false');
+  });
+
+  it("loads a config through the management listener, serves it, stays reachable after reloading itself, and writes no autosave", async () => {
+    // an extra certificate with an inline key, so an autosave would contain a private key
+    const webCert = must(issueServerCertificate(ca, { commonName: "web", dnsNames: ["web.example.test"], keys: generateKeyPair(), notBefore: now, lifetimeDays: 1 }));
+    const inlineKey = webCert.privateKey.reveal();
+    const extra = { apps: { tls: { certificates: { load_pem: [{ certificate: webCert.certificatePem, key: inlineKey, tags: ["web"] }] } } } };
+    const first = must(sealConfig(desired("first", extra), spec));
+    const started = process.hrtime.bigint();
+    expect(await client.load(p.endpoint, first.bytes)).toEqual({ ok: true, value: undefined });
+    console.log(`POST /load to one proxy: ${Number(process.hrtime.bigint() - started) / 1e6} ms (${first.bytes.length} bytes)`);
+    expect(await httpGet(p.ports.web)).toEqual({ status: 200, body: "first" });
+    expect(await httpGet(p.ports.ready, "/ready")).toEqual({ status: 200, body: "ready\n" });
+    expect(await client.runsConfig(p.endpoint, first.hash)).toEqual({ ok: true, value: true });
+
+    // the management server that carried the /load was replaced by its twin and still works
+    const second = must(sealConfig(desired("second", extra), spec));
+    expect(await client.load(p.endpoint, second.bytes)).toEqual({ ok: true, value: undefined });
+    expect(await httpGet(p.ports.web)).toEqual({ status: 200, body: "second" });
+    expect(await client.runsConfig(p.endpoint, first.hash)).toEqual({ ok: true, value: false });
+    expect(await client.runsConfig(p.endpoint, second.hash)).toEqual({ ok: true, value: true });
+    const read = must(await client.getConfig(p.endpoint, "apps/http/servers/web/routes/0/handle/0/body"));
+    expect(JSON.parse(read.body)).toBe("second");
+    expect(read.etag).toMatch(/^".+ [0-9a-f]+"$/);
+
+    expect(listeningSockets(p.proc!.pid!)).toEqual([p.ports.admin, p.ports.mgmt, p.ports.ready, p.ports.web].map(port => `127.0.0.1:${port}`).sort());
+    // persist:false → no autosave.json, and the inline key is nowhere on disk or in the log
+    expect(filesUnder(join(p.dir, "config")).filter(f => f.endsWith("autosave.json"))).toEqual([]);
+    const keyBody = inlineKey.split("\n")[1]!;
+    for (const f of filesUnder(p.dir)) expect(readFileSync(f, "utf8")).not.toContain(keyBody);
+    expect(p.log).not.toContain(keyBody);
+  });
+
+  it("keeps the previous config and returns Caddy's message when a config is refused", async () => {
+    const broken = JSON.parse(desired("broken")) as { apps: { http: { servers: { web: { routes: { handle: { handler: string }[] }[] } } } } };
+    broken.apps.http.servers.web.routes[0]!.handle[0]!.handler = "no_such_handler";
+    const sealed = must(sealConfig(JSON.stringify(broken), spec));
+    const r = await client.load(p.endpoint, sealed.bytes);
+    expect(r.ok).toBe(false);
+    if (!r.ok && r.error.kind === "rejected") {
+      expect(r.error.status).toBe(400);
+      expect(r.error.message).toContain("no_such_handler");
+    } else throw new Error(`expected a rejection, got ${JSON.stringify(r)}`);
+    expect(await httpGet(p.ports.web)).toEqual({ status: 200, body: "second" });
+  });
+});
+
+interface RawTlsResult {
+  readonly httpBytes: string;
+  readonly error: string;
+}
+
+/** One HTTP/1.1 GET /config/ over raw TLS, to see exactly where a connection is refused. */
+function rawTls(p: Proxy, opts: { cert?: string; key?: string; hostHeader?: string }): Promise<RawTlsResult> {
+  return new Promise(resolve => {
+    let bytes = "";
+    let error = "";
+    const socket = tlsConnect({
+      host: "127.0.0.1",
+      port: p.ports.mgmt,
+      servername: p.endpoint.serverName,
+      ca: ca.certificatePem,
+      cert: opts.cert,
+      key: opts.key,
+    });
+    socket.setTimeout(5000, () => ((error ||= "timeout"), socket.destroy()));
+    socket.on("secureConnect", () => {
+      socket.write(`GET /config/ HTTP/1.1\r\nHost: ${opts.hostHeader ?? p.endpoint.serverName}\r\nConnection: close\r\n\r\n`);
+    });
+    socket.on("data", (d: Buffer) => (bytes += d.toString()));
+    socket.on("error", (e: Error & { code?: string }) => (error ||= `${e.code ?? ""} ${e.message}`));
+    socket.on("close", () => resolve({ httpBytes: bytes, error }));
+  });
+}
+
+describe("three proxies: the push engine", () => {
+  const proxies: Proxy[] = [];
+  const events: FleetEvent[] = [];
+  let loads = 0;
+  let fleet: Fleet;
+  let config: SealedConfig;
+
+  const countLoadsInLog = (p: Proxy): number => p.log.split("\n").filter(l => l.includes('"msg":"received request"') && l.includes('"uri":"/load"')).length;
+  const targets = () => proxies.map(p => ({ endpoint: p.endpoint, config }));
+
+  beforeAll(async () => {
+    for (const name of ["proxy-a", "proxy-b", "proxy-c"]) proxies.push(await newProxy(name));
+    await Promise.all(proxies.map(start));
+    fleet = new Fleet({
+      client: {
+        load: (e, bytes) => {
+          loads++;
+          return client.load(e, bytes);
+        },
+        runsConfig: (e, hash) => client.runsConfig(e, hash),
+      },
+      concurrency: 8,
+      backoff: { initialMs: 100, maxMs: 1000, factor: 2, jitter: 0.5 },
+      onEvent: e => events.push(e),
+    });
+  });
+  afterAll(async () => {
+    fleet?.close();
+    await Promise.all(proxies.map(kill));
+  });
+
+  it("programs every proxy, and readiness turns on only then", async () => {
+    for (const p of proxies) expect(await httpGet(p.ports.ready, "/ready")).toEqual({ error: "ECONNREFUSED" });
+    config = must(sealConfig(desired("fleet v1"), spec));
+    const started = process.hrtime.bigint();
+    fleet.update(targets());
+    for (const p of proxies) expect(fleet.state(p.name)?.phase).toBe("Pending");
+    await fleet.settled();
+    console.log(`fleet push to 3 proxies: ${Number(process.hrtime.bigint() - started) / 1e6} ms`);
+    for (const p of proxies) {
+      expect(fleet.state(p.name)).toMatchObject({ phase: "Programmed", hash: config.hash, desiredHash: config.hash });
+      expect(await httpGet(p.ports.web)).toEqual({ status: 200, body: "fleet v1" });
+      expect(await httpGet(p.ports.ready, "/ready")).toEqual({ status: 200, body: "ready\n" });
+    }
+    expect(loads).toBe(3);
+  });
+
+  it("skips proxies that already run the same config", async () => {
+    const logged = proxies.map(countLoadsInLog);
+    expect(logged).toEqual([1, 1, 1]);
+    const again = must(sealConfig(desired("fleet v1"), spec));
+    expect(again.hash).toBe(config.hash);
+    config = again;
+    fleet.update(targets());
+    await fleet.settled();
+    expect(loads).toBe(3);
+    expect(events.filter(e => e.type === "skipped")).toHaveLength(3);
+    expect(proxies.map(countLoadsInLog)).toEqual(logged);
+    await fleet.verify();
+    expect(loads).toBe(3);
+  });
+
+  it("re-programs a proxy that was killed and restarted, and reports it Failed while it is down", async () => {
+    const [a, b] = proxies as [Proxy, Proxy];
+    // a: killed, seen down, restarted → retried after back-off
+    await kill(a);
+    await fleet.verify();
+    const down = fleet.state(a.name);
+    expect(down).toMatchObject({ phase: "Failed", attempts: 1, error: { kind: "connect" } });
+    expect(fleet.state(b.name)?.phase).toBe("Programmed");
+    await start(a);
+    await eventually("proxy-a re-programmed", async () => (fleet.state(a.name)?.phase === "Programmed" ? true : undefined));
+    expect(await httpGet(a.ports.web)).toEqual({ status: 200, body: "fleet v1" });
+    expect(await httpGet(a.ports.ready, "/ready")).toEqual({ status: 200, body: "ready\n" });
+
+    // b: restarted between two checks, so the engine never saw it down; the hash marker tells
+    await kill(b);
+    await start(b);
+    expect(fleet.state(b.name)?.phase).toBe("Programmed"); // not yet known
+    await fleet.verify();
+    await fleet.settled();
+    expect(events.some(e => e.type === "drifted" && e.name === b.name)).toBe(true);
+    expect(fleet.state(b.name)).toMatchObject({ phase: "Programmed", hash: config.hash });
+    expect(await httpGet(b.ports.web)).toEqual({ status: 200, body: "fleet v1" });
+  });
+
+  it("pushes a new config to all, keeps a refusal's message, and forgets removed proxies", async () => {
+    config = must(sealConfig(desired("fleet v2"), spec));
+    fleet.update(targets());
+    await fleet.settled();
+    for (const p of proxies) expect(await httpGet(p.ports.web)).toEqual({ status: 200, body: "fleet v2" });
+    const v2 = config.hash;
+
+    // a config one proxy cannot run: its web port is taken on that proxy only
+    const c = proxies[2]!;
+    await kill(c);
+    const blocker = createServer().listen(c.ports.web, "127.0.0.1");
+    await new Promise(r => blocker.once("listening", r));
+    await start(c);
+    config = must(sealConfig(desired("fleet v3"), spec));
+    fleet.update(targets());
+    await fleet.settled();
+    const failed = fleet.state(c.name);
+    expect(failed).toMatchObject({ phase: "Failed", error: { kind: "rejected", status: 400 } });
+    if (failed?.phase === "Failed") expect(failed.message).toMatch(/address already in use/);
+    expect(fleet.state(proxies[0]!.name)).toMatchObject({ phase: "Programmed", hash: config.hash });
+    expect(v2).not.toBe(config.hash);
+
+    // freeing the port lets the next retry succeed without any restart
+    await new Promise(r => blocker.close(r));
+    await eventually("proxy-c recovers", async () => (fleet.state(c.name)?.phase === "Programmed" ? true : undefined));
+    expect(await httpGet(c.ports.web)).toEqual({ status: 200, body: "fleet v3" });
+
+    fleet.update(targets().slice(0, 2));
+    expect(fleet.state(c.name)).toBeUndefined();
+    expect([...fleet.states().keys()].sort()).toEqual(["proxy-a", "proxy-b"]);
+    expect(events.some(e => e.type === "forgotten" && e.name === c.name)).toBe(true);
+  });
+});
