@@ -18,6 +18,9 @@ run="$local_dir/run"
 logs="$local_dir/logs"
 data="$local_dir/etcd"
 kubeconfig="$local_dir/kubeconfig"
+# An instance remembers its ports, so KG_LOCAL_DIR alone selects it later.
+# shellcheck disable=SC1091
+[ -f "$local_dir/ports.env" ] && . "$local_dir/ports.env"
 api_port="${KG_APISERVER_PORT:-6443}"
 etcd_port="${KG_ETCD_PORT:-2379}"
 etcd_peer_port=$((etcd_port + 1))
@@ -70,7 +73,15 @@ gen_pki() {
   leaf admin kubernetes-admin system:masters "" clientAuth
   leaf apiserver-kubelet-client kube-apiserver-kubelet-client system:masters "" clientAuth
   leaf controller-manager system:kube-controller-manager "" "" clientAuth
-  leaf kubelet system:node:kengine-local system:nodes "DNS:localhost,IP:127.0.0.1" "serverAuth,clientAuth"
+  # The kubelet's client cert doubles as its serving cert for /containerLogs on the node's
+  # InternalIP, the pod bridge address 10.244.0.1 (kube-apiserver dials it for kubectl logs).
+  if [ -f kubelet.crt ] && ! openssl x509 -in kubelet.crt -noout -ext subjectAltName 2>/dev/null | grep -q 10.244.0.1; then
+    rm -f kubelet.crt kubelet.key
+  fi
+  leaf kubelet system:node:kengine-local system:nodes "DNS:localhost,DNS:kengine-local,IP:127.0.0.1,IP:10.244.0.1" "serverAuth,clientAuth"
+  # What a kubelet identity may not do (bind pods, write Service status) runs as this user,
+  # limited by the kengine-local:node-controllers ClusterRole (see kubelet_rbac).
+  leaf node-controllers kengine-local:node-controllers "" "" clientAuth
   if [ ! -f sa.key ]; then
     openssl genrsa -out sa.key 2048 2>/dev/null
     openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
@@ -135,10 +146,14 @@ up() {
   for b in kubectl etcd kube-apiserver kube-controller-manager caddy echo-basic; do
     ln -sf "$bin/$b" "$local_dir/bin/$b"
   done
+  printf 'KG_APISERVER_PORT=${KG_APISERVER_PORT:-%s}\nKG_ETCD_PORT=${KG_ETCD_PORT:-%s}\nKG_KCM_PORT=${KG_KCM_PORT:-%s}\n' \
+    "$api_port" "$etcd_port" "$kcm_port" >"$local_dir/ports.env"
+  [ "${KG_NO_KUBELET:-}" = 1 ] && echo "KG_NO_KUBELET=1" >>"$local_dir/ports.env"
   gen_pki
   write_kubeconfig "$kubeconfig" admin
   write_kubeconfig "$local_dir/controller-manager.kubeconfig" controller-manager
   write_kubeconfig "$local_dir/kubelet.kubeconfig" kubelet
+  write_kubeconfig "$local_dir/node-controllers.kubeconfig" node-controllers
 
   if [ -z "$(pid_of etcd)" ]; then
     port_free "$etcd_port" || die "port $etcd_port (etcd) is in use by another process"
@@ -192,14 +207,41 @@ up() {
   wait_for "the default ServiceAccount" 60 kube-controller-manager "${kc[@]}" get serviceaccount default -n default
 
   if [ -f "$root/hack/kubelet/main.ts" ] && [ "${KG_NO_KUBELET:-}" != 1 ]; then
+    kubelet_rbac "${kc[@]}"
     if [ -z "$(pid_of kubelet)" ]; then
       start kubelet "$root/node_modules/.bin/tsx" "$root/hack/kubelet/main.ts" \
-        --kubeconfig "$local_dir/kubelet.kubeconfig" --peers "$bin" --state "$local_dir/kubelet"
+        --kubeconfig "$local_dir/kubelet.kubeconfig" \
+        --controllers-kubeconfig "$local_dir/node-controllers.kubeconfig" \
+        --peers "$bin" --state "$local_dir/kubelet"
     fi
     wait_for "the local node to be Ready" 60 kubelet \
       "${kc[@]}" wait --for condition=Ready --timeout=1s node/kengine-local
   fi
   log "ready: kubectl --kubeconfig .local/kubeconfig get gatewayclasses"
+}
+
+# The kubelet binds pods (kube-scheduler's job) and writes LoadBalancer status (a cloud
+# controller's job) as kengine-local:node-controllers, with exactly these rights.
+kubelet_rbac() { # KUBECTL...
+  "$@" apply -f - >/dev/null <<'EOF'
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: "kengine-local:node-controllers"}
+rules:
+- {apiGroups: [""], resources: [pods], verbs: [get, list, watch]}
+- {apiGroups: [""], resources: [pods/binding], verbs: [create]}
+- {apiGroups: [""], resources: [services], verbs: [get, list, watch]}
+- {apiGroups: [""], resources: [services/status], verbs: [patch, update]}
+- {apiGroups: [discovery.k8s.io], resources: [endpointslices], verbs: [get, list, watch]}
+- {apiGroups: ["", events.k8s.io], resources: [events], verbs: [create, patch]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: "kengine-local:node-controllers"}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "kengine-local:node-controllers"}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: "kengine-local:node-controllers"}
+EOF
 }
 
 stop_one() { # NAME
@@ -220,7 +262,10 @@ stop_one() { # NAME
 down() {
   local i
   for ((i = ${#components[@]} - 1; i >= 0; i--)); do stop_one "${components[$i]}"; done
-  if [ -f "$root/hack/kubelet/cleanup.sh" ]; then bash "$root/hack/kubelet/cleanup.sh" || true; fi
+  # Only the instance whose kubelet ran (its state dir exists) owns the kg-* namespaces and links.
+  if [ -f "$root/hack/kubelet/cleanup.sh" ] && [ -d "$local_dir/kubelet" ]; then
+    bash "$root/hack/kubelet/cleanup.sh" "$local_dir/kubelet" || true
+  fi
   rm -rf "$data" "$local_dir/kubelet"
   log "stopped"
 }

@@ -1,0 +1,91 @@
+/**
+ * The kengine-local kubelet: registers the node, binds and runs Pods as local processes in
+ * their own network namespaces, serves container logs, and gives LoadBalancer Services a
+ * loopback address. Started by hack/cluster.sh up; see hack/kubelet/README in design.md §5.
+ */
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { Api } from "./api";
+import { parseArgs } from "./args";
+import { Binder } from "./binder";
+import { bridgeIP, Ipam, podCIDR } from "./ipam";
+import { loadKubeconfig } from "./kubeconfig";
+import { LoadBalancers } from "./loadbalancer";
+import { logger as log } from "./log";
+import { LogServer } from "./logserver";
+import { ensureBridge, netnsList, removeNetns } from "./network";
+import { NodeAgent } from "./node";
+import { PodManager } from "./pods";
+
+async function main(): Promise<void> {
+  const args = parseArgs(process.argv.slice(2));
+  mkdirSync(args.state, { recursive: true });
+  writeFileSync(join(args.state, "kubelet.pid"), String(process.pid));
+  const creds = loadKubeconfig(args.kubeconfig);
+  const api = new Api(creds, log);
+  const controllers = new Api(loadKubeconfig(args.controllersKubeconfig), log);
+
+  // Whatever a previous run left (it crashed or was killed) is restarted from scratch.
+  for (const ns of await netnsList()) await removeNetns(ns);
+  await ensureBridge();
+
+  const logServer = new LogServer(
+    {
+      host: bridgeIP,
+      port: args.port,
+      cert: args.tlsCert ? readFileSync(args.tlsCert) : creds.cert,
+      key: args.tlsKey ? readFileSync(args.tlsKey) : creds.key,
+      ca: args.clientCA ? readFileSync(args.clientCA) : creds.ca,
+    },
+    log,
+  );
+  const node = new NodeAgent(
+    api,
+    { name: args.nodeName, internalIP: bridgeIP, port: args.port, podCIDR, maxPods: 110 },
+    log,
+  );
+  const ipam = new Ipam(join(args.state, "ipam.json"));
+  const pods = new PodManager(
+    api,
+    args.nodeName,
+    { api, log, ipam, peersBin: args.peers, stateDir: args.state, hostIP: bridgeIP },
+    log,
+  );
+  logServer.setPods(pods);
+  await logServer.listen();
+  await node.register();
+  node.run();
+  const podInformer = pods.start();
+  await podInformer.hasSynced();
+  ipam.retain(new Set([...podInformer.cache.values()].map(p => p.metadata.uid ?? "")));
+  new Binder(controllers, args.nodeName, log).start();
+  const lbs = new LoadBalancers(controllers, log);
+  lbs.start();
+  log.info(
+    `kubelet ready: node ${args.nodeName}, pods on ${podCIDR}, logs on https://${bridgeIP}:${args.port}`,
+  );
+
+  let stopping = false;
+  const shutdown = (sig: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info(`${sig}: stopping pods`);
+    node.stop();
+    lbs.stop();
+    const hard = setTimeout(() => process.exit(1), 8000);
+    void pods.stopAll(3000).finally(() => {
+      clearTimeout(hard);
+      process.exit(0);
+    });
+  };
+  process.on("SIGTERM", () => shutdown("SIGTERM"));
+  process.on("SIGINT", () => shutdown("SIGINT"));
+}
+
+process.on("unhandledRejection", e => log.error(`unhandled rejection: ${String(e)}`));
+process.on("uncaughtException", e => log.error(`uncaught exception: ${e.stack ?? String(e)}`));
+
+main().catch(e => {
+  log.error(`kubelet failed to start: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+  process.exit(1);
+});

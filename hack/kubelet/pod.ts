@@ -1,0 +1,397 @@
+/**
+ * One Pod on the node: its network namespace and IP, volumes, init and regular containers,
+ * and the status it reports. A failure here is reported in the pod's status and never
+ * escapes to the kubelet.
+ */
+import { appendFileSync, existsSync, mkdirSync, statSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { Api, ApiError, keyOf } from "./api";
+import { containerEnv, referencedObjects } from "./env";
+import { resolveContainer } from "./images";
+import { Ipam } from "./ipam";
+import type { Logger } from "./log";
+import { setupPodNetwork, teardownPodNetwork, podNetNames } from "./network";
+import { ContainerRunner, Mount } from "./runtime";
+import { ContainerView, podStatus, PodView } from "./status";
+import type { ConfigMap, Container, ContainerState, Pod, Secret } from "./types";
+import { safeJoin, tokenRequests, volumeFiles, writeVolume } from "./volumes";
+
+export interface PodDeps {
+  readonly api: Api;
+  readonly log: Logger;
+  readonly ipam: Ipam;
+  readonly peersBin: string;
+  readonly stateDir: string;
+  readonly hostIP: string;
+}
+
+const retryableReasons = new Set(["CreateContainerConfigError", "ContainerCreating"]);
+const now = () => new Date().toISOString().replace(/\.\d+Z$/, "Z");
+
+export class PodWorker {
+  podIP: string | undefined;
+  private readonly runners = new Map<string, ContainerRunner>();
+  /** Containers that cannot run, with the waiting state that says why. */
+  private readonly blocked = new Map<string, ContainerState>();
+  private initDone = false;
+  private sandboxReady = false;
+  private readonly startTime = now();
+  private lastWritten = "";
+  private statusTimer: NodeJS.Timeout | undefined;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private writing = Promise.resolve();
+  readonly dir: string;
+
+  constructor(
+    public pod: Pod,
+    private readonly deps: PodDeps,
+  ) {
+    this.dir = join(deps.stateDir, "pods", pod.metadata.uid ?? "unknown");
+  }
+
+  get key(): string {
+    return keyOf(this.pod);
+  }
+  get uid(): string {
+    return this.pod.metadata.uid ?? "";
+  }
+
+  /** The runner of a container, for log serving. */
+  runner(name: string): ContainerRunner | undefined {
+    return this.runners.get(name);
+  }
+
+  logDir(container: string): string {
+    return join(this.dir, "logs", container);
+  }
+
+  update(pod: Pod): void {
+    this.pod = pod;
+    this.scheduleStatus();
+  }
+
+  async start(): Promise<void> {
+    const { log, ipam } = this.deps;
+    this.scheduleStatus();
+    try {
+      mkdirSync(join(this.dir, "scripts"), { recursive: true });
+      this.podIP = ipam.allocate(this.uid);
+      await setupPodNetwork(this.uid, this.podIP);
+      this.sandboxReady = true;
+      log.info(`pod ${this.key}: network ${podNetNames(this.uid).netns} ip ${this.podIP}`);
+    } catch (e) {
+      log.error(`pod ${this.key}: sandbox setup failed: ${String(e)}`);
+      for (const c of this.allContainers()) {
+        this.blocked.set(c.name, {
+          waiting: { reason: "ContainerCreating", message: `sandbox: ${String(e)}` },
+        });
+      }
+      this.scheduleStatus();
+      this.retryLater();
+      return;
+    }
+    if (this.stopped) return;
+    await this.runAll();
+  }
+
+  private allContainers(): Container[] {
+    return [...(this.pod.spec.initContainers ?? []), ...this.pod.spec.containers];
+  }
+
+  private retryLater(): void {
+    if (this.stopped || this.retryTimer) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      if (this.stopped) return;
+      const wasSandbox = !this.sandboxReady;
+      void (wasSandbox ? this.start() : this.runAll());
+    }, 5000);
+  }
+
+  /** Fetches what the pod references, writes volumes, runs init containers then the rest. */
+  private async runAll(): Promise<void> {
+    const { log } = this.deps;
+    let configMaps: Map<string, ConfigMap>;
+    let secrets: Map<string, Secret>;
+    let tokens: Map<string, string>;
+    try {
+      [configMaps, secrets, tokens] = await Promise.all([
+        this.fetchAll<ConfigMap>("configmaps", referencedObjects(this.pod).configMaps),
+        this.fetchAll<Secret>("secrets", referencedObjects(this.pod).secrets),
+        this.fetchTokens(),
+      ]);
+    } catch (e) {
+      log.warn(`pod ${this.key}: ${String(e)}`);
+      this.retryLater();
+      return;
+    }
+    const src = { configMaps, secrets, tokens, podIP: this.podIP ?? "", hostIP: this.deps.hostIP };
+    for (const v of this.pod.spec.volumes ?? []) {
+      const r = volumeFiles(this.pod, v, src);
+      if (!r.ok) return this.blockAll("CreateContainerConfigError", r.message);
+      try {
+        writeVolume(join(this.dir, "volumes", v.name), r.files);
+      } catch (e) {
+        return this.blockAll("CreateContainerConfigError", `volume ${v.name}: ${String(e)}`);
+      }
+    }
+    if (this.stopped) return;
+    if (!this.initDone) {
+      for (const c of this.pod.spec.initContainers ?? []) {
+        if (this.runners.has(c.name)) continue;
+        const r = this.prepare(c, src, true);
+        if (!r) return;
+        r.start();
+        const code = await r.finished;
+        if (this.stopped) return;
+        if (code !== 0) return; // restartPolicy Never: the pod fails (see status)
+      }
+      this.initDone = true;
+      this.scheduleStatus();
+    }
+    for (const c of this.pod.spec.containers) {
+      if (this.runners.has(c.name) || this.stopped) continue;
+      this.prepare(c, src, false)?.start();
+    }
+  }
+
+  private blockAll(reason: string, message: string): void {
+    for (const c of this.allContainers()) {
+      if (!this.runners.has(c.name)) this.blocked.set(c.name, { waiting: { reason, message } });
+    }
+    this.scheduleStatus();
+    this.retryLater();
+  }
+
+  /** Builds the runner for a container, or records why it cannot run. */
+  private prepare(
+    c: Container,
+    src: { configMaps: Map<string, ConfigMap>; secrets: Map<string, Secret> },
+    init: boolean,
+  ): ContainerRunner | undefined {
+    const block = (reason: string, message: string) => {
+      this.blocked.set(c.name, { waiting: { reason, message } });
+      this.scheduleStatus();
+      if (retryableReasons.has(reason)) this.retryLater();
+      return undefined;
+    };
+    const image = resolveContainer(c);
+    if (!image.ok) return block(image.reason, image.message);
+    const binaryPath = join(this.deps.peersBin, image.binary);
+    if (!existsSync(binaryPath))
+      return block("CreateContainerError", `local binary ${binaryPath} is missing`);
+    const env = containerEnv(this.pod, c, {
+      ...src,
+      podIP: this.podIP ?? "",
+      hostIP: this.deps.hostIP,
+    });
+    if (!env.ok) return block("CreateContainerConfigError", env.message);
+    const mounts: Mount[] = [];
+    for (const m of c.volumeMounts ?? []) {
+      const volDir = join(this.dir, "volumes", m.name);
+      if (!existsSync(volDir))
+        return block("CreateContainerConfigError", `volume "${m.name}" not found`);
+      const source = m.subPath ? safeJoin(volDir, m.subPath) : volDir;
+      if (!source)
+        return block("CreateContainerConfigError", `subPath "${m.subPath}" escapes the volume`);
+      if (!existsSync(source)) mkdirSync(source, { recursive: true });
+      this.ensureMountPoint(m.mountPath, statSync(source).isDirectory());
+      mounts.push({ source, target: m.mountPath, readOnly: m.readOnly ?? false });
+    }
+    const home = join(this.dir, "home", c.name);
+    mkdirSync(home, { recursive: true });
+    this.blocked.delete(c.name);
+    const runner = new ContainerRunner(
+      {
+        container: c,
+        podName: this.pod.spec.hostname ?? this.pod.metadata.name,
+        podKey: this.key,
+        podUID: this.uid,
+        netnsPath: `/run/netns/${podNetNames(this.uid).netns}`,
+        podIP: this.podIP ?? "",
+        binaryPath,
+        args: image.args,
+        env: {
+          PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+          HOSTNAME: this.pod.metadata.name,
+          HOME: home,
+          ...env.env,
+        },
+        mounts,
+        restartPolicy: this.pod.spec.restartPolicy ?? "Always",
+        logDir: this.logDir(c.name),
+        scriptDir: join(this.dir, "scripts"),
+        init,
+        graceMs: (this.pod.spec.terminationGracePeriodSeconds ?? 30) * 1000,
+      },
+      () => this.scheduleStatus(),
+      this.deps.log,
+    );
+    this.runners.set(c.name, runner);
+    return runner;
+  }
+
+  /**
+   * Bind mounts need their target to exist. A missing one is created on the host file system
+   * (the mount itself stays private) and recorded so cleanup.sh removes it.
+   */
+  private ensureMountPoint(target: string, isDir: boolean): void {
+    if (existsSync(target)) return;
+    let top = target;
+    while (!existsSync(dirname(top))) top = dirname(top);
+    appendFileSync(join(this.deps.stateDir, "created-paths"), top + "\n");
+    if (isDir) mkdirSync(target, { recursive: true });
+    else {
+      mkdirSync(dirname(target), { recursive: true });
+      writeFileSync(target, "");
+    }
+  }
+
+  private async fetchAll<T>(kind: string, names: Set<string>): Promise<Map<string, T>> {
+    const out = new Map<string, T>();
+    for (const name of names) {
+      try {
+        out.set(
+          name,
+          await this.deps.api.get<T>(
+            `/api/v1/namespaces/${this.pod.metadata.namespace}/${kind}/${name}`,
+          ),
+        );
+      } catch (e) {
+        if (!(e instanceof ApiError && (e.status === 404 || e.status === 403))) throw e;
+      }
+    }
+    return out;
+  }
+
+  private async fetchTokens(): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    const sa = this.pod.spec.serviceAccountName ?? "default";
+    for (const t of tokenRequests(this.pod)) {
+      try {
+        const r = await this.deps.api.post<{ status: { token: string } }>(
+          `/api/v1/namespaces/${this.pod.metadata.namespace}/serviceaccounts/${sa}/token`,
+          {
+            apiVersion: "authentication.k8s.io/v1",
+            kind: "TokenRequest",
+            spec: {
+              ...(t.audience ? { audiences: [t.audience] } : {}),
+              expirationSeconds: t.expirationSeconds,
+              boundObjectRef: {
+                apiVersion: "v1",
+                kind: "Pod",
+                name: this.pod.metadata.name,
+                uid: this.uid,
+              },
+            },
+          },
+        );
+        out.set(t.key, r.status.token);
+      } catch (e) {
+        this.deps.log.warn(`pod ${this.key}: service account token: ${String(e)} (left out)`);
+      }
+    }
+    return out;
+  }
+
+  private view(c: Container, init: boolean): ContainerView {
+    const r = this.runners.get(c.name);
+    const image = c.image ?? "";
+    if (r) {
+      const finishedForGood = "terminated" in r.state;
+      return {
+        name: c.name,
+        image,
+        state: r.state,
+        lastState: r.lastState,
+        restartCount: r.restartCount,
+        ready: r.ready,
+        started: r.started,
+        finished: finishedForGood && !this.willRestart(r, init),
+      };
+    }
+    const state =
+      this.blocked.get(c.name) ??
+      ({
+        waiting: { reason: init || this.initDone ? "ContainerCreating" : "PodInitializing" },
+      } as const);
+    return {
+      name: c.name,
+      image,
+      state,
+      lastState: {},
+      restartCount: 0,
+      ready: false,
+      started: false,
+      finished: false,
+    };
+  }
+
+  private willRestart(r: ContainerRunner, init: boolean): boolean {
+    if (!("terminated" in r.state)) return true;
+    if (init && r.state.terminated.exitCode === 0) return false;
+    const policy = this.pod.spec.restartPolicy ?? "Always";
+    if (this.stopped) return false;
+    return policy === "Always" || (policy === "OnFailure" && r.state.terminated.exitCode !== 0);
+  }
+
+  statusView(): PodView {
+    return {
+      podIP: this.podIP,
+      hostIP: this.deps.hostIP,
+      startTime: this.startTime,
+      sandboxReady: this.sandboxReady,
+      initDone: this.initDone,
+      init: (this.pod.spec.initContainers ?? []).map(c => this.view(c, true)),
+      containers: this.pod.spec.containers.map(c => this.view(c, false)),
+      uid: this.uid,
+    };
+  }
+
+  scheduleStatus(): void {
+    if (this.statusTimer) return;
+    this.statusTimer = setTimeout(() => {
+      this.statusTimer = undefined;
+      this.writing = this.writing.then(() => this.writeStatus());
+    }, 100);
+  }
+
+  private async writeStatus(): Promise<void> {
+    const status = podStatus(this.pod, this.statusView(), now());
+    const json = JSON.stringify(status);
+    if (json === this.lastWritten) return;
+    try {
+      await this.deps.api.patch(
+        `/api/v1/namespaces/${this.pod.metadata.namespace}/pods/${this.pod.metadata.name}/status`,
+        { metadata: { uid: this.uid }, status },
+      );
+      this.lastWritten = json;
+    } catch (e) {
+      if (e instanceof ApiError && (e.status === 404 || e.status === 409)) return;
+      this.deps.log.warn(`pod ${this.key}: status update: ${String(e)}`);
+      setTimeout(() => this.scheduleStatus(), 1000);
+    }
+  }
+
+  /** Stops every container (SIGTERM, SIGKILL after graceMs), then removes the sandbox. */
+  async stop(graceMs: number): Promise<void> {
+    this.stopped = true;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    await Promise.all([...this.runners.values()].map(r => r.stop(graceMs)));
+    await teardownPodNetwork(this.uid).catch(e =>
+      this.deps.log.warn(`pod ${this.key}: ${String(e)}`),
+    );
+    this.sandboxReady = false;
+  }
+
+  /** Writes the final status right away (used before deleting the pod object). */
+  async flushStatus(): Promise<void> {
+    if (this.statusTimer) {
+      clearTimeout(this.statusTimer);
+      this.statusTimer = undefined;
+    }
+    await this.writing;
+    await this.writeStatus();
+  }
+}
