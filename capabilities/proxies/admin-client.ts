@@ -56,13 +56,25 @@ export const describeAdminError = (e: AdminError): string =>
 
 const TIMEOUT_CODES = new Set(["UND_ERR_CONNECT_TIMEOUT", "UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT", "ETIMEDOUT"]);
 
+interface ErrorLike {
+  readonly name?: unknown;
+  readonly code?: unknown;
+  readonly message?: unknown;
+  readonly cause?: unknown;
+}
+
+/** Duck-typed: errors may come from another realm (DOMException from AbortSignal.timeout, jest's sandbox). */
+const errorLike = (e: unknown): ErrorLike | undefined => (e !== null && typeof e === "object" ? (e as ErrorLike) : undefined);
+const text = (v: unknown): string | undefined => (typeof v === "string" && v !== "" ? v : undefined);
+
 /** A transport failure as an AdminError; quotes only the error's code and message (never request bodies or keys). */
 function transportError(e: unknown): AdminError {
-  const error = e instanceof Error ? (e as Error & { code?: string; cause?: unknown }) : undefined;
+  const error = errorLike(e);
   if (error?.name === "TimeoutError" || error?.name === "AbortError") return { kind: "timeout", message: "request timed out" };
-  const cause = error?.cause instanceof Error ? (error.cause as Error & { code?: string }) : undefined;
-  const code = error?.code ?? cause?.code;
-  const message = [code, error?.message, cause && cause.message !== error?.message ? cause.message : undefined].filter(Boolean).join(": ");
+  const cause = errorLike(error?.cause);
+  const code = text(error?.code) ?? text(cause?.code);
+  const causeMessage = text(cause?.message) !== text(error?.message) ? text(cause?.message) : undefined;
+  const message = [code, text(error?.message), causeMessage].filter(Boolean).join(": ");
   if (code !== undefined && TIMEOUT_CODES.has(code)) return { kind: "timeout", message };
   return { kind: "connect", message: message || "connection failed" };
 }

@@ -1,0 +1,140 @@
+import { createHash } from "node:crypto";
+import { inspect } from "node:util";
+import { bootstrapConfig, CaddyConfig, checkSpec, isSealed, MANAGEMENT_SERVER, ManagementSpec, READINESS_SERVER, SealedConfig, sealConfig, withManagement } from "./management";
+import { createAuthority, generateKeyPair, issueServerCertificate } from "./pki";
+import { Result } from "./result";
+
+const must = <T, E>(r: Result<T, E>): T => {
+  if (!r.ok) throw new Error(JSON.stringify(r.error));
+  return r.value;
+};
+const start = new Date("2026-11-21T10:00:00Z");
+const ca = must(createAuthority({ commonName: "test CA", keys: generateKeyPair(), notBefore: start, lifetimeDays: 3650 }));
+const spec: ManagementSpec = {
+  listenAddress: "{env.KENGINE_POD_IP}:9443",
+  adminAddress: "127.0.0.1:2019",
+  serverCertTag: "kengine-management",
+  clientCaPem: ca.certificatePem,
+  serverCertificate: { kind: "files", certificateFile: "/etc/kengine/management/tls.crt", keyFile: "/etc/kengine/management/tls.key" },
+  readinessAddress: ":8081",
+};
+
+type Json = { [key: string]: any }; // eslint-disable-line @typescript-eslint/no-explicit-any
+const app = (extra: Json = {}): Json =>
+  must(withManagement({ ...extra, apps: { ...extra.apps, http: { servers: { gw: { listen: [":80"], routes: [{ handle: [{ handler: "static_response", body: "hi" }] }] } } } } }, spec)) as Json;
+
+describe("bootstrapConfig", () => {
+  const boot = must(bootstrapConfig(spec)) as Json;
+
+  it("serves only the management listener, with admin on loopback and never autosaved", () => {
+    expect(boot.admin).toEqual({ listen: "127.0.0.1:2019", config: { persist: false } });
+    expect(Object.keys(boot.apps).sort()).toEqual(["http", "tls"]);
+    expect(Object.keys(boot.apps.http.servers)).toEqual([MANAGEMENT_SERVER]);
+    expect(boot.apps.http.servers[READINESS_SERVER]).toBeUndefined();
+    expect(boot.apps.tls).toEqual({
+      certificates: { load_files: [{ certificate: "/etc/kengine/management/tls.crt", key: "/etc/kengine/management/tls.key", tags: ["kengine-management"] }] },
+    });
+  });
+
+  it("requires controller-CA client certificates and forwards only to the loopback admin with its Host", () => {
+    const server = boot.apps.http.servers[MANAGEMENT_SERVER];
+    expect(server.listen).toEqual(["{env.KENGINE_POD_IP}:9443"]);
+    expect(server.automatic_https).toEqual({ disable: true });
+    expect(server.protocols).toEqual(["h1", "h2"]);
+    expect(server.tls_connection_policies).toEqual([
+      {
+        certificate_selection: { any_tag: ["kengine-management"] },
+        client_authentication: { trusted_ca_certs: [ca.certificateDer.toString("base64")], mode: "require_and_verify" },
+      },
+    ]);
+    expect(server.routes).toEqual([
+      { handle: [{ handler: "reverse_proxy", upstreams: [{ dial: "127.0.0.1:2019" }], headers: { request: { set: { Host: ["127.0.0.1:2019"] } } } }] },
+    ]);
+  });
+
+  it("refuses a spec with a non-loopback admin, shared ports or a CA that is not a certificate", () => {
+    expect(checkSpec(spec)).toEqual([]);
+    expect(checkSpec({ ...spec, adminAddress: "0.0.0.0:2019" })).toEqual([expect.stringContaining("loopback")]);
+    expect(checkSpec({ ...spec, adminAddress: "10.0.0.1:2019" })).toHaveLength(1);
+    expect(checkSpec({ ...spec, readinessAddress: ":9443" })).toEqual([expect.stringContaining("must differ")]);
+    expect(checkSpec({ ...spec, clientCaPem: "x" })).toEqual([expect.stringContaining("clientCaPem")]);
+    expect(bootstrapConfig({ ...spec, adminAddress: ":2019" }).ok).toBe(false);
+  });
+
+  it("loads an inline serving key only through load_pem, and the spec does not print it", () => {
+    const leaf = must(issueServerCertificate(ca, { commonName: "p", dnsNames: ["*.p.ns.svc"], keys: generateKeyPair(), notBefore: start, lifetimeDays: 1 }));
+    const pemSpec: ManagementSpec = { ...spec, serverCertificate: { kind: "pem", certificatePem: leaf.certificatePem, privateKey: leaf.privateKey } };
+    const boot2 = must(bootstrapConfig(pemSpec)) as Json;
+    expect(boot2.apps.tls.certificates.load_pem[0].key).toBe(leaf.privateKey.reveal());
+    const keyBody = leaf.privateKey.reveal().split("\n")[1]!;
+    expect(JSON.stringify(pemSpec)).not.toContain(keyBody);
+    expect(inspect(pemSpec, { depth: 10 })).not.toContain(keyBody);
+  });
+});
+
+describe("withManagement", () => {
+  it("adds management to an app config and keeps the app's own servers and certificates", () => {
+    const config = app({ apps: { tls: { certificates: { load_files: [{ certificate: "a.crt", key: "a.key", tags: ["gw"] }] } } } });
+    expect(Object.keys(config.apps.http.servers).sort()).toEqual([MANAGEMENT_SERVER, "gw"].sort());
+    expect(config.apps.tls.certificates.load_files).toHaveLength(2);
+  });
+  it("refuses to replace an existing management server or a different admin block", () => {
+    expect(withManagement({ apps: { http: { servers: { [MANAGEMENT_SERVER]: {} } } } }, spec)).toEqual({ ok: false, error: [expect.stringContaining(MANAGEMENT_SERVER)] });
+    expect(withManagement({ admin: { listen: "0.0.0.0:2019" } }, spec).ok).toBe(false);
+  });
+});
+
+describe("sealConfig", () => {
+  const sealed = must(sealConfig(JSON.stringify(app()), spec));
+
+  it("hashes the desired bytes and adds the readiness server marked with that hash", () => {
+    const input = JSON.stringify(app());
+    expect(sealed.hash).toBe(createHash("sha256").update(input).digest("hex"));
+    const out = JSON.parse(sealed.bytes.toString()) as Json;
+    const ready = out.apps.http.servers[READINESS_SERVER];
+    expect(ready["@id"]).toBe(`kengine-config-${sealed.hash}`);
+    expect(ready.listen).toEqual([":8081"]);
+    expect(ready.routes[0]).toEqual({ match: [{ path: ["/ready"] }], handle: [{ handler: "static_response", status_code: 200, body: "ready\n" }] });
+    // everything else is the desired config unchanged
+    delete out.apps.http.servers[READINESS_SERVER];
+    expect(out).toEqual(JSON.parse(input));
+    expect(isSealed(sealed)).toBe(true);
+    expect(isSealed({ ...sealed } as SealedConfig)).toBe(false);
+  });
+
+  const broken: [string, (c: Json) => void, string][] = [
+    ["no management server", c => delete c.apps.http.servers[MANAGEMENT_SERVER], "is missing"],
+    ["management server without client authentication", c => delete c.apps.http.servers[MANAGEMENT_SERVER].tls_connection_policies[0].client_authentication, "differs"],
+    ["management server on another port", c => (c.apps.http.servers[MANAGEMENT_SERVER].listen = [":9444"]), "differs"],
+    ["persist true", c => (c.admin.config.persist = true), "persist"],
+    ["persist unset", c => delete c.admin.config, "persist"],
+    ["no admin block", c => delete c.admin, "admin block is missing"],
+    ["admin on all interfaces", c => (c.admin.listen = ":2019"), "admin.listen"],
+    ["admin disabled", c => (c.admin.disabled = true), "disabled"],
+    ["remote admin", c => (c.admin.remote = { listen: ":2021" }), "admin.remote"],
+    ["a config loader", c => (c.admin.config.load = { module: "http" }), "admin.config.load"],
+    ["no management certificate", c => delete c.apps.tls, "lacks the management certificate"],
+    ["another server on the management port", c => (c.apps.http.servers.gw.listen = [":9443"]), "reserved for kengine-management"],
+    ["a layer4 server on the readiness port", c => (c.apps.layer4 = { servers: { l4: { listen: ["0.0.0.0:8081"] } } }), "reserved for kengine-readiness"],
+    ["a server on the admin port", c => (c.apps.http.servers.gw.listen = ["127.0.0.1:2019"]), "reserved for admin"],
+    ["a server named like the readiness server", c => (c.apps.http.servers[READINESS_SERVER] = { listen: [":1"] }), "reserved"],
+  ];
+  it.each(broken)("refuses a config with %s", (_, breakIt, message) => {
+    const config = app();
+    breakIt(config);
+    const result = sealConfig(JSON.stringify(config), spec);
+    expect(result.ok).toBe(false);
+    if (!result.ok) expect(result.error.join("\n")).toContain(message);
+  });
+
+  it("refuses input that is not a JSON object", () => {
+    expect(sealConfig("{", spec).ok).toBe(false);
+    expect(sealConfig("[]", spec).ok).toBe(false);
+    expect(sealConfig(Buffer.from("null"), spec).ok).toBe(false);
+  });
+
+  it("accepts the bootstrap config shape as input (a Gateway with no routes yet)", () => {
+    const boot = must(bootstrapConfig(spec)) as CaddyConfig;
+    expect(sealConfig(JSON.stringify(boot), spec).ok).toBe(true);
+  });
+});
