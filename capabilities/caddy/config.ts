@@ -1,0 +1,355 @@
+/**
+ * GatewayIR → Caddy JSON. One Caddy HTTP server per HTTP(S) port: a route per listener
+ * (most specific hostname first, each ending in 404 so listeners stay isolated), holding the
+ * listener's entries in precedence order. Layer-4 servers (caddy-l4) for TLS passthrough,
+ * TCP and UDP. The admin endpoint never persists config, and the management server is kept.
+ */
+import {
+  BackendIR,
+  EndpointIR,
+  GatewayIR,
+  HTTPListenerIR,
+  HTTPRouteEntryIR,
+  HTTPServerIR,
+  HeaderOpsIR,
+  L4ServerIR,
+  PathModifierIR,
+  RedirectIR,
+} from "../ir";
+import { quoteRE2 } from "../validation/regex";
+import {
+  CaddyConfig,
+  CaddyHTTPServer,
+  CaddyHandler,
+  CaddyHeaderOps,
+  CaddyL4Server,
+  CaddyMatcherSet,
+  CaddyRoute,
+  CaddyTLSConnectionPolicy,
+  JsonObject,
+  MANAGEMENT_SERVER_NAME,
+  ManagementServerConfig,
+} from "./types";
+
+export interface CaddyOptions {
+  /** The management server fragment and admin address (proxy fleet, design §6). */
+  readonly management?: ManagementServerConfig;
+  /** Host part of every listener address; default: all interfaces. */
+  readonly bindHost?: string;
+  /** Added to every listener port (tests run unprivileged on high ports). */
+  readonly portOffset?: number;
+  /**
+   * Loopback address of the internal server that answers 500 for the traffic share of
+   * backendRefs that do not resolve (only emitted when a rule mixes valid and invalid
+   * backends); default `127.0.0.1:10500`.
+   */
+  readonly errorResponderListen?: string;
+}
+
+export const ERROR_SERVER_NAME = "kengine-internal-500";
+const DEFAULT_ERROR_LISTEN = "127.0.0.1:10500";
+const REGEX_NAME = "kengine_path";
+
+/** Builds the Caddy config for the Gateways a proxy serves (usually one). */
+export function toCaddyConfig(irs: GatewayIR | readonly GatewayIR[], opts: CaddyOptions = {}): CaddyConfig {
+  const list = (Array.isArray(irs) ? irs : [irs]) as readonly GatewayIR[];
+  const ctx: Ctx = { opts, needsErrorServer: false };
+  const servers: Record<string, CaddyHTTPServer | JsonObject> = {};
+  const l4: Record<string, CaddyL4Server> = {};
+  const pems: { certificate: string; key: string; tags: string[] }[] = [];
+  const seenCert = new Set<string>();
+  for (const ir of list) {
+    for (const s of ir.httpServers) servers[serverName(s.protocol, s.port, list.length > 1 ? ir : undefined)] = httpServer(ctx, s);
+    for (const s of ir.l4Servers) l4[serverName(s.protocol, s.port, list.length > 1 ? ir : undefined)] = l4Server(ctx, s);
+    for (const c of ir.certificates) {
+      if (seenCert.has(c.id)) continue;
+      seenCert.add(c.id);
+      pems.push({ certificate: c.certificatePem, key: c.keyPem, tags: [c.id] });
+    }
+  }
+  if (ctx.needsErrorServer) {
+    servers[ERROR_SERVER_NAME] = {
+      listen: [opts.errorResponderListen ?? DEFAULT_ERROR_LISTEN],
+      routes: [{ handle: [{ handler: "static_response", status_code: 500 }] }],
+      automatic_https: { disable: true },
+      protocols: ["h1"],
+    };
+  }
+  const mgmt = opts.management;
+  if (mgmt?.server) servers[MANAGEMENT_SERVER_NAME] = mgmt.server;
+  const loadPem = [...pems, ...(mgmt?.loadPem ?? [])];
+  const loadFiles = [...(mgmt?.loadFiles ?? [])];
+  return {
+    admin: { listen: mgmt?.adminListen ?? "localhost:2019", config: { persist: false } },
+    apps: {
+      ...(Object.keys(servers).length > 0 && { http: { servers } }),
+      ...((loadPem.length > 0 || loadFiles.length > 0) && {
+        tls: {
+          certificates: {
+            ...(loadPem.length > 0 && { load_pem: loadPem }),
+            ...(loadFiles.length > 0 && { load_files: loadFiles }),
+          },
+        },
+      }),
+      ...(Object.keys(l4).length > 0 && { layer4: { servers: l4 } }),
+    },
+  };
+}
+
+interface Ctx {
+  readonly opts: CaddyOptions;
+  needsErrorServer: boolean;
+}
+
+function serverName(protocol: string, port: number, ir?: GatewayIR): string {
+  const base = `${protocol.toLowerCase()}-${port}`;
+  return ir ? `${ir.namespace}/${ir.name}/${base}` : base;
+}
+
+const listenAddress = (ctx: Ctx, port: number, network = ""): string =>
+  `${network}${ctx.opts.bindHost ?? ""}:${port + (ctx.opts.portOffset ?? 0)}`;
+
+/* ------------------------------------------------------------------ HTTP */
+
+function httpServer(ctx: Ctx, s: HTTPServerIR): CaddyHTTPServer {
+  const routes: CaddyRoute[] = s.listeners.map(l => listenerRoute(ctx, s, l));
+  if (!s.listeners.some(l => l.hostname === undefined)) routes.push(notFound());
+  const tls = s.protocol === "HTTPS";
+  return {
+    listen: [listenAddress(ctx, s.port)],
+    routes,
+    automatic_https: { disable: true },
+    protocols: tls ? ["h1", "h2"] : ["h1", "h2c"],
+    ...(tls && { tls_connection_policies: connectionPolicies(s), strict_sni_host: true }),
+  };
+}
+
+function connectionPolicies(s: HTTPServerIR): CaddyTLSConnectionPolicy[] {
+  return s.listeners.map(l => ({
+    ...(l.hostname !== undefined && { match: { sni: [l.hostname] } }),
+    certificate_selection: { any_tag: [...l.certificateIds] },
+  }));
+}
+
+const notFound = (): CaddyRoute => ({ handle: [{ handler: "static_response", status_code: 404 }], terminal: true });
+
+function listenerRoute(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR): CaddyRoute {
+  const routes = l.routes.map(e => entryRoute(ctx, s, l, e));
+  routes.push(notFound());
+  return {
+    ...(l.hostname !== undefined && { match: [hostMatcher(l.hostname)] }),
+    handle: [{ handler: "subroute", routes }],
+    terminal: true,
+  };
+}
+
+function hostMatcher(hostname: string): CaddyMatcherSet {
+  if (!hostname.startsWith("*.")) return { host: [hostname] };
+  return { header_regexp: { Host: { pattern: hostPattern(hostname) } } };
+}
+
+/** `*.example.com` matches any number of labels left of `example.com` (spec), with an optional port. */
+const hostPattern = (wildcard: string): string => `(?i)^[^.:]+(?:\\.[^.:]+)*${quoteRE2(wildcard.slice(1))}(?::[0-9]+)?$`;
+
+function entryRoute(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR, e: HTTPRouteEntryIR): CaddyRoute {
+  const m = e.match;
+  const set: Record<string, unknown> = {};
+  const headerRe: Record<string, { pattern: string }> = {};
+  if (m.hostname !== undefined && m.hostname !== l.hostname) {
+    if (m.hostname.startsWith("*.")) headerRe.Host = { pattern: hostPattern(m.hostname) };
+    else set.host = [m.hostname];
+  }
+  const prefixModifier = modifiesPrefix(e);
+  const path = pathPattern(m.path, prefixModifier);
+  if (path) set.path_regexp = { name: REGEX_NAME, pattern: path };
+  if (m.method) set.method = [m.method];
+  for (const h of m.headers) headerRe[h.name] = { pattern: h.type === "Exact" ? `^${quoteRE2(h.value)}$` : `^(?:${h.value})$` };
+  if (m.grpc) headerRe["Content-Type"] = { pattern: "^application/grpc(?:[+;].*)?$" };
+  if (Object.keys(headerRe).length > 0) set.header_regexp = headerRe;
+  const exactQuery: Record<string, string[]> = {};
+  const regexQuery: { name: string; pattern: string }[] = [];
+  for (const q of m.queryParams) {
+    if (q.type === "Exact" && q.value !== "*") exactQuery[q.name] = [escapePlaceholders(q.value)];
+    else regexQuery.push({ name: q.name, pattern: q.type === "Exact" ? `^${quoteRE2(q.value)}$` : `^(?:${q.value})$` });
+  }
+  if (Object.keys(exactQuery).length > 0) set.query = exactQuery;
+  if (regexQuery.length === 1) {
+    set.vars_regexp = { [`{http.request.uri.query.${regexQuery[0].name}}`]: { pattern: regexQuery[0].pattern } };
+  } else if (regexQuery.length > 1) {
+    set.expression = regexQuery
+      .map(q => `{http.request.uri.query.${q.name}}.matches(${JSON.stringify(q.pattern)})`)
+      .join(" && ");
+  }
+  const handle: CaddyHandler[] = [];
+  if (e.requestHeaders) handle.push({ handler: "headers", request: headerOps(e.requestHeaders) });
+  if (e.responseHeaders) handle.push({ handler: "headers", response: { ...headerOps(e.responseHeaders), deferred: true } });
+  if (e.rewrite?.hostname) handle.push({ handler: "headers", request: { set: { Host: [escapePlaceholders(e.rewrite.hostname)] } } });
+  if (e.rewrite?.path) handle.push({ handler: "rewrite", uri: rewrittenPath(e.rewrite.path, prefixModifier) });
+  handle.push(...action(ctx, s, e));
+  const matchSet = set as CaddyMatcherSet;
+  return { ...(Object.keys(set).length > 0 && { match: [matchSet] }), handle, terminal: true };
+}
+
+/** Whether the entry rewrites or redirects with ReplacePrefixMatch (needs the path capture). */
+function modifiesPrefix(e: HTTPRouteEntryIR): "keep" | "root" | undefined {
+  const p: PathModifierIR | undefined = e.rewrite?.path ?? (e.action.type === "redirect" ? e.action.redirect.path : undefined);
+  if (!p || p.type !== "ReplacePrefixMatch") return undefined;
+  return trimSlash(p.value) === "" ? "root" : "keep";
+}
+
+const trimSlash = (v: string): string => v.replace(/\/+$/, "");
+
+/**
+ * Path regular expression (RE2, case-sensitive, matched against Caddy's cleaned path).
+ * PathPrefix has segment semantics: `/foo` matches `/foo` and `/foo/…`, not `/foobar`.
+ * With a prefix modifier, capture group 1 holds the rest of the path.
+ */
+function pathPattern(p: HTTPRouteEntryIR["match"]["path"], prefix: "keep" | "root" | undefined): string | undefined {
+  switch (p.type) {
+    case "Exact":
+      return `^${quoteRE2(p.value)}$`;
+    case "RegularExpression":
+      return `^(?:${p.value})$`;
+    case "PathPrefix": {
+      const base = quoteRE2(trimSlash(p.value));
+      if (prefix === "root") return `^${base}(?:/(.*))?$`;
+      if (prefix === "keep") return `^${base}(/.*)?$`;
+      return base === "" ? undefined : `^${base}(?:/.*)?$`;
+    }
+  }
+}
+
+const rest = `{http.regexp.${REGEX_NAME}.1}`;
+
+function rewrittenPath(p: PathModifierIR, prefix: "keep" | "root" | undefined): string {
+  if (p.type === "ReplaceFullPath") return escapePlaceholders(p.value);
+  return prefix === "root" ? `/${rest}` : `${escapePlaceholders(trimSlash(p.value))}${rest}`;
+}
+
+function headerOps(o: HeaderOpsIR): CaddyHeaderOps {
+  const set: Record<string, string[]> = {};
+  const add: Record<string, string[]> = {};
+  for (const h of o.set) set[h.name] = [escapePlaceholders(h.value)];
+  for (const h of o.add) (add[h.name] ??= []).push(escapePlaceholders(h.value));
+  return {
+    ...(Object.keys(set).length > 0 && { set }),
+    ...(Object.keys(add).length > 0 && { add }),
+    ...(o.remove.length > 0 && { delete: [...o.remove] }),
+  };
+}
+
+/** Caddy expands `{…}` placeholders in these strings; user values must stay literal. */
+export const escapePlaceholders = (v: string): string => v.replace(/[{}]/g, "\\$&");
+
+function action(ctx: Ctx, s: HTTPServerIR, e: HTTPRouteEntryIR): CaddyHandler[] {
+  const a = e.action;
+  switch (a.type) {
+    case "respond":
+      return [{ handler: "static_response", status_code: a.status, ...(a.body && { body: a.body }) }];
+    case "redirect":
+      return [redirect(a.redirect, modifiesPrefix(e))];
+    case "forward":
+      return [forward(ctx, a.backends)];
+  }
+}
+
+function redirect(r: RedirectIR, prefix: "keep" | "root" | undefined): CaddyHandler {
+  const host = r.hostname ? escapePlaceholders(r.hostname) : "{http.request.host}";
+  const origin = `${r.scheme}://${host}${r.port !== undefined ? `:${r.port}` : ""}`;
+  const respond = (location: string): CaddyHandler => ({
+    handler: "static_response",
+    status_code: r.statusCode,
+    headers: { Location: [location] },
+  });
+  if (!r.path) return respond(`${origin}{http.request.uri}`);
+  const path = rewrittenPath(r.path, prefix);
+  // Keep the query string, without a dangling "?" when there is none.
+  return {
+    handler: "subroute",
+    routes: [
+      { match: [{ query: {} }], handle: [respond(`${origin}${path}`)], terminal: true },
+      { handle: [respond(`${origin}${path}?{http.request.uri.query}`)], terminal: true },
+    ],
+  };
+}
+
+const dial = (e: EndpointIR): string => (e.address.includes(":") ? `[${e.address}]:${e.port}` : `${e.address}:${e.port}`);
+
+const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
+const lcm = (a: number, b: number): number => (a / gcd(a, b)) * b;
+
+/**
+ * One reverse_proxy for a rule's backends. Each backendRef's weight is split evenly over its
+ * endpoints (integer weights via the LCM of endpoint counts); unresolved backendRefs keep
+ * their share, answered with 500 by the internal error server. No endpoints at all: 503.
+ */
+function forward(ctx: Ctx, backends: readonly BackendIR[]): CaddyHandler {
+  const live = backends.filter(b => b.type === "invalid" || b.endpoints.length > 0);
+  if (live.length === 0) {
+    const allInvalid = backends.length > 0 && backends.every(b => b.type === "invalid");
+    return { handler: "static_response", status_code: allInvalid ? 500 : 503 };
+  }
+  if (live.every(b => b.type === "invalid")) return { handler: "static_response", status_code: 500 };
+  const counts = live.map(b => (b.type === "service" ? b.endpoints.length : 1));
+  const l = counts.reduce(lcm, 1);
+  const upstreams: { dial: string; weight: number; h2c: boolean }[] = [];
+  for (const b of live) {
+    if (b.type === "invalid") {
+      ctx.needsErrorServer = true;
+      upstreams.push({ dial: ctx.opts.errorResponderListen ?? DEFAULT_ERROR_LISTEN, weight: b.weight * l, h2c: false });
+    } else {
+      for (const e of b.endpoints) upstreams.push({ dial: dial(e), weight: (b.weight * l) / b.endpoints.length, h2c: b.protocol === "h2c" });
+    }
+  }
+  const g = upstreams.map(u => u.weight).reduce(gcd);
+  const weights = upstreams.map(u => u.weight / g);
+  const h2c = upstreams.some(u => u.h2c);
+  return {
+    handler: "reverse_proxy",
+    upstreams: upstreams.map(u => ({ dial: u.dial })),
+    load_balancing: {
+      selection_policy: weights.every(w => w === weights[0]) ? { policy: "round_robin" } : { policy: "weighted_round_robin", weights },
+    },
+    ...(h2c && { transport: { protocol: "http", versions: ["h2c", "2"] } }),
+  };
+}
+
+/* ------------------------------------------------------------------ layer 4 */
+
+function l4Server(ctx: Ctx, s: L4ServerIR): CaddyL4Server {
+  const network = s.protocol === "UDP" ? "udp/" : "";
+  const routes = s.routes
+    .filter(r => r.backends.some(b => b.endpoints.length > 0))
+    .map(r => {
+      const g = r.backends.filter(b => b.endpoints.length > 0).map(b => b.weight).reduce(gcd);
+      const upstreams: { dial: string[] }[] = [];
+      for (const b of r.backends) {
+        // caddy-l4 has no weighted policy: repeat each endpoint by its reduced weight.
+        const times = Math.min(b.weight / g, 100);
+        for (const e of b.endpoints) for (let i = 0; i < times; i++) upstreams.push({ dial: [`${network}${dial(e)}`] });
+      }
+      return {
+        ...(r.serverNames && { match: [{ tls: { sni: [...r.serverNames] } }] }),
+        handle: [{ handler: "proxy" as const, upstreams }],
+      };
+    });
+  return { listen: [listenAddress(ctx, s.port, network)], routes };
+}
+
+/** The config as deterministic JSON text: object keys sorted, two-space indent. */
+export function renderCaddyJSON(config: CaddyConfig | object): string {
+  return JSON.stringify(sortKeys(config), null, 2) + "\n";
+}
+
+function sortKeys(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(sortKeys);
+  if (v && typeof v === "object") {
+    const out: Record<string, unknown> = {};
+    for (const k of Object.keys(v).sort()) {
+      const x = (v as Record<string, unknown>)[k];
+      if (x !== undefined) out[k] = sortKeys(x);
+    }
+    return out;
+  }
+  return v;
+}

@@ -1,0 +1,104 @@
+/**
+ * The small schema of the Caddy JSON config we emit (a subset of Caddy's JSON reference,
+ * valid on Caddy ≥ 2.8 with caddy-l4). Values are plain JSON.
+ */
+
+export type Json = string | number | boolean | null | readonly Json[] | { readonly [k: string]: Json | undefined };
+export type JsonObject = { readonly [k: string]: Json | undefined };
+
+export type CaddyMatcherSet = {
+  readonly host?: readonly string[];
+  readonly path_regexp?: { readonly name?: string; readonly pattern: string };
+  readonly method?: readonly string[];
+  readonly header_regexp?: Readonly<Record<string, { readonly pattern: string }>>;
+  readonly query?: Readonly<Record<string, readonly string[]>>;
+  readonly vars_regexp?: Readonly<Record<string, { readonly pattern: string }>>;
+  readonly expression?: string;
+};
+
+export type CaddyHeaderOps = {
+  readonly set?: Readonly<Record<string, readonly string[]>>;
+  readonly add?: Readonly<Record<string, readonly string[]>>;
+  readonly delete?: readonly string[];
+  readonly deferred?: boolean;
+};
+
+export type CaddyHandler =
+  | { readonly handler: "subroute"; readonly routes: readonly CaddyRoute[] }
+  | { readonly handler: "headers"; readonly request?: CaddyHeaderOps; readonly response?: CaddyHeaderOps }
+  | { readonly handler: "rewrite"; readonly uri: string }
+  | {
+      readonly handler: "static_response";
+      readonly status_code: number;
+      readonly headers?: Readonly<Record<string, readonly string[]>>;
+      readonly body?: string;
+      readonly close?: boolean;
+    }
+  | {
+      readonly handler: "reverse_proxy";
+      readonly upstreams: readonly { readonly dial: string }[];
+      readonly load_balancing?: {
+        readonly selection_policy: { readonly policy: "round_robin" } | { readonly policy: "weighted_round_robin"; readonly weights: readonly number[] };
+      };
+      readonly transport?: { readonly protocol: "http"; readonly versions?: readonly string[] };
+    };
+
+export interface CaddyRoute {
+  readonly match?: readonly CaddyMatcherSet[];
+  readonly handle: readonly CaddyHandler[];
+  readonly terminal?: boolean;
+}
+
+export interface CaddyTLSConnectionPolicy {
+  readonly match?: { readonly sni?: readonly string[] };
+  readonly certificate_selection?: { readonly any_tag: readonly string[] };
+}
+
+export interface CaddyHTTPServer {
+  readonly listen: readonly string[];
+  readonly routes: readonly CaddyRoute[];
+  readonly automatic_https: { readonly disable: true };
+  readonly protocols: readonly string[];
+  readonly tls_connection_policies?: readonly CaddyTLSConnectionPolicy[];
+  readonly strict_sni_host?: boolean;
+}
+
+export interface CaddyL4Route {
+  readonly match?: readonly { readonly tls?: { readonly sni: readonly string[] } }[];
+  readonly handle: readonly { readonly handler: "proxy"; readonly upstreams: readonly { readonly dial: readonly string[] }[] }[];
+}
+
+export interface CaddyL4Server {
+  readonly listen: readonly string[];
+  readonly routes: readonly CaddyL4Route[];
+}
+
+export interface CaddyConfig {
+  readonly admin: { readonly listen: string; readonly config: { readonly persist: false } };
+  readonly apps: {
+    readonly http?: { readonly servers: Readonly<Record<string, CaddyHTTPServer | JsonObject>> };
+    readonly tls?: {
+      readonly certificates: {
+        readonly load_pem?: readonly { readonly certificate: string; readonly key: string; readonly tags?: readonly string[] }[];
+        readonly load_files?: readonly JsonObject[];
+      };
+    };
+    readonly layer4?: { readonly servers: Readonly<Record<string, CaddyL4Server>> };
+  };
+}
+
+/**
+ * The proxy-fleet hook (design §6): the mTLS management listener that forwards to the
+ * local admin endpoint. Filled by `capabilities/proxies/`; every config we render keeps it.
+ */
+export interface ManagementServerConfig {
+  /** Caddy's admin endpoint, kept on the pod's loopback; default `localhost:2019`. */
+  readonly adminListen?: string;
+  /** A Caddy HTTP server, placed verbatim at `apps.http.servers["kengine-management"]`. */
+  readonly server?: JsonObject;
+  /** Certificates the management server uses (e.g. tagged), appended to `apps.tls.certificates`. */
+  readonly loadPem?: readonly { readonly certificate: string; readonly key: string; readonly tags?: readonly string[] }[];
+  readonly loadFiles?: readonly JsonObject[];
+}
+
+export const MANAGEMENT_SERVER_NAME = "kengine-management";

@@ -1,0 +1,148 @@
+/**
+ * The per-Gateway intermediate representation: what one Gateway's proxies must do, as plain
+ * readonly serialisable data, already validated and ordered. The Caddy stage reads only this.
+ */
+
+export interface GatewayIR {
+  readonly namespace: string;
+  readonly name: string;
+  readonly gatewayClassName: string;
+  /** One HTTP(S) server per port, in port order. */
+  readonly httpServers: readonly HTTPServerIR[];
+  /** One layer-4 server per port (TLS passthrough, TCP, UDP), in port order. */
+  readonly l4Servers: readonly L4ServerIR[];
+  /** TLS certificates used by HTTPS listeners, referenced by `id`. */
+  readonly certificates: readonly CertificateIR[];
+}
+
+export interface CertificateIR {
+  /** Stable id, `<namespace>/<secret name>`; used as the certificate tag. */
+  readonly id: string;
+  readonly certificatePem: string;
+  readonly keyPem: string;
+}
+
+export interface HTTPServerIR {
+  readonly port: number;
+  readonly protocol: "HTTP" | "HTTPS";
+  /** Listeners sharing the port, most specific hostname first. */
+  readonly listeners: readonly HTTPListenerIR[];
+}
+
+export interface HTTPListenerIR {
+  /** `<namespace>/<gateway or listenerset>/<listener name>`. */
+  readonly id: string;
+  readonly hostname?: string;
+  /** HTTPS: ids of the certificates served for this listener's hostname, in order. */
+  readonly certificateIds: readonly string[];
+  /** Entries in match precedence order: the first entry that matches a request wins. */
+  readonly routes: readonly HTTPRouteEntryIR[];
+}
+
+export interface RouteRef {
+  readonly kind: "HTTPRoute" | "GRPCRoute";
+  readonly namespace: string;
+  readonly name: string;
+  readonly rule: number;
+  readonly match: number;
+}
+
+export type PathMatchIR =
+  | { readonly type: "Exact"; readonly value: string }
+  | { readonly type: "PathPrefix"; readonly value: string }
+  | { readonly type: "RegularExpression"; readonly value: string };
+
+export interface ValueMatchIR {
+  readonly type: "Exact" | "RegularExpression";
+  readonly name: string;
+  readonly value: string;
+}
+
+export interface HTTPMatchIR {
+  /** Host the entry applies to (exact or `*.` wildcard); undefined = every host of the listener. */
+  readonly hostname?: string;
+  readonly path: PathMatchIR;
+  readonly method?: string;
+  readonly headers: readonly ValueMatchIR[];
+  readonly queryParams: readonly ValueMatchIR[];
+  /** gRPC: restrict to requests with a gRPC content type. */
+  readonly grpc?: boolean;
+}
+
+export interface HeaderOpsIR {
+  readonly set: readonly { readonly name: string; readonly value: string }[];
+  readonly add: readonly { readonly name: string; readonly value: string }[];
+  readonly remove: readonly string[];
+}
+
+export type PathModifierIR =
+  | { readonly type: "ReplaceFullPath"; readonly value: string }
+  | { readonly type: "ReplacePrefixMatch"; readonly value: string };
+
+export interface RedirectIR {
+  readonly scheme: "http" | "https";
+  /** undefined: keep the request's host. */
+  readonly hostname?: string;
+  /** undefined: no port in the Location (well-known port of the scheme). */
+  readonly port?: number;
+  readonly path?: PathModifierIR;
+  readonly statusCode: 301 | 302 | 303 | 307 | 308;
+}
+
+export interface RewriteIR {
+  readonly hostname?: string;
+  readonly path?: PathModifierIR;
+}
+
+export interface EndpointIR {
+  readonly address: string;
+  readonly port: number;
+}
+
+export type BackendIR =
+  | {
+      readonly type: "service";
+      /** `<namespace>/<service>:<port>` for reading. */
+      readonly id: string;
+      readonly weight: number;
+      readonly endpoints: readonly EndpointIR[];
+      readonly protocol: "http" | "h2c";
+      readonly requestHeaders?: HeaderOpsIR;
+      readonly responseHeaders?: HeaderOpsIR;
+    }
+  /** A backendRef that could not be resolved: its share of requests gets HTTP 500. */
+  | { readonly type: "invalid"; readonly id: string; readonly weight: number };
+
+export type ActionIR =
+  | { readonly type: "forward"; readonly backends: readonly BackendIR[] }
+  | { readonly type: "redirect"; readonly redirect: RedirectIR }
+  | { readonly type: "respond"; readonly status: number; readonly body: string };
+
+export interface HTTPRouteEntryIR {
+  readonly route: RouteRef;
+  readonly match: HTTPMatchIR;
+  readonly requestHeaders?: HeaderOpsIR;
+  readonly responseHeaders?: HeaderOpsIR;
+  readonly rewrite?: RewriteIR;
+  readonly action: ActionIR;
+}
+
+export interface L4BackendIR {
+  readonly id: string;
+  readonly weight: number;
+  readonly endpoints: readonly EndpointIR[];
+}
+
+export interface L4RouteIR {
+  readonly route: { readonly kind: "TLSRoute" | "TCPRoute" | "UDPRoute"; readonly namespace: string; readonly name: string };
+  /** TLS passthrough: SNI names (exact or wildcard); undefined = any. */
+  readonly serverNames?: readonly string[];
+  readonly backends: readonly L4BackendIR[];
+}
+
+export interface L4ServerIR {
+  readonly port: number;
+  readonly protocol: "TLS" | "TCP" | "UDP";
+  /** Most specific SNI first. */
+  readonly routes: readonly L4RouteIR[];
+}

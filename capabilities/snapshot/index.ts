@@ -1,0 +1,15 @@
+export * from "./types";
+export {
+  CONTROLLER_NAME,
+  apply,
+  applyAll,
+  emptySnapshot,
+  isSynced,
+  keyOf,
+  referenceIndex,
+  selectorMatches,
+  snapshotOf,
+} from "./snapshot";
+export type { ApplyResult, ObjectMapOf, ReferenceIndex, Snapshot, SnapshotEvent } from "./snapshot";
+export { Batcher, DEFAULT_BATCH, batchDeadline, batchDue, batchNotify, systemClock } from "./batch";
+export type { BatchOptions, BatchState, Clock } from "./batch";

@@ -1,0 +1,297 @@
+/**
+ * The immutable snapshot of every watched kind, and the decision whether an event can
+ * change any output. `apply` never mutates its input: it returns a new Snapshot that shares
+ * the maps of the kinds the event did not touch.
+ */
+import {
+  GATEWAY_GROUP,
+  Gateway,
+  HTTPRoute,
+  KINDS,
+  Kind,
+  KindMap,
+  KubeObject,
+  LabelSelector,
+  ParentReference,
+} from "./types";
+
+export const CONTROLLER_NAME = "kengine.io/gateway-controller";
+
+export type ObjectMapOf<K extends Kind> = ReadonlyMap<string, KindMap[K]>;
+
+export interface Snapshot {
+  /** Objects by kind, keyed by `namespace/name` (cluster-scoped kinds: `name`). */
+  readonly objects: { readonly [K in Kind]: ObjectMapOf<K> };
+  /** True once the first full list of a kind has been ingested. */
+  readonly synced: { readonly [K in Kind]: boolean };
+}
+
+export type SnapshotEvent =
+  | { readonly type: "upsert"; readonly kind: Kind; readonly object: KubeObject }
+  | { readonly type: "delete"; readonly kind: Kind; readonly object: KubeObject }
+  /** The first full list of `kind` has been delivered (Pepr Watch's initial list is done). */
+  | { readonly type: "synced"; readonly kind: Kind };
+
+export interface ApplyResult {
+  readonly snapshot: Snapshot;
+  /** False when the event cannot change any translation output (or nothing may build yet). */
+  readonly relevant: boolean;
+}
+
+export const keyOf = (o: KubeObject): string =>
+  o.metadata.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : o.metadata.name;
+
+export function emptySnapshot(): Snapshot {
+  const objects = {} as Record<Kind, ReadonlyMap<string, KubeObject>>;
+  const synced = {} as Record<Kind, boolean>;
+  for (const k of KINDS) {
+    objects[k] = new Map();
+    synced[k] = false;
+  }
+  return { objects: objects as Snapshot["objects"], synced };
+}
+
+/** A snapshot with every kind marked synced, built from a list of objects (goldens, CLI). */
+export function snapshotOf(objects: readonly KubeObject[]): Snapshot {
+  const byKind = {} as Record<Kind, Map<string, KubeObject>>;
+  for (const k of KINDS) byKind[k] = new Map();
+  for (const o of objects) {
+    const kind = o.kind as Kind;
+    if (!byKind[kind]) throw new Error(`unsupported kind ${String(o.kind)} (${o.metadata?.name})`);
+    byKind[kind].set(keyOf(o), o);
+  }
+  const synced = {} as Record<Kind, boolean>;
+  for (const k of KINDS) synced[k] = true;
+  return { objects: byKind as unknown as Snapshot["objects"], synced };
+}
+
+export const isSynced = (s: Snapshot): boolean => KINDS.every(k => s.synced[k]);
+
+/** Applies one event. */
+export function apply(snapshot: Snapshot, event: SnapshotEvent): ApplyResult {
+  return applyAll(snapshot, [event]);
+}
+
+/** Applies a batch of events, copying each touched kind's map once. */
+export function applyAll(snapshot: Snapshot, events: readonly SnapshotEvent[]): ApplyResult {
+  const wasSynced = isSynced(snapshot);
+  const maps = new Map<Kind, Map<string, KubeObject>>();
+  const synced = { ...snapshot.synced } as Record<Kind, boolean>;
+  const changes: { kind: Kind; before?: KubeObject; after?: KubeObject }[] = [];
+  const mapFor = (k: Kind): Map<string, KubeObject> => {
+    let m = maps.get(k);
+    if (!m) {
+      m = new Map(snapshot.objects[k] as ReadonlyMap<string, KubeObject>);
+      maps.set(k, m);
+    }
+    return m;
+  };
+  for (const e of events) {
+    if (e.type === "synced") {
+      synced[e.kind] = true;
+      continue;
+    }
+    const key = keyOf(e.object);
+    const current = (maps.get(e.kind) ?? snapshot.objects[e.kind]).get(key) as KubeObject | undefined;
+    if (e.type === "delete") {
+      if (!current) continue;
+      mapFor(e.kind).delete(key);
+      changes.push({ kind: e.kind, before: current });
+    } else {
+      if (current && sameVersion(current, e.object)) continue;
+      mapFor(e.kind).set(key, e.object);
+      changes.push({ kind: e.kind, before: current, after: e.object });
+    }
+  }
+  if (maps.size === 0 && KINDS.every(k => synced[k] === snapshot.synced[k])) {
+    return { snapshot, relevant: false };
+  }
+  const objects = { ...snapshot.objects } as Record<Kind, ReadonlyMap<string, KubeObject>>;
+  for (const [k, m] of maps) objects[k] = m;
+  const next: Snapshot = { objects: objects as Snapshot["objects"], synced };
+  if (!isSynced(next)) return { snapshot: next, relevant: false };
+  if (!wasSynced) return { snapshot: next, relevant: true };
+  // Judge references against both states: an object that stops being referenced matters too.
+  const relevant = changes.some(c => matters(snapshot, c.kind, c.before, c.after) || matters(next, c.kind, c.before, c.after));
+  return { snapshot: next, relevant };
+}
+
+function sameVersion(a: KubeObject, b: KubeObject): boolean {
+  const ra = a.metadata.resourceVersion;
+  return ra !== undefined && ra === b.metadata.resourceVersion;
+}
+
+/* ------------------------------------------------------------------ relevance */
+
+/** What the Gateway API objects of a snapshot reference, computed once per set of maps. */
+export interface ReferenceIndex {
+  readonly ourClasses: ReadonlySet<string>;
+  readonly ourGateways: ReadonlySet<string>;
+  readonly services: ReadonlySet<string>;
+  readonly secrets: ReadonlySet<string>;
+  readonly configMaps: ReadonlySet<string>;
+  readonly namespaceSelectors: boolean;
+}
+
+const indexCache = new WeakMap<object, ReferenceIndex>();
+
+export function referenceIndex(s: Snapshot): ReferenceIndex {
+  // The index depends only on Gateway API kinds; cache it on the tuple of their maps.
+  const keyMaps = [
+    s.objects.GatewayClass,
+    s.objects.Gateway,
+    s.objects.ListenerSet,
+    s.objects.HTTPRoute,
+    s.objects.GRPCRoute,
+    s.objects.TLSRoute,
+    s.objects.TCPRoute,
+    s.objects.UDPRoute,
+    s.objects.BackendTLSPolicy,
+  ];
+  let level: WeakMap<object, unknown> = indexCache as WeakMap<object, unknown>;
+  for (let i = 0; i < keyMaps.length - 1; i++) {
+    let nextLevel = level.get(keyMaps[i]) as WeakMap<object, unknown> | undefined;
+    if (!nextLevel) {
+      nextLevel = new WeakMap();
+      level.set(keyMaps[i], nextLevel);
+    }
+    level = nextLevel;
+  }
+  const last = keyMaps[keyMaps.length - 1];
+  let idx = level.get(last) as ReferenceIndex | undefined;
+  if (!idx) {
+    idx = buildIndex(s);
+    level.set(last, idx);
+  }
+  return idx;
+}
+
+function buildIndex(s: Snapshot): ReferenceIndex {
+  const ourClasses = new Set<string>();
+  for (const gc of s.objects.GatewayClass.values()) {
+    if (gc.spec?.controllerName === CONTROLLER_NAME) ourClasses.add(gc.metadata.name);
+  }
+  const ourGateways = new Set<string>();
+  const secrets = new Set<string>();
+  const configMaps = new Set<string>();
+  const services = new Set<string>();
+  let namespaceSelectors = false;
+  const addListenerRefs = (ns: string, listeners: Gateway["spec"]["listeners"]): void => {
+    for (const l of listeners ?? []) {
+      for (const ref of l.tls?.certificateRefs ?? []) secrets.add(`${ref.namespace ?? ns}/${ref.name}`);
+      if (l.allowedRoutes?.namespaces?.from === "Selector") namespaceSelectors = true;
+    }
+  };
+  for (const gw of s.objects.Gateway.values()) {
+    if (!ourClasses.has(gw.spec?.gatewayClassName)) continue;
+    ourGateways.add(keyOf(gw));
+    addListenerRefs(gw.metadata.namespace ?? "", gw.spec.listeners);
+    if (gw.spec.allowedListeners?.namespaces?.from === "Selector") namespaceSelectors = true;
+  }
+  for (const ls of s.objects.ListenerSet.values()) {
+    addListenerRefs(ls.metadata.namespace ?? "", ls.spec?.listeners);
+  }
+  const routeKinds = ["HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute"] as const;
+  for (const kind of routeKinds) {
+    for (const r of s.objects[kind].values()) {
+      const ns = r.metadata.namespace ?? "";
+      for (const rule of (r.spec?.rules ?? []) as HTTPRoute["spec"]["rules"] & object) {
+        for (const b of rule.backendRefs ?? []) {
+          if ((b.group ?? "") === "" && (b.kind ?? "Service") === "Service") services.add(`${b.namespace ?? ns}/${b.name}`);
+        }
+        for (const f of rule.filters ?? []) {
+          const m = f.requestMirror?.backendRef;
+          if (m) services.add(`${m.namespace ?? ns}/${m.name}`);
+        }
+      }
+    }
+  }
+  for (const p of s.objects.BackendTLSPolicy.values()) {
+    const ns = p.metadata.namespace ?? "";
+    for (const ref of p.spec?.validation?.caCertificateRefs ?? []) {
+      if (ref.kind === "Secret") secrets.add(`${ns}/${ref.name}`);
+      else configMaps.add(`${ns}/${ref.name}`);
+    }
+  }
+  return { ourClasses, ourGateways, services, secrets, configMaps, namespaceSelectors };
+}
+
+function parentIsOurs(idx: ReferenceIndex, routeNs: string, refs: readonly ParentReference[] | undefined): boolean {
+  for (const p of refs ?? []) {
+    const group = p.group ?? GATEWAY_GROUP;
+    const kind = p.kind ?? "Gateway";
+    if (group !== GATEWAY_GROUP) continue;
+    if (kind === "ListenerSet") return true; // resolved through the ListenerSet: be conservative
+    if (kind === "Gateway" && idx.ourGateways.has(`${p.namespace ?? routeNs}/${p.name}`)) return true;
+  }
+  return false;
+}
+
+function matters(s: Snapshot, kind: Kind, before?: KubeObject, after?: KubeObject): boolean {
+  const idx = referenceIndex(s);
+  const objs = [before, after].filter((o): o is KubeObject => o !== undefined);
+  const key = keyOf(objs[0]);
+  switch (kind) {
+    case "GatewayClass":
+      return objs.some(o => (o as KindMap["GatewayClass"]).spec?.controllerName === CONTROLLER_NAME);
+    case "Gateway":
+      return objs.some(o => idx.ourClasses.has((o as Gateway).spec?.gatewayClassName));
+    case "HTTPRoute":
+    case "GRPCRoute":
+    case "TLSRoute":
+    case "TCPRoute":
+    case "UDPRoute":
+      return objs.some(o =>
+        parentIsOurs(idx, o.metadata.namespace ?? "", (o as HTTPRoute).spec?.parentRefs),
+      );
+    case "Service":
+      return idx.services.has(key);
+    case "EndpointSlice":
+      return objs.some(o => {
+        const svc = o.metadata.labels?.["kubernetes.io/service-name"];
+        return svc !== undefined && idx.services.has(`${o.metadata.namespace}/${svc}`);
+      });
+    case "Secret":
+      return idx.secrets.has(key);
+    case "ConfigMap":
+      return idx.configMaps.has(key);
+    case "Namespace":
+      return idx.namespaceSelectors && !sameLabels(before?.metadata.labels, after?.metadata.labels);
+    default:
+      // ListenerSet, ReferenceGrant, BackendTLSPolicy: cheap to rebuild, rare to change.
+      return true;
+  }
+}
+
+function sameLabels(a?: Readonly<Record<string, string>>, b?: Readonly<Record<string, string>>): boolean {
+  const ka = Object.keys(a ?? {});
+  const kb = Object.keys(b ?? {});
+  return ka.length === kb.length && ka.every(k => (a ?? {})[k] === (b ?? {})[k]);
+}
+
+/** Whether labels satisfy a Kubernetes label selector (an empty selector selects everything). */
+export function selectorMatches(selector: LabelSelector | undefined, labels: Readonly<Record<string, string>> = {}): boolean {
+  if (!selector) return true;
+  for (const [k, v] of Object.entries(selector.matchLabels ?? {})) if (labels[k] !== v) return false;
+  for (const e of selector.matchExpressions ?? []) {
+    const has = Object.prototype.hasOwnProperty.call(labels, e.key);
+    const vals = e.values ?? [];
+    switch (e.operator) {
+      case "In":
+        if (!has || !vals.includes(labels[e.key])) return false;
+        break;
+      case "NotIn":
+        if (has && vals.includes(labels[e.key])) return false;
+        break;
+      case "Exists":
+        if (!has) return false;
+        break;
+      case "DoesNotExist":
+        if (has) return false;
+        break;
+      default:
+        return false;
+    }
+  }
+  return true;
+}

@@ -1,0 +1,373 @@
+/**
+ * Readonly, spec-named views of the objects the translator reads. They are structurally
+ * compatible with the generated Gateway API types and the Kubernetes core objects, but only
+ * name the fields translation uses, with the names the Gateway API spec uses.
+ */
+
+export interface ObjectMeta {
+  readonly name: string;
+  readonly namespace?: string;
+  readonly uid?: string;
+  readonly generation?: number;
+  readonly resourceVersion?: string;
+  readonly creationTimestamp?: string;
+  readonly labels?: Readonly<Record<string, string>>;
+  readonly annotations?: Readonly<Record<string, string>>;
+}
+
+export interface KubeObject {
+  readonly apiVersion?: string;
+  readonly kind?: string;
+  readonly metadata: ObjectMeta;
+}
+
+/* ---------------------------------------------------------------- Gateway API */
+
+export interface LocalObjectReference {
+  readonly group?: string;
+  readonly kind?: string;
+  readonly name: string;
+}
+
+export interface SecretObjectReference {
+  readonly group?: string;
+  readonly kind?: string;
+  readonly name: string;
+  readonly namespace?: string;
+}
+
+export interface GatewayClass extends KubeObject {
+  readonly spec: {
+    readonly controllerName: string;
+    readonly parametersRef?: LocalObjectReference & { readonly namespace?: string };
+  };
+}
+
+export interface LabelSelectorRequirement {
+  readonly key: string;
+  readonly operator: "In" | "NotIn" | "Exists" | "DoesNotExist" | string;
+  readonly values?: readonly string[];
+}
+
+export interface LabelSelector {
+  readonly matchLabels?: Readonly<Record<string, string>>;
+  readonly matchExpressions?: readonly LabelSelectorRequirement[];
+}
+
+export interface RouteGroupKind {
+  readonly group?: string;
+  readonly kind: string;
+}
+
+export interface AllowedRoutes {
+  readonly namespaces?: {
+    readonly from?: "All" | "Same" | "Selector" | string;
+    readonly selector?: LabelSelector;
+  };
+  readonly kinds?: readonly RouteGroupKind[];
+}
+
+export interface GatewayTLSConfig {
+  readonly mode?: "Terminate" | "Passthrough" | string;
+  readonly certificateRefs?: readonly SecretObjectReference[];
+  readonly options?: Readonly<Record<string, string>>;
+}
+
+export interface Listener {
+  readonly name: string;
+  readonly hostname?: string;
+  readonly port: number;
+  readonly protocol: string;
+  readonly tls?: GatewayTLSConfig;
+  readonly allowedRoutes?: AllowedRoutes;
+}
+
+export interface Gateway extends KubeObject {
+  readonly spec: {
+    readonly gatewayClassName: string;
+    readonly listeners?: readonly Listener[];
+    readonly addresses?: readonly { readonly type?: string; readonly value?: string }[];
+    readonly allowedListeners?: {
+      readonly namespaces?: { readonly from?: string; readonly selector?: LabelSelector };
+    };
+  };
+}
+
+export interface ParentReference {
+  readonly group?: string;
+  readonly kind?: string;
+  readonly namespace?: string;
+  readonly name: string;
+  readonly sectionName?: string;
+  readonly port?: number;
+}
+
+export interface ListenerSet extends KubeObject {
+  readonly spec: {
+    readonly parentRef: ParentReference;
+    readonly listeners?: readonly Listener[];
+  };
+}
+
+export interface HTTPHeader {
+  readonly name: string;
+  readonly value: string;
+}
+
+export interface HTTPHeaderFilter {
+  readonly set?: readonly HTTPHeader[];
+  readonly add?: readonly HTTPHeader[];
+  readonly remove?: readonly string[];
+}
+
+export interface HTTPPathModifier {
+  readonly type: "ReplaceFullPath" | "ReplacePrefixMatch" | string;
+  readonly replaceFullPath?: string;
+  readonly replacePrefixMatch?: string;
+}
+
+export interface HTTPRequestRedirectFilter {
+  readonly scheme?: string;
+  readonly hostname?: string;
+  readonly path?: HTTPPathModifier;
+  readonly port?: number;
+  readonly statusCode?: number;
+}
+
+export interface HTTPURLRewriteFilter {
+  readonly hostname?: string;
+  readonly path?: HTTPPathModifier;
+}
+
+export interface BackendObjectReference {
+  readonly group?: string;
+  readonly kind?: string;
+  readonly name: string;
+  readonly namespace?: string;
+  readonly port?: number;
+}
+
+export interface HTTPRequestMirrorFilter {
+  readonly backendRef: BackendObjectReference;
+  readonly percent?: number;
+  readonly fraction?: { readonly numerator: number; readonly denominator?: number };
+}
+
+export interface HTTPRouteFilter {
+  readonly type: string;
+  readonly requestHeaderModifier?: HTTPHeaderFilter;
+  readonly responseHeaderModifier?: HTTPHeaderFilter;
+  readonly requestRedirect?: HTTPRequestRedirectFilter;
+  readonly urlRewrite?: HTTPURLRewriteFilter;
+  readonly requestMirror?: HTTPRequestMirrorFilter;
+  readonly extensionRef?: LocalObjectReference;
+  readonly cors?: unknown;
+  readonly externalAuth?: unknown;
+}
+
+export interface HTTPPathMatch {
+  readonly type?: "Exact" | "PathPrefix" | "RegularExpression" | string;
+  readonly value?: string;
+}
+
+export interface HTTPHeaderMatch {
+  readonly type?: "Exact" | "RegularExpression" | string;
+  readonly name: string;
+  readonly value: string;
+}
+
+export interface HTTPRouteMatch {
+  readonly path?: HTTPPathMatch;
+  readonly headers?: readonly HTTPHeaderMatch[];
+  readonly queryParams?: readonly HTTPHeaderMatch[];
+  readonly method?: string;
+}
+
+export interface HTTPBackendRef extends BackendObjectReference {
+  readonly weight?: number;
+  readonly filters?: readonly HTTPRouteFilter[];
+}
+
+export interface HTTPRouteTimeouts {
+  readonly request?: string;
+  readonly backendRequest?: string;
+}
+
+export interface HTTPRouteRule {
+  readonly name?: string;
+  readonly matches?: readonly HTTPRouteMatch[];
+  readonly filters?: readonly HTTPRouteFilter[];
+  readonly backendRefs?: readonly HTTPBackendRef[];
+  readonly timeouts?: HTTPRouteTimeouts;
+  readonly retry?: unknown;
+  readonly sessionPersistence?: unknown;
+}
+
+export interface HTTPRoute extends KubeObject {
+  readonly spec: {
+    readonly parentRefs?: readonly ParentReference[];
+    readonly hostnames?: readonly string[];
+    readonly rules?: readonly HTTPRouteRule[];
+  };
+}
+
+export interface GRPCMethodMatch {
+  readonly type?: "Exact" | "RegularExpression" | string;
+  readonly service?: string;
+  readonly method?: string;
+}
+
+export interface GRPCRouteMatch {
+  readonly method?: GRPCMethodMatch;
+  readonly headers?: readonly HTTPHeaderMatch[];
+}
+
+export interface GRPCRouteRule {
+  readonly name?: string;
+  readonly matches?: readonly GRPCRouteMatch[];
+  readonly filters?: readonly HTTPRouteFilter[];
+  readonly backendRefs?: readonly HTTPBackendRef[];
+  readonly sessionPersistence?: unknown;
+}
+
+export interface GRPCRoute extends KubeObject {
+  readonly spec: {
+    readonly parentRefs?: readonly ParentReference[];
+    readonly hostnames?: readonly string[];
+    readonly rules?: readonly GRPCRouteRule[];
+  };
+}
+
+export interface L4BackendRef extends BackendObjectReference {
+  readonly weight?: number;
+}
+
+export interface L4RouteRule {
+  readonly name?: string;
+  readonly backendRefs?: readonly L4BackendRef[];
+}
+
+export interface TLSRoute extends KubeObject {
+  readonly spec: {
+    readonly parentRefs?: readonly ParentReference[];
+    readonly hostnames?: readonly string[];
+    readonly rules?: readonly L4RouteRule[];
+  };
+}
+
+export interface TCPRoute extends KubeObject {
+  readonly spec: { readonly parentRefs?: readonly ParentReference[]; readonly rules?: readonly L4RouteRule[] };
+}
+
+export interface UDPRoute extends KubeObject {
+  readonly spec: { readonly parentRefs?: readonly ParentReference[]; readonly rules?: readonly L4RouteRule[] };
+}
+
+export interface ReferenceGrant extends KubeObject {
+  readonly spec: {
+    readonly from: readonly { readonly group: string; readonly kind: string; readonly namespace: string }[];
+    readonly to: readonly { readonly group: string; readonly kind: string; readonly name?: string }[];
+  };
+}
+
+export interface BackendTLSPolicy extends KubeObject {
+  readonly spec: {
+    readonly targetRefs: readonly (LocalObjectReference & { readonly sectionName?: string })[];
+    readonly validation: {
+      readonly caCertificateRefs?: readonly LocalObjectReference[];
+      readonly wellKnownCACertificates?: string;
+      readonly hostname: string;
+      readonly subjectAltNames?: readonly unknown[];
+    };
+  };
+}
+
+/* ---------------------------------------------------------------- core/v1, discovery/v1 */
+
+export interface ServicePort {
+  readonly name?: string;
+  readonly port: number;
+  readonly protocol?: string;
+  readonly targetPort?: number | string;
+  readonly appProtocol?: string;
+}
+
+export interface Service extends KubeObject {
+  readonly spec?: {
+    readonly type?: string;
+    readonly clusterIP?: string;
+    readonly externalName?: string;
+    readonly ports?: readonly ServicePort[];
+    readonly selector?: Readonly<Record<string, string>>;
+  };
+}
+
+export interface EndpointPort {
+  readonly name?: string;
+  readonly port?: number;
+  readonly protocol?: string;
+  readonly appProtocol?: string;
+}
+
+export interface Endpoint {
+  readonly addresses: readonly string[];
+  readonly conditions?: { readonly ready?: boolean; readonly serving?: boolean; readonly terminating?: boolean };
+}
+
+export interface EndpointSlice extends KubeObject {
+  readonly addressType?: "IPv4" | "IPv6" | "FQDN" | string;
+  readonly endpoints?: readonly Endpoint[];
+  readonly ports?: readonly EndpointPort[];
+}
+
+export interface Secret extends KubeObject {
+  readonly type?: string;
+  readonly data?: Readonly<Record<string, string>>;
+}
+
+export interface ConfigMap extends KubeObject {
+  readonly data?: Readonly<Record<string, string>>;
+}
+
+export type Namespace = KubeObject;
+
+/** Every kind the snapshot holds, with the object type of each. */
+export interface KindMap {
+  readonly GatewayClass: GatewayClass;
+  readonly Gateway: Gateway;
+  readonly ListenerSet: ListenerSet;
+  readonly HTTPRoute: HTTPRoute;
+  readonly GRPCRoute: GRPCRoute;
+  readonly TLSRoute: TLSRoute;
+  readonly TCPRoute: TCPRoute;
+  readonly UDPRoute: UDPRoute;
+  readonly ReferenceGrant: ReferenceGrant;
+  readonly BackendTLSPolicy: BackendTLSPolicy;
+  readonly Service: Service;
+  readonly EndpointSlice: EndpointSlice;
+  readonly Secret: Secret;
+  readonly ConfigMap: ConfigMap;
+  readonly Namespace: Namespace;
+}
+
+export type Kind = keyof KindMap;
+
+export const KINDS: readonly Kind[] = [
+  "GatewayClass",
+  "Gateway",
+  "ListenerSet",
+  "HTTPRoute",
+  "GRPCRoute",
+  "TLSRoute",
+  "TCPRoute",
+  "UDPRoute",
+  "ReferenceGrant",
+  "BackendTLSPolicy",
+  "Service",
+  "EndpointSlice",
+  "Secret",
+  "ConfigMap",
+  "Namespace",
+];
+
+export const GATEWAY_GROUP = "gateway.networking.k8s.io";

@@ -1,0 +1,75 @@
+/** Resolution of Service backendRefs to ready endpoint addresses. */
+import { EndpointIR } from "../ir";
+import { BackendObjectReference, GATEWAY_GROUP, Service, ServicePort, Snapshot } from "../snapshot";
+import { RouteReason } from "./conditions";
+import { refPermitted } from "./refs";
+
+export type BackendResolution =
+  | {
+      readonly ok: true;
+      readonly id: string;
+      readonly endpoints: readonly EndpointIR[];
+      readonly appProtocol?: string;
+    }
+  | { readonly ok: false; readonly id: string; readonly reason: string; readonly message: string };
+
+/**
+ * Resolves one backendRef of a route (kind `routeKind` in `routeNamespace`): the reference
+ * must name a core Service (InvalidKind), in the same namespace or allowed by a
+ * ReferenceGrant (RefNotPermitted), that exists and has the port (BackendNotFound).
+ */
+export function resolveBackend(
+  s: Snapshot,
+  routeKind: string,
+  routeNamespace: string,
+  ref: BackendObjectReference,
+): BackendResolution {
+  const group = ref.group ?? "";
+  const kind = ref.kind ?? "Service";
+  const namespace = ref.namespace ?? routeNamespace;
+  const id = `${namespace}/${ref.name}${ref.port !== undefined ? `:${ref.port}` : ""}`;
+  if (group !== "" || kind !== "Service") {
+    return { ok: false, id, reason: RouteReason.InvalidKind, message: `backendRef ${kind}.${group || "core"} ${id}: only core Services are supported` };
+  }
+  if (!refPermitted(s, { group: GATEWAY_GROUP, kind: routeKind, namespace: routeNamespace }, { group: "", kind: "Service", namespace, name: ref.name })) {
+    return { ok: false, id, reason: RouteReason.RefNotPermitted, message: `backendRef to Service ${id} is not permitted by any ReferenceGrant in namespace ${namespace}` };
+  }
+  const svc = s.objects.Service.get(`${namespace}/${ref.name}`);
+  if (!svc) return { ok: false, id, reason: RouteReason.BackendNotFound, message: `Service ${namespace}/${ref.name} not found` };
+  if (svc.spec?.type === "ExternalName") {
+    return { ok: false, id, reason: RouteReason.UnsupportedProtocol, message: `Service ${namespace}/${ref.name} is of type ExternalName, which is not supported as a backend` };
+  }
+  if (ref.port === undefined) {
+    return { ok: false, id, reason: RouteReason.BackendNotFound, message: `backendRef to Service ${namespace}/${ref.name} needs a port` };
+  }
+  const port = (svc.spec?.ports ?? []).find(p => p.port === ref.port && (p.protocol ?? "TCP") !== "UDP")
+    ?? (svc.spec?.ports ?? []).find(p => p.port === ref.port);
+  if (!port) {
+    return { ok: false, id, reason: RouteReason.BackendNotFound, message: `Service ${namespace}/${ref.name} has no port ${ref.port}` };
+  }
+  return { ok: true, id, endpoints: endpointsOf(s, svc, port), appProtocol: port.appProtocol };
+}
+
+/**
+ * Ready, non-terminating endpoints of a Service port, from its EndpointSlices. The slice's
+ * port is found by the Service port's name (EndpointSlice ports carry Service port names), so
+ * a named targetPort resolves per pod. Sorted and deduplicated: the output is deterministic.
+ */
+export function endpointsOf(s: Snapshot, svc: Service, port: ServicePort): EndpointIR[] {
+  const ns = svc.metadata.namespace;
+  const name = svc.metadata.name;
+  const wantName = port.name ?? "";
+  const out = new Map<string, EndpointIR>();
+  for (const slice of s.objects.EndpointSlice.values()) {
+    if (slice.metadata.namespace !== ns || slice.metadata.labels?.["kubernetes.io/service-name"] !== name) continue;
+    if (slice.addressType === "FQDN") continue;
+    const sp = (slice.ports ?? []).find(p => (p.name ?? "") === wantName);
+    const number = sp?.port ?? (typeof port.targetPort === "number" ? port.targetPort : undefined);
+    if (number === undefined) continue;
+    for (const ep of slice.endpoints ?? []) {
+      if (ep.conditions?.ready === false || ep.conditions?.terminating === true) continue;
+      for (const address of ep.addresses ?? []) out.set(`${address}|${number}`, { address, port: number });
+    }
+  }
+  return [...out.values()].sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : a.port - b.port));
+}

@@ -1,0 +1,25 @@
+/**
+ * Gateway API features (conformance feature names) this controller delivers on the stock
+ * Caddy ≥ 2.8 + caddy-l4 proxy; advertised in GatewayClass.status.supportedFeatures.
+ * Only list what is implemented and proven.
+ */
+export const SUPPORTED_FEATURES: readonly string[] = [
+  "Gateway",
+  "GatewayPort8080",
+  "GRPCRoute",
+  "HTTPRoute",
+  "HTTPRouteDestinationPortMatching",
+  "HTTPRouteHostRewrite",
+  "HTTPRouteMethodMatching",
+  "HTTPRoutePathRedirect",
+  "HTTPRoutePathRewrite",
+  "HTTPRoutePortRedirect",
+  "HTTPRouteQueryParamMatching",
+  "HTTPRouteResponseHeaderModification",
+  "HTTPRouteSchemeRedirect",
+  "HTTPRoute303RedirectStatusCode",
+  "HTTPRoute307RedirectStatusCode",
+  "HTTPRoute308RedirectStatusCode",
+  "ReferenceGrant",
+  "TLSRoute",
+].slice().sort();

@@ -1,0 +1,288 @@
+/**
+ * Listener resolution for one Gateway (and the ListenerSets attached to it): validation,
+ * supported route kinds, certificate references, and conflicts between listeners that
+ * share a port.
+ */
+import { X509Certificate, createPrivateKey } from "node:crypto";
+import { CertificateIR } from "../ir";
+import { GATEWAY_GROUP, Gateway, Listener, ListenerSet, RouteGroupKind, Snapshot, keyOf, selectorMatches } from "../snapshot";
+import { Condition, ConditionType, ListenerReason, condition } from "./conditions";
+import { refPermitted } from "./refs";
+
+export type RouteKind = "HTTPRoute" | "GRPCRoute" | "TLSRoute" | "TCPRoute" | "UDPRoute";
+
+export interface ListenerOwner {
+  readonly kind: "Gateway" | "ListenerSet";
+  readonly namespace: string;
+  readonly name: string;
+  readonly generation?: number;
+  /** Lower is higher precedence: the Gateway 0, ListenerSets 1, 2, … by age then name. */
+  readonly precedence: number;
+}
+
+export interface ResolvedListener {
+  readonly owner: ListenerOwner;
+  readonly listener: Listener;
+  /** `<namespace>/<owner name>/<listener name>`. */
+  readonly id: string;
+  readonly supportedKinds: readonly { readonly group: string; readonly kind: RouteKind }[];
+  /** Accepted, Programmed, ResolvedRefs, Conflicted. */
+  readonly conditions: readonly Condition[];
+  /** Whether the proxy serves this listener (accepted, not conflicted, references resolved). */
+  readonly served: boolean;
+  readonly certificates: readonly CertificateIR[];
+}
+
+const PROTOCOL_KINDS: Readonly<Record<string, readonly RouteKind[]>> = {
+  HTTP: ["HTTPRoute", "GRPCRoute"],
+  HTTPS: ["HTTPRoute", "GRPCRoute"],
+  TLS: ["TLSRoute"],
+  TCP: ["TCPRoute"],
+  UDP: ["UDPRoute"],
+};
+
+const transport = (protocol: string): string => (protocol === "UDP" ? "udp" : "tcp");
+
+interface Draft {
+  owner: ListenerOwner;
+  listener: Listener;
+  id: string;
+  supportedKinds: { group: string; kind: RouteKind }[];
+  accepted?: { reason: string; message: string };
+  resolvedRefs?: { reason: string; message: string };
+  conflicted?: { reason: string; message: string };
+  certificates: CertificateIR[];
+}
+
+/** ListenerSets attached to `gw` and allowed by its `allowedListeners`, in precedence order. */
+export function listenerSetsOf(s: Snapshot, gw: Gateway): { allowed: ListenerSet[]; refused: ListenerSet[] } {
+  const allowed: ListenerSet[] = [];
+  const refused: ListenerSet[] = [];
+  const gwNs = gw.metadata.namespace ?? "";
+  const sets = [...s.objects.ListenerSet.values()].filter(ls => {
+    const p = ls.spec?.parentRef;
+    return p && (p.group ?? GATEWAY_GROUP) === GATEWAY_GROUP && (p.kind ?? "Gateway") === "Gateway" &&
+      p.name === gw.metadata.name && (p.namespace ?? ls.metadata.namespace) === gwNs;
+  });
+  sets.sort((a, b) => {
+    const ta = a.metadata.creationTimestamp ?? "";
+    const tb = b.metadata.creationTimestamp ?? "";
+    if (ta !== tb) return ta < tb ? -1 : 1;
+    return keyOf(a) < keyOf(b) ? -1 : 1;
+  });
+  const from = gw.spec.allowedListeners?.namespaces?.from ?? "None";
+  for (const ls of sets) {
+    const ns = ls.metadata.namespace ?? "";
+    const ok =
+      from === "All" ||
+      (from === "Same" && ns === gwNs) ||
+      (from === "Selector" && selectorMatches(gw.spec.allowedListeners?.namespaces?.selector, s.objects.Namespace.get(ns)?.metadata.labels));
+    (ok ? allowed : refused).push(ls);
+  }
+  return { allowed, refused };
+}
+
+/** Resolves every listener of a Gateway and of its allowed ListenerSets. */
+export function resolveListeners(s: Snapshot, gw: Gateway, listenerSets: readonly ListenerSet[]): ResolvedListener[] {
+  const drafts: Draft[] = [];
+  const gwOwner: ListenerOwner = {
+    kind: "Gateway",
+    namespace: gw.metadata.namespace ?? "",
+    name: gw.metadata.name,
+    generation: gw.metadata.generation,
+    precedence: 0,
+  };
+  for (const l of gw.spec.listeners ?? []) drafts.push(draft(s, gwOwner, l));
+  listenerSets.forEach((ls, i) => {
+    const owner: ListenerOwner = {
+      kind: "ListenerSet",
+      namespace: ls.metadata.namespace ?? "",
+      name: ls.metadata.name,
+      generation: ls.metadata.generation,
+      precedence: i + 1,
+    };
+    for (const l of ls.spec?.listeners ?? []) drafts.push(draft(s, owner, l));
+  });
+  markConflicts(drafts);
+  return drafts.map(finish);
+}
+
+function draft(s: Snapshot, owner: ListenerOwner, l: Listener): Draft {
+  const d: Draft = {
+    owner,
+    listener: l,
+    id: `${owner.namespace}/${owner.name}/${l.name}`,
+    supportedKinds: [],
+    certificates: [],
+  };
+  const kinds = PROTOCOL_KINDS[l.protocol];
+  if (!kinds) {
+    d.accepted = { reason: ListenerReason.UnsupportedProtocol, message: `protocol ${l.protocol} is not supported` };
+    return d;
+  }
+  // Route kinds.
+  if (l.allowedRoutes?.kinds && l.allowedRoutes.kinds.length > 0) {
+    const invalid: string[] = [];
+    for (const k of l.allowedRoutes.kinds as readonly RouteGroupKind[]) {
+      const group = k.group ?? GATEWAY_GROUP;
+      if (group === GATEWAY_GROUP && (kinds as readonly string[]).includes(k.kind)) {
+        if (!d.supportedKinds.some(x => x.kind === k.kind)) d.supportedKinds.push({ group, kind: k.kind as RouteKind });
+      } else invalid.push(`${k.kind}.${group || "core"}`);
+    }
+    if (invalid.length > 0) {
+      d.resolvedRefs = {
+        reason: ListenerReason.InvalidRouteKinds,
+        message: `route kinds not supported on a ${l.protocol} listener: ${invalid.join(", ")}`,
+      };
+    }
+  } else {
+    d.supportedKinds = kinds.map(kind => ({ group: GATEWAY_GROUP, kind }));
+  }
+  // TLS.
+  const mode = l.tls?.mode ?? "Terminate";
+  if (l.protocol === "HTTPS" || (l.protocol === "TLS" && mode === "Terminate")) {
+    if (l.protocol === "TLS") {
+      d.accepted = { reason: ListenerReason.UnsupportedProtocol, message: "TLS listeners with mode Terminate are not supported yet; use Passthrough or HTTPS" };
+      return d;
+    }
+    if (mode !== "Terminate") {
+      d.accepted = { reason: ListenerReason.UnsupportedProtocol, message: "HTTPS listeners terminate TLS; use protocol TLS for Passthrough" };
+      return d;
+    }
+    const refs = l.tls?.certificateRefs ?? [];
+    if (refs.length === 0) {
+      d.resolvedRefs = { reason: ListenerReason.InvalidCertificateRef, message: "an HTTPS listener needs at least one certificateRef" };
+    }
+    for (const ref of refs) {
+      const problem = resolveCertificate(s, owner, ref, d.certificates);
+      if (problem) {
+        d.resolvedRefs = problem;
+        break;
+      }
+    }
+  }
+  return d;
+}
+
+function resolveCertificate(
+  s: Snapshot,
+  owner: ListenerOwner,
+  ref: NonNullable<NonNullable<Listener["tls"]>["certificateRefs"]>[number],
+  into: CertificateIR[],
+): { reason: string; message: string } | undefined {
+  const group = ref.group ?? "";
+  const kind = ref.kind ?? "Secret";
+  const ns = ref.namespace ?? owner.namespace;
+  const id = `${ns}/${ref.name}`;
+  if (group !== "" || kind !== "Secret") {
+    return { reason: ListenerReason.InvalidCertificateRef, message: `certificateRef ${kind}.${group || "core"} ${id}: only core Secrets are supported` };
+  }
+  if (!refPermitted(s, { group: GATEWAY_GROUP, kind: owner.kind, namespace: owner.namespace }, { group: "", kind: "Secret", namespace: ns, name: ref.name })) {
+    return { reason: ListenerReason.RefNotPermitted, message: `certificateRef to Secret ${id} is not permitted by any ReferenceGrant in namespace ${ns}` };
+  }
+  const secret = s.objects.Secret.get(id);
+  if (!secret) return { reason: ListenerReason.InvalidCertificateRef, message: `Secret ${id} not found` };
+  const crt = decode(secret.data?.["tls.crt"]);
+  const key = decode(secret.data?.["tls.key"]);
+  if (!crt || !key) return { reason: ListenerReason.InvalidCertificateRef, message: `Secret ${id} must hold tls.crt and tls.key` };
+  try {
+    new X509Certificate(crt);
+    createPrivateKey(key);
+  } catch {
+    return { reason: ListenerReason.InvalidCertificateRef, message: `Secret ${id} does not hold a valid PEM certificate and private key` };
+  }
+  if (!into.some(c => c.id === id)) into.push({ id, certificatePem: crt, keyPem: key });
+  return undefined;
+}
+
+const decode = (b64: string | undefined): string | undefined =>
+  b64 === undefined ? undefined : Buffer.from(b64, "base64").toString("utf8");
+
+/**
+ * Listeners on one port must share the protocol (TCP- and UDP-based protocols may share a
+ * port number), and same-protocol listeners must differ in hostname (TCP, UDP: may not
+ * share). Indistinct listeners of the same owner are all Conflicted; a ListenerSet listener
+ * indistinct from a higher-precedence owner's listener loses.
+ */
+function markConflicts(drafts: Draft[]): void {
+  const live = drafts.filter(d => !d.accepted);
+  for (const d of live) {
+    for (const o of live) {
+      if (o === d || o.listener.port !== d.listener.port) continue;
+      if (transport(o.listener.protocol) !== transport(d.listener.protocol)) continue;
+      if (o.owner.precedence > d.owner.precedence) continue;
+      if (o.owner.precedence < d.owner.precedence && o.conflicted) continue;
+      if (o.listener.protocol !== d.listener.protocol) {
+        d.conflicted = {
+          reason: ListenerReason.ProtocolConflict,
+          message: `port ${d.listener.port} is also used by listener ${o.id} with protocol ${o.listener.protocol}`,
+        };
+        break;
+      }
+      const hostless = d.listener.protocol === "TCP" || d.listener.protocol === "UDP";
+      if (hostless || (o.listener.hostname ?? "").toLowerCase() === (d.listener.hostname ?? "").toLowerCase()) {
+        d.conflicted = {
+          reason: ListenerReason.HostnameConflict,
+          message: hostless
+            ? `port ${d.listener.port} is also used by ${d.listener.protocol} listener ${o.id}`
+            : `hostname ${JSON.stringify(d.listener.hostname ?? "")} on port ${d.listener.port} is also used by listener ${o.id}`,
+        };
+        break;
+      }
+    }
+  }
+}
+
+function finish(d: Draft): ResolvedListener {
+  const gen = d.owner.generation;
+  const conditions: Condition[] = [];
+  const problem = d.accepted ?? d.conflicted;
+  conditions.push(
+    problem
+      ? condition(ConditionType.Accepted, false, problem.reason, problem.message, gen)
+      : condition(ConditionType.Accepted, true, ListenerReason.Accepted, "listener accepted", gen),
+  );
+  const served = !d.accepted && !d.conflicted && !d.resolvedRefs;
+  conditions.push(
+    served
+      ? condition(ConditionType.Programmed, true, ListenerReason.Programmed, "listener programmed", gen)
+      : condition(ConditionType.Programmed, false, ListenerReason.Invalid, (d.accepted ?? d.conflicted ?? d.resolvedRefs)!.message, gen),
+  );
+  conditions.push(
+    d.resolvedRefs
+      ? condition(ConditionType.ResolvedRefs, false, d.resolvedRefs.reason, d.resolvedRefs.message, gen)
+      : condition(ConditionType.ResolvedRefs, true, ListenerReason.ResolvedRefs, "all references resolved", gen),
+  );
+  conditions.push(
+    d.conflicted
+      ? condition(ConditionType.Conflicted, true, d.conflicted.reason, d.conflicted.message, gen)
+      : condition(ConditionType.Conflicted, false, ListenerReason.NoConflicts, "no conflicts", gen),
+  );
+  return {
+    owner: d.owner,
+    listener: d.listener,
+    id: d.id,
+    supportedKinds: d.supportedKinds,
+    conditions,
+    served,
+    certificates: d.certificates,
+  };
+}
+
+/** Whether a route in `routeNamespace` may attach to this listener by namespace. */
+export function namespaceAllowed(s: Snapshot, l: ResolvedListener, routeNamespace: string): boolean {
+  const from = l.listener.allowedRoutes?.namespaces?.from ?? "Same";
+  switch (from) {
+    case "All":
+      return true;
+    case "Same":
+      return routeNamespace === l.owner.namespace;
+    case "Selector":
+      return selectorMatches(
+        l.listener.allowedRoutes?.namespaces?.selector ?? { matchLabels: { "kubernetes.io/metadata.name": "\u0000none" } },
+        s.objects.Namespace.get(routeNamespace)?.metadata.labels,
+      );
+    default:
+      return false;
+  }
+}

@@ -1,0 +1,51 @@
+/** Status results: plain data, no timestamps; the status writer diffs and stamps them. */
+import { ParentReference } from "../snapshot";
+import { Condition } from "./conditions";
+
+export interface GatewayClassStatusResult {
+  readonly name: string;
+  readonly conditions: readonly Condition[];
+  readonly supportedFeatures: readonly { readonly name: string }[];
+}
+
+export interface ListenerStatusResult {
+  readonly name: string;
+  readonly supportedKinds: readonly { readonly group: string; readonly kind: string }[];
+  readonly attachedRoutes: number;
+  readonly conditions: readonly Condition[];
+}
+
+export interface GatewayStatusResult {
+  readonly namespace: string;
+  readonly name: string;
+  readonly conditions: readonly Condition[];
+  readonly listeners: readonly ListenerStatusResult[];
+}
+
+export interface ListenerSetStatusResult {
+  readonly namespace: string;
+  readonly name: string;
+  readonly conditions: readonly Condition[];
+  readonly listeners: readonly ListenerStatusResult[];
+}
+
+export interface RouteParentStatusResult {
+  readonly parentRef: ParentReference;
+  readonly controllerName: string;
+  readonly conditions: readonly Condition[];
+}
+
+export interface RouteStatusResult {
+  readonly kind: "HTTPRoute" | "GRPCRoute" | "TLSRoute" | "TCPRoute" | "UDPRoute";
+  readonly namespace: string;
+  readonly name: string;
+  /** Only the parents this controller is responsible for; others' entries are left alone. */
+  readonly parents: readonly RouteParentStatusResult[];
+}
+
+export interface StatusResults {
+  readonly gatewayClasses: readonly GatewayClassStatusResult[];
+  readonly gateways: readonly GatewayStatusResult[];
+  readonly listenerSets: readonly ListenerSetStatusResult[];
+  readonly routes: readonly RouteStatusResult[];
+}

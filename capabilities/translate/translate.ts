@@ -1,0 +1,427 @@
+/**
+ * Snapshot → one IR per Gateway of our GatewayClasses, plus every status result. Pure: no
+ * clock, no I/O, no randomness; the same snapshot gives the same output.
+ */
+import {
+  GatewayIR,
+  HTTPListenerIR,
+  HTTPRouteEntryIR,
+  HTTPServerIR,
+  L4BackendIR,
+  L4RouteIR,
+  L4ServerIR,
+  RedirectIR,
+} from "../ir";
+import {
+  CONTROLLER_NAME,
+  GATEWAY_GROUP,
+  Gateway,
+  HTTPRequestRedirectFilter,
+  ListenerSet,
+  ParentReference,
+  Snapshot,
+  keyOf,
+} from "../snapshot";
+import { resolveBackend } from "./backends";
+import { Condition, ConditionType, GatewayClassReason, GatewayReason, RouteReason, condition } from "./conditions";
+import { SUPPORTED_FEATURES } from "./features";
+import { compareHostSpecificity, intersectHostnames } from "./hostnames";
+import { ResolvedListener, RouteKind, listenerSetsOf, namespaceAllowed, resolveListeners } from "./listeners";
+import { RankedMatch, comparePrecedence } from "./precedence";
+import { CompiledRoute, compileGRPCRoute, compileHTTPRoute, pathModifier } from "./routes";
+import {
+  GatewayClassStatusResult,
+  GatewayStatusResult,
+  ListenerSetStatusResult,
+  ListenerStatusResult,
+  RouteParentStatusResult,
+  RouteStatusResult,
+  StatusResults,
+} from "./status";
+
+export interface TranslateOptions {
+  /** The controllerName whose GatewayClasses we serve; default `kengine.io/gateway-controller`. */
+  readonly controllerName?: string;
+}
+
+export interface TranslateResult {
+  readonly gateways: readonly GatewayIR[];
+  readonly statuses: StatusResults;
+}
+
+interface L4Compiled {
+  readonly kind: "TLSRoute" | "TCPRoute" | "UDPRoute";
+  readonly namespace: string;
+  readonly name: string;
+  readonly created: string;
+  readonly hostnames?: readonly string[];
+  readonly backends: readonly L4BackendIR[];
+  readonly refProblem?: { readonly reason: string; readonly message: string };
+}
+
+type AnyCompiled = ({ readonly l4: false } & CompiledRoute) | ({ readonly l4: true } & L4Compiled);
+
+interface Attachment {
+  readonly route: AnyCompiled;
+  /** undefined: any host. */
+  readonly hostnames?: readonly string[];
+}
+
+interface GatewayContext {
+  readonly gateway: Gateway;
+  readonly listenerSets: readonly ListenerSet[];
+  readonly refusedListenerSets: readonly ListenerSet[];
+  readonly listeners: readonly ResolvedListener[];
+  readonly attachments: Map<string, Attachment[]>;
+}
+
+const byKey = <T extends { metadata: { name: string; namespace?: string } }>(a: T, b: T): number =>
+  keyOf(a) < keyOf(b) ? -1 : keyOf(a) > keyOf(b) ? 1 : 0;
+
+export function translate(s: Snapshot, options: TranslateOptions = {}): TranslateResult {
+  const controllerName = options.controllerName ?? CONTROLLER_NAME;
+  const classes = [...s.objects.GatewayClass.values()]
+    .filter(gc => gc.spec?.controllerName === controllerName)
+    .sort(byKey);
+  const classNames = new Set(classes.map(c => c.metadata.name));
+  const gatewayClasses: GatewayClassStatusResult[] = classes.map(gc => ({
+    name: gc.metadata.name,
+    conditions: [
+      condition(ConditionType.Accepted, true, GatewayClassReason.Accepted, "accepted by " + controllerName, gc.metadata.generation),
+    ],
+    supportedFeatures: SUPPORTED_FEATURES.map(name => ({ name })),
+  }));
+
+  // Gateways of our classes, with their listeners.
+  const contexts = new Map<string, GatewayContext>();
+  for (const gw of [...s.objects.Gateway.values()].filter(g => classNames.has(g.spec?.gatewayClassName)).sort(byKey)) {
+    const { allowed, refused } = listenerSetsOf(s, gw);
+    contexts.set(keyOf(gw), {
+      gateway: gw,
+      listenerSets: allowed,
+      refusedListenerSets: refused,
+      listeners: resolveListeners(s, gw, allowed),
+      attachments: new Map(),
+    });
+  }
+  const listenerSetOwner = new Map<string, GatewayContext>();
+  for (const ctx of contexts.values()) for (const ls of ctx.listenerSets) listenerSetOwner.set(keyOf(ls), ctx);
+
+  // Routes.
+  const routes: RouteStatusResult[] = [];
+  const routeKinds: RouteKind[] = ["HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute"];
+  for (const kind of routeKinds) {
+    const objs = [...(s.objects[kind] as ReadonlyMap<string, { metadata: { name: string; namespace?: string } }>).values()].sort(byKey);
+    for (const obj of objs) {
+      const route = obj as unknown as { metadata: { name: string; namespace?: string; generation?: number }; spec?: { parentRefs?: readonly ParentReference[] } };
+      const ns = route.metadata.namespace ?? "";
+      const parents: RouteParentStatusResult[] = [];
+      let compiled: AnyCompiled | undefined;
+      for (const parentRef of route.spec?.parentRefs ?? []) {
+        const target = parentTarget(parentRef, ns, contexts, listenerSetOwner);
+        if (!target) continue;
+        compiled ??= compileAny(s, kind, obj);
+        parents.push(attach(s, kind, compiled, route.metadata.generation, parentRef, target));
+      }
+      if (parents.length > 0) routes.push({ kind, namespace: ns, name: route.metadata.name, parents });
+    }
+  }
+
+  // IR and Gateway / ListenerSet status.
+  const gateways: GatewayIR[] = [];
+  const gatewayStatuses: GatewayStatusResult[] = [];
+  const listenerSetStatuses: ListenerSetStatusResult[] = [];
+  for (const ctx of contexts.values()) {
+    gateways.push(buildIR(ctx));
+    const gw = ctx.gateway;
+    const gen = gw.metadata.generation;
+    const own = ctx.listeners.filter(l => l.owner.kind === "Gateway");
+    gatewayStatuses.push({
+      namespace: gw.metadata.namespace ?? "",
+      name: gw.metadata.name,
+      conditions: gatewayConditions(own, gen),
+      listeners: own.map(l => listenerStatus(l, ctx)),
+    });
+    for (const ls of ctx.listenerSets) {
+      const mine = ctx.listeners.filter(l => l.owner.kind === "ListenerSet" && l.owner.namespace === ls.metadata.namespace && l.owner.name === ls.metadata.name);
+      listenerSetStatuses.push({
+        namespace: ls.metadata.namespace ?? "",
+        name: ls.metadata.name,
+        conditions: gatewayConditions(mine, ls.metadata.generation),
+        listeners: mine.map(l => listenerStatus(l, ctx)),
+      });
+    }
+    for (const ls of ctx.refusedListenerSets) {
+      const lg = ls.metadata.generation;
+      listenerSetStatuses.push({
+        namespace: ls.metadata.namespace ?? "",
+        name: ls.metadata.name,
+        conditions: [
+          condition(ConditionType.Accepted, false, "NotAllowed", `Gateway ${keyOf(gw)} does not allow ListenerSets from namespace ${ls.metadata.namespace}`, lg),
+          condition(ConditionType.Programmed, false, GatewayReason.Invalid, "not accepted", lg),
+        ],
+        listeners: [],
+      });
+    }
+  }
+  listenerSetStatuses.sort((a, b) => (`${a.namespace}/${a.name}` < `${b.namespace}/${b.name}` ? -1 : 1));
+  return {
+    gateways,
+    statuses: { gatewayClasses, gateways: gatewayStatuses, listenerSets: listenerSetStatuses, routes },
+  };
+}
+
+/* ------------------------------------------------------------------ routes → parents */
+
+type ParentTarget =
+  | { readonly type: "gateway"; readonly ctx: GatewayContext }
+  | { readonly type: "listenerSet"; readonly ctx: GatewayContext; readonly listenerSet: ListenerSet };
+
+function parentTarget(
+  p: ParentReference,
+  routeNs: string,
+  contexts: ReadonlyMap<string, GatewayContext>,
+  listenerSetOwner: ReadonlyMap<string, GatewayContext>,
+): ParentTarget | undefined {
+  if ((p.group ?? GATEWAY_GROUP) !== GATEWAY_GROUP) return undefined;
+  const key = `${p.namespace ?? routeNs}/${p.name}`;
+  const kind = p.kind ?? "Gateway";
+  if (kind === "Gateway") {
+    const ctx = contexts.get(key);
+    return ctx ? { type: "gateway", ctx } : undefined;
+  }
+  if (kind === "ListenerSet") {
+    const ctx = listenerSetOwner.get(key);
+    const listenerSet = ctx?.listenerSets.find(ls => keyOf(ls) === key);
+    return ctx && listenerSet ? { type: "listenerSet", ctx, listenerSet } : undefined;
+  }
+  return undefined;
+}
+
+function compileAny(s: Snapshot, kind: RouteKind, obj: unknown): AnyCompiled {
+  if (kind === "HTTPRoute") return { l4: false, ...compileHTTPRoute(s, obj as never) };
+  if (kind === "GRPCRoute") return { l4: false, ...compileGRPCRoute(s, obj as never) };
+  const r = obj as { metadata: { name: string; namespace?: string; creationTimestamp?: string }; spec?: { hostnames?: readonly string[]; rules?: readonly { backendRefs?: readonly { name: string; namespace?: string; group?: string; kind?: string; port?: number; weight?: number }[] }[] } };
+  const ns = r.metadata.namespace ?? "";
+  const backends: L4BackendIR[] = [];
+  let refProblem: { reason: string; message: string } | undefined;
+  for (const rule of r.spec?.rules ?? []) {
+    for (const ref of rule.backendRefs ?? []) {
+      const res = resolveBackend(s, kind, ns, ref);
+      if (!res.ok) {
+        refProblem ??= { reason: res.reason, message: res.message };
+        continue;
+      }
+      const weight = ref.weight ?? 1;
+      if (weight > 0) backends.push({ id: res.id, weight, endpoints: res.endpoints });
+    }
+  }
+  return {
+    l4: true,
+    kind: kind as L4Compiled["kind"],
+    namespace: ns,
+    name: r.metadata.name,
+    created: r.metadata.creationTimestamp ?? "",
+    hostnames: r.spec?.hostnames && r.spec.hostnames.length > 0 ? r.spec.hostnames : undefined,
+    backends,
+    refProblem,
+  };
+}
+
+function attach(
+  s: Snapshot,
+  kind: RouteKind,
+  route: AnyCompiled,
+  generation: number | undefined,
+  parentRef: ParentReference,
+  target: ParentTarget,
+): RouteParentStatusResult {
+  const { ctx } = target;
+  const owned = ctx.listeners.filter(l =>
+    target.type === "gateway"
+      ? l.owner.kind === "Gateway"
+      : l.owner.kind === "ListenerSet" && l.owner.namespace === target.listenerSet.metadata.namespace && l.owner.name === target.listenerSet.metadata.name,
+  );
+  const status = (conditions: Condition[]): RouteParentStatusResult => ({
+    parentRef: { ...parentRef },
+    controllerName: CONTROLLER_NAME,
+    conditions,
+  });
+  const resolved = route.refProblem
+    ? condition(ConditionType.ResolvedRefs, false, route.refProblem.reason, route.refProblem.message, generation)
+    : condition(ConditionType.ResolvedRefs, true, RouteReason.ResolvedRefs, "all references resolved", generation);
+  const reject = (reason: string, message: string): RouteParentStatusResult =>
+    status([condition(ConditionType.Accepted, false, reason, message, generation), resolved]);
+
+  let candidates = owned;
+  if (parentRef.sectionName !== undefined) {
+    candidates = candidates.filter(l => l.listener.name === parentRef.sectionName);
+    if (candidates.length === 0) return reject(RouteReason.NoMatchingParent, `no listener named ${parentRef.sectionName}`);
+  }
+  if (parentRef.port !== undefined) {
+    candidates = candidates.filter(l => l.listener.port === parentRef.port);
+    if (candidates.length === 0) return reject(RouteReason.NoMatchingParent, `no listener on port ${parentRef.port}`);
+  }
+  const allowed = candidates.filter(l => l.supportedKinds.some(k => k.kind === kind) && namespaceAllowed(s, l, route.namespace));
+  if (allowed.length === 0) {
+    return reject(RouteReason.NotAllowedByListeners, `no listener allows ${kind} from namespace ${route.namespace}`);
+  }
+  let attachedAny = false;
+  for (const l of allowed) {
+    const hostnames = kind === "TCPRoute" || kind === "UDPRoute" ? undefined : intersectHostnames(l.listener.hostname, route.hostnames);
+    if (hostnames && hostnames.length === 0) continue;
+    attachedAny = true;
+    const list = ctx.attachments.get(l.id) ?? [];
+    if (!list.some(a => a.route === route)) list.push({ route, hostnames });
+    ctx.attachments.set(l.id, list);
+  }
+  if (!attachedAny) {
+    return reject(RouteReason.NoMatchingListenerHostname, "no listener hostname intersects the route's hostnames");
+  }
+  if (!route.l4 && route.rules.length === 0 && route.dropped.length > 0) {
+    return reject(RouteReason.UnsupportedValue, route.dropped.map(d => d.message).join("; "));
+  }
+  const conditions = [condition(ConditionType.Accepted, true, RouteReason.Accepted, "route accepted", generation), resolved];
+  if (!route.l4 && route.dropped.length > 0) {
+    conditions.push(
+      condition(
+        ConditionType.PartiallyInvalid,
+        true,
+        RouteReason.UnsupportedValue,
+        `Dropped Rule(s): ${route.dropped.map(d => `rule ${d.index}: ${d.message}`).join("; ")}`,
+        generation,
+      ),
+    );
+  }
+  return status(conditions);
+}
+
+/* ------------------------------------------------------------------ status */
+
+function gatewayConditions(listeners: readonly ResolvedListener[], gen: number | undefined): Condition[] {
+  const invalid = listeners.filter(l => !l.served);
+  const served = listeners.length - invalid.length;
+  const names = invalid.map(l => l.listener.name).join(", ");
+  const accepted =
+    invalid.length === 0
+      ? condition(ConditionType.Accepted, true, GatewayReason.Accepted, "accepted", gen)
+      : condition(ConditionType.Accepted, served > 0, GatewayReason.ListenersNotValid, `listeners not valid: ${names}`, gen);
+  const programmed =
+    served > 0 || listeners.length === 0
+      ? condition(ConditionType.Programmed, true, GatewayReason.Programmed, "configuration translated for the proxies", gen)
+      : condition(ConditionType.Programmed, false, GatewayReason.Invalid, "no valid listener", gen);
+  return [accepted, programmed];
+}
+
+function listenerStatus(l: ResolvedListener, ctx: GatewayContext): ListenerStatusResult {
+  return {
+    name: l.listener.name,
+    supportedKinds: l.supportedKinds.map(k => ({ group: k.group, kind: k.kind })),
+    attachedRoutes: (ctx.attachments.get(l.id) ?? []).length,
+    conditions: l.conditions,
+  };
+}
+
+/* ------------------------------------------------------------------ IR */
+
+function buildIR(ctx: GatewayContext): GatewayIR {
+  const served = ctx.listeners.filter(l => l.served);
+  const ports = [...new Set(served.map(l => l.listener.port))].sort((a, b) => a - b);
+  const httpServers: HTTPServerIR[] = [];
+  const l4Servers: L4ServerIR[] = [];
+  for (const port of ports) {
+    const onPort = served.filter(l => l.listener.port === port);
+    const http = onPort.filter(l => l.listener.protocol === "HTTP" || l.listener.protocol === "HTTPS");
+    if (http.length > 0) {
+      const listeners = http
+        .slice()
+        .sort((a, b) => compareHostSpecificity(a.listener.hostname?.toLowerCase(), b.listener.hostname?.toLowerCase()) || (a.id < b.id ? -1 : 1))
+        .map(l => httpListenerIR(l, ctx.attachments.get(l.id) ?? []));
+      httpServers.push({ port, protocol: http[0].listener.protocol as "HTTP" | "HTTPS", listeners });
+    }
+    for (const protocol of ["TLS", "TCP", "UDP"] as const) {
+      const ls = onPort.filter(l => l.listener.protocol === protocol);
+      if (ls.length === 0) continue;
+      const routes: (L4RouteIR & { created: string })[] = [];
+      for (const l of ls) {
+        for (const a of ctx.attachments.get(l.id) ?? []) {
+          if (!a.route.l4) continue;
+          const r = a.route;
+          routes.push({
+            route: { kind: r.kind, namespace: r.namespace, name: r.name },
+            serverNames: protocol === "TLS" ? a.hostnames : undefined,
+            backends: r.backends,
+            created: r.created,
+          });
+        }
+      }
+      routes.sort((a, b) => {
+        const ha = a.serverNames?.[0];
+        const hb = b.serverNames?.[0];
+        return compareHostSpecificity(ha, hb) || (a.created !== b.created ? (a.created < b.created ? -1 : 1) : `${a.route.namespace}/${a.route.name}` < `${b.route.namespace}/${b.route.name}` ? -1 : 1);
+      });
+      l4Servers.push({ port, protocol, routes: routes.map(({ created: _c, ...r }) => r) });
+    }
+  }
+  const certs = new Map(served.flatMap(l => l.certificates).map(c => [c.id, c] as const));
+  return {
+    namespace: ctx.gateway.metadata.namespace ?? "",
+    name: ctx.gateway.metadata.name,
+    gatewayClassName: ctx.gateway.spec.gatewayClassName,
+    httpServers,
+    l4Servers,
+    certificates: [...certs.values()].sort((a, b) => (a.id < b.id ? -1 : 1)),
+  };
+}
+
+function httpListenerIR(l: ResolvedListener, attachments: readonly Attachment[]): HTTPListenerIR {
+  const ranked: (RankedMatch & { entry: HTTPRouteEntryIR })[] = [];
+  for (const a of attachments) {
+    if (a.route.l4) continue;
+    const route = a.route;
+    for (const hostname of a.hostnames ?? [undefined]) {
+      for (const rule of route.rules) {
+        rule.matches.forEach((m, j) => {
+          const match = { ...m, hostname };
+          const ref = { kind: route.kind, namespace: route.namespace, name: route.name, rule: rule.index, match: j };
+          const action: HTTPRouteEntryIR["action"] = rule.redirect
+            ? { type: "redirect", redirect: redirectIR(rule.redirect, l) }
+            : rule.backends.length === 0
+              ? { type: "respond", status: 500, body: "" }
+              : { type: "forward", backends: rule.backends };
+          const entry: HTTPRouteEntryIR = {
+            route: ref,
+            match,
+            ...(rule.requestHeaders && { requestHeaders: rule.requestHeaders }),
+            ...(rule.responseHeaders && { responseHeaders: rule.responseHeaders }),
+            ...(rule.rewrite && { rewrite: rule.rewrite }),
+            action,
+          };
+          ranked.push({ match, route: ref, created: route.created, entry });
+        });
+      }
+    }
+  }
+  ranked.sort(comparePrecedence);
+  return {
+    id: l.id,
+    ...(l.listener.hostname && { hostname: l.listener.hostname.toLowerCase() }),
+    certificateIds: l.certificates.map(c => c.id),
+    routes: ranked.map(r => r.entry),
+  };
+}
+
+/** The spec's redirect defaults: scheme from the listener, port from the scheme or listener. */
+export function redirectIR(f: HTTPRequestRedirectFilter, l: ResolvedListener): RedirectIR {
+  const listenerScheme = l.listener.protocol === "HTTPS" ? "https" : "http";
+  const scheme = (f.scheme ?? listenerScheme) as "http" | "https";
+  let port: number | undefined = f.port ?? (f.scheme ? undefined : l.listener.port);
+  if ((scheme === "http" && port === 80) || (scheme === "https" && port === 443)) port = undefined;
+  return {
+    scheme,
+    ...(f.hostname && { hostname: f.hostname }),
+    ...(port !== undefined && { port }),
+    ...(f.path && { path: pathModifier(f.path)! }),
+    statusCode: (f.statusCode ?? 302) as RedirectIR["statusCode"],
+  };
+}
