@@ -1,0 +1,392 @@
+/**
+ * The local kubelet (hack/kubelet) against the real control plane: pods run as processes with
+ * their own IPs, report status, serve logs; LoadBalancer Services get a working address.
+ */
+import { randomBytes } from "node:crypto";
+import { existsSync, readdirSync } from "node:fs";
+import { createNamespace, deleteNamespace, eventually, kubectlOk } from "../support/kube";
+
+interface PodJson {
+  metadata: { name: string; uid: string; deletionTimestamp?: string };
+  status: {
+    phase?: string;
+    podIP?: string;
+    conditions?: { type: string; status: string }[];
+    containerStatuses?: {
+      name: string;
+      ready: boolean;
+      restartCount: number;
+      state: {
+        waiting?: { reason: string; message?: string };
+        running?: object;
+        terminated?: { exitCode: number; reason: string };
+      };
+      lastState: { terminated?: { exitCode: number } };
+    }[];
+  };
+}
+
+interface EchoResponse {
+  path: string;
+  namespace: string;
+  pod: string;
+}
+
+const echoImage = "registry.k8s.io/gateway-api/echo-basic:v20251204-v1.4.1";
+
+function echoDeployment(name: string, replicas: number): string {
+  return `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: ${name}}
+spec:
+  replicas: ${replicas}
+  selector: {matchLabels: {app: ${name}}}
+  template:
+    metadata: {labels: {app: ${name}}}
+    spec:
+      terminationGracePeriodSeconds: 5
+      containers:
+      - name: echo
+        image: ${echoImage}
+        env:
+        - {name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}
+        - {name: NAMESPACE, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}
+        ports: [{name: http, containerPort: 3000}]
+        readinessProbe: {httpGet: {path: /health, port: http}, periodSeconds: 1}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: ${name}}
+spec:
+  type: LoadBalancer
+  selector: {app: ${name}}
+  ports:
+  - {name: web, port: 8080, targetPort: http}
+`;
+}
+
+function pods(ns: string, selector?: string): PodJson[] {
+  const args = ["get", "pods", "-n", ns, "-o", "json"];
+  if (selector) args.push("-l", selector);
+  return (JSON.parse(kubectlOk(args)) as { items: PodJson[] }).items;
+}
+
+function pod(ns: string, name: string): PodJson {
+  return JSON.parse(kubectlOk(["get", "pod", "-n", ns, name, "-o", "json"])) as PodJson;
+}
+
+const isReady = (p: PodJson): boolean =>
+  !p.metadata.deletionTimestamp &&
+  p.status.conditions?.some(c => c.type === "Ready" && c.status === "True") === true;
+
+async function getJson<T>(url: string): Promise<T> {
+  const res = await fetch(url, { signal: AbortSignal.timeout(5000) });
+  if (res.status !== 200) throw new Error(`${url}: HTTP ${res.status}`);
+  return (await res.json()) as T;
+}
+
+/** Ready pods of the echo deployment, once there are exactly `n`. */
+function readyEchoPods(ns: string, n: number): Promise<PodJson[]> {
+  return eventually(
+    `${n} ready echo pods`,
+    () => {
+      const ready = pods(ns, "app=echo").filter(isReady);
+      const all = pods(ns, "app=echo").filter(p => !p.metadata.deletionTimestamp);
+      return ready.length === n && all.length === n ? ready : undefined;
+    },
+    60_000,
+  );
+}
+
+// testTimeout in a jest project entry is not applied; set it here.
+jest.setTimeout(180_000);
+
+describe("local kubelet", () => {
+  let ns: string;
+
+  beforeAll(() => {
+    ns = createNamespace("kubelet");
+  });
+  afterAll(() => deleteNamespace(ns));
+
+  it("runs an echo-basic Deployment with 2 replicas until it is Available", async () => {
+    const started = Date.now();
+    kubectlOk(["apply", "-n", ns, "-f", "-"], echoDeployment("echo", 2));
+    await eventually(
+      "deployment/echo Available with 2 replicas",
+      () => {
+        const d = JSON.parse(kubectlOk(["get", "deployment", "-n", ns, "echo", "-o", "json"])) as {
+          status: { availableReplicas?: number; conditions?: { type: string; status: string }[] };
+        };
+        const available = d.status.conditions?.some(
+          c => c.type === "Available" && c.status === "True",
+        );
+        return available && d.status.availableReplicas === 2 ? true : undefined;
+      },
+      90_000,
+    );
+    console.log(`deployment/echo Available after ${Date.now() - started} ms`);
+    const running = await readyEchoPods(ns, 2);
+    const ips = running.map(p => p.status.podIP);
+    expect(new Set(ips).size).toBe(2);
+    for (const ip of ips) expect(ip).toMatch(/^10\.244\.0\.\d+$/);
+  });
+
+  it("lists both pod IPs in the Service's EndpointSlice", async () => {
+    const ips = (await readyEchoPods(ns, 2)).map(p => p.status.podIP!).sort();
+    const sliceIPs = await eventually("an EndpointSlice with both pod IPs", () => {
+      const out = kubectlOk([
+        "get",
+        "endpointslices",
+        "-n",
+        ns,
+        "-l",
+        "kubernetes.io/service-name=echo",
+        "-o",
+        "json",
+      ]);
+      const slices = JSON.parse(out) as {
+        items: { endpoints?: { addresses: string[]; conditions?: { ready?: boolean } }[] }[];
+      };
+      const got = slices.items
+        .flatMap(s => s.endpoints ?? [])
+        .filter(e => e.conditions?.ready !== false)
+        .flatMap(e => e.addresses)
+        .sort();
+      return JSON.stringify(got) === JSON.stringify(ips) ? got : undefined;
+    });
+    expect(sliceIPs).toEqual(ips);
+  });
+
+  it("serves echo-basic's JSON on each pod IP, with the pod's name and namespace", async () => {
+    for (const p of await readyEchoPods(ns, 2)) {
+      const body = await getJson<EchoResponse>(`http://${p.status.podIP}:3000/from-test`);
+      expect(body.pod).toBe(p.metadata.name);
+      expect(body.namespace).toBe(ns);
+      expect(body.path).toBe("/from-test");
+    }
+  });
+
+  it("shows the container's log lines through kubectl logs", async () => {
+    const [p] = await readyEchoPods(ns, 2);
+    const marker = `/log-marker-${randomBytes(4).toString("hex")}`;
+    await getJson<EchoResponse>(`http://${p.status.podIP}:3000${marker}`);
+    const logs = await eventually("the request in kubectl logs", () => {
+      const out = kubectlOk(["logs", "-n", ns, p.metadata.name, "-c", "echo"]);
+      return out.includes(marker) ? out : undefined;
+    });
+    expect(logs).toContain("Starting server, listening on port 3000 (http)");
+    expect(logs).toContain(`Echoing back request made to ${marker}`);
+    const tail = kubectlOk(["logs", "-n", ns, p.metadata.name, "--tail=1", "--timestamps"]);
+    expect(tail.trim().split("\n")).toHaveLength(1);
+    expect(tail).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z Echoing back request made to /);
+  });
+
+  it("serves a LoadBalancer Service's address from both pods", async () => {
+    const names = new Set((await readyEchoPods(ns, 2)).map(p => p.metadata.name));
+    const ip = await eventually("a load balancer ingress address", () => {
+      const out = kubectlOk([
+        "get",
+        "service",
+        "-n",
+        ns,
+        "echo",
+        "-o",
+        "jsonpath={.status.loadBalancer.ingress[0].ip}",
+      ]);
+      return out || undefined;
+    });
+    expect(ip).toMatch(/^127\.\d+\.\d+\.\d+$/);
+    const seen = new Set<string>();
+    for (let i = 0; i < 10; i++) {
+      const body = await getJson<EchoResponse>(`http://${ip}:8080/via-lb`);
+      expect(body.namespace).toBe(ns);
+      seen.add(body.pod);
+    }
+    expect(seen).toEqual(names);
+  });
+
+  it("replaces a deleted pod with a new one on a new IP", async () => {
+    const before = await readyEchoPods(ns, 2);
+    const victim = before[0];
+    kubectlOk(["delete", "pod", "-n", ns, victim.metadata.name, "--wait=true", "--timeout=60s"]);
+    const after = await eventually(
+      "a replacement pod",
+      () => {
+        const ready = pods(ns, "app=echo").filter(isReady);
+        return ready.length === 2 && ready.every(p => p.metadata.name !== victim.metadata.name)
+          ? ready
+          : undefined;
+      },
+      60_000,
+    );
+    const replacement = after.find(p => p.metadata.name !== before[1].metadata.name)!;
+    expect(replacement.metadata.uid).not.toBe(victim.metadata.uid);
+    expect(replacement.status.podIP).not.toBe(victim.status.podIP);
+    const body = await getJson<EchoResponse>(`http://${replacement.status.podIP}:3000/`);
+    expect(body.pod).toBe(replacement.metadata.name);
+    // The deleted pod's address no longer answers.
+    await expect(
+      fetch(`http://${victim.status.podIP}:3000/`, { signal: AbortSignal.timeout(2000) }),
+    ).rejects.toThrow();
+  });
+
+  describe("broken pods", () => {
+    let bad: string;
+    beforeAll(() => {
+      bad = createNamespace("kubelet-bad");
+      kubectlOk(
+        ["apply", "-n", bad, "-f", "-"],
+        `
+apiVersion: v1
+kind: Pod
+metadata: {name: unknown-image}
+spec:
+  containers: [{name: app, image: "docker.io/library/nginx:1.27"}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: crashing}
+spec:
+  containers:
+  - name: app
+    image: ${echoImage}
+    env: [{name: HTTP_PORT, value: "not-a-port"}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: never-ready}
+spec:
+  containers:
+  - name: app
+    image: ${echoImage}
+    readinessProbe: {httpGet: {path: /status/503, port: 3000}, periodSeconds: 1}
+`,
+      );
+    });
+    afterAll(() => deleteNamespace(bad));
+
+    it("reports ErrImagePull with the image name for an unknown image", async () => {
+      const cs = await eventually("an ErrImagePull status", () => {
+        const s = pod(bad, "unknown-image").status.containerStatuses?.[0];
+        return s?.state.waiting?.reason === "ErrImagePull" ? s : undefined;
+      });
+      expect(cs.state.waiting?.message).toContain("docker.io/library/nginx:1.27");
+      expect(cs.ready).toBe(false);
+      const p = pod(bad, "unknown-image");
+      expect(p.status.phase).toBe("Pending");
+      expect(isReady(p)).toBe(false);
+    });
+
+    it("restarts a crashing container with back-off and counts the restarts", async () => {
+      const cs = await eventually(
+        "restartCount >= 2",
+        () => {
+          const s = pod(bad, "crashing").status.containerStatuses?.[0];
+          return s && s.restartCount >= 2 ? s : undefined;
+        },
+        60_000,
+      );
+      expect(cs.ready).toBe(false);
+      expect(cs.lastState.terminated?.exitCode).not.toBe(0);
+      await eventually("CrashLoopBackOff", () => {
+        const s = pod(bad, "crashing").status.containerStatuses?.[0];
+        return s?.state.waiting?.reason === "CrashLoopBackOff" ? true : undefined;
+      });
+      const previous = kubectlOk(["logs", "-n", bad, "crashing", "--previous"]);
+      expect(previous).toContain("Failed to start listening");
+    });
+
+    it("keeps a pod whose readiness probe fails Running but not Ready", async () => {
+      await eventually("never-ready running", () =>
+        pod(bad, "never-ready").status.containerStatuses?.[0]?.state.running ? true : undefined,
+      );
+      // Many probe periods later it is still not ready and was never restarted.
+      await new Promise(r => setTimeout(r, 4000));
+      const p = pod(bad, "never-ready");
+      expect(p.status.phase).toBe("Running");
+      expect(isReady(p)).toBe(false);
+      expect(p.status.containerStatuses?.[0].ready).toBe(false);
+      expect(p.status.containerStatuses?.[0].restartCount).toBe(0);
+    });
+
+    it("does not disturb healthy pods", async () => {
+      const healthy = await readyEchoPods(ns, 2);
+      for (const p of healthy) {
+        expect(p.status.containerStatuses?.[0].restartCount).toBe(0);
+        const body = await getJson<EchoResponse>(`http://${p.status.podIP}:3000/`);
+        expect(body.pod).toBe(p.metadata.name);
+      }
+    });
+  });
+
+  it("honours configMap, secret and emptyDir volumes and downward-API env (Caddy image)", async () => {
+    kubectlOk(
+      ["apply", "-n", ns, "-f", "-"],
+      `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: caddy-config}
+data:
+  Caddyfile: |
+    {
+      admin off
+    }
+    :8080 {
+      handle /env {
+        respond "{env.MY_POD} {env.MY_NS} {env.MY_IP} {env.MY_NODE} {env.PLAIN}"
+      }
+      handle {
+        root * /srv/kg-test-secret
+        file_server
+      }
+    }
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: caddy-secret}
+stringData: {greeting.txt: "hello from a secret"}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: caddy}
+spec:
+  containers:
+  - name: caddy
+    image: caddy:2.11
+    env:
+    - {name: MY_POD, valueFrom: {fieldRef: {fieldPath: metadata.name}}}
+    - {name: MY_NS, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}
+    - {name: MY_IP, valueFrom: {fieldRef: {fieldPath: status.podIP}}}
+    - {name: MY_NODE, valueFrom: {fieldRef: {fieldPath: spec.nodeName}}}
+    - {name: PLAIN, value: "plain-value"}
+    ports: [{containerPort: 8080}]
+    readinessProbe: {tcpSocket: {port: 8080}, periodSeconds: 1}
+    livenessProbe: {exec: {command: [test, -f, /etc/caddy/Caddyfile]}, periodSeconds: 2}
+    volumeMounts:
+    - {name: config, mountPath: /etc/caddy, readOnly: true}
+    - {name: secret, mountPath: /srv/kg-test-secret, readOnly: true}
+    - {name: scratch, mountPath: /data}
+  volumes:
+  - {name: config, configMap: {name: caddy-config}}
+  - {name: secret, secret: {secretName: caddy-secret}}
+  - {name: scratch, emptyDir: {}}
+`,
+    );
+    const p = await eventually("caddy ready", () => {
+      const x = pod(ns, "caddy");
+      return isReady(x) ? x : undefined;
+    });
+    const ip = p.status.podIP!;
+    const env = await (await fetch(`http://${ip}:8080/env`)).text();
+    expect(env).toBe(`caddy ${ns} ${ip} kengine-local plain-value`);
+    const secret = await fetch(`http://${ip}:8080/greeting.txt`);
+    expect(await secret.text()).toBe("hello from a secret");
+    // The mounts are private to the container: the host path stays empty.
+    if (existsSync("/srv/kg-test-secret")) expect(readdirSync("/srv/kg-test-secret")).toEqual([]);
+    // Liveness (exec) keeps passing: no restarts.
+    await new Promise(r => setTimeout(r, 3000));
+    expect(pod(ns, "caddy").status.containerStatuses?.[0].restartCount).toBe(0);
+  });
+});
