@@ -33,7 +33,8 @@ module.exports = {
       testMatch: ["<rootDir>/tests/integration/**/*.test.ts", "<rootDir>/tests/e2e/**/*.test.ts"],
       globalSetup: "<rootDir>/tests/support/global-setup.ts",
       globalTeardown: "<rootDir>/tests/support/global-teardown.ts",
-      testTimeout: 180000,
+      // testTimeout is a global-only option; integration tests set theirs here.
+      setupFilesAfterEnv: ["<rootDir>/tests/support/timeouts.ts"],
     },
   ],
 };

@@ -217,7 +217,7 @@ up() {
     wait_for "the local node to be Ready" 60 kubelet \
       "${kc[@]}" wait --for condition=Ready --timeout=1s node/kengine-local
   fi
-  log "ready: kubectl --kubeconfig .local/kubeconfig get gatewayclasses"
+  log "ready: kubectl --kubeconfig $kubeconfig get gatewayclasses"
 }
 
 # The kubelet binds pods (kube-scheduler's job) and writes LoadBalancer status (a cloud

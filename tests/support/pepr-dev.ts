@@ -1,0 +1,77 @@
+/**
+ * Runs the module the way a developer does: `npx pepr dev --host localhost` against the local
+ * cluster. Pepr leaves its webhook registration behind when it exits; stop() removes it so a
+ * dead webhook (failurePolicy Fail) cannot block later tests.
+ */
+import { ChildProcess, spawn } from "node:child_process";
+import { join } from "node:path";
+import cfg from "../../package.json";
+import { kubectl } from "./kube";
+import { kubeconfigPath, repoRoot } from "./paths";
+
+export const webhookName = `pepr-${cfg.pepr.uuid}`;
+
+export interface PeprDev {
+  /** Everything the module printed so far. */
+  output(): string;
+  /** Resolves when the output matches, rejects after timeoutMs. */
+  waitForOutput(pattern: RegExp, timeoutMs?: number): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function startPeprDev(readyTimeoutMs = 240_000): Promise<PeprDev> {
+  let out = "";
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [join(repoRoot, "node_modules", "pepr", "dist", "cli.js"), "dev", "--host", "localhost", "--yes"],
+    {
+      cwd: repoRoot,
+      env: { ...process.env, KUBECONFIG: kubeconfigPath, LOG_LEVEL: "debug" },
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
+  child.stdout?.on("data", (d: Buffer) => (out += d.toString()));
+  child.stderr?.on("data", (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<void>(resolve => child.once("exit", () => resolve()));
+
+  const waitForOutput = async (pattern: RegExp, timeoutMs = 30_000): Promise<void> => {
+    const deadline = Date.now() + timeoutMs;
+    while (!pattern.test(out)) {
+      if (child.exitCode !== null) throw new Error(`pepr dev exited (${child.exitCode}):\n${out.slice(-4000)}`);
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${pattern} in pepr dev output:\n${out.slice(-4000)}`);
+      await new Promise(r => setTimeout(r, 200));
+    }
+  };
+
+  const stop = async (): Promise<void> => {
+    if (child.exitCode === null && child.pid) {
+      try {
+        process.kill(-child.pid, "SIGTERM");
+      } catch {
+        /* already gone */
+      }
+      const killer = setTimeout(() => {
+        try {
+          process.kill(-child.pid!, "SIGKILL");
+        } catch {
+          /* already gone */
+        }
+      }, 10_000);
+      await exited;
+      clearTimeout(killer);
+    }
+    kubectl(["delete", "validatingwebhookconfiguration", webhookName, "--ignore-not-found"]);
+    kubectl(["delete", "mutatingwebhookconfiguration", webhookName, "--ignore-not-found"]);
+  };
+
+  try {
+    // The webhook server is up and the watch on Gateways is connected.
+    await waitForOutput(/Server listening on port/, readyTimeoutMs);
+    await waitForOutput(/Watch event connect received\. \/apis\/gateway\.networking\.k8s\.io\/v1\/gateways/, 60_000);
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+  return { output: () => out, waitForOutput, stop };
+}
