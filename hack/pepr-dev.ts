@@ -3,11 +3,11 @@
  * cluster. Pepr leaves its webhook registration behind when it exits; stop() removes it so a
  * dead webhook (failurePolicy Fail) cannot block later tests.
  */
-import { ChildProcess, spawn } from "node:child_process";
+import { ChildProcess, spawn, spawnSync } from "node:child_process";
 import { join } from "node:path";
-import cfg from "../../package.json";
-import { kubectl } from "./kube";
-import { kubeconfigPath, repoRoot } from "./paths";
+import cfg from "../package.json";
+
+const repoRoot = join(__dirname, "..");
 
 export const webhookName = `pepr-${cfg.pepr.uuid}`;
 
@@ -19,20 +19,37 @@ export interface PeprDev {
   stop(): Promise<void>;
 }
 
-export async function startPeprDev(readyTimeoutMs = 240_000): Promise<PeprDev> {
+export interface PeprDevOptions {
+  /** The cluster's kubeconfig. */
+  readonly kubeconfig: string;
+  /** kubectl binary, used to remove the webhook registration on stop. */
+  readonly kubectl: string;
+  /** Copy the module's output to this stream as well (npm start shows it). */
+  readonly echo?: NodeJS.WritableStream;
+  readonly readyTimeoutMs?: number;
+}
+
+export async function startPeprDev(opts: PeprDevOptions): Promise<PeprDev> {
+  const { kubeconfig, readyTimeoutMs = 240_000 } = opts;
+  const kubectl = (args: string[]) =>
+    spawnSync(opts.kubectl, ["--kubeconfig", kubeconfig, ...args], { stdio: "ignore", timeout: 60_000 });
   let out = "";
   const child: ChildProcess = spawn(
     process.execPath,
     [join(repoRoot, "node_modules", "pepr", "dist", "cli.js"), "dev", "--host", "localhost", "--yes"],
     {
       cwd: repoRoot,
-      env: { ...process.env, KUBECONFIG: kubeconfigPath, LOG_LEVEL: "debug" },
+      env: { ...process.env, KUBECONFIG: kubeconfig },
       detached: true,
       stdio: ["ignore", "pipe", "pipe"],
     },
   );
-  child.stdout?.on("data", (d: Buffer) => (out += d.toString()));
-  child.stderr?.on("data", (d: Buffer) => (out += d.toString()));
+  const collect = (d: Buffer) => {
+    out += d.toString();
+    opts.echo?.write(d);
+  };
+  child.stdout?.on("data", collect);
+  child.stderr?.on("data", collect);
   const exited = new Promise<void>(resolve => child.once("exit", () => resolve()));
 
   const waitForOutput = async (pattern: RegExp, timeoutMs = 30_000): Promise<void> => {

@@ -4,7 +4,7 @@
  * valid one and one that belongs to another controller, and its Watch binding sees Gateways.
  */
 import { createNamespace, deleteNamespace, kubectl, kubectlOk } from "../support/kube";
-import { PeprDev, startPeprDev } from "../support/pepr-dev";
+import { PeprDev, startModule } from "../support/module";
 
 const gatewayClass = (name: string, controllerName: string) => `
 apiVersion: gateway.networking.k8s.io/v1
@@ -40,7 +40,7 @@ describe("pepr dev against the local cluster", () => {
   beforeAll(async () => {
     ns = createNamespace("rails");
     kubectlOk(["apply", "-f", "-"], gatewayClass(ours, "kengine.io/gateway-controller") + "---" + gatewayClass(theirs, "example.com/other"));
-    dev = await startPeprDev();
+    dev = await startModule();
   });
 
   afterAll(async () => {
