@@ -9,7 +9,8 @@
  * Every request closes its connection: a /load replaces the very server the connection is
  * on, and a pooled socket would otherwise die under the next request.
  */
-import { Agent, Dispatcher, request } from "undici";
+import { TLSSocket } from "node:tls";
+import { Agent, buildConnector, Dispatcher, request } from "undici";
 import { CONFIG_ID_PREFIX } from "./management";
 import { err, ok, Result } from "./result";
 import { SecretPem } from "./secret";
@@ -90,6 +91,15 @@ function rejectionMessage(body: string): string {
   return body.trim() || "(empty response body)";
 }
 
+/** The proxy's serving certificate as last seen in a verified handshake (for KengineProxy status). */
+export interface PeerCertificate {
+  readonly serverName: string;
+  readonly notBefore: Date;
+  readonly notAfter: Date;
+  readonly fingerprint256: string;
+  readonly seenAt: Date;
+}
+
 export interface ConfigRead {
   readonly body: string;
   readonly etag: string | undefined;
@@ -100,22 +110,49 @@ export class AdminClient {
   readonly #ownsDispatcher: boolean;
   readonly #loadTimeoutMs: number;
   readonly #readTimeoutMs: number;
+  readonly #peers = new Map<string, PeerCertificate>();
 
   constructor(credentials: ClientCredentials, options: AdminClientOptions = {}) {
     this.#loadTimeoutMs = options.loadTimeoutMs ?? 30_000;
     this.#readTimeoutMs = options.readTimeoutMs ?? 5_000;
     this.#ownsDispatcher = options.dispatcher === undefined;
-    this.#dispatcher =
-      options.dispatcher ??
-      new Agent({
-        connect: {
-          ca: credentials.caPem,
-          cert: credentials.certificatePem,
-          key: credentials.privateKey.reveal(),
-          rejectUnauthorized: true,
-          timeout: options.connectTimeoutMs ?? 3_000,
-        },
+    if (options.dispatcher) {
+      this.#dispatcher = options.dispatcher;
+    } else {
+      const connector = buildConnector({
+        ca: credentials.caPem,
+        cert: credentials.certificatePem,
+        key: credentials.privateKey.reveal(),
+        rejectUnauthorized: true,
+        timeout: options.connectTimeoutMs ?? 3_000,
       });
+      this.#dispatcher = new Agent({
+        connect: (opts, callback) =>
+          connector(opts, (...args) => {
+            const socket = args[1];
+            if (socket instanceof TLSSocket) this.#remember(`${opts.hostname}:${opts.port}`, opts.servername ?? "", socket);
+            callback(...args);
+          }),
+      });
+    }
+  }
+
+  #remember(key: string, serverName: string, socket: TLSSocket): void {
+    const cert = socket.authorized ? socket.getPeerCertificate() : undefined;
+    if (!cert?.valid_to) return;
+    this.#peers.set(key, {
+      serverName,
+      notBefore: new Date(cert.valid_from),
+      notAfter: new Date(cert.valid_to),
+      fingerprint256: cert.fingerprint256,
+      seenAt: new Date(),
+    });
+  }
+
+  /** The serving certificate the proxy presented on the last verified connection, if any. */
+  peerCertificate(endpoint: ProxyEndpoint): PeerCertificate | undefined {
+    const host = endpoint.address.includes(":") ? `[${endpoint.address}]` : endpoint.address;
+    return this.#peers.get(`${host}:${endpoint.port}`) ?? this.#peers.get(`${endpoint.address}:${endpoint.port}`);
   }
 
   async #send(endpoint: ProxyEndpoint, method: "GET" | "POST", path: string, timeoutMs: number, body?: Buffer): Promise<Result<{ status: number; body: string; etag: string | undefined }, AdminError>> {

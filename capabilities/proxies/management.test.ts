@@ -52,6 +52,16 @@ describe("bootstrapConfig", () => {
     ]);
   });
 
+  it("trusts several CAs during a rotation", () => {
+    const next = must(createAuthority({ commonName: "next CA", keys: generateKeyPair(), notBefore: start, lifetimeDays: 3650 }));
+    const both = must(bootstrapConfig({ ...spec, clientCaPem: [ca.certificatePem, next.certificatePem] })) as Json;
+    expect(both.apps.http.servers[MANAGEMENT_SERVER].tls_connection_policies[0].client_authentication.trusted_ca_certs).toEqual([
+      ca.certificateDer.toString("base64"),
+      next.certificateDer.toString("base64"),
+    ]);
+    expect(checkSpec({ ...spec, clientCaPem: [] })).toHaveLength(1);
+  });
+
   it("refuses a spec with a non-loopback admin, shared ports or a CA that is not a certificate", () => {
     expect(checkSpec(spec)).toEqual([]);
     expect(checkSpec({ ...spec, adminAddress: "0.0.0.0:2019" })).toEqual([expect.stringContaining("loopback")]);

@@ -37,8 +37,11 @@ export interface ManagementSpec {
   readonly adminAddress: string;
   /** Tag the serving certificate is loaded with and selected by. */
   readonly serverCertTag: string;
-  /** The controller CA; only certificates it signed may use the management listener. */
-  readonly clientCaPem: string;
+  /**
+   * The controller CA; only certificates it signed may use the management listener. Several
+   * during a CA rotation (old and new both trusted until every proxy and the controller moved).
+   */
+  readonly clientCaPem: string | readonly string[];
   readonly serverCertificate: ServerCertificateSource;
   /** Readiness listener added to pushed configs, e.g. ":8081"; absent from the bootstrap config. */
   readonly readinessAddress: string;
@@ -47,6 +50,8 @@ export interface ManagementSpec {
 const LOOPBACK_HOST = /^(127(\.\d{1,3}){3}|\[::1\]|localhost)$/;
 /** A port number, or an environment placeholder Caddy resolves at load (so every pod gets the same bytes). */
 const PORT = /^(\d{1,5}|\{env\.[A-Za-z_][A-Za-z0-9_]*\})$/;
+
+const caList = (pems: string | readonly string[]): readonly string[] => (typeof pems === "string" ? [pems] : pems);
 
 /** "host:port" split at the last colon; the port may be a placeholder or a range. */
 const splitAddress = (address: string): { host: string; port: string } => {
@@ -68,7 +73,8 @@ export function checkSpec(spec: ManagementSpec): readonly string[] {
   const ports = [admin.port, splitAddress(spec.listenAddress).port, splitAddress(spec.readinessAddress).port];
   if (new Set(ports).size !== ports.length) problems.push(`admin, management and readiness ports must differ, got ${ports.join(", ")}`);
   if (spec.serverCertTag.trim() === "") problems.push("serverCertTag must not be empty");
-  if (!pemToBase64Der(spec.clientCaPem).ok) problems.push("clientCaPem is not a PEM certificate");
+  const cas = caList(spec.clientCaPem);
+  if (cas.length === 0 || cas.some(pem => !pemToBase64Der(pem).ok)) problems.push("clientCaPem must be one or more PEM certificates");
   return problems;
 }
 
@@ -80,8 +86,9 @@ export const adminBlock = (spec: ManagementSpec): CaddyConfig => ({
 
 /** The `apps.http.servers["kengine-management"]` fragment. Throws only on a spec `checkSpec` rejects. */
 export function managementServer(spec: Pick<ManagementSpec, "listenAddress" | "adminAddress" | "serverCertTag" | "clientCaPem">): CaddyConfig {
-  const ca = pemToBase64Der(spec.clientCaPem);
-  if (!ca.ok) throw new Error("managementServer: clientCaPem is not a PEM certificate");
+  const cas = caList(spec.clientCaPem).map(pemToBase64Der);
+  const trusted = cas.flatMap(ca => (ca.ok ? [ca.value] : []));
+  if (trusted.length === 0 || trusted.length !== cas.length) throw new Error("managementServer: clientCaPem must be one or more PEM certificates");
   return {
     listen: [spec.listenAddress],
     protocols: ["h1", "h2"],
@@ -89,7 +96,7 @@ export function managementServer(spec: Pick<ManagementSpec, "listenAddress" | "a
     tls_connection_policies: [
       {
         certificate_selection: { any_tag: [spec.serverCertTag] },
-        client_authentication: { trusted_ca_certs: [ca.value], mode: "require_and_verify" },
+        client_authentication: { trusted_ca_certs: trusted, mode: "require_and_verify" },
       },
     ],
     routes: [

@@ -1,7 +1,7 @@
 import { generateKeyPairSync, X509Certificate } from "node:crypto";
 import { inspect } from "node:util";
 import * as der from "./der";
-import { createAuthority, generateKeyPair, issueClientCertificate, issueServerCertificate, loadAuthority, pemToBase64Der, proxyServerName, proxyServerNames } from "./pki";
+import { createAuthority, generateKeyPair, issueClientCertificate, issueServerCertificate, loadAuthority, pemToBase64Der, proxyServerName, proxyServerNames, renewalDue } from "./pki";
 import { Result } from "./result";
 
 const must = <T>(r: Result<T>): T => {
@@ -126,5 +126,15 @@ describe("der", () => {
   });
   it("uses long-form lengths past 127 bytes", () => {
     expect(der.octetString(Buffer.alloc(300)).subarray(0, 4)).toEqual(Buffer.from([0x04, 0x82, 0x01, 0x2c]));
+  });
+});
+
+describe("renewalDue", () => {
+  const cert = { notBefore: new Date("2026-01-01T00:00:00Z"), notAfter: new Date("2026-01-31T00:00:00Z") };
+  it("asks for renewal in the last third of the lifetime, and outside validity", () => {
+    expect(renewalDue(cert, new Date("2026-01-15T00:00:00Z"))).toBe(false);
+    expect(renewalDue(cert, new Date("2026-01-21T00:00:00Z"))).toBe(true);
+    expect(renewalDue(cert, new Date("2025-12-31T00:00:00Z"))).toBe(true);
+    expect(renewalDue(cert, new Date("2026-02-01T00:00:00Z"))).toBe(true);
   });
 });

@@ -328,6 +328,17 @@ export function issueClientCertificate(ca: Authority, input: LeafInput): Result<
   });
 }
 
+/**
+ * Whether a certificate should be replaced: less than a third of its lifetime left (or not
+ * yet valid / expired). Rotation then has weeks of slack for a one-year leaf.
+ */
+export function renewalDue(cert: Pick<Issued, "notBefore" | "notAfter">, now: Date): boolean {
+  const start = cert.notBefore.getTime();
+  const end = cert.notAfter.getTime();
+  const t = now.getTime();
+  return t < start || t >= end - (end - start) / 3;
+}
+
 /** Base64 DER of a PEM certificate, the form Caddy's `trusted_ca_certs` takes. */
 export function pemToBase64Der(certificatePem: string): Result<string> {
   try {

@@ -145,7 +145,7 @@ async function kill(p: Proxy): Promise<void> {
 }
 
 /** An app config as the translator would hand it over: one route on the web port, plus management. */
-function desired(body: string, extra: CaddyConfig = {}): string {
+function desired(body: string, extra: CaddyConfig = {}, management: ManagementSpec = spec): string {
   const config = must(
     withManagement(
       {
@@ -163,7 +163,7 @@ function desired(body: string, extra: CaddyConfig = {}): string {
           },
         },
       },
-      spec,
+      management,
     ),
   );
   return JSON.stringify(config);
@@ -225,6 +225,25 @@ afterAll(async () => {
   await client?.close();
   for (const proc of running) proc.kill("SIGKILL");
   rmSync(work, { recursive: true, force: true });
+});
+
+describe("bootstrap safety", () => {
+  it("refuses to start when the management address placeholder is unset, rather than listening anywhere", async () => {
+    const dir = join(work, "unset-env");
+    mkdirSync(dir, { recursive: true });
+    const proc = spawn(peerBin("caddy"), ["run", "--config", bootstrapPath], {
+      cwd: dir,
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir, XDG_CONFIG_HOME: join(dir, "config"), XDG_DATA_HOME: join(dir, "data"), KG_ADMIN_PORT: String(await freePort()) },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    running.add(proc);
+    let log = "";
+    proc.stderr!.on("data", (d: Buffer) => (log += d.toString()));
+    const code = await new Promise<number | null>(r => proc.once("exit", c => r(c)));
+    running.delete(proc);
+    expect(code).not.toBe(0);
+    expect(log).toContain("KG_MGMT_PORT");
+  });
 });
 
 describe("one proxy: the management channel", () => {
@@ -300,6 +319,30 @@ describe("one proxy: the management channel", () => {
     const keyBody = inlineKey.split("\n")[1]!;
     for (const f of filesUnder(p.dir)) expect(readFileSync(f, "utf8")).not.toContain(keyBody);
     expect(p.log).not.toContain(keyBody);
+  });
+
+  it("records the serving certificate the proxy presented, for status", () => {
+    const peer = client.peerCertificate(p.endpoint);
+    expect(peer).toMatchObject({ serverName: p.endpoint.serverName, notAfter: serving.notAfter, notBefore: serving.notBefore });
+  });
+
+  it("rotates the controller CA without losing the channel: trust both, switch the client, drop the old", async () => {
+    const both: ManagementSpec = { ...spec, clientCaPem: [ca.certificatePem, other.ca.certificatePem] };
+    const bridging = must(sealConfig(desired("rotating", {}, both), both));
+    expect(await client.load(p.endpoint, bridging.bytes)).toEqual({ ok: true, value: undefined });
+    // the new identity (other CA's client certificate) now gets through; the proxy's serving cert is still trusted via the old CA
+    const next = new AdminClient({ caPem: ca.certificatePem, certificatePem: other.client.certificatePem, privateKey: other.client.privateKey });
+    expect(await next.runsConfig(p.endpoint, bridging.hash)).toEqual({ ok: true, value: true });
+    const onlyNew: ManagementSpec = { ...spec, clientCaPem: other.ca.certificatePem };
+    const rotated = must(sealConfig(desired("rotated", {}, onlyNew), onlyNew));
+    expect(await next.load(p.endpoint, rotated.bytes)).toEqual({ ok: true, value: undefined });
+    const old = await client.runsConfig(p.endpoint, rotated.hash);
+    expect(old.ok ? "accepted" : old.error.kind).toBe("connect");
+    // and back, so later tests use the original identity
+    const restored = must(sealConfig(desired("second"), spec));
+    expect(await next.load(p.endpoint, restored.bytes)).toEqual({ ok: true, value: undefined });
+    expect(await client.runsConfig(p.endpoint, restored.hash)).toEqual({ ok: true, value: true });
+    await next.close();
   });
 
   it("keeps the previous config and returns Caddy's message when a config is refused", async () => {
