@@ -151,7 +151,6 @@ function desired(body: string, extra: CaddyConfig = {}, management: ManagementSp
       {
         ...extra,
         apps: {
-          ...((extra.apps as object | undefined) ?? {}),
           http: {
             servers: {
               web: {
@@ -161,6 +160,7 @@ function desired(body: string, extra: CaddyConfig = {}, management: ManagementSp
               },
             },
           },
+          ...((extra.apps as object | undefined) ?? {}),
         },
       },
       management,
@@ -504,5 +504,57 @@ describe("three proxies: the push engine", () => {
     expect(fleet.state(c.name)).toBeUndefined();
     expect([...fleet.states().keys()].sort()).toEqual(["proxy-a", "proxy-b"]);
     expect(events.some(e => e.type === "forgotten" && e.name === c.name)).toBe(true);
+  });
+});
+
+describe("measurements (printed, not asserted): a 3,000-route config", () => {
+  const proxies: Proxy[] = [];
+  const ROUTES = 3000;
+  const big = (version: string): string =>
+    desired("fallback", {
+      apps: {
+        http: {
+          servers: {
+            web: {
+              listen: ["127.0.0.1:{env.KG_WEB_PORT}"],
+              automatic_https: { disable: true },
+              routes: Array.from({ length: ROUTES }, (_, i) => ({
+                match: [{ host: [`app-${i}.example.test`], path: [`/svc-${i}/*`] }],
+                handle: [{ handler: "static_response", status_code: 200, body: `${version} route ${i}` }],
+              })),
+            },
+          },
+        },
+      },
+    });
+  const ms = (since: bigint): number => Math.round(Number(process.hrtime.bigint() - since) / 1e5) / 10;
+
+  beforeAll(async () => {
+    for (let i = 0; i < 10; i++) proxies.push(await newProxy(`bench-${i}`));
+    await Promise.all(proxies.map(start));
+  });
+  afterAll(async () => Promise.all(proxies.map(kill)));
+
+  it("pushes to 1, 3 and 10 proxies, and re-checks them", async () => {
+    const rows: string[] = [];
+    for (const n of [1, 3, 10]) {
+      const fleet = new Fleet({ client, concurrency: 16 });
+      const sealStart = process.hrtime.bigint();
+      const config = must(sealConfig(big(`n${n}`), spec));
+      const sealMs = ms(sealStart);
+      const started = process.hrtime.bigint();
+      fleet.update(proxies.slice(0, n).map(p => ({ endpoint: p.endpoint, config })));
+      await fleet.settled();
+      const pushMs = ms(started);
+      for (const p of proxies.slice(0, n)) expect(fleet.state(p.name)).toMatchObject({ phase: "Programmed", hash: config.hash });
+      const verifyStart = process.hrtime.bigint();
+      await fleet.verify();
+      const verifyMs = ms(verifyStart);
+      rows.push(`${n} proxies: push ${pushMs} ms, verify ${verifyMs} ms (seal ${sealMs} ms, ${(config.bytes.length / 1024).toFixed(0)} KiB)`);
+      fleet.close();
+    }
+    const sample = await request(`http://127.0.0.1:${proxies[0]!.ports.web}/svc-2999/x`, { headers: { host: "app-2999.example.test" } });
+    expect(await sample.body.text()).toBe("n10 route 2999");
+    console.log(`${ROUTES} routes, 2 CPUs shared by controller and proxies:\n${rows.join("\n")}`);
   });
 });
