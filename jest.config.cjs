@@ -34,7 +34,7 @@ module.exports = {
       globalSetup: "<rootDir>/tests/support/global-setup.ts",
       globalTeardown: "<rootDir>/tests/support/global-teardown.ts",
       // testTimeout is a global-only option; integration tests set theirs here.
-      setupFilesAfterEnv: ["<rootDir>/tests/support/timeouts.ts"],
+      setupFilesAfterEnv: ["<rootDir>/tests/support/setup.ts"],
     },
   ],
 };
