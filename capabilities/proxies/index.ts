@@ -13,6 +13,7 @@ export {
   pemToBase64Der,
   proxyServerName,
   proxyServerNames,
+  renewalDue,
 } from "./pki";
 export type { Authority, Issued, KeyPair, RandomBytes, Validity } from "./pki";
 export {
@@ -35,8 +36,26 @@ export {
 } from "./management";
 export type { CaddyConfig, ManagementSpec, SealedConfig, ServerCertificateSource } from "./management";
 export { AdminClient, describeAdminError } from "./admin-client";
-export type { AdminClientOptions, AdminError, ClientCredentials, ConfigRead, ProxyEndpoint } from "./admin-client";
+export type { AdminClientOptions, AdminError, ClientCredentials, ConfigRead, PeerCertificate, ProxyEndpoint } from "./admin-client";
 export { backoffDelay, DEFAULT_BACKOFF, ManualClock, systemClock } from "./backoff";
 export type { BackoffPolicy, Clock } from "./backoff";
 export { Fleet } from "./fleet";
 export type { AdminApi, Applied, FleetEvent, FleetOptions, ProxyState, Target } from "./fleet";
+export {
+  BOOTSTRAP_DIR,
+  BOOTSTRAP_FILE,
+  bootstrapConfigMapData,
+  bootstrapConfigMapName,
+  DATA_DIR,
+  DEFAULT_ADMIN_PORT,
+  DEFAULT_MANAGEMENT_PORT,
+  DEFAULT_READINESS_PORT,
+  MANAGEMENT_TLS_DIR,
+  managementSecretName,
+  POD_IP_ENV,
+  podManagementSpec,
+  proxyContainer,
+  proxyVolumes,
+  RESERVED_PORTS,
+} from "./pod";
+export type { ProxyContainerInput } from "./pod";

@@ -1,0 +1,47 @@
+import { bootstrapConfig, checkConfig, MANAGEMENT_SERVER, sealConfig } from "./management";
+import { createAuthority, generateKeyPair } from "./pki";
+import { bootstrapConfigMapData, podManagementSpec, proxyContainer, proxyVolumes, RESERVED_PORTS } from "./pod";
+
+const ca = createAuthority({ commonName: "CA", keys: generateKeyPair(), notBefore: new Date("2026-11-21T00:00:00Z"), lifetimeDays: 10 });
+if (!ca.ok) throw new Error(ca.error);
+const spec = podManagementSpec(ca.value.certificatePem);
+
+describe("proxy pod pieces", () => {
+  it("share one management spec across pods: pod IP from the environment, admin on loopback, cert files from the Secret", () => {
+    expect(spec).toMatchObject({
+      listenAddress: "{env.KENGINE_POD_IP}:19443",
+      adminAddress: "127.0.0.1:2019",
+      readinessAddress: ":19080",
+      serverCertificate: { kind: "files", certificateFile: "/etc/kengine/management/tls.crt", keyFile: "/etc/kengine/management/tls.key" },
+    });
+    const boot = bootstrapConfig(spec);
+    expect(boot.ok && checkConfig(boot.value, spec).ok).toBe(true);
+    if (boot.ok) {
+      const data = bootstrapConfigMapData(boot.value);
+      expect(Object.keys(data)).toEqual(["caddy.json"]);
+      expect(data["caddy.json"]).not.toMatch(/PRIVATE KEY/);
+      expect(JSON.parse(data["caddy.json"]!).apps.http.servers[MANAGEMENT_SERVER].listen).toEqual(["{env.KENGINE_POD_IP}:19443"]);
+    }
+  });
+
+  it("probe readiness on the port only pushed configs open", () => {
+    const c = proxyContainer({ image: "kengine/proxy:dev" });
+    expect(c.command).toEqual(["caddy", "run", "--config", "/etc/kengine/bootstrap/caddy.json"]);
+    expect(c.readinessProbe?.httpGet).toEqual({ path: "/ready", port: 19080 });
+    expect(c.env?.find(e => e.name === "KENGINE_POD_IP")?.valueFrom?.fieldRef?.fieldPath).toBe("status.podIP");
+    expect(c.ports?.find(p => p.name === "admin")?.containerPort).toBe(19443);
+    const boot = bootstrapConfig(spec);
+    expect(boot.ok && JSON.stringify(boot.value).includes(":19080")).toBe(false);
+    const sealed = boot.ok ? sealConfig(JSON.stringify(boot.value), spec) : undefined;
+    expect(sealed?.ok && sealed.value.bytes.toString().includes('"listen":[":19080"]')).toBe(true);
+  });
+
+  it("mount the per-Gateway Secret and ConfigMap, and keep Caddy's files in an emptyDir", () => {
+    expect(proxyVolumes("web")).toEqual([
+      { name: "management-tls", secret: { secretName: "web-kengine-admin", defaultMode: 0o440 } },
+      { name: "bootstrap", configMap: { name: "web-kengine-bootstrap" } },
+      { name: "data", emptyDir: {} },
+    ]);
+    expect(RESERVED_PORTS).toEqual([2019, 19443, 19080]);
+  });
+});

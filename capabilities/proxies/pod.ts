@@ -1,0 +1,93 @@
+/**
+ * How a proxy pod runs around the management channel, as plain Kubernetes objects for the
+ * provisioning code to place into its Deployment: the container (bootstrap config, pod IP
+ * from the downward API, management and readiness ports, readiness probe) and its volumes
+ * (serving certificate Secret, bootstrap ConfigMap, scratch space for Caddy).
+ */
+import type { V1Container, V1Volume } from "@kubernetes/client-node";
+import { CaddyConfig, ManagementSpec, READINESS_PATH } from "./management";
+
+/** Caddy's admin endpoint inside the pod (loopback only). */
+export const DEFAULT_ADMIN_PORT = 2019;
+/** Management listener on the pod IP (the Service port named `admin`, design §4). */
+export const DEFAULT_MANAGEMENT_PORT = 19443;
+/** Readiness listener, present only once the controller's config is loaded. */
+export const DEFAULT_READINESS_PORT = 19080;
+/** Ports a Gateway listener cannot use on our proxies (the translator reports such listeners). */
+export const RESERVED_PORTS: readonly number[] = [DEFAULT_ADMIN_PORT, DEFAULT_MANAGEMENT_PORT, DEFAULT_READINESS_PORT];
+
+export const POD_IP_ENV = "KENGINE_POD_IP";
+export const MANAGEMENT_TLS_DIR = "/etc/kengine/management";
+export const BOOTSTRAP_DIR = "/etc/kengine/bootstrap";
+export const BOOTSTRAP_FILE = "caddy.json";
+export const DATA_DIR = "/var/lib/kengine";
+
+/**
+ * The spec every pod of one Gateway shares: the same bytes fit every pod because the pod IP
+ * is an environment placeholder Caddy resolves itself.
+ */
+export function podManagementSpec(clientCaPem: string | readonly string[], ports = { management: DEFAULT_MANAGEMENT_PORT, readiness: DEFAULT_READINESS_PORT, admin: DEFAULT_ADMIN_PORT }): ManagementSpec {
+  return {
+    listenAddress: `{env.${POD_IP_ENV}}:${ports.management}`,
+    adminAddress: `127.0.0.1:${ports.admin}`,
+    serverCertTag: "kengine-management",
+    clientCaPem,
+    serverCertificate: { kind: "files", certificateFile: `${MANAGEMENT_TLS_DIR}/tls.crt`, keyFile: `${MANAGEMENT_TLS_DIR}/tls.key` },
+    readinessAddress: `:${ports.readiness}`,
+  };
+}
+
+export interface ProxyContainerInput {
+  readonly image: string;
+  /** Path of the caddy (or kengine) binary in the image. */
+  readonly command?: readonly string[];
+  readonly managementPort?: number;
+  readonly readinessPort?: number;
+}
+
+/** The proxy container: starts from the bootstrap config and turns Ready only after the first push. */
+export function proxyContainer(input: ProxyContainerInput): V1Container {
+  const managementPort = input.managementPort ?? DEFAULT_MANAGEMENT_PORT;
+  const readinessPort = input.readinessPort ?? DEFAULT_READINESS_PORT;
+  return {
+    name: "proxy",
+    image: input.image,
+    command: [...(input.command ?? ["caddy"]), "run", "--config", `${BOOTSTRAP_DIR}/${BOOTSTRAP_FILE}`],
+    env: [
+      { name: POD_IP_ENV, valueFrom: { fieldRef: { fieldPath: "status.podIP" } } },
+      { name: "XDG_CONFIG_HOME", value: `${DATA_DIR}/config` },
+      { name: "XDG_DATA_HOME", value: `${DATA_DIR}/data` },
+    ],
+    ports: [
+      { name: "admin", containerPort: managementPort, protocol: "TCP" },
+      { name: "ready", containerPort: readinessPort, protocol: "TCP" },
+    ],
+    readinessProbe: {
+      httpGet: { path: READINESS_PATH, port: readinessPort },
+      periodSeconds: 2,
+      timeoutSeconds: 1,
+      failureThreshold: 1,
+      successThreshold: 1,
+    },
+    volumeMounts: [
+      { name: "management-tls", mountPath: MANAGEMENT_TLS_DIR, readOnly: true },
+      { name: "bootstrap", mountPath: BOOTSTRAP_DIR, readOnly: true },
+      { name: "data", mountPath: DATA_DIR },
+    ],
+  };
+}
+
+/** Names of the per-Gateway objects the proxy pods mount. */
+export const managementSecretName = (gatewayName: string): string => `${gatewayName}-kengine-admin`;
+export const bootstrapConfigMapName = (gatewayName: string): string => `${gatewayName}-kengine-bootstrap`;
+
+export function proxyVolumes(gatewayName: string): V1Volume[] {
+  return [
+    { name: "management-tls", secret: { secretName: managementSecretName(gatewayName), defaultMode: 0o440 } },
+    { name: "bootstrap", configMap: { name: bootstrapConfigMapName(gatewayName) } },
+    { name: "data", emptyDir: {} },
+  ];
+}
+
+/** ConfigMap data for the bootstrap config (it holds file paths and the CA certificate, no private key). */
+export const bootstrapConfigMapData = (bootstrap: CaddyConfig): { readonly [file: string]: string } => ({ [BOOTSTRAP_FILE]: JSON.stringify(bootstrap, null, 2) });
