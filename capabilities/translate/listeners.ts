@@ -242,11 +242,13 @@ function finish(d: Draft): ResolvedListener {
       ? condition(ConditionType.Accepted, false, problem.reason, problem.message, gen)
       : condition(ConditionType.Accepted, true, ListenerReason.Accepted, "listener accepted", gen),
   );
-  const served = !d.accepted && !d.conflicted && !d.resolvedRefs;
+  // A listener with some unsupported route kinds still serves the supported ones.
+  const refsBlock = d.resolvedRefs && !(d.resolvedRefs.reason === ListenerReason.InvalidRouteKinds && d.supportedKinds.length > 0);
+  const served = !d.accepted && !d.conflicted && !refsBlock;
   conditions.push(
     served
       ? condition(ConditionType.Programmed, true, ListenerReason.Programmed, "listener programmed", gen)
-      : condition(ConditionType.Programmed, false, ListenerReason.Invalid, (d.accepted ?? d.conflicted ?? d.resolvedRefs)!.message, gen),
+      : condition(ConditionType.Programmed, false, ListenerReason.Invalid, (d.accepted ?? d.conflicted ?? d.resolvedRefs)?.message ?? "not programmed", gen),
   );
   conditions.push(
     d.resolvedRefs
