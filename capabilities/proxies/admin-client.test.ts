@@ -2,10 +2,19 @@ import { MockAgent } from "undici";
 import { AdminClient, describeAdminError, ProxyEndpoint } from "./admin-client";
 import { SecretPem } from "./secret";
 
-const endpoint: ProxyEndpoint = { name: "gw-0", address: "10.0.0.5", port: 9443, serverName: "gw-0.gw-admin.default.svc" };
+const endpoint: ProxyEndpoint = {
+  name: "gw-0",
+  address: "10.0.0.5",
+  port: 9443,
+  serverName: "gw-0.gw-admin.default.svc",
+};
 const origin = "https://10.0.0.5:9443";
 const hash = "a".repeat(64);
-const creds = { caPem: "", certificatePem: "", privateKey: new SecretPem("-----BEGIN PRIVATE KEY-----\nTOPSECRET\n-----END PRIVATE KEY-----\n") };
+const creds = {
+  caPem: "",
+  certificatePem: "",
+  privateKey: new SecretPem("-----BEGIN PRIVATE KEY-----\nTOPSECRET\n-----END PRIVATE KEY-----\n"),
+};
 
 let agent: MockAgent;
 let client: AdminClient;
@@ -29,25 +38,57 @@ describe("AdminClient", () => {
         seen = opts;
         return "";
       });
-    expect(await client.load(endpoint, Buffer.from('{"a":1}'))).toEqual({ ok: true, value: undefined });
-    expect(seen.headers).toMatchObject({ host: "gw-0.gw-admin.default.svc:9443", "content-type": "application/json", connection: "close" });
+    expect(await client.load(endpoint, Buffer.from('{"a":1}'))).toEqual({
+      ok: true,
+      value: undefined,
+    });
+    expect(seen.headers).toMatchObject({
+      host: "gw-0.gw-admin.default.svc:9443",
+      "content-type": "application/json",
+      connection: "close",
+    });
     expect(Buffer.from(seen.body as Buffer).toString()).toBe('{"a":1}');
   });
 
   it("keeps Caddy's refusal message verbatim", async () => {
-    agent.get(origin).intercept({ path: "/load", method: "POST" }).reply(400, '{"error":"loading config: loading new config: http app module: start: listening on :80: bind: address already in use"}\n');
+    agent
+      .get(origin)
+      .intercept({ path: "/load", method: "POST" })
+      .reply(
+        400,
+        '{"error":"loading config: loading new config: http app module: start: listening on :80: bind: address already in use"}\n',
+      );
     const r = await client.load(endpoint, Buffer.from("{}"));
-    expect(r).toEqual({ ok: false, error: { kind: "rejected", status: 400, message: "loading config: loading new config: http app module: start: listening on :80: bind: address already in use" } });
-    if (!r.ok) expect(describeAdminError(r.error)).toBe("proxy rejected the request (HTTP 400): loading config: loading new config: http app module: start: listening on :80: bind: address already in use");
+    expect(r).toEqual({
+      ok: false,
+      error: {
+        kind: "rejected",
+        status: 400,
+        message:
+          "loading config: loading new config: http app module: start: listening on :80: bind: address already in use",
+      },
+    });
+    if (!r.ok)
+      expect(describeAdminError(r.error)).toBe(
+        "proxy rejected the request (HTTP 400): loading config: loading new config: http app module: start: listening on :80: bind: address already in use",
+      );
   });
 
   it("reports a non-JSON error body as text", async () => {
     agent.get(origin).intercept({ path: "/load", method: "POST" }).reply(502, "bad gateway\n");
-    expect(await client.load(endpoint, Buffer.from("{}"))).toEqual({ ok: false, error: { kind: "rejected", status: 502, message: "bad gateway" } });
+    expect(await client.load(endpoint, Buffer.from("{}"))).toEqual({
+      ok: false,
+      error: { kind: "rejected", status: 502, message: "bad gateway" },
+    });
   });
 
   it("classifies connection failures without quoting keys", async () => {
-    agent.get(origin).intercept({ path: "/load", method: "POST" }).replyWithError(Object.assign(new Error("connect ECONNREFUSED 10.0.0.5:9443"), { code: "ECONNREFUSED" }));
+    agent
+      .get(origin)
+      .intercept({ path: "/load", method: "POST" })
+      .replyWithError(
+        Object.assign(new Error("connect ECONNREFUSED 10.0.0.5:9443"), { code: "ECONNREFUSED" }),
+      );
     const r = await client.load(endpoint, Buffer.from("{}"));
     expect(r.ok).toBe(false);
     if (!r.ok) {
@@ -58,18 +99,36 @@ describe("AdminClient", () => {
   });
 
   it("asks for the config marker: 200 means it runs the hash, 404 means it does not", async () => {
-    agent.get(origin).intercept({ path: `/id/kengine-config-${hash}/@id`, method: "GET" }).reply(200, `"kengine-config-${hash}"`);
+    agent
+      .get(origin)
+      .intercept({ path: `/id/kengine-config-${hash}/@id`, method: "GET" })
+      .reply(200, `"kengine-config-${hash}"`);
     expect(await client.runsConfig(endpoint, hash)).toEqual({ ok: true, value: true });
-    agent.get(origin).intercept({ path: `/id/kengine-config-${hash}/@id`, method: "GET" }).reply(404, `{"error":"unknown object ID 'kengine-config-${hash}'"}`);
+    agent
+      .get(origin)
+      .intercept({ path: `/id/kengine-config-${hash}/@id`, method: "GET" })
+      .reply(404, `{"error":"unknown object ID 'kengine-config-${hash}'"}`);
     expect(await client.runsConfig(endpoint, hash)).toEqual({ ok: true, value: false });
-    agent.get(origin).intercept({ path: `/id/kengine-config-${hash}/@id`, method: "GET" }).reply(403, '{"error":"host not allowed: x"}');
-    expect(await client.runsConfig(endpoint, hash)).toEqual({ ok: false, error: { kind: "rejected", status: 403, message: "host not allowed: x" } });
+    agent
+      .get(origin)
+      .intercept({ path: `/id/kengine-config-${hash}/@id`, method: "GET" })
+      .reply(403, '{"error":"host not allowed: x"}');
+    expect(await client.runsConfig(endpoint, hash)).toEqual({
+      ok: false,
+      error: { kind: "rejected", status: 403, message: "host not allowed: x" },
+    });
     expect((await client.runsConfig(endpoint, "../../load")).ok).toBe(false);
   });
 
   it("reads config with its Etag", async () => {
-    agent.get(origin).intercept({ path: "/config/apps/http", method: "GET" }).reply(200, '{"servers":{}}', { headers: { etag: '"/config/apps/http abc"' } });
-    expect(await client.getConfig(endpoint, "/apps/http")).toEqual({ ok: true, value: { body: '{"servers":{}}', etag: '"/config/apps/http abc"' } });
+    agent
+      .get(origin)
+      .intercept({ path: "/config/apps/http", method: "GET" })
+      .reply(200, '{"servers":{}}', { headers: { etag: '"/config/apps/http abc"' } });
+    expect(await client.getConfig(endpoint, "/apps/http")).toEqual({
+      ok: true,
+      value: { body: '{"servers":{}}', etag: '"/config/apps/http abc"' },
+    });
   });
 
   it("times out a proxy that does not answer", async () => {
@@ -81,6 +140,8 @@ describe("AdminClient", () => {
 
   it("brackets IPv6 addresses", async () => {
     agent.get("https://[fd00::5]:9443").intercept({ path: "/load", method: "POST" }).reply(200, "");
-    expect((await client.load({ ...endpoint, address: "fd00::5" }, Buffer.from("{}"))).ok).toBe(true);
+    expect((await client.load({ ...endpoint, address: "fd00::5" }, Buffer.from("{}"))).ok).toBe(
+      true,
+    );
   });
 });

@@ -53,9 +53,16 @@ export interface AdminClientOptions {
 const MAX_ERROR_BODY = 64 * 1024;
 
 export const describeAdminError = (e: AdminError): string =>
-  e.kind === "rejected" ? `proxy rejected the request (HTTP ${e.status}): ${e.message}` : `${e.kind}: ${e.message}`;
+  e.kind === "rejected"
+    ? `proxy rejected the request (HTTP ${e.status}): ${e.message}`
+    : `${e.kind}: ${e.message}`;
 
-const TIMEOUT_CODES = new Set(["UND_ERR_CONNECT_TIMEOUT", "UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT", "ETIMEDOUT"]);
+const TIMEOUT_CODES = new Set([
+  "UND_ERR_CONNECT_TIMEOUT",
+  "UND_ERR_HEADERS_TIMEOUT",
+  "UND_ERR_BODY_TIMEOUT",
+  "ETIMEDOUT",
+]);
 
 interface ErrorLike {
   readonly name?: unknown;
@@ -65,16 +72,20 @@ interface ErrorLike {
 }
 
 /** Duck-typed: errors may come from another realm (DOMException from AbortSignal.timeout, jest's sandbox). */
-const errorLike = (e: unknown): ErrorLike | undefined => (e !== null && typeof e === "object" ? (e as ErrorLike) : undefined);
-const text = (v: unknown): string | undefined => (typeof v === "string" && v !== "" ? v : undefined);
+const errorLike = (e: unknown): ErrorLike | undefined =>
+  e !== null && typeof e === "object" ? (e as ErrorLike) : undefined;
+const text = (v: unknown): string | undefined =>
+  typeof v === "string" && v !== "" ? v : undefined;
 
 /** A transport failure as an AdminError; quotes only the error's code and message (never request bodies or keys). */
 function transportError(e: unknown): AdminError {
   const error = errorLike(e);
-  if (error?.name === "TimeoutError" || error?.name === "AbortError") return { kind: "timeout", message: "request timed out" };
+  if (error?.name === "TimeoutError" || error?.name === "AbortError")
+    return { kind: "timeout", message: "request timed out" };
   const cause = errorLike(error?.cause);
   const code = text(error?.code) ?? text(cause?.code);
-  const causeMessage = text(cause?.message) !== text(error?.message) ? text(cause?.message) : undefined;
+  const causeMessage =
+    text(cause?.message) !== text(error?.message) ? text(cause?.message) : undefined;
   const message = [code, text(error?.message), causeMessage].filter(Boolean).join(": ");
   if (code !== undefined && TIMEOUT_CODES.has(code)) return { kind: "timeout", message };
   return { kind: "connect", message: message || "connection failed" };
@@ -84,7 +95,12 @@ function transportError(e: unknown): AdminError {
 function rejectionMessage(body: string): string {
   try {
     const parsed: unknown = JSON.parse(body);
-    if (parsed !== null && typeof parsed === "object" && typeof (parsed as { error?: unknown }).error === "string") return (parsed as { error: string }).error;
+    if (
+      parsed !== null &&
+      typeof parsed === "object" &&
+      typeof (parsed as { error?: unknown }).error === "string"
+    )
+      return (parsed as { error: string }).error;
   } catch {
     // not JSON: fall through to the raw text
   }
@@ -130,7 +146,8 @@ export class AdminClient {
         connect: (opts, callback) =>
           connector(opts, (...args) => {
             const socket = args[1];
-            if (socket instanceof TLSSocket) this.#remember(`${opts.hostname}:${opts.port}`, opts.servername ?? "", socket);
+            if (socket instanceof TLSSocket)
+              this.#remember(`${opts.hostname}:${opts.port}`, opts.servername ?? "", socket);
             callback(...args);
           }),
       });
@@ -152,10 +169,19 @@ export class AdminClient {
   /** The serving certificate the proxy presented on the last verified connection, if any. */
   peerCertificate(endpoint: ProxyEndpoint): PeerCertificate | undefined {
     const host = endpoint.address.includes(":") ? `[${endpoint.address}]` : endpoint.address;
-    return this.#peers.get(`${host}:${endpoint.port}`) ?? this.#peers.get(`${endpoint.address}:${endpoint.port}`);
+    return (
+      this.#peers.get(`${host}:${endpoint.port}`) ??
+      this.#peers.get(`${endpoint.address}:${endpoint.port}`)
+    );
   }
 
-  async #send(endpoint: ProxyEndpoint, method: "GET" | "POST", path: string, timeoutMs: number, body?: Buffer): Promise<Result<{ status: number; body: string; etag: string | undefined }, AdminError>> {
+  async #send(
+    endpoint: ProxyEndpoint,
+    method: "GET" | "POST",
+    path: string,
+    timeoutMs: number,
+    body?: Buffer,
+  ): Promise<Result<{ status: number; body: string; etag: string | undefined }, AdminError>> {
     const origin = `https://${endpoint.address.includes(":") ? `[${endpoint.address}]` : endpoint.address}:${endpoint.port}`;
     try {
       const response = await request(`${origin}${path}`, {
@@ -173,7 +199,11 @@ export class AdminClient {
       });
       const text = await response.body.text();
       const etag = response.headers.etag;
-      return ok({ status: response.statusCode, body: text, etag: typeof etag === "string" ? etag : undefined });
+      return ok({
+        status: response.statusCode,
+        body: text,
+        etag: typeof etag === "string" ? etag : undefined,
+      });
     } catch (e) {
       return err(transportError(e));
     }
@@ -184,25 +214,49 @@ export class AdminClient {
     const sent = await this.#send(endpoint, "POST", "/load", this.#loadTimeoutMs, config);
     if (!sent.ok) return sent;
     if (sent.value.status === 200) return ok(undefined);
-    return err({ kind: "rejected", status: sent.value.status, message: rejectionMessage(sent.value.body.slice(0, MAX_ERROR_BODY)) });
+    return err({
+      kind: "rejected",
+      status: sent.value.status,
+      message: rejectionMessage(sent.value.body.slice(0, MAX_ERROR_BODY)),
+    });
   }
 
   /** GET /config/<path>: the running config (for diagnosis; may contain private keys, never log it). */
   async getConfig(endpoint: ProxyEndpoint, path = ""): Promise<Result<ConfigRead, AdminError>> {
-    const sent = await this.#send(endpoint, "GET", `/config/${path.replace(/^\/+/, "")}`, this.#readTimeoutMs);
+    const sent = await this.#send(
+      endpoint,
+      "GET",
+      `/config/${path.replace(/^\/+/, "")}`,
+      this.#readTimeoutMs,
+    );
     if (!sent.ok) return sent;
-    if (sent.value.status !== 200) return err({ kind: "rejected", status: sent.value.status, message: rejectionMessage(sent.value.body.slice(0, MAX_ERROR_BODY)) });
+    if (sent.value.status !== 200)
+      return err({
+        kind: "rejected",
+        status: sent.value.status,
+        message: rejectionMessage(sent.value.body.slice(0, MAX_ERROR_BODY)),
+      });
     return ok({ body: sent.value.body, etag: sent.value.etag });
   }
 
   /** Does the proxy run the sealed config with this hash? One small request (GET /id/kengine-config-<hash>). */
   async runsConfig(endpoint: ProxyEndpoint, hash: string): Promise<Result<boolean, AdminError>> {
-    if (!/^[0-9a-f]{64}$/.test(hash)) return err({ kind: "rejected", status: 0, message: "not a config hash" });
-    const sent = await this.#send(endpoint, "GET", `/id/${CONFIG_ID_PREFIX}${hash}/@id`, this.#readTimeoutMs);
+    if (!/^[0-9a-f]{64}$/.test(hash))
+      return err({ kind: "rejected", status: 0, message: "not a config hash" });
+    const sent = await this.#send(
+      endpoint,
+      "GET",
+      `/id/${CONFIG_ID_PREFIX}${hash}/@id`,
+      this.#readTimeoutMs,
+    );
     if (!sent.ok) return sent;
     if (sent.value.status === 200) return ok(true);
     if (sent.value.status === 404) return ok(false);
-    return err({ kind: "rejected", status: sent.value.status, message: rejectionMessage(sent.value.body.slice(0, MAX_ERROR_BODY)) });
+    return err({
+      kind: "rejected",
+      status: sent.value.status,
+      message: rejectionMessage(sent.value.body.slice(0, MAX_ERROR_BODY)),
+    });
   }
 
   async close(): Promise<void> {

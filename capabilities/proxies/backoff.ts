@@ -10,12 +10,20 @@ export interface BackoffPolicy {
   readonly jitter: number;
 }
 
-export const DEFAULT_BACKOFF: BackoffPolicy = { initialMs: 250, maxMs: 30_000, factor: 2, jitter: 0.5 };
+export const DEFAULT_BACKOFF: BackoffPolicy = {
+  initialMs: 250,
+  maxMs: 30_000,
+  factor: 2,
+  jitter: 0.5,
+};
 
 /** Delay before retry number `attempt` (1 = after the first failure); `random` returns [0, 1). */
 export function backoffDelay(policy: BackoffPolicy, attempt: number, random: () => number): number {
   const exponent = Math.max(0, attempt - 1);
-  const base = Math.min(policy.maxMs, policy.initialMs * Math.pow(policy.factor, Math.min(exponent, 64)));
+  const base = Math.min(
+    policy.maxMs,
+    policy.initialMs * Math.pow(policy.factor, Math.min(exponent, 64)),
+  );
   const jitter = Math.min(1, Math.max(0, policy.jitter));
   return Math.round(base * (1 - jitter) + base * jitter * random());
 }
@@ -61,7 +69,9 @@ export class ManualClock implements Clock {
   advance(ms: number): void {
     const until = this.#now + ms;
     for (;;) {
-      const due = this.#timers.filter(t => t.at <= until).sort((a, b) => a.at - b.at || a.id - b.id)[0];
+      const due = this.#timers
+        .filter(t => t.at <= until)
+        .sort((a, b) => a.at - b.at || a.id - b.id)[0];
       if (!due) break;
       this.#timers = this.#timers.filter(t => t.id !== due.id);
       this.#now = due.at;

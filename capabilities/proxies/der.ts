@@ -12,7 +12,8 @@ const length = (n: number): Buffer => {
 };
 
 /** A TLV with the given tag byte around the content. */
-export const tlv = (tag: number, content: Buffer): Buffer => Buffer.concat([Buffer.from([tag]), length(content.length), content]);
+export const tlv = (tag: number, content: Buffer): Buffer =>
+  Buffer.concat([Buffer.from([tag]), length(content.length), content]);
 
 export const sequence = (...items: readonly Buffer[]): Buffer => tlv(0x30, Buffer.concat(items));
 export const set = (...items: readonly Buffer[]): Buffer => tlv(0x31, Buffer.concat(items));
@@ -30,13 +31,15 @@ export const unsignedInteger = (magnitude: Buffer): Buffer => {
   let start = 0;
   while (start < magnitude.length - 1 && magnitude[start] === 0) start++;
   const trimmed = magnitude.subarray(start);
-  const content = trimmed.length > 0 && trimmed[0]! & 0x80 ? Buffer.concat([Buffer.from([0]), trimmed]) : trimmed;
+  const content =
+    trimmed.length > 0 && trimmed[0]! & 0x80 ? Buffer.concat([Buffer.from([0]), trimmed]) : trimmed;
   return tlv(0x02, content.length === 0 ? Buffer.from([0]) : content);
 };
 export const smallInteger = (n: number): Buffer => unsignedInteger(Buffer.from([n & 0xff]));
 
 /** BIT STRING whose bits are whole bytes (keys, signatures). */
-export const bitString = (content: Buffer, unusedBits = 0): Buffer => tlv(0x03, Buffer.concat([Buffer.from([unusedBits]), content]));
+export const bitString = (content: Buffer, unusedBits = 0): Buffer =>
+  tlv(0x03, Buffer.concat([Buffer.from([unusedBits]), content]));
 
 /** OBJECT IDENTIFIER from dotted text. */
 export const oid = (dotted: string): Buffer => {
@@ -45,7 +48,8 @@ export const oid = (dotted: string): Buffer => {
   const out: number[] = [a! * 40 + b!];
   for (const arc of rest) {
     const chunk: number[] = [arc & 0x7f];
-    for (let v = Math.floor(arc / 128); v > 0; v = Math.floor(v / 128)) chunk.unshift(0x80 | (v & 0x7f));
+    for (let v = Math.floor(arc / 128); v > 0; v = Math.floor(v / 128))
+      chunk.unshift(0x80 | (v & 0x7f));
     out.push(...chunk);
   }
   return tlv(0x06, Buffer.from(out));
@@ -57,5 +61,7 @@ const two = (n: number): string => String(n).padStart(2, "0");
 export const time = (d: Date): Buffer => {
   const y = d.getUTCFullYear();
   const rest = `${two(d.getUTCMonth() + 1)}${two(d.getUTCDate())}${two(d.getUTCHours())}${two(d.getUTCMinutes())}${two(d.getUTCSeconds())}Z`;
-  return y >= 1950 && y < 2050 ? tlv(0x17, Buffer.from(`${two(y % 100)}${rest}`, "ascii")) : tlv(0x18, Buffer.from(`${y}${rest}`, "ascii"));
+  return y >= 1950 && y < 2050
+    ? tlv(0x17, Buffer.from(`${two(y % 100)}${rest}`, "ascii"))
+    : tlv(0x18, Buffer.from(`${y}${rest}`, "ascii"));
 };

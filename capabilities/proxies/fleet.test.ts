@@ -16,7 +16,14 @@ const must = <T, E>(r: Result<T, E>): T => {
   if (!r.ok) throw new Error(JSON.stringify(r.error));
   return r.value;
 };
-const ca = must(createAuthority({ commonName: "test CA", keys: generateKeyPair(), notBefore: new Date("2026-11-21T00:00:00Z"), lifetimeDays: 10 }));
+const ca = must(
+  createAuthority({
+    commonName: "test CA",
+    keys: generateKeyPair(),
+    notBefore: new Date("2026-11-21T00:00:00Z"),
+    lifetimeDays: 10,
+  }),
+);
 const spec: ManagementSpec = {
   listenAddress: "{env.KENGINE_POD_IP}:9443",
   adminAddress: "127.0.0.1:2019",
@@ -28,11 +35,35 @@ const spec: ManagementSpec = {
 /** A sealed config whose content differs by `marker`. */
 const configWith = (marker: string): SealedConfig => {
   const base = must(bootstrapConfig(spec)) as { apps: { http: { servers: object } } };
-  return must(sealConfig(JSON.stringify({ ...base, apps: { ...base.apps, http: { servers: { ...base.apps.http.servers, app: { listen: [":80"], routes: [{ handle: [{ handler: "static_response", body: marker }] }] } } } } }), spec));
+  return must(
+    sealConfig(
+      JSON.stringify({
+        ...base,
+        apps: {
+          ...base.apps,
+          http: {
+            servers: {
+              ...base.apps.http.servers,
+              app: {
+                listen: [":80"],
+                routes: [{ handle: [{ handler: "static_response", body: marker }] }],
+              },
+            },
+          },
+        },
+      }),
+      spec,
+    ),
+  );
 };
 const v1 = configWith("v1");
 const v2 = configWith("v2");
-const endpoint = (i: number): ProxyEndpoint => ({ name: `gw-${i}`, address: `10.0.0.${i}`, port: 9443, serverName: `gw-${i}.gw-admin.default.svc` });
+const endpoint = (i: number): ProxyEndpoint => ({
+  name: `gw-${i}`,
+  address: `10.0.0.${i}`,
+  port: 9443,
+  serverName: `gw-${i}.gw-admin.default.svc`,
+});
 const originOf = (e: ProxyEndpoint) => `https://${e.address}:${e.port}`;
 const refused = () => Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" });
 const markerPath = (hash: string) => `/id/kengine-config-${hash}/@id`;
@@ -50,43 +81,80 @@ beforeEach(() => {
   clock = new ManualClock(1_000_000);
   events = [];
   loads = [];
-  const http = new AdminClient({ caPem: "", certificatePem: "", privateKey: new SecretPem("") }, { dispatcher: agent });
+  const http = new AdminClient(
+    { caPem: "", certificatePem: "", privateKey: new SecretPem("") },
+    { dispatcher: agent },
+  );
   const client: AdminApi = {
     load: (e, bytes) => (loads.push(e.name), http.load(e, bytes)),
     runsConfig: (e, hash) => http.runsConfig(e, hash),
   };
-  fleet = new Fleet({ client, concurrency: 4, backoff, clock, random: () => 0, onEvent: e => events.push(e) });
+  fleet = new Fleet({
+    client,
+    concurrency: 4,
+    backoff,
+    clock,
+    random: () => 0,
+    onEvent: e => events.push(e),
+  });
 });
 afterEach(async () => {
   fleet.close();
   await agent.close();
 });
 
-const acceptLoad = (e: ProxyEndpoint, times = 1) => agent.get(originOf(e)).intercept({ path: "/load", method: "POST" }).reply(200, "").times(times);
+const acceptLoad = (e: ProxyEndpoint, times = 1) =>
+  agent.get(originOf(e)).intercept({ path: "/load", method: "POST" }).reply(200, "").times(times);
 
 describe("Fleet", () => {
   it("pushes to every proxy once and skips proxies that already run the same hash", async () => {
     const eps = [1, 2, 3].map(endpoint);
     eps.forEach(e => acceptLoad(e));
     fleet.update(eps.map(e => ({ endpoint: e, config: v1 })));
-    expect(fleet.state("gw-1")).toEqual({ phase: "Pending", desiredHash: v1.hash, applied: undefined });
+    expect(fleet.state("gw-1")).toEqual({
+      phase: "Pending",
+      desiredHash: v1.hash,
+      applied: undefined,
+    });
     await fleet.settled();
     expect(loads.sort()).toEqual(["gw-1", "gw-2", "gw-3"]);
-    for (const e of eps) expect(fleet.state(e.name)).toEqual({ phase: "Programmed", desiredHash: v1.hash, hash: v1.hash, at: 1_000_000, verifiedAt: 1_000_000 });
+    for (const e of eps)
+      expect(fleet.state(e.name)).toEqual({
+        phase: "Programmed",
+        desiredHash: v1.hash,
+        hash: v1.hash,
+        at: 1_000_000,
+        verifiedAt: 1_000_000,
+      });
     // same bytes again: no request (an unexpected one would hit disableNetConnect and fail the proxy)
     fleet.update(eps.map(e => ({ endpoint: e, config: configWith("v1") })));
     await fleet.settled();
     expect(loads).toHaveLength(3);
-    expect(events.filter(e => e.type === "skipped").map(e => e.name).sort()).toEqual(["gw-1", "gw-2", "gw-3"]);
+    expect(
+      events
+        .filter(e => e.type === "skipped")
+        .map(e => e.name)
+        .sort(),
+    ).toEqual(["gw-1", "gw-2", "gw-3"]);
     expect([...fleet.states().values()].every(s => s.phase === "Programmed")).toBe(true);
   });
 
   it("retries a refused connection with capped exponential back-off, then programs the proxy", async () => {
     const e = endpoint(1);
-    agent.get(originOf(e)).intercept({ path: "/load", method: "POST" }).replyWithError(refused()).times(6);
+    agent
+      .get(originOf(e))
+      .intercept({ path: "/load", method: "POST" })
+      .replyWithError(refused())
+      .times(6);
     fleet.update([{ endpoint: e, config: v1 }]);
     await fleet.settled();
-    expect(fleet.state(e.name)).toMatchObject({ phase: "Failed", attempts: 1, error: { kind: "connect" }, since: 1_000_000, nextAttemptAt: 1_000_050 });
+    expect(fleet.state(e.name)).toMatchObject({
+      phase: "Failed",
+      attempts: 1,
+      error: { kind: "connect" },
+      since: 1_000_000,
+      nextAttemptAt: 1_000_050,
+    });
     clock.advance(49);
     await fleet.settled();
     expect(loads).toHaveLength(1);
@@ -96,7 +164,11 @@ describe("Fleet", () => {
     }
     expect(loads).toHaveLength(6);
     // random() = 0 → half of 100, 200, 400, 800, 1000 (cap), 1000
-    expect(events.filter(ev => ev.type === "failed").map(ev => (ev.type === "failed" ? ev.retryInMs : 0))).toEqual([50, 100, 200, 400, 500, 500]);
+    expect(
+      events
+        .filter(ev => ev.type === "failed")
+        .map(ev => (ev.type === "failed" ? ev.retryInMs : 0)),
+    ).toEqual([50, 100, 200, 400, 500, 500]);
     acceptLoad(e);
     clock.advance(500);
     await fleet.settled();
@@ -106,15 +178,24 @@ describe("Fleet", () => {
 
   it("keeps a rejection's message, retries it, and tries a new config at once", async () => {
     const e = endpoint(1);
-    agent.get(originOf(e)).intercept({ path: "/load", method: "POST" }).reply(400, '{"error":"listening on :80: bind: address already in use"}').times(2);
+    agent
+      .get(originOf(e))
+      .intercept({ path: "/load", method: "POST" })
+      .reply(400, '{"error":"listening on :80: bind: address already in use"}')
+      .times(2);
     fleet.update([{ endpoint: e, config: v1 }]);
     await fleet.settled();
     expect(fleet.state(e.name)).toMatchObject({
       phase: "Failed",
       attempts: 1,
       applied: undefined,
-      error: { kind: "rejected", status: 400, message: "listening on :80: bind: address already in use" },
-      message: "proxy rejected the request (HTTP 400): listening on :80: bind: address already in use",
+      error: {
+        kind: "rejected",
+        status: 400,
+        message: "listening on :80: bind: address already in use",
+      },
+      message:
+        "proxy rejected the request (HTTP 400): listening on :80: bind: address already in use",
     });
     clock.advance(50);
     await fleet.settled();
@@ -147,8 +228,14 @@ describe("Fleet", () => {
     acceptLoad(b);
     fleet.update([a, b].map(e => ({ endpoint: e, config: v1 })));
     await fleet.settled();
-    agent.get(originOf(a)).intercept({ path: markerPath(v1.hash), method: "GET" }).reply(200, '"x"');
-    agent.get(originOf(b)).intercept({ path: markerPath(v1.hash), method: "GET" }).reply(404, '{"error":"unknown object ID"}');
+    agent
+      .get(originOf(a))
+      .intercept({ path: markerPath(v1.hash), method: "GET" })
+      .reply(200, '"x"');
+    agent
+      .get(originOf(b))
+      .intercept({ path: markerPath(v1.hash), method: "GET" })
+      .reply(404, '{"error":"unknown object ID"}');
     acceptLoad(b);
     clock.advance(5);
     await fleet.verify();
@@ -163,7 +250,10 @@ describe("Fleet", () => {
     acceptLoad(e);
     fleet.update([{ endpoint: e, config: v1 }]);
     await fleet.settled();
-    agent.get(originOf(e)).intercept({ path: markerPath(v1.hash), method: "GET" }).replyWithError(refused());
+    agent
+      .get(originOf(e))
+      .intercept({ path: markerPath(v1.hash), method: "GET" })
+      .replyWithError(refused());
     await fleet.verify();
     expect(fleet.state(e.name)).toMatchObject({ phase: "Failed", applied: undefined, attempts: 1 });
     acceptLoad(e);
@@ -179,7 +269,10 @@ describe("Fleet", () => {
     fleet.update([{ endpoint: e, config: v1 }]);
     await fleet.settled();
     fleet.start(10_000);
-    agent.get(originOf(e)).intercept({ path: markerPath(v1.hash), method: "GET" }).reply(404, "{}");
+    agent
+      .get(originOf(e))
+      .intercept({ path: markerPath(v1.hash), method: "GET" })
+      .reply(404, "{}");
     acceptLoad(e);
     clock.advance(10_000);
     await fleet.settled();
@@ -217,7 +310,12 @@ describe("Fleet", () => {
   it("refuses configs that did not come from sealConfig, and duplicate names", () => {
     const forged = { hash: v1.hash, bytes: Buffer.from("{}") };
     expect(() => fleet.update([{ endpoint: endpoint(1), config: forged }])).toThrow(/sealConfig/);
-    expect(() => fleet.update([{ endpoint: endpoint(1), config: v1 }, { endpoint: endpoint(1), config: v1 }])).toThrow(/duplicate/);
+    expect(() =>
+      fleet.update([
+        { endpoint: endpoint(1), config: v1 },
+        { endpoint: endpoint(1), config: v1 },
+      ]),
+    ).toThrow(/duplicate/);
   });
 });
 

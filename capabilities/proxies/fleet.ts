@@ -36,8 +36,18 @@ export interface Applied {
 
 /** One proxy's state, for KengineProxy status and the Gateway's Programmed condition. */
 export type ProxyState =
-  | { readonly phase: "Pending"; readonly desiredHash: string; readonly applied: Applied | undefined }
-  | { readonly phase: "Programmed"; readonly desiredHash: string; readonly hash: string; readonly at: number; readonly verifiedAt: number | undefined }
+  | {
+      readonly phase: "Pending";
+      readonly desiredHash: string;
+      readonly applied: Applied | undefined;
+    }
+  | {
+      readonly phase: "Programmed";
+      readonly desiredHash: string;
+      readonly hash: string;
+      readonly at: number;
+      readonly verifiedAt: number | undefined;
+    }
   | {
       readonly phase: "Failed";
       readonly desiredHash: string;
@@ -52,9 +62,21 @@ export type ProxyState =
     };
 
 export type FleetEvent =
-  | { readonly type: "pushed"; readonly name: string; readonly hash: string; readonly durationMs: number }
+  | {
+      readonly type: "pushed";
+      readonly name: string;
+      readonly hash: string;
+      readonly durationMs: number;
+    }
   | { readonly type: "skipped"; readonly name: string; readonly hash: string }
-  | { readonly type: "failed"; readonly name: string; readonly hash: string; readonly error: AdminError; readonly attempts: number; readonly retryInMs: number }
+  | {
+      readonly type: "failed";
+      readonly name: string;
+      readonly hash: string;
+      readonly error: AdminError;
+      readonly attempts: number;
+      readonly retryInMs: number;
+    }
   | { readonly type: "drifted"; readonly name: string; readonly hash: string }
   | { readonly type: "forgotten"; readonly name: string };
 
@@ -115,8 +137,12 @@ export class Fleet {
     if (this.#closed) throw new Error("fleet is closed");
     const names = new Set<string>();
     for (const target of targets) {
-      if (!isSealed(target.config)) throw new Error(`config for ${target.endpoint.name} was not produced by sealConfig; refusing to push it`);
-      if (names.has(target.endpoint.name)) throw new Error(`duplicate proxy name ${target.endpoint.name}`);
+      if (!isSealed(target.config))
+        throw new Error(
+          `config for ${target.endpoint.name} was not produced by sealConfig; refusing to push it`,
+        );
+      if (names.has(target.endpoint.name))
+        throw new Error(`duplicate proxy name ${target.endpoint.name}`);
       names.add(target.endpoint.name);
       this.#upsert(target);
     }
@@ -148,7 +174,8 @@ export class Fleet {
       return;
     }
     if (entry.desired.hash === config.hash) {
-      if (entry.applied?.hash === config.hash && !entry.inFlight) this.#onEvent({ type: "skipped", name: endpoint.name, hash: config.hash });
+      if (entry.applied?.hash === config.hash && !entry.inFlight)
+        this.#onEvent({ type: "skipped", name: endpoint.name, hash: config.hash });
       entry.desired = config;
       return;
     }
@@ -162,7 +189,8 @@ export class Fleet {
 
   /** Asks every programmed proxy whether it still runs its hash; re-pushes to those that do not. */
   verify(): Promise<void> {
-    for (const entry of this.#entries.values()) if (entry.applied?.hash === entry.desired.hash) entry.needsVerify = true;
+    for (const entry of this.#entries.values())
+      if (entry.applied?.hash === entry.desired.hash) entry.needsVerify = true;
     this.#pump();
     return this.settled();
   }
@@ -205,7 +233,13 @@ export class Fleet {
   #stateOf(entry: Entry): ProxyState {
     const desiredHash = entry.desired.hash;
     if (!entry.inFlight && entry.applied?.hash === desiredHash) {
-      return { phase: "Programmed", desiredHash, hash: entry.applied.hash, at: entry.applied.at, verifiedAt: entry.verifiedAt };
+      return {
+        phase: "Programmed",
+        desiredHash,
+        hash: entry.applied.hash,
+        at: entry.applied.at,
+        verifiedAt: entry.verifiedAt,
+      };
     }
     if (entry.lastError && entry.attempts > 0) {
       return {
@@ -241,11 +275,20 @@ export class Fleet {
       if (!this.#due(entry, now)) continue;
       this.#running++;
       entry.inFlight = true;
-      const work = entry.applied?.hash !== entry.desired.hash ? this.#push(entry) : this.#check(entry);
+      const work =
+        entry.applied?.hash !== entry.desired.hash ? this.#push(entry) : this.#check(entry);
       void work
         .catch((e: unknown) => {
           // the admin client returns errors as data; this is a bug guard, not a path
-          if (this.#current(entry)) this.#fail(entry, { kind: "connect", message: `unexpected: ${e instanceof Error ? e.message : String(e)}` }, this.#clock.now());
+          if (this.#current(entry))
+            this.#fail(
+              entry,
+              {
+                kind: "connect",
+                message: `unexpected: ${e instanceof Error ? e.message : String(e)}`,
+              },
+              this.#clock.now(),
+            );
         })
         .finally(() => {
           this.#running--;
@@ -267,7 +310,12 @@ export class Fleet {
     let next = Infinity;
     const now = this.#clock.now();
     for (const entry of this.#entries.values()) {
-      if (!entry.inFlight && entry.nextAttemptAt > now && (entry.needsVerify || entry.applied?.hash !== entry.desired.hash)) next = Math.min(next, entry.nextAttemptAt);
+      if (
+        !entry.inFlight &&
+        entry.nextAttemptAt > now &&
+        (entry.needsVerify || entry.applied?.hash !== entry.desired.hash)
+      )
+        next = Math.min(next, entry.nextAttemptAt);
     }
     if (next === this.#retryTimerAt) return;
     this.#cancelRetryTimer?.();
@@ -298,7 +346,12 @@ export class Fleet {
       entry.attempts = 0;
       entry.lastError = undefined;
       entry.nextAttemptAt = 0;
-      this.#onEvent({ type: "pushed", name: entry.endpoint.name, hash: config.hash, durationMs: now - started });
+      this.#onEvent({
+        type: "pushed",
+        name: entry.endpoint.name,
+        hash: config.hash,
+        durationMs: now - started,
+      });
       return;
     }
     this.#fail(entry, result.error, now);
@@ -338,6 +391,13 @@ export class Fleet {
     entry.nextAttemptAt = now + retryInMs;
     // after a failed check, the retry is a push (state unknown or different)
     if (!unreachable(error)) entry.needsVerify = false;
-    this.#onEvent({ type: "failed", name: entry.endpoint.name, hash: entry.desired.hash, error, attempts: entry.attempts, retryInMs });
+    this.#onEvent({
+      type: "failed",
+      name: entry.endpoint.name,
+      hash: entry.desired.hash,
+      error,
+      attempts: entry.attempts,
+      retryInMs,
+    });
   }
 }

@@ -34,9 +34,21 @@ export {
   sealConfig,
   withManagement,
 } from "./management";
-export type { CaddyConfig, ManagementSpec, SealedConfig, ServerCertificateSource } from "./management";
+export type {
+  CaddyConfig,
+  ManagementSpec,
+  SealedConfig,
+  ServerCertificateSource,
+} from "./management";
 export { AdminClient, describeAdminError } from "./admin-client";
-export type { AdminClientOptions, AdminError, ClientCredentials, ConfigRead, PeerCertificate, ProxyEndpoint } from "./admin-client";
+export type {
+  AdminClientOptions,
+  AdminError,
+  ClientCredentials,
+  ConfigRead,
+  PeerCertificate,
+  ProxyEndpoint,
+} from "./admin-client";
 export { backoffDelay, DEFAULT_BACKOFF, ManualClock, systemClock } from "./backoff";
 export type { BackoffPolicy, Clock } from "./backoff";
 export { Fleet } from "./fleet";

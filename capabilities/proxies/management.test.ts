@@ -1,6 +1,17 @@
 import { createHash } from "node:crypto";
 import { inspect } from "node:util";
-import { bootstrapConfig, CaddyConfig, checkSpec, isSealed, MANAGEMENT_SERVER, ManagementSpec, READINESS_SERVER, SealedConfig, sealConfig, withManagement } from "./management";
+import {
+  bootstrapConfig,
+  CaddyConfig,
+  checkSpec,
+  isSealed,
+  MANAGEMENT_SERVER,
+  ManagementSpec,
+  READINESS_SERVER,
+  SealedConfig,
+  sealConfig,
+  withManagement,
+} from "./management";
 import { createAuthority, generateKeyPair, issueServerCertificate } from "./pki";
 import { Result } from "./result";
 
@@ -9,19 +20,48 @@ const must = <T, E>(r: Result<T, E>): T => {
   return r.value;
 };
 const start = new Date("2026-11-21T10:00:00Z");
-const ca = must(createAuthority({ commonName: "test CA", keys: generateKeyPair(), notBefore: start, lifetimeDays: 3650 }));
+const ca = must(
+  createAuthority({
+    commonName: "test CA",
+    keys: generateKeyPair(),
+    notBefore: start,
+    lifetimeDays: 3650,
+  }),
+);
 const spec: ManagementSpec = {
   listenAddress: "{env.KENGINE_POD_IP}:9443",
   adminAddress: "127.0.0.1:2019",
   serverCertTag: "kengine-management",
   clientCaPem: ca.certificatePem,
-  serverCertificate: { kind: "files", certificateFile: "/etc/kengine/management/tls.crt", keyFile: "/etc/kengine/management/tls.key" },
+  serverCertificate: {
+    kind: "files",
+    certificateFile: "/etc/kengine/management/tls.crt",
+    keyFile: "/etc/kengine/management/tls.key",
+  },
   readinessAddress: ":8081",
 };
 
 type Json = { [key: string]: any }; // eslint-disable-line @typescript-eslint/no-explicit-any
 const app = (extra: Json = {}): Json =>
-  must(withManagement({ ...extra, apps: { ...extra.apps, http: { servers: { gw: { listen: [":80"], routes: [{ handle: [{ handler: "static_response", body: "hi" }] }] } } } } }, spec)) as Json;
+  must(
+    withManagement(
+      {
+        ...extra,
+        apps: {
+          ...extra.apps,
+          http: {
+            servers: {
+              gw: {
+                listen: [":80"],
+                routes: [{ handle: [{ handler: "static_response", body: "hi" }] }],
+              },
+            },
+          },
+        },
+      },
+      spec,
+    ),
+  ) as Json;
 
 describe("bootstrapConfig", () => {
   const boot = must(bootstrapConfig(spec)) as Json;
@@ -32,7 +72,15 @@ describe("bootstrapConfig", () => {
     expect(Object.keys(boot.apps.http.servers)).toEqual([MANAGEMENT_SERVER]);
     expect(boot.apps.http.servers[READINESS_SERVER]).toBeUndefined();
     expect(boot.apps.tls).toEqual({
-      certificates: { load_files: [{ certificate: "/etc/kengine/management/tls.crt", key: "/etc/kengine/management/tls.key", tags: ["kengine-management"] }] },
+      certificates: {
+        load_files: [
+          {
+            certificate: "/etc/kengine/management/tls.crt",
+            key: "/etc/kengine/management/tls.key",
+            tags: ["kengine-management"],
+          },
+        ],
+      },
     });
   });
 
@@ -44,36 +92,77 @@ describe("bootstrapConfig", () => {
     expect(server.tls_connection_policies).toEqual([
       {
         certificate_selection: { any_tag: ["kengine-management"] },
-        client_authentication: { trusted_ca_certs: [ca.certificateDer.toString("base64")], mode: "require_and_verify" },
+        client_authentication: {
+          trusted_ca_certs: [ca.certificateDer.toString("base64")],
+          mode: "require_and_verify",
+        },
       },
     ]);
     expect(server.routes).toEqual([
-      { handle: [{ handler: "reverse_proxy", upstreams: [{ dial: "127.0.0.1:2019" }], headers: { request: { set: { Host: ["127.0.0.1:2019"] } } } }] },
+      {
+        handle: [
+          {
+            handler: "reverse_proxy",
+            upstreams: [{ dial: "127.0.0.1:2019" }],
+            headers: { request: { set: { Host: ["127.0.0.1:2019"] } } },
+          },
+        ],
+      },
     ]);
   });
 
   it("trusts several CAs during a rotation", () => {
-    const next = must(createAuthority({ commonName: "next CA", keys: generateKeyPair(), notBefore: start, lifetimeDays: 3650 }));
-    const both = must(bootstrapConfig({ ...spec, clientCaPem: [ca.certificatePem, next.certificatePem] })) as Json;
-    expect(both.apps.http.servers[MANAGEMENT_SERVER].tls_connection_policies[0].client_authentication.trusted_ca_certs).toEqual([
-      ca.certificateDer.toString("base64"),
-      next.certificateDer.toString("base64"),
-    ]);
+    const next = must(
+      createAuthority({
+        commonName: "next CA",
+        keys: generateKeyPair(),
+        notBefore: start,
+        lifetimeDays: 3650,
+      }),
+    );
+    const both = must(
+      bootstrapConfig({ ...spec, clientCaPem: [ca.certificatePem, next.certificatePem] }),
+    ) as Json;
+    expect(
+      both.apps.http.servers[MANAGEMENT_SERVER].tls_connection_policies[0].client_authentication
+        .trusted_ca_certs,
+    ).toEqual([ca.certificateDer.toString("base64"), next.certificateDer.toString("base64")]);
     expect(checkSpec({ ...spec, clientCaPem: [] })).toHaveLength(1);
   });
 
   it("refuses a spec with a non-loopback admin, shared ports or a CA that is not a certificate", () => {
     expect(checkSpec(spec)).toEqual([]);
-    expect(checkSpec({ ...spec, adminAddress: "0.0.0.0:2019" })).toEqual([expect.stringContaining("loopback")]);
+    expect(checkSpec({ ...spec, adminAddress: "0.0.0.0:2019" })).toEqual([
+      expect.stringContaining("loopback"),
+    ]);
     expect(checkSpec({ ...spec, adminAddress: "10.0.0.1:2019" })).toHaveLength(1);
-    expect(checkSpec({ ...spec, readinessAddress: ":9443" })).toEqual([expect.stringContaining("must differ")]);
-    expect(checkSpec({ ...spec, clientCaPem: "x" })).toEqual([expect.stringContaining("clientCaPem")]);
+    expect(checkSpec({ ...spec, readinessAddress: ":9443" })).toEqual([
+      expect.stringContaining("must differ"),
+    ]);
+    expect(checkSpec({ ...spec, clientCaPem: "x" })).toEqual([
+      expect.stringContaining("clientCaPem"),
+    ]);
     expect(bootstrapConfig({ ...spec, adminAddress: ":2019" }).ok).toBe(false);
   });
 
   it("loads an inline serving key only through load_pem, and the spec does not print it", () => {
-    const leaf = must(issueServerCertificate(ca, { commonName: "p", dnsNames: ["*.p.ns.svc"], keys: generateKeyPair(), notBefore: start, lifetimeDays: 1 }));
-    const pemSpec: ManagementSpec = { ...spec, serverCertificate: { kind: "pem", certificatePem: leaf.certificatePem, privateKey: leaf.privateKey } };
+    const leaf = must(
+      issueServerCertificate(ca, {
+        commonName: "p",
+        dnsNames: ["*.p.ns.svc"],
+        keys: generateKeyPair(),
+        notBefore: start,
+        lifetimeDays: 1,
+      }),
+    );
+    const pemSpec: ManagementSpec = {
+      ...spec,
+      serverCertificate: {
+        kind: "pem",
+        certificatePem: leaf.certificatePem,
+        privateKey: leaf.privateKey,
+      },
+    };
     const boot2 = must(bootstrapConfig(pemSpec)) as Json;
     expect(boot2.apps.tls.certificates.load_pem[0].key).toBe(leaf.privateKey.reveal());
     const keyBody = leaf.privateKey.reveal().split("\n")[1]!;
@@ -84,12 +173,20 @@ describe("bootstrapConfig", () => {
 
 describe("withManagement", () => {
   it("adds management to an app config and keeps the app's own servers and certificates", () => {
-    const config = app({ apps: { tls: { certificates: { load_files: [{ certificate: "a.crt", key: "a.key", tags: ["gw"] }] } } } });
+    const config = app({
+      apps: {
+        tls: {
+          certificates: { load_files: [{ certificate: "a.crt", key: "a.key", tags: ["gw"] }] },
+        },
+      },
+    });
     expect(Object.keys(config.apps.http.servers).sort()).toEqual([MANAGEMENT_SERVER, "gw"].sort());
     expect(config.apps.tls.certificates.load_files).toHaveLength(2);
   });
   it("refuses to replace an existing management server or a different admin block", () => {
-    expect(withManagement({ apps: { http: { servers: { [MANAGEMENT_SERVER]: {} } } } }, spec)).toEqual({ ok: false, error: [expect.stringContaining(MANAGEMENT_SERVER)] });
+    expect(
+      withManagement({ apps: { http: { servers: { [MANAGEMENT_SERVER]: {} } } } }, spec),
+    ).toEqual({ ok: false, error: [expect.stringContaining(MANAGEMENT_SERVER)] });
     expect(withManagement({ admin: { listen: "0.0.0.0:2019" } }, spec).ok).toBe(false);
   });
 });
@@ -104,7 +201,10 @@ describe("sealConfig", () => {
     const ready = out.apps.http.servers[READINESS_SERVER];
     expect(ready["@id"]).toBe(`kengine-config-${sealed.hash}`);
     expect(ready.listen).toEqual([":8081"]);
-    expect(ready.routes[0]).toEqual({ match: [{ path: ["/ready"] }], handle: [{ handler: "static_response", status_code: 200, body: "ready\n" }] });
+    expect(ready.routes[0]).toEqual({
+      match: [{ path: ["/ready"] }],
+      handle: [{ handler: "static_response", status_code: 200, body: "ready\n" }],
+    });
     // everything else is the desired config unchanged
     delete out.apps.http.servers[READINESS_SERVER];
     expect(out).toEqual(JSON.parse(input));
@@ -114,8 +214,18 @@ describe("sealConfig", () => {
 
   const broken: [string, (c: Json) => void, string][] = [
     ["no management server", c => delete c.apps.http.servers[MANAGEMENT_SERVER], "is missing"],
-    ["management server without client authentication", c => delete c.apps.http.servers[MANAGEMENT_SERVER].tls_connection_policies[0].client_authentication, "differs"],
-    ["management server on another port", c => (c.apps.http.servers[MANAGEMENT_SERVER].listen = [":9444"]), "differs"],
+    [
+      "management server without client authentication",
+      c =>
+        delete c.apps.http.servers[MANAGEMENT_SERVER].tls_connection_policies[0]
+          .client_authentication,
+      "differs",
+    ],
+    [
+      "management server on another port",
+      c => (c.apps.http.servers[MANAGEMENT_SERVER].listen = [":9444"]),
+      "differs",
+    ],
     ["persist true", c => (c.admin.config.persist = true), "persist"],
     ["persist unset", c => delete c.admin.config, "persist"],
     ["no admin block", c => delete c.admin, "admin block is missing"],
@@ -124,10 +234,26 @@ describe("sealConfig", () => {
     ["remote admin", c => (c.admin.remote = { listen: ":2021" }), "admin.remote"],
     ["a config loader", c => (c.admin.config.load = { module: "http" }), "admin.config.load"],
     ["no management certificate", c => delete c.apps.tls, "lacks the management certificate"],
-    ["another server on the management port", c => (c.apps.http.servers.gw.listen = [":9443"]), "reserved for kengine-management"],
-    ["a layer4 server on the readiness port", c => (c.apps.layer4 = { servers: { l4: { listen: ["0.0.0.0:8081"] } } }), "reserved for kengine-readiness"],
-    ["a server on the admin port", c => (c.apps.http.servers.gw.listen = ["127.0.0.1:2019"]), "reserved for admin"],
-    ["a server named like the readiness server", c => (c.apps.http.servers[READINESS_SERVER] = { listen: [":1"] }), "reserved"],
+    [
+      "another server on the management port",
+      c => (c.apps.http.servers.gw.listen = [":9443"]),
+      "reserved for kengine-management",
+    ],
+    [
+      "a layer4 server on the readiness port",
+      c => (c.apps.layer4 = { servers: { l4: { listen: ["0.0.0.0:8081"] } } }),
+      "reserved for kengine-readiness",
+    ],
+    [
+      "a server on the admin port",
+      c => (c.apps.http.servers.gw.listen = ["127.0.0.1:2019"]),
+      "reserved for admin",
+    ],
+    [
+      "a server named like the readiness server",
+      c => (c.apps.http.servers[READINESS_SERVER] = { listen: [":1"] }),
+      "reserved",
+    ],
   ];
   it.each(broken)("refuses a config with %s", (_, breakIt, message) => {
     const config = app();

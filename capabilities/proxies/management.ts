@@ -51,30 +51,43 @@ const LOOPBACK_HOST = /^(127(\.\d{1,3}){3}|\[::1\]|localhost)$/;
 /** A port number, or an environment placeholder Caddy resolves at load (so every pod gets the same bytes). */
 const PORT = /^(\d{1,5}|\{env\.[A-Za-z_][A-Za-z0-9_]*\})$/;
 
-const caList = (pems: string | readonly string[]): readonly string[] => (typeof pems === "string" ? [pems] : pems);
+const caList = (pems: string | readonly string[]): readonly string[] =>
+  typeof pems === "string" ? [pems] : pems;
 
 /** "host:port" split at the last colon; the port may be a placeholder or a range. */
 const splitAddress = (address: string): { host: string; port: string } => {
   const i = address.lastIndexOf(":");
-  return i < 0 ? { host: address, port: "" } : { host: address.slice(0, i), port: address.slice(i + 1) };
+  return i < 0
+    ? { host: address, port: "" }
+    : { host: address.slice(0, i), port: address.slice(i + 1) };
 };
 
 /** Problems with the spec itself; a bad spec must not produce configs. */
 export function checkSpec(spec: ManagementSpec): readonly string[] {
   const problems: string[] = [];
   const admin = splitAddress(spec.adminAddress);
-  if (!LOOPBACK_HOST.test(admin.host) || !PORT.test(admin.port)) problems.push(`adminAddress must be a loopback host:port, got ${JSON.stringify(spec.adminAddress)}`);
+  if (!LOOPBACK_HOST.test(admin.host) || !PORT.test(admin.port))
+    problems.push(
+      `adminAddress must be a loopback host:port, got ${JSON.stringify(spec.adminAddress)}`,
+    );
   for (const [field, value] of [
     ["listenAddress", spec.listenAddress],
     ["readinessAddress", spec.readinessAddress],
   ] as const) {
-    if (!PORT.test(splitAddress(value).port)) problems.push(`${field} needs a port (number or {env.NAME}), got ${JSON.stringify(value)}`);
+    if (!PORT.test(splitAddress(value).port))
+      problems.push(`${field} needs a port (number or {env.NAME}), got ${JSON.stringify(value)}`);
   }
-  const ports = [admin.port, splitAddress(spec.listenAddress).port, splitAddress(spec.readinessAddress).port];
-  if (new Set(ports).size !== ports.length) problems.push(`admin, management and readiness ports must differ, got ${ports.join(", ")}`);
+  const ports = [
+    admin.port,
+    splitAddress(spec.listenAddress).port,
+    splitAddress(spec.readinessAddress).port,
+  ];
+  if (new Set(ports).size !== ports.length)
+    problems.push(`admin, management and readiness ports must differ, got ${ports.join(", ")}`);
   if (spec.serverCertTag.trim() === "") problems.push("serverCertTag must not be empty");
   const cas = caList(spec.clientCaPem);
-  if (cas.length === 0 || cas.some(pem => !pemToBase64Der(pem).ok)) problems.push("clientCaPem must be one or more PEM certificates");
+  if (cas.length === 0 || cas.some(pem => !pemToBase64Der(pem).ok))
+    problems.push("clientCaPem must be one or more PEM certificates");
   return problems;
 }
 
@@ -85,10 +98,13 @@ export const adminBlock = (spec: ManagementSpec): CaddyConfig => ({
 });
 
 /** The `apps.http.servers["kengine-management"]` fragment. Throws only on a spec `checkSpec` rejects. */
-export function managementServer(spec: Pick<ManagementSpec, "listenAddress" | "adminAddress" | "serverCertTag" | "clientCaPem">): CaddyConfig {
+export function managementServer(
+  spec: Pick<ManagementSpec, "listenAddress" | "adminAddress" | "serverCertTag" | "clientCaPem">,
+): CaddyConfig {
   const cas = caList(spec.clientCaPem).map(pemToBase64Der);
   const trusted = cas.flatMap(ca => (ca.ok ? [ca.value] : []));
-  if (trusted.length === 0 || trusted.length !== cas.length) throw new Error("managementServer: clientCaPem must be one or more PEM certificates");
+  if (trusted.length === 0 || trusted.length !== cas.length)
+    throw new Error("managementServer: clientCaPem must be one or more PEM certificates");
   return {
     listen: [spec.listenAddress],
     protocols: ["h1", "h2"],
@@ -115,15 +131,34 @@ export function managementServer(spec: Pick<ManagementSpec, "listenAddress" | "a
 }
 
 /** The `apps.tls.certificates` loader entry for the serving certificate. */
-export function managementCertificateLoader(spec: Pick<ManagementSpec, "serverCertTag" | "serverCertificate">): { readonly key: "load_files" | "load_pem"; readonly entry: CaddyConfig } {
+export function managementCertificateLoader(
+  spec: Pick<ManagementSpec, "serverCertTag" | "serverCertificate">,
+): { readonly key: "load_files" | "load_pem"; readonly entry: CaddyConfig } {
   const source = spec.serverCertificate;
   return source.kind === "files"
-    ? { key: "load_files", entry: { certificate: source.certificateFile, key: source.keyFile, tags: [spec.serverCertTag] } }
-    : { key: "load_pem", entry: { certificate: source.certificatePem, key: source.privateKey.reveal(), tags: [spec.serverCertTag] } };
+    ? {
+        key: "load_files",
+        entry: {
+          certificate: source.certificateFile,
+          key: source.keyFile,
+          tags: [spec.serverCertTag],
+        },
+      }
+    : {
+        key: "load_pem",
+        entry: {
+          certificate: source.certificatePem,
+          key: source.privateKey.reveal(),
+          tags: [spec.serverCertTag],
+        },
+      };
 }
 
 /** The readiness server a pushed config adds; its `@id` carries the config's hash. */
-export function readinessServer(spec: Pick<ManagementSpec, "readinessAddress">, configHash: string): CaddyConfig {
+export function readinessServer(
+  spec: Pick<ManagementSpec, "readinessAddress">,
+  configHash: string,
+): CaddyConfig {
   return {
     "@id": `${CONFIG_ID_PREFIX}${configHash}`,
     listen: [spec.readinessAddress],
@@ -139,23 +174,35 @@ export function readinessServer(spec: Pick<ManagementSpec, "readinessAddress">, 
   };
 }
 
-const asObject = (v: unknown): { readonly [key: string]: unknown } | undefined => (v !== null && typeof v === "object" && !Array.isArray(v) ? (v as { [key: string]: unknown }) : undefined);
+const asObject = (v: unknown): { readonly [key: string]: unknown } | undefined =>
+  v !== null && typeof v === "object" && !Array.isArray(v)
+    ? (v as { [key: string]: unknown })
+    : undefined;
 
 /** Adds admin block, certificate loader and management server to a config; refuses to overwrite anything. */
-export function withManagement(config: CaddyConfig, spec: ManagementSpec): Result<CaddyConfig, readonly string[]> {
+export function withManagement(
+  config: CaddyConfig,
+  spec: ManagementSpec,
+): Result<CaddyConfig, readonly string[]> {
   const specProblems = checkSpec(spec);
   if (specProblems.length > 0) return err(specProblems);
   const out = structuredClone(config) as { [key: string]: unknown };
   const problems: string[] = [];
-  if (out.admin !== undefined && !isDeepStrictEqual(out.admin, adminBlock(spec))) problems.push("config already has a different admin block");
+  if (out.admin !== undefined && !isDeepStrictEqual(out.admin, adminBlock(spec)))
+    problems.push("config already has a different admin block");
   out.admin = adminBlock(spec);
   const apps = (out.apps = { ...(asObject(out.apps) ?? {}) });
   const http = (apps.http = { ...(asObject(apps.http) ?? {}) }) as { [key: string]: unknown };
-  const servers = (http.servers = { ...(asObject(http.servers) ?? {}) }) as { [key: string]: unknown };
-  if (servers[MANAGEMENT_SERVER] !== undefined) problems.push(`config already has a server named ${MANAGEMENT_SERVER}`);
+  const servers = (http.servers = { ...(asObject(http.servers) ?? {}) }) as {
+    [key: string]: unknown;
+  };
+  if (servers[MANAGEMENT_SERVER] !== undefined)
+    problems.push(`config already has a server named ${MANAGEMENT_SERVER}`);
   servers[MANAGEMENT_SERVER] = managementServer(spec);
   const tls = (apps.tls = { ...(asObject(apps.tls) ?? {}) }) as { [key: string]: unknown };
-  const certificates = (tls.certificates = { ...(asObject(tls.certificates) ?? {}) }) as { [key: string]: unknown };
+  const certificates = (tls.certificates = { ...(asObject(tls.certificates) ?? {}) }) as {
+    [key: string]: unknown;
+  };
   const loader = managementCertificateLoader(spec);
   const existing = certificates[loader.key];
   certificates[loader.key] = [...(Array.isArray(existing) ? existing : []), loader.entry];
@@ -169,14 +216,17 @@ export function bootstrapConfig(spec: ManagementSpec): Result<CaddyConfig, reado
   return withManagement({}, spec);
 }
 
-const listenersOf = (config: CaddyConfig): { readonly owner: string; readonly address: string }[] => {
+const listenersOf = (
+  config: CaddyConfig,
+): { readonly owner: string; readonly address: string }[] => {
   const apps = asObject(config.apps) ?? {};
   const out: { owner: string; address: string }[] = [];
   for (const app of ["http", "layer4"]) {
     const servers = asObject(asObject(apps[app])?.servers) ?? {};
     for (const [name, server] of Object.entries(servers)) {
       const listen = asObject(server)?.listen;
-      for (const address of Array.isArray(listen) ? listen : []) if (typeof address === "string") out.push({ owner: `${app}/${name}`, address });
+      for (const address of Array.isArray(listen) ? listen : [])
+        if (typeof address === "string") out.push({ owner: `${app}/${name}`, address });
     }
   }
   return out;
@@ -186,26 +236,49 @@ const listenersOf = (config: CaddyConfig): { readonly owner: string; readonly ad
  * Everything a config must keep for the controller to stay in charge of the proxy. Collects
  * all problems. `readiness: "absent"` for input to `sealConfig`, `"any"` to check a sealed one.
  */
-export function checkConfig(config: CaddyConfig, spec: ManagementSpec, readiness: "absent" | "any" = "absent"): Result<CaddyConfig, readonly string[]> {
+export function checkConfig(
+  config: CaddyConfig,
+  spec: ManagementSpec,
+  readiness: "absent" | "any" = "absent",
+): Result<CaddyConfig, readonly string[]> {
   const problems: string[] = [...checkSpec(spec)];
   const admin = asObject(config.admin);
   if (admin === undefined) problems.push("admin block is missing");
   else {
     if (admin.disabled === true) problems.push("admin must not be disabled");
-    if (admin.listen !== spec.adminAddress) problems.push(`admin.listen must be ${spec.adminAddress}, got ${JSON.stringify(admin.listen)}`);
-    if (asObject(admin.config)?.persist !== false) problems.push("admin.config.persist must be false (Caddy would autosave private keys to disk)");
-    if (asObject(admin.config)?.load !== undefined) problems.push("admin.config.load is not allowed (a config loader could replace the management server)");
-    if (admin.remote !== undefined) problems.push("admin.remote is not allowed (only the management server exposes the admin API)");
+    if (admin.listen !== spec.adminAddress)
+      problems.push(
+        `admin.listen must be ${spec.adminAddress}, got ${JSON.stringify(admin.listen)}`,
+      );
+    if (asObject(admin.config)?.persist !== false)
+      problems.push(
+        "admin.config.persist must be false (Caddy would autosave private keys to disk)",
+      );
+    if (asObject(admin.config)?.load !== undefined)
+      problems.push(
+        "admin.config.load is not allowed (a config loader could replace the management server)",
+      );
+    if (admin.remote !== undefined)
+      problems.push(
+        "admin.remote is not allowed (only the management server exposes the admin API)",
+      );
   }
   const apps = asObject(config.apps) ?? {};
   const servers = asObject(asObject(apps.http)?.servers) ?? {};
   const management = servers[MANAGEMENT_SERVER];
   if (management === undefined) problems.push(`apps.http.servers.${MANAGEMENT_SERVER} is missing`);
-  else if (problems.length === 0 && !isDeepStrictEqual(management, managementServer(spec))) problems.push(`apps.http.servers.${MANAGEMENT_SERVER} differs from the management server for this proxy`);
-  if (readiness === "absent" && servers[READINESS_SERVER] !== undefined) problems.push(`apps.http.servers.${READINESS_SERVER} is reserved (sealing adds it)`);
+  else if (problems.length === 0 && !isDeepStrictEqual(management, managementServer(spec)))
+    problems.push(
+      `apps.http.servers.${MANAGEMENT_SERVER} differs from the management server for this proxy`,
+    );
+  if (readiness === "absent" && servers[READINESS_SERVER] !== undefined)
+    problems.push(`apps.http.servers.${READINESS_SERVER} is reserved (sealing adds it)`);
   const loader = managementCertificateLoader(spec);
   const loaded = asObject(asObject(apps.tls)?.certificates)?.[loader.key];
-  if (!Array.isArray(loaded) || !loaded.some(e => isDeepStrictEqual(e, loader.entry))) problems.push(`apps.tls.certificates.${loader.key} lacks the management certificate tagged ${spec.serverCertTag}`);
+  if (!Array.isArray(loaded) || !loaded.some(e => isDeepStrictEqual(e, loader.entry)))
+    problems.push(
+      `apps.tls.certificates.${loader.key} lacks the management certificate tagged ${spec.serverCertTag}`,
+    );
   const reservedPorts = new Map([
     [splitAddress(spec.listenAddress).port, MANAGEMENT_SERVER],
     [splitAddress(spec.readinessAddress).port, READINESS_SERVER],
@@ -213,7 +286,8 @@ export function checkConfig(config: CaddyConfig, spec: ManagementSpec, readiness
   ]);
   for (const { owner, address } of listenersOf(config)) {
     const reservedBy = reservedPorts.get(splitAddress(address).port);
-    if (reservedBy !== undefined && owner !== `http/${reservedBy}`) problems.push(`${owner} listens on ${address}, a port reserved for ${reservedBy}`);
+    if (reservedBy !== undefined && owner !== `http/${reservedBy}`)
+      problems.push(`${owner} listens on ${address}, a port reserved for ${reservedBy}`);
   }
   return problems.length === 0 ? ok(config) : err(problems);
 }
@@ -230,15 +304,23 @@ const sealed = new WeakSet<SealedConfig>();
 
 export const isSealed = (config: SealedConfig): boolean => sealed.has(config);
 
-export const configHash = (bytes: Uint8Array | string): string => createHash("sha256").update(bytes).digest("hex");
+export const configHash = (bytes: Uint8Array | string): string =>
+  createHash("sha256").update(bytes).digest("hex");
 
 /** Checks a desired config (JSON bytes) and adds the readiness server; refuses configs that lose the management channel. */
-export function sealConfig(desired: Uint8Array | string, spec: ManagementSpec): Result<SealedConfig, readonly string[]> {
+export function sealConfig(
+  desired: Uint8Array | string,
+  spec: ManagementSpec,
+): Result<SealedConfig, readonly string[]> {
   let parsed: unknown;
   try {
-    parsed = JSON.parse(typeof desired === "string" ? desired : Buffer.from(desired).toString("utf8"));
+    parsed = JSON.parse(
+      typeof desired === "string" ? desired : Buffer.from(desired).toString("utf8"),
+    );
   } catch (e) {
-    return err([`config is not JSON: ${e instanceof Error ? e.message.slice(0, 200) : "parse error"}`]);
+    return err([
+      `config is not JSON: ${e instanceof Error ? e.message.slice(0, 200) : "parse error"}`,
+    ]);
   }
   const config = asObject(parsed);
   if (config === undefined) return err(["config must be a JSON object"]);
@@ -249,9 +331,18 @@ export function sealConfig(desired: Uint8Array | string, spec: ManagementSpec): 
   const http = asObject(apps.http)!;
   const withReadiness = {
     ...config,
-    apps: { ...apps, http: { ...http, servers: { ...asObject(http.servers), [READINESS_SERVER]: readinessServer(spec, hash) } } },
+    apps: {
+      ...apps,
+      http: {
+        ...http,
+        servers: { ...asObject(http.servers), [READINESS_SERVER]: readinessServer(spec, hash) },
+      },
+    },
   };
-  const result: SealedConfig = Object.freeze({ hash, bytes: Buffer.from(JSON.stringify(withReadiness), "utf8") });
+  const result: SealedConfig = Object.freeze({
+    hash,
+    bytes: Buffer.from(JSON.stringify(withReadiness), "utf8"),
+  });
   sealed.add(result);
   return ok(result);
 }

@@ -8,7 +8,16 @@
  * arguments. (ECDSA signatures themselves are randomised by OpenSSL, so bytes differ run to
  * run; everything a test asserts on — names, dates, usages, issuer — does not.)
  */
-import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, KeyObject, randomBytes, sign, X509Certificate } from "node:crypto";
+import {
+  createHash,
+  createPrivateKey,
+  createPublicKey,
+  generateKeyPairSync,
+  KeyObject,
+  randomBytes,
+  sign,
+  X509Certificate,
+} from "node:crypto";
 import { isIP } from "node:net";
 import * as der from "./der";
 import { err, ok, Result } from "./result";
@@ -73,7 +82,8 @@ export function generateKeyPair(): KeyPair {
 }
 
 /** The name the controller dials a proxy pod with (SNI and Host; design §6). */
-export const proxyServerName = (podName: string, service: string, namespace: string): string => `${podName}.${service}.${namespace}.svc`;
+export const proxyServerName = (podName: string, service: string, namespace: string): string =>
+  `${podName}.${service}.${namespace}.svc`;
 
 /** SANs of a proxy Service's serving certificate: every `proxyServerName` of its pods. */
 export const proxyServerNames = (service: string, namespace: string): readonly string[] => [
@@ -81,7 +91,8 @@ export const proxyServerNames = (service: string, namespace: string): readonly s
   `*.${service}.${namespace}.svc.cluster.local`,
 ];
 
-const DNS_NAME = /^(\*\.)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
+const DNS_NAME =
+  /^(\*\.)?([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
 
 const name = (commonName: string): Buffer =>
   der.sequence(
@@ -90,24 +101,47 @@ const name = (commonName: string): Buffer =>
   );
 
 const extension = (id: string, critical: boolean, value: Buffer): Buffer =>
-  critical ? der.sequence(der.oid(id), der.boolean(true), der.octetString(value)) : der.sequence(der.oid(id), der.octetString(value));
+  critical
+    ? der.sequence(der.oid(id), der.boolean(true), der.octetString(value))
+    : der.sequence(der.oid(id), der.octetString(value));
 
-const keyId = (publicKey: KeyObject): Buffer => createHash("sha1").update(publicKey.export({ type: "spki", format: "der" })).digest();
+const keyId = (publicKey: KeyObject): Buffer =>
+  createHash("sha1")
+    .update(publicKey.export({ type: "spki", format: "der" }))
+    .digest();
 
 const ipBytes = (ip: string): Buffer => {
   if (isIP(ip) === 4) return Buffer.from(ip.split(".").map(Number));
   const [head = "", tail] = ip.split("::");
   const groups = (part: string): string[] => (part === "" ? [] : part.split(":"));
-  const all = tail === undefined ? groups(head) : [...groups(head), ...Array<string>(8 - groups(head).length - groups(tail).length).fill("0"), ...groups(tail)];
+  const all =
+    tail === undefined
+      ? groups(head)
+      : [
+          ...groups(head),
+          ...Array<string>(8 - groups(head).length - groups(tail).length).fill("0"),
+          ...groups(tail),
+        ];
   return Buffer.concat(all.map(g => Buffer.from([parseInt(g, 16) >> 8, parseInt(g, 16) & 0xff])));
 };
 
-type Usage = { readonly kind: "ca" } | { readonly kind: "server"; readonly dnsNames: readonly string[]; readonly ipAddresses: readonly string[] } | { readonly kind: "client" };
+type Usage =
+  | { readonly kind: "ca" }
+  | {
+      readonly kind: "server";
+      readonly dnsNames: readonly string[];
+      readonly ipAddresses: readonly string[];
+    }
+  | { readonly kind: "client" };
 
 const extensions = (usage: Usage, subjectKey: KeyObject, issuerKeyId: Buffer): Buffer[] => {
   const common = [
     extension(OID.subjectKeyIdentifier, false, der.octetString(keyId(subjectKey))),
-    extension(OID.authorityKeyIdentifier, false, der.sequence(der.implicitPrimitive(0, issuerKeyId))),
+    extension(
+      OID.authorityKeyIdentifier,
+      false,
+      der.sequence(der.implicitPrimitive(0, issuerKeyId)),
+    ),
   ];
   switch (usage.kind) {
     case "ca":
@@ -150,12 +184,15 @@ const serial = (random: RandomBytes): Buffer => {
 };
 
 const PEM_LINE = /.{1,64}/g;
-const toPem = (label: string, body: Buffer): string => `-----BEGIN ${label}-----\n${body.toString("base64").match(PEM_LINE)!.join("\n")}\n-----END ${label}-----\n`;
+const toPem = (label: string, body: Buffer): string =>
+  `-----BEGIN ${label}-----\n${body.toString("base64").match(PEM_LINE)!.join("\n")}\n-----END ${label}-----\n`;
 
 interface SignInput {
   readonly subjectCommonName: string;
   readonly subjectKey: KeyPair;
-  readonly issuer: { readonly subjectDer: Buffer; readonly signingKey: KeyObject; readonly keyId: Buffer } | "self";
+  readonly issuer:
+    | { readonly subjectDer: Buffer; readonly signingKey: KeyObject; readonly keyId: Buffer }
+    | "self";
   readonly validity: Validity;
   readonly usage: Usage;
   readonly random: RandomBytes;
@@ -163,7 +200,8 @@ interface SignInput {
 
 function checkKey(keys: KeyPair): string | undefined {
   const details = keys.publicKey.asymmetricKeyDetails;
-  if (keys.publicKey.asymmetricKeyType !== "ec" || details?.namedCurve !== "prime256v1") return "keys must be ECDSA P-256 (prime256v1)";
+  if (keys.publicKey.asymmetricKeyType !== "ec" || details?.namedCurve !== "prime256v1")
+    return "keys must be ECDSA P-256 (prime256v1)";
   if (keys.privateKey.type !== "private") return "privateKey is not a private key";
   return undefined;
 }
@@ -177,7 +215,10 @@ function signCertificate(input: SignInput): Result<Issued> {
   const notAfter = new Date(notBefore.getTime() + input.validity.lifetimeDays * 86_400_000);
   const subjectDer = name(input.subjectCommonName);
   const ownId = keyId(input.subjectKey.publicKey);
-  const issuer = input.issuer === "self" ? { subjectDer, signingKey: input.subjectKey.privateKey, keyId: ownId } : input.issuer;
+  const issuer =
+    input.issuer === "self"
+      ? { subjectDer, signingKey: input.subjectKey.privateKey, keyId: ownId }
+      : input.issuer;
   const serialBytes = serial(input.random);
   const algorithm = der.sequence(der.oid(OID.ecdsaWithSha256));
   const tbs = der.sequence(
@@ -188,14 +229,19 @@ function signCertificate(input: SignInput): Result<Issued> {
     der.sequence(der.time(notBefore), der.time(notAfter)),
     subjectDer,
     input.subjectKey.publicKey.export({ type: "spki", format: "der" }),
-    der.explicit(3, der.sequence(...extensions(input.usage, input.subjectKey.publicKey, issuer.keyId))),
+    der.explicit(
+      3,
+      der.sequence(...extensions(input.usage, input.subjectKey.publicKey, issuer.keyId)),
+    ),
   );
   const signature = sign("sha256", tbs, { key: issuer.signingKey, dsaEncoding: "der" });
   const certificateDer = der.sequence(tbs, algorithm, der.bitString(signature));
   return ok({
     certificatePem: toPem("CERTIFICATE", certificateDer),
     certificateDer,
-    privateKey: new SecretPem(input.subjectKey.privateKey.export({ type: "pkcs8", format: "pem" }) as string),
+    privateKey: new SecretPem(
+      input.subjectKey.privateKey.export({ type: "pkcs8", format: "pem" }) as string,
+    ),
     serialHex: serialBytes.toString("hex").toUpperCase(),
     notBefore,
     notAfter,
@@ -219,7 +265,12 @@ export function createAuthority(input: AuthorityInput): Result<Authority> {
     random: input.random ?? randomBytes,
   });
   if (!issued.ok) return issued;
-  return ok({ ...issued.value, signingKey: input.keys.privateKey, subjectDer: name(input.commonName), keyId: keyId(input.keys.publicKey) });
+  return ok({
+    ...issued.value,
+    signingKey: input.keys.privateKey,
+    subjectDer: name(input.commonName),
+    keyId: keyId(input.keys.publicKey),
+  });
 }
 
 /** Rebuilds an Authority from its stored PEMs (the CA Secret), checking that they belong together. */
@@ -291,7 +342,8 @@ export interface ServerInput extends LeafInput {
 
 function withinAuthority(ca: Authority, validity: Validity): string | undefined {
   const end = validity.notBefore.getTime() + validity.lifetimeDays * 86_400_000;
-  if (end > ca.notAfter.getTime()) return `certificate would outlive its CA (CA expires ${ca.notAfter.toISOString()})`;
+  if (end > ca.notAfter.getTime())
+    return `certificate would outlive its CA (CA expires ${ca.notAfter.toISOString()})`;
   return undefined;
 }
 
@@ -299,7 +351,8 @@ function withinAuthority(ca: Authority, validity: Validity): string | undefined 
 export function issueServerCertificate(ca: Authority, input: ServerInput): Result<Issued> {
   if (input.dnsNames.length === 0) return err("a serving certificate needs at least one DNS name");
   const bad = input.dnsNames.find(n => n.length > 253 || !DNS_NAME.test(n));
-  if (bad !== undefined) return err(`not a valid DNS name for a certificate: ${JSON.stringify(bad)}`);
+  if (bad !== undefined)
+    return err(`not a valid DNS name for a certificate: ${JSON.stringify(bad)}`);
   const badIp = (input.ipAddresses ?? []).find(ip => isIP(ip) === 0);
   if (badIp !== undefined) return err(`not an IP address: ${JSON.stringify(badIp)}`);
   const outlives = withinAuthority(ca, input);

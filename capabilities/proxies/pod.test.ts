@@ -1,8 +1,19 @@
 import { bootstrapConfig, checkConfig, MANAGEMENT_SERVER, sealConfig } from "./management";
 import { createAuthority, generateKeyPair } from "./pki";
-import { bootstrapConfigMapData, podManagementSpec, proxyContainer, proxyVolumes, RESERVED_PORTS } from "./pod";
+import {
+  bootstrapConfigMapData,
+  podManagementSpec,
+  proxyContainer,
+  proxyVolumes,
+  RESERVED_PORTS,
+} from "./pod";
 
-const ca = createAuthority({ commonName: "CA", keys: generateKeyPair(), notBefore: new Date("2026-11-21T00:00:00Z"), lifetimeDays: 10 });
+const ca = createAuthority({
+  commonName: "CA",
+  keys: generateKeyPair(),
+  notBefore: new Date("2026-11-21T00:00:00Z"),
+  lifetimeDays: 10,
+});
 if (!ca.ok) throw new Error(ca.error);
 const spec = podManagementSpec(ca.value.certificatePem);
 
@@ -12,7 +23,11 @@ describe("proxy pod pieces", () => {
       listenAddress: "{env.KENGINE_POD_IP}:19443",
       adminAddress: "127.0.0.1:2019",
       readinessAddress: ":19080",
-      serverCertificate: { kind: "files", certificateFile: "/etc/kengine/management/tls.crt", keyFile: "/etc/kengine/management/tls.key" },
+      serverCertificate: {
+        kind: "files",
+        certificateFile: "/etc/kengine/management/tls.crt",
+        keyFile: "/etc/kengine/management/tls.key",
+      },
     });
     const boot = bootstrapConfig(spec);
     expect(boot.ok && checkConfig(boot.value, spec).ok).toBe(true);
@@ -20,7 +35,9 @@ describe("proxy pod pieces", () => {
       const data = bootstrapConfigMapData(boot.value);
       expect(Object.keys(data)).toEqual(["caddy.json"]);
       expect(data["caddy.json"]).not.toMatch(/PRIVATE KEY/);
-      expect(JSON.parse(data["caddy.json"]!).apps.http.servers[MANAGEMENT_SERVER].listen).toEqual(["{env.KENGINE_POD_IP}:19443"]);
+      expect(JSON.parse(data["caddy.json"]!).apps.http.servers[MANAGEMENT_SERVER].listen).toEqual([
+        "{env.KENGINE_POD_IP}:19443",
+      ]);
     }
   });
 
@@ -28,7 +45,9 @@ describe("proxy pod pieces", () => {
     const c = proxyContainer({ image: "kengine/proxy:dev" });
     expect(c.command).toEqual(["caddy", "run", "--config", "/etc/kengine/bootstrap/caddy.json"]);
     expect(c.readinessProbe?.httpGet).toEqual({ path: "/ready", port: 19080 });
-    expect(c.env?.find(e => e.name === "KENGINE_POD_IP")?.valueFrom?.fieldRef?.fieldPath).toBe("status.podIP");
+    expect(c.env?.find(e => e.name === "KENGINE_POD_IP")?.valueFrom?.fieldRef?.fieldPath).toBe(
+      "status.podIP",
+    );
     expect(c.ports?.find(p => p.name === "admin")?.containerPort).toBe(19443);
     const boot = bootstrapConfig(spec);
     expect(boot.ok && JSON.stringify(boot.value).includes(":19080")).toBe(false);

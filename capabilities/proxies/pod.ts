@@ -14,7 +14,11 @@ export const DEFAULT_MANAGEMENT_PORT = 19443;
 /** Readiness listener, present only once the controller's config is loaded. */
 export const DEFAULT_READINESS_PORT = 19080;
 /** Ports a Gateway listener cannot use on our proxies (the translator reports such listeners). */
-export const RESERVED_PORTS: readonly number[] = [DEFAULT_ADMIN_PORT, DEFAULT_MANAGEMENT_PORT, DEFAULT_READINESS_PORT];
+export const RESERVED_PORTS: readonly number[] = [
+  DEFAULT_ADMIN_PORT,
+  DEFAULT_MANAGEMENT_PORT,
+  DEFAULT_READINESS_PORT,
+];
 
 export const POD_IP_ENV = "KENGINE_POD_IP";
 export const MANAGEMENT_TLS_DIR = "/etc/kengine/management";
@@ -26,13 +30,24 @@ export const DATA_DIR = "/var/lib/kengine";
  * The spec every pod of one Gateway shares: the same bytes fit every pod because the pod IP
  * is an environment placeholder Caddy resolves itself.
  */
-export function podManagementSpec(clientCaPem: string | readonly string[], ports = { management: DEFAULT_MANAGEMENT_PORT, readiness: DEFAULT_READINESS_PORT, admin: DEFAULT_ADMIN_PORT }): ManagementSpec {
+export function podManagementSpec(
+  clientCaPem: string | readonly string[],
+  ports = {
+    management: DEFAULT_MANAGEMENT_PORT,
+    readiness: DEFAULT_READINESS_PORT,
+    admin: DEFAULT_ADMIN_PORT,
+  },
+): ManagementSpec {
   return {
     listenAddress: `{env.${POD_IP_ENV}}:${ports.management}`,
     adminAddress: `127.0.0.1:${ports.admin}`,
     serverCertTag: "kengine-management",
     clientCaPem,
-    serverCertificate: { kind: "files", certificateFile: `${MANAGEMENT_TLS_DIR}/tls.crt`, keyFile: `${MANAGEMENT_TLS_DIR}/tls.key` },
+    serverCertificate: {
+      kind: "files",
+      certificateFile: `${MANAGEMENT_TLS_DIR}/tls.crt`,
+      keyFile: `${MANAGEMENT_TLS_DIR}/tls.key`,
+    },
     readinessAddress: `:${ports.readiness}`,
   };
 }
@@ -52,7 +67,12 @@ export function proxyContainer(input: ProxyContainerInput): V1Container {
   return {
     name: "proxy",
     image: input.image,
-    command: [...(input.command ?? ["caddy"]), "run", "--config", `${BOOTSTRAP_DIR}/${BOOTSTRAP_FILE}`],
+    command: [
+      ...(input.command ?? ["caddy"]),
+      "run",
+      "--config",
+      `${BOOTSTRAP_DIR}/${BOOTSTRAP_FILE}`,
+    ],
     env: [
       { name: POD_IP_ENV, valueFrom: { fieldRef: { fieldPath: "status.podIP" } } },
       { name: "XDG_CONFIG_HOME", value: `${DATA_DIR}/config` },
@@ -79,15 +99,23 @@ export function proxyContainer(input: ProxyContainerInput): V1Container {
 
 /** Names of the per-Gateway objects the proxy pods mount. */
 export const managementSecretName = (gatewayName: string): string => `${gatewayName}-kengine-admin`;
-export const bootstrapConfigMapName = (gatewayName: string): string => `${gatewayName}-kengine-bootstrap`;
+export const bootstrapConfigMapName = (gatewayName: string): string =>
+  `${gatewayName}-kengine-bootstrap`;
 
 export function proxyVolumes(gatewayName: string): V1Volume[] {
   return [
-    { name: "management-tls", secret: { secretName: managementSecretName(gatewayName), defaultMode: 0o440 } },
+    {
+      name: "management-tls",
+      secret: { secretName: managementSecretName(gatewayName), defaultMode: 0o440 },
+    },
     { name: "bootstrap", configMap: { name: bootstrapConfigMapName(gatewayName) } },
     { name: "data", emptyDir: {} },
   ];
 }
 
 /** ConfigMap data for the bootstrap config (it holds file paths and the CA certificate, no private key). */
-export const bootstrapConfigMapData = (bootstrap: CaddyConfig): { readonly [file: string]: string } => ({ [BOOTSTRAP_FILE]: JSON.stringify(bootstrap, null, 2) });
+export const bootstrapConfigMapData = (
+  bootstrap: CaddyConfig,
+): { readonly [file: string]: string } => ({
+  [BOOTSTRAP_FILE]: JSON.stringify(bootstrap, null, 2),
+});

@@ -5,7 +5,17 @@
  * three proxies (hash skip, restart detection, per-proxy state).
  */
 import { ChildProcess, spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { createServer, Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -58,7 +68,11 @@ const canConnect = (port: number): Promise<boolean> =>
     s.connect(port, "127.0.0.1");
   });
 
-async function eventually<T>(what: string, probe: () => Promise<T | undefined>, deadlineMs = 20_000): Promise<T> {
+async function eventually<T>(
+  what: string,
+  probe: () => Promise<T | undefined>,
+  deadlineMs = 20_000,
+): Promise<T> {
   const end = Date.now() + deadlineMs;
   for (;;) {
     const v = await probe();
@@ -71,7 +85,12 @@ async function eventually<T>(what: string, probe: () => Promise<T | undefined>, 
 interface Proxy {
   readonly name: string;
   readonly dir: string;
-  readonly ports: { readonly admin: number; readonly mgmt: number; readonly ready: number; readonly web: number };
+  readonly ports: {
+    readonly admin: number;
+    readonly mgmt: number;
+    readonly ready: number;
+    readonly web: number;
+  };
   readonly endpoint: ProxyEndpoint;
   proc: ChildProcess | undefined;
   log: string;
@@ -99,16 +118,30 @@ function makeSpec(): ManagementSpec {
     adminAddress: "127.0.0.1:{env.KG_ADMIN_PORT}",
     serverCertTag: "kengine-management",
     clientCaPem: ca.certificatePem,
-    serverCertificate: { kind: "files", certificateFile: join(certs, "tls.crt"), keyFile: join(certs, "tls.key") },
+    serverCertificate: {
+      kind: "files",
+      certificateFile: join(certs, "tls.crt"),
+      keyFile: join(certs, "tls.key"),
+    },
     readinessAddress: "127.0.0.1:{env.KG_READY_PORT}",
   };
 }
 
 async function newProxy(name: string): Promise<Proxy> {
-  const ports = { admin: await freePort(), mgmt: await freePort(), ready: await freePort(), web: await freePort() };
+  const ports = {
+    admin: await freePort(),
+    mgmt: await freePort(),
+    ready: await freePort(),
+    web: await freePort(),
+  };
   const dir = join(work, name);
   mkdirSync(dir, { recursive: true });
-  const endpoint = { name, address: "127.0.0.1", port: ports.mgmt, serverName: proxyServerName(name, SERVICE, NAMESPACE) };
+  const endpoint = {
+    name,
+    address: "127.0.0.1",
+    port: ports.mgmt,
+    serverName: proxyServerName(name, SERVICE, NAMESPACE),
+  };
   return { name, dir, ports, endpoint, proc: undefined, log: "" };
 }
 
@@ -132,7 +165,11 @@ async function start(p: Proxy): Promise<void> {
   proc.stdout!.on("data", (d: Buffer) => (p.log += d.toString()));
   proc.stderr!.on("data", (d: Buffer) => (p.log += d.toString()));
   p.proc = proc;
-  await eventually(`${p.name} management port`, async () => ((await canConnect(p.ports.mgmt)) ? true : undefined), 15_000);
+  await eventually(
+    `${p.name} management port`,
+    async () => ((await canConnect(p.ports.mgmt)) ? true : undefined),
+    15_000,
+  );
 }
 
 async function kill(p: Proxy): Promise<void> {
@@ -169,9 +206,15 @@ function desired(body: string, extra: CaddyConfig = {}, management: ManagementSp
   return JSON.stringify(config);
 }
 
-const httpGet = async (port: number, path = "/"): Promise<{ status: number; body: string } | { error: string }> => {
+const httpGet = async (
+  port: number,
+  path = "/",
+): Promise<{ status: number; body: string } | { error: string }> => {
   try {
-    const r = await request(`http://127.0.0.1:${port}${path}`, { headersTimeout: 5000, bodyTimeout: 5000 });
+    const r = await request(`http://127.0.0.1:${port}${path}`, {
+      headersTimeout: 5000,
+      bodyTimeout: 5000,
+    });
     return { status: r.statusCode, body: await r.body.text() };
   } catch (e) {
     const code = (e as { code?: string }).code;
@@ -206,19 +249,66 @@ function listeningSockets(pid: number): string[] {
 }
 
 const filesUnder = (dir: string): string[] =>
-  !existsSync(dir) ? [] : readdirSync(dir).flatMap(f => (statSync(join(dir, f)).isDirectory() ? filesUnder(join(dir, f)) : [join(dir, f)]));
+  !existsSync(dir)
+    ? []
+    : readdirSync(dir).flatMap(f =>
+        statSync(join(dir, f)).isDirectory() ? filesUnder(join(dir, f)) : [join(dir, f)],
+      );
 
 beforeAll(() => {
   const key = () => generateKeyPair();
-  ca = must(createAuthority({ commonName: "kengine-gateway test CA", keys: key(), notBefore: now, lifetimeDays: 30 }));
-  serving = must(issueServerCertificate(ca, { commonName: `${SERVICE}.${NAMESPACE}`, dnsNames: proxyServerNames(SERVICE, NAMESPACE), keys: key(), notBefore: now, lifetimeDays: 7 }));
-  controller = must(issueClientCertificate(ca, { commonName: "kengine-gateway-controller", keys: key(), notBefore: now, lifetimeDays: 7 }));
-  const otherCa = must(createAuthority({ commonName: "someone else's CA", keys: key(), notBefore: now, lifetimeDays: 30 }));
-  other = { ca: otherCa, client: must(issueClientCertificate(otherCa, { commonName: "kengine-gateway-controller", keys: key(), notBefore: now, lifetimeDays: 7 })) };
+  ca = must(
+    createAuthority({
+      commonName: "kengine-gateway test CA",
+      keys: key(),
+      notBefore: now,
+      lifetimeDays: 30,
+    }),
+  );
+  serving = must(
+    issueServerCertificate(ca, {
+      commonName: `${SERVICE}.${NAMESPACE}`,
+      dnsNames: proxyServerNames(SERVICE, NAMESPACE),
+      keys: key(),
+      notBefore: now,
+      lifetimeDays: 7,
+    }),
+  );
+  controller = must(
+    issueClientCertificate(ca, {
+      commonName: "kengine-gateway-controller",
+      keys: key(),
+      notBefore: now,
+      lifetimeDays: 7,
+    }),
+  );
+  const otherCa = must(
+    createAuthority({
+      commonName: "someone else's CA",
+      keys: key(),
+      notBefore: now,
+      lifetimeDays: 30,
+    }),
+  );
+  other = {
+    ca: otherCa,
+    client: must(
+      issueClientCertificate(otherCa, {
+        commonName: "kengine-gateway-controller",
+        keys: key(),
+        notBefore: now,
+        lifetimeDays: 7,
+      }),
+    ),
+  };
   spec = makeSpec();
   bootstrapPath = join(work, "bootstrap.json");
   writeFileSync(bootstrapPath, JSON.stringify(must(bootstrapConfig(spec))));
-  client = new AdminClient({ caPem: ca.certificatePem, certificatePem: controller.certificatePem, privateKey: controller.privateKey });
+  client = new AdminClient({
+    caPem: ca.certificatePem,
+    certificatePem: controller.certificatePem,
+    privateKey: controller.privateKey,
+  });
 });
 
 afterAll(async () => {
@@ -233,7 +323,13 @@ describe("bootstrap safety", () => {
     mkdirSync(dir, { recursive: true });
     const proc = spawn(peerBin("caddy"), ["run", "--config", bootstrapPath], {
       cwd: dir,
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir, XDG_CONFIG_HOME: join(dir, "config"), XDG_DATA_HOME: join(dir, "data"), KG_ADMIN_PORT: String(await freePort()) },
+      env: {
+        PATH: process.env.PATH ?? "/usr/bin:/bin",
+        HOME: dir,
+        XDG_CONFIG_HOME: join(dir, "config"),
+        XDG_DATA_HOME: join(dir, "data"),
+        KG_ADMIN_PORT: String(await freePort()),
+      },
       stdio: ["ignore", "pipe", "pipe"],
     });
     running.add(proc);
@@ -255,7 +351,9 @@ describe("one proxy: the management channel", () => {
   afterAll(async () => kill(p));
 
   it("bootstraps with only the loopback admin and the management listener, and no readiness endpoint", async () => {
-    expect(listeningSockets(p.proc!.pid!)).toEqual([`127.0.0.1:${p.ports.admin}`, `127.0.0.1:${p.ports.mgmt}`].sort());
+    expect(listeningSockets(p.proc!.pid!)).toEqual(
+      [`127.0.0.1:${p.ports.admin}`, `127.0.0.1:${p.ports.mgmt}`].sort(),
+    );
     expect(await httpGet(p.ports.ready, "/ready")).toEqual({ error: "ECONNREFUSED" });
   });
 
@@ -266,14 +364,24 @@ describe("one proxy: the management channel", () => {
   });
 
   it("refuses a client whose certificate comes from another CA, and a proxy's serving certificate used as a client", async () => {
-    const foreign = await rawTls(p, { cert: other.client.certificatePem, key: other.client.privateKey.reveal() });
+    const foreign = await rawTls(p, {
+      cert: other.client.certificatePem,
+      key: other.client.privateKey.reveal(),
+    });
     expect(foreign.httpBytes).toBe("");
     expect(foreign.error).toMatch(/unknown ca|bad certificate|alert|ECONNRESET|socket hang up/i);
-    const viaAdmin = await new AdminClient({ caPem: ca.certificatePem, certificatePem: other.client.certificatePem, privateKey: other.client.privateKey }).getConfig(p.endpoint);
+    const viaAdmin = await new AdminClient({
+      caPem: ca.certificatePem,
+      certificatePem: other.client.certificatePem,
+      privateKey: other.client.privateKey,
+    }).getConfig(p.endpoint);
     expect(viaAdmin.ok).toBe(false);
     if (!viaAdmin.ok) expect(viaAdmin.error.kind).toBe("connect");
     // serverAuth-only certificate signed by the right CA: still not a client
-    const asClient = await rawTls(p, { cert: serving.certificatePem, key: serving.privateKey.reveal() });
+    const asClient = await rawTls(p, {
+      cert: serving.certificatePem,
+      key: serving.privateKey.reveal(),
+    });
     expect(asClient.httpBytes).toBe("");
   });
 
@@ -282,23 +390,48 @@ describe("one proxy: the management channel", () => {
     expect("status" in plain ? plain.status : 0).toBe(400);
     expect("body" in plain ? plain.body : "").not.toContain("kengine-management");
     // with the right certificate but Host ≠ SNI, Caddy answers 421 instead of forwarding
-    const mismatched = await rawTls(p, { cert: controller.certificatePem, key: controller.privateKey.reveal(), hostHeader: "127.0.0.1" });
+    const mismatched = await rawTls(p, {
+      cert: controller.certificatePem,
+      key: controller.privateKey.reveal(),
+      hostHeader: "127.0.0.1",
+    });
     expect(mismatched.httpBytes).toMatch(/^HTTP\/1\.1 421/);
     // and the controller's certificate gets through
-    const good = await rawTls(p, { cert: controller.certificatePem, key: controller.privateKey.reveal() });
+    const good = await rawTls(p, {
+      cert: controller.certificatePem,
+      key: controller.privateKey.reveal(),
+    });
     expect(good.httpBytes).toMatch(/^HTTP\/1\.1 200/);
     expect(good.httpBytes).toContain('"persist":false');
   });
 
   it("loads a config through the management listener, serves it, stays reachable after reloading itself, and writes no autosave", async () => {
     // an extra certificate with an inline key, so an autosave would contain a private key
-    const webCert = must(issueServerCertificate(ca, { commonName: "web", dnsNames: ["web.example.test"], keys: generateKeyPair(), notBefore: now, lifetimeDays: 1 }));
+    const webCert = must(
+      issueServerCertificate(ca, {
+        commonName: "web",
+        dnsNames: ["web.example.test"],
+        keys: generateKeyPair(),
+        notBefore: now,
+        lifetimeDays: 1,
+      }),
+    );
     const inlineKey = webCert.privateKey.reveal();
-    const extra = { apps: { tls: { certificates: { load_pem: [{ certificate: webCert.certificatePem, key: inlineKey, tags: ["web"] }] } } } };
+    const extra = {
+      apps: {
+        tls: {
+          certificates: {
+            load_pem: [{ certificate: webCert.certificatePem, key: inlineKey, tags: ["web"] }],
+          },
+        },
+      },
+    };
     const first = must(sealConfig(desired("first", extra), spec));
     const started = process.hrtime.bigint();
     expect(await client.load(p.endpoint, first.bytes)).toEqual({ ok: true, value: undefined });
-    console.log(`POST /load to one proxy: ${Number(process.hrtime.bigint() - started) / 1e6} ms (${first.bytes.length} bytes)`);
+    console.log(
+      `POST /load to one proxy: ${Number(process.hrtime.bigint() - started) / 1e6} ms (${first.bytes.length} bytes)`,
+    );
     expect(await httpGet(p.ports.web)).toEqual({ status: 200, body: "first" });
     expect(await httpGet(p.ports.ready, "/ready")).toEqual({ status: 200, body: "ready\n" });
     expect(await client.runsConfig(p.endpoint, first.hash)).toEqual({ ok: true, value: true });
@@ -309,11 +442,17 @@ describe("one proxy: the management channel", () => {
     expect(await httpGet(p.ports.web)).toEqual({ status: 200, body: "second" });
     expect(await client.runsConfig(p.endpoint, first.hash)).toEqual({ ok: true, value: false });
     expect(await client.runsConfig(p.endpoint, second.hash)).toEqual({ ok: true, value: true });
-    const read = must(await client.getConfig(p.endpoint, "apps/http/servers/web/routes/0/handle/0/body"));
+    const read = must(
+      await client.getConfig(p.endpoint, "apps/http/servers/web/routes/0/handle/0/body"),
+    );
     expect(JSON.parse(read.body)).toBe("second");
     expect(read.etag).toMatch(/^".+ [0-9a-f]+"$/);
 
-    expect(listeningSockets(p.proc!.pid!)).toEqual([p.ports.admin, p.ports.mgmt, p.ports.ready, p.ports.web].map(port => `127.0.0.1:${port}`).sort());
+    expect(listeningSockets(p.proc!.pid!)).toEqual(
+      [p.ports.admin, p.ports.mgmt, p.ports.ready, p.ports.web]
+        .map(port => `127.0.0.1:${port}`)
+        .sort(),
+    );
     // persist:false → no autosave.json, and the inline key is nowhere on disk or in the log
     expect(filesUnder(join(p.dir, "config")).filter(f => f.endsWith("autosave.json"))).toEqual([]);
     const keyBody = inlineKey.split("\n")[1]!;
@@ -323,15 +462,26 @@ describe("one proxy: the management channel", () => {
 
   it("records the serving certificate the proxy presented, for status", () => {
     const peer = client.peerCertificate(p.endpoint);
-    expect(peer).toMatchObject({ serverName: p.endpoint.serverName, notAfter: serving.notAfter, notBefore: serving.notBefore });
+    expect(peer).toMatchObject({
+      serverName: p.endpoint.serverName,
+      notAfter: serving.notAfter,
+      notBefore: serving.notBefore,
+    });
   });
 
   it("rotates the controller CA without losing the channel: trust both, switch the client, drop the old", async () => {
-    const both: ManagementSpec = { ...spec, clientCaPem: [ca.certificatePem, other.ca.certificatePem] };
+    const both: ManagementSpec = {
+      ...spec,
+      clientCaPem: [ca.certificatePem, other.ca.certificatePem],
+    };
     const bridging = must(sealConfig(desired("rotating", {}, both), both));
     expect(await client.load(p.endpoint, bridging.bytes)).toEqual({ ok: true, value: undefined });
     // the new identity (other CA's client certificate) now gets through; the proxy's serving cert is still trusted via the old CA
-    const next = new AdminClient({ caPem: ca.certificatePem, certificatePem: other.client.certificatePem, privateKey: other.client.privateKey });
+    const next = new AdminClient({
+      caPem: ca.certificatePem,
+      certificatePem: other.client.certificatePem,
+      privateKey: other.client.privateKey,
+    });
     expect(await next.runsConfig(p.endpoint, bridging.hash)).toEqual({ ok: true, value: true });
     const onlyNew: ManagementSpec = { ...spec, clientCaPem: other.ca.certificatePem };
     const rotated = must(sealConfig(desired("rotated", {}, onlyNew), onlyNew));
@@ -346,7 +496,9 @@ describe("one proxy: the management channel", () => {
   });
 
   it("keeps the previous config and returns Caddy's message when a config is refused", async () => {
-    const broken = JSON.parse(desired("broken")) as { apps: { http: { servers: { web: { routes: { handle: { handler: string }[] }[] } } } } };
+    const broken = JSON.parse(desired("broken")) as {
+      apps: { http: { servers: { web: { routes: { handle: { handler: string }[] }[] } } } };
+    };
     broken.apps.http.servers.web.routes[0]!.handle[0]!.handler = "no_such_handler";
     const sealed = must(sealConfig(JSON.stringify(broken), spec));
     const r = await client.load(p.endpoint, sealed.bytes);
@@ -365,7 +517,10 @@ interface RawTlsResult {
 }
 
 /** One HTTP/1.1 GET /config/ over raw TLS, to see exactly where a connection is refused. */
-function rawTls(p: Proxy, opts: { cert?: string; key?: string; hostHeader?: string }): Promise<RawTlsResult> {
+function rawTls(
+  p: Proxy,
+  opts: { cert?: string; key?: string; hostHeader?: string },
+): Promise<RawTlsResult> {
   return new Promise(resolve => {
     let bytes = "";
     let error = "";
@@ -379,10 +534,15 @@ function rawTls(p: Proxy, opts: { cert?: string; key?: string; hostHeader?: stri
     });
     socket.setTimeout(5000, () => ((error ||= "timeout"), socket.destroy()));
     socket.on("secureConnect", () => {
-      socket.write(`GET /config/ HTTP/1.1\r\nHost: ${opts.hostHeader ?? p.endpoint.serverName}\r\nConnection: close\r\n\r\n`);
+      socket.write(
+        `GET /config/ HTTP/1.1\r\nHost: ${opts.hostHeader ?? p.endpoint.serverName}\r\nConnection: close\r\n\r\n`,
+      );
     });
     socket.on("data", (d: Buffer) => (bytes += d.toString()));
-    socket.on("error", (e: Error & { code?: string }) => (error ||= `${e.code ?? ""} ${e.message}`));
+    socket.on(
+      "error",
+      (e: Error & { code?: string }) => (error ||= `${e.code ?? ""} ${e.message}`),
+    );
     socket.on("close", () => resolve({ httpBytes: bytes, error }));
   });
 }
@@ -394,7 +554,10 @@ describe("three proxies: the push engine", () => {
   let fleet: Fleet;
   let config: SealedConfig;
 
-  const countLoadsInLog = (p: Proxy): number => p.log.split("\n").filter(l => l.includes('"msg":"received request"') && l.includes('"uri":"/load"')).length;
+  const countLoadsInLog = (p: Proxy): number =>
+    p.log
+      .split("\n")
+      .filter(l => l.includes('"msg":"received request"') && l.includes('"uri":"/load"')).length;
   const targets = () => proxies.map(p => ({ endpoint: p.endpoint, config }));
 
   beforeAll(async () => {
@@ -419,7 +582,8 @@ describe("three proxies: the push engine", () => {
   });
 
   it("programs every proxy, and readiness turns on only then", async () => {
-    for (const p of proxies) expect(await httpGet(p.ports.ready, "/ready")).toEqual({ error: "ECONNREFUSED" });
+    for (const p of proxies)
+      expect(await httpGet(p.ports.ready, "/ready")).toEqual({ error: "ECONNREFUSED" });
     config = must(sealConfig(desired("fleet v1"), spec));
     const started = process.hrtime.bigint();
     fleet.update(targets());
@@ -427,7 +591,11 @@ describe("three proxies: the push engine", () => {
     await fleet.settled();
     console.log(`fleet push to 3 proxies: ${Number(process.hrtime.bigint() - started) / 1e6} ms`);
     for (const p of proxies) {
-      expect(fleet.state(p.name)).toMatchObject({ phase: "Programmed", hash: config.hash, desiredHash: config.hash });
+      expect(fleet.state(p.name)).toMatchObject({
+        phase: "Programmed",
+        hash: config.hash,
+        desiredHash: config.hash,
+      });
       expect(await httpGet(p.ports.web)).toEqual({ status: 200, body: "fleet v1" });
       expect(await httpGet(p.ports.ready, "/ready")).toEqual({ status: 200, body: "ready\n" });
     }
@@ -458,7 +626,9 @@ describe("three proxies: the push engine", () => {
     expect(down).toMatchObject({ phase: "Failed", attempts: 1, error: { kind: "connect" } });
     expect(fleet.state(b.name)?.phase).toBe("Programmed");
     await start(a);
-    await eventually("proxy-a re-programmed", async () => (fleet.state(a.name)?.phase === "Programmed" ? true : undefined));
+    await eventually("proxy-a re-programmed", async () =>
+      fleet.state(a.name)?.phase === "Programmed" ? true : undefined,
+    );
     expect(await httpGet(a.ports.web)).toEqual({ status: 200, body: "fleet v1" });
     expect(await httpGet(a.ports.ready, "/ready")).toEqual({ status: 200, body: "ready\n" });
 
@@ -477,7 +647,8 @@ describe("three proxies: the push engine", () => {
     config = must(sealConfig(desired("fleet v2"), spec));
     fleet.update(targets());
     await fleet.settled();
-    for (const p of proxies) expect(await httpGet(p.ports.web)).toEqual({ status: 200, body: "fleet v2" });
+    for (const p of proxies)
+      expect(await httpGet(p.ports.web)).toEqual({ status: 200, body: "fleet v2" });
     const v2 = config.hash;
 
     // a config one proxy cannot run: its web port is taken on that proxy only
@@ -497,7 +668,9 @@ describe("three proxies: the push engine", () => {
 
     // freeing the port lets the next retry succeed without any restart
     await new Promise(r => blocker.close(r));
-    await eventually("proxy-c recovers", async () => (fleet.state(c.name)?.phase === "Programmed" ? true : undefined));
+    await eventually("proxy-c recovers", async () =>
+      fleet.state(c.name)?.phase === "Programmed" ? true : undefined,
+    );
     expect(await httpGet(c.ports.web)).toEqual({ status: 200, body: "fleet v3" });
 
     fleet.update(targets().slice(0, 2));
@@ -520,14 +693,17 @@ describe("measurements (printed, not asserted): a 3,000-route config", () => {
               automatic_https: { disable: true },
               routes: Array.from({ length: ROUTES }, (_, i) => ({
                 match: [{ host: [`app-${i}.example.test`], path: [`/svc-${i}/*`] }],
-                handle: [{ handler: "static_response", status_code: 200, body: `${version} route ${i}` }],
+                handle: [
+                  { handler: "static_response", status_code: 200, body: `${version} route ${i}` },
+                ],
               })),
             },
           },
         },
       },
     });
-  const ms = (since: bigint): number => Math.round(Number(process.hrtime.bigint() - since) / 1e5) / 10;
+  const ms = (since: bigint): number =>
+    Math.round(Number(process.hrtime.bigint() - since) / 1e5) / 10;
 
   beforeAll(async () => {
     for (let i = 0; i < 10; i++) proxies.push(await newProxy(`bench-${i}`));
@@ -546,14 +722,19 @@ describe("measurements (printed, not asserted): a 3,000-route config", () => {
       fleet.update(proxies.slice(0, n).map(p => ({ endpoint: p.endpoint, config })));
       await fleet.settled();
       const pushMs = ms(started);
-      for (const p of proxies.slice(0, n)) expect(fleet.state(p.name)).toMatchObject({ phase: "Programmed", hash: config.hash });
+      for (const p of proxies.slice(0, n))
+        expect(fleet.state(p.name)).toMatchObject({ phase: "Programmed", hash: config.hash });
       const verifyStart = process.hrtime.bigint();
       await fleet.verify();
       const verifyMs = ms(verifyStart);
-      rows.push(`${n} proxies: push ${pushMs} ms, verify ${verifyMs} ms (seal ${sealMs} ms, ${(config.bytes.length / 1024).toFixed(0)} KiB)`);
+      rows.push(
+        `${n} proxies: push ${pushMs} ms, verify ${verifyMs} ms (seal ${sealMs} ms, ${(config.bytes.length / 1024).toFixed(0)} KiB)`,
+      );
       fleet.close();
     }
-    const sample = await request(`http://127.0.0.1:${proxies[0]!.ports.web}/svc-2999/x`, { headers: { host: "app-2999.example.test" } });
+    const sample = await request(`http://127.0.0.1:${proxies[0]!.ports.web}/svc-2999/x`, {
+      headers: { host: "app-2999.example.test" },
+    });
     expect(await sample.body.text()).toBe("n10 route 2999");
     console.log(`${ROUTES} routes, 2 CPUs shared by controller and proxies:\n${rows.join("\n")}`);
   });
