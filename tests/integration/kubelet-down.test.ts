@@ -1,0 +1,159 @@
+/**
+ * `npm run cluster:down` removes everything the local kubelet made: its process, every
+ * container process, the kg-* network namespaces, veths and bridge, LoadBalancer listeners and
+ * the mount points it created. Then `cluster:up` brings a working node back.
+ *
+ * This restarts the default local cluster (.local/), so it is skipped for a KG_LOCAL_DIR
+ * instance (which runs no kubelet).
+ */
+import { execFileSync } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { createNamespace, deleteNamespace, eventually, kubectlOk } from "../support/kube";
+import { localDir, repoRoot } from "../support/paths";
+
+jest.setTimeout(300_000);
+
+const cluster = (cmd: "up" | "down"): void => {
+  execFileSync("bash", [join(repoRoot, "hack", "cluster.sh"), cmd], { stdio: "inherit" });
+};
+const sh = (cmd: string): string => execFileSync("bash", ["-c", cmd], { encoding: "utf8" });
+const netns = (): string[] =>
+  sh("ip netns list | awk '{print $1}'")
+    .split("\n")
+    .filter(n => n.startsWith("kg-"));
+const kgLinks = (): string[] =>
+  sh("ip -o link show | awk -F': ' '{print $2}' | cut -d@ -f1")
+    .split("\n")
+    .filter(n => n.startsWith("kg-"));
+const alive = (pid: number): boolean => existsSync(`/proc/${pid}`);
+const lbListeners = (): string =>
+  sh("ss -Htuln | awk '{print $5}' | grep '^127\\.20\\.' || true").trim();
+
+const runsKubelet =
+  !process.env.KG_LOCAL_DIR && existsSync(join(repoRoot, "hack", "kubelet", "main.ts"));
+
+(runsKubelet ? describe : describe.skip)("cluster:down with the local kubelet", () => {
+  let ns: string;
+  afterAll(() => {
+    if (ns) deleteNamespace(ns);
+  });
+
+  it("leaves no process, network namespace, interface or mount point behind, and up works again", async () => {
+    ns = createNamespace("kubelet-down");
+    kubectlOk(
+      ["apply", "-n", ns, "-f", "-"],
+      `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cfg}
+data: {Caddyfile: ":8080 {\\n respond ok\\n}\\n"}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: proxy, labels: {app: proxy}}
+spec:
+  containers:
+  - name: caddy
+    image: caddy:2.11
+    volumeMounts: [{name: cfg, mountPath: /etc/kg-down-test/caddy}]
+    args: [run, --config, /etc/kg-down-test/caddy/Caddyfile, --adapter, caddyfile]
+  volumes: [{name: cfg, configMap: {name: cfg}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: echo, labels: {app: proxy}}
+spec:
+  containers:
+  - {name: echo, image: "registry.k8s.io/gateway-api/echo-basic:v1"}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: lb}
+spec:
+  type: LoadBalancer
+  selector: {app: proxy}
+  ports: [{port: 8080}]
+`,
+    );
+    await eventually(
+      "both pods running",
+      () => {
+        const out = kubectlOk(["get", "pods", "-n", ns, "-o", "jsonpath={.items[*].status.phase}"]);
+        return out === "Running Running" ? true : undefined;
+      },
+      60_000,
+    );
+    await eventually("a load balancer listener", () => (lbListeners() ? true : undefined));
+
+    const kubeletPid = Number(readFileSync(join(localDir, "run", "kubelet.pid"), "utf8"));
+    const componentPids = ["etcd", "kube-apiserver", "kube-controller-manager"].map(c =>
+      Number(readFileSync(join(localDir, "run", `${c}.pid`), "utf8")),
+    );
+    const containerPids = netns().flatMap(n =>
+      sh(`ip netns pids ${n}`).split("\n").filter(Boolean).map(Number),
+    );
+    expect(netns().length).toBeGreaterThanOrEqual(2);
+    expect(containerPids.length).toBeGreaterThanOrEqual(2);
+    expect(kgLinks()).toContain("kg-br0");
+    const createdPaths = readFileSync(join(localDir, "kubelet", "created-paths"), "utf8")
+      .split("\n")
+      .filter(Boolean);
+    expect(createdPaths).toContain("/etc/kg-down-test");
+
+    cluster("down");
+    // Observe first, then bring the cluster back before asserting, so a failure here does not
+    // leave the developer's cluster down.
+    const after = {
+      kubeletAlive: alive(kubeletPid),
+      alivePids: [...componentPids, ...containerPids].filter(alive),
+      kubeletProcesses: sh("pgrep -f 'hack/kubelet/[m]ain.ts' || true").trim(),
+      netns: netns(),
+      links: kgLinks(),
+      lbListeners: lbListeners(),
+      leftPaths: createdPaths.filter(p => existsSync(p)),
+    };
+    cluster("up");
+    expect(after).toEqual({
+      kubeletAlive: false,
+      alivePids: [],
+      kubeletProcesses: "",
+      netns: [],
+      links: [],
+      lbListeners: "",
+      leftPaths: [],
+    });
+
+    ns = createNamespace("kubelet-up");
+    kubectlOk([
+      "run",
+      "echo",
+      "-n",
+      ns,
+      "--image=registry.k8s.io/gateway-api/echo-basic:v1",
+      "--restart=Never",
+    ]);
+    const ip = await eventually(
+      "a pod running after up",
+      () => {
+        const out = kubectlOk([
+          "get",
+          "pod",
+          "-n",
+          ns,
+          "echo",
+          "-o",
+          "jsonpath={.status.phase} {.status.podIP}",
+        ]);
+        const [phase, podIP] = out.split(" ");
+        return phase === "Running" && podIP ? podIP : undefined;
+      },
+      60_000,
+    );
+    const body = await eventually("echo answers", async () => {
+      const res = await fetch(`http://${ip}:3000/`, { signal: AbortSignal.timeout(3000) });
+      return (await res.json()) as { path: string };
+    });
+    expect(body.path).toBe("/");
+  });
+});
