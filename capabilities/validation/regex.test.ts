@@ -18,3 +18,47 @@ describe("truncate", () => {
     expect(truncate("x".repeat(100), 10)).toBe("xxxxxxxxxx… (100 characters)");
   });
 });
+
+describe("RE2 compatibility", () => {
+  const bad: [string, RegExp][] = [
+    ["/(?=admin)", /look-ahead/],
+    ["/(?!admin).*", /look-ahead/],
+    ["(?<=a)b", /look-behind/],
+    ["(?<!a)b", /look-behind/],
+    ["(a)\\1", /backreference/],
+    ["(?<n>a)\\k<n>", /backreference/],
+    ["a*+", /possessive/],
+    ["a++", /possessive/],
+    ["(?>a)", /atomic/],
+    ["a{1001}", /1000/],
+    ["(a", /unbalanced/],
+    ["a)", /unbalanced/],
+    ["[a-z", /unterminated/],
+    ["*a", /missing argument/],
+    ["a**", /repeated quantifier/],
+    ["\\Z", /not supported/],
+    ["a\\", /lone backslash/],
+  ];
+  it.each(bad)("refuses %s", (re, message) => {
+    const problems = checkRegex("p", re);
+    expect(problems).toHaveLength(1);
+    expect(problems[0].message).toMatch(message);
+  });
+  const good = [
+    "/api/v[0-9]+",
+    "^/a(?:b|c)*?$",
+    "(?i)foo",
+    "(?P<name>x)",
+    "(?<name>x)",
+    "[[:alpha:]]+",
+    "\\pL+\\p{Greek}",
+    "a{2,5}b{3,}",
+    "\\Qa.b\\E",
+    "[]a]",
+    "\\x{1F600}",
+    "a{,",
+  ];
+  it.each(good)("accepts %s", re => {
+    expect(checkRegex("p", re)).toEqual([]);
+  });
+});

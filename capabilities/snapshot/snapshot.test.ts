@@ -1,0 +1,140 @@
+import { KINDS, KubeObject } from "./types";
+import { apply, applyAll, emptySnapshot, isSynced, snapshotOf } from "./snapshot";
+import { Batcher, Clock, batchDeadline, batchDue, batchNotify } from "./batch";
+
+const obj = (kind: string, name: string, extra: Record<string, unknown> = {}, namespace = "default", rv = "1"): KubeObject => {
+  const { metadata, ...rest } = extra;
+  return { kind, ...rest, metadata: { name, namespace, resourceVersion: rv, ...((metadata as object) ?? {}) } } as KubeObject;
+};
+
+const base = (): KubeObject[] => [
+  { kind: "GatewayClass", metadata: { name: "k", resourceVersion: "1" }, spec: { controllerName: "kengine.io/gateway-controller" } } as KubeObject,
+  obj("Gateway", "gw", { spec: { gatewayClassName: "k", listeners: [{ name: "h", port: 443, protocol: "HTTPS", tls: { certificateRefs: [{ name: "cert" }] } }] } }),
+  obj("HTTPRoute", "r", { spec: { parentRefs: [{ name: "gw" }], rules: [{ backendRefs: [{ name: "web", port: 80 }] }] } }),
+];
+
+describe("snapshot", () => {
+  it("builds nothing before every kind has synced", () => {
+    let s = emptySnapshot();
+    let r = apply(s, { type: "upsert", kind: "HTTPRoute", object: base()[2] });
+    expect(r.relevant).toBe(false);
+    s = r.snapshot;
+    for (const k of KINDS.slice(0, -1)) {
+      r = apply(s, { type: "synced", kind: k });
+      expect(r.relevant).toBe(false);
+      s = r.snapshot;
+    }
+    r = apply(s, { type: "synced", kind: KINDS[KINDS.length - 1] });
+    expect(isSynced(r.snapshot)).toBe(true);
+    expect(r.relevant).toBe(true);
+  });
+
+  it("never mutates the input snapshot", () => {
+    const s = snapshotOf(base());
+    const r = apply(s, { type: "delete", kind: "HTTPRoute", object: base()[2] });
+    expect(s.objects.HTTPRoute.size).toBe(1);
+    expect(r.snapshot.objects.HTTPRoute.size).toBe(0);
+    expect(r.snapshot.objects.Gateway).toBe(s.objects.Gateway); // untouched kinds are shared
+  });
+
+  it("ignores unreferenced Services, EndpointSlices and Secrets, and replays of the same version", () => {
+    const s = snapshotOf(base());
+    expect(apply(s, { type: "upsert", kind: "Service", object: obj("Service", "other") }).relevant).toBe(false);
+    expect(apply(s, { type: "upsert", kind: "Secret", object: obj("Secret", "unrelated") }).relevant).toBe(false);
+    expect(
+      apply(s, { type: "upsert", kind: "EndpointSlice", object: obj("EndpointSlice", "other-x", { metadata: { labels: { "kubernetes.io/service-name": "other" } } }) }).relevant,
+    ).toBe(false);
+    expect(apply(s, { type: "upsert", kind: "HTTPRoute", object: base()[2] }).relevant).toBe(false);
+  });
+
+  it("rebuilds for referenced Services, their EndpointSlices, certificate Secrets and our routes", () => {
+    const s = snapshotOf(base());
+    expect(apply(s, { type: "upsert", kind: "Service", object: obj("Service", "web") }).relevant).toBe(true);
+    expect(
+      apply(s, { type: "upsert", kind: "EndpointSlice", object: obj("EndpointSlice", "web-x", { metadata: { labels: { "kubernetes.io/service-name": "web" } } }) }).relevant,
+    ).toBe(true);
+    expect(apply(s, { type: "upsert", kind: "Secret", object: obj("Secret", "cert") }).relevant).toBe(true);
+    expect(apply(s, { type: "upsert", kind: "HTTPRoute", object: obj("HTTPRoute", "r", { spec: { parentRefs: [{ name: "gw" }] } }, "default", "2") }).relevant).toBe(true);
+  });
+
+  it("ignores routes and Gateways of other controllers", () => {
+    const s = snapshotOf(base());
+    expect(apply(s, { type: "upsert", kind: "HTTPRoute", object: obj("HTTPRoute", "x", { spec: { parentRefs: [{ name: "elsewhere" }] } }) }).relevant).toBe(false);
+    expect(apply(s, { type: "upsert", kind: "Gateway", object: obj("Gateway", "g2", { spec: { gatewayClassName: "other" } }) }).relevant).toBe(false);
+  });
+
+  it("counts a route that stops referencing a Service: the old state matters", () => {
+    const s = snapshotOf([...base(), obj("Service", "web")]);
+    const r = applyAll(s, [
+      { type: "upsert", kind: "HTTPRoute", object: obj("HTTPRoute", "r", { spec: { parentRefs: [{ name: "gw" }], rules: [] } }, "default", "2") },
+    ]);
+    expect(r.relevant).toBe(true);
+    expect(apply(r.snapshot, { type: "upsert", kind: "Service", object: obj("Service", "web", {}, "default", "9") }).relevant).toBe(false);
+  });
+
+  it("cares about Namespace labels only when a listener selects namespaces", () => {
+    const s = snapshotOf(base());
+    const ns = { kind: "Namespace", metadata: { name: "team", labels: { a: "1" } } } as KubeObject;
+    expect(apply(s, { type: "upsert", kind: "Namespace", object: ns }).relevant).toBe(false);
+    const sel = snapshotOf([
+      ...base(),
+      obj("Gateway", "gw2", { spec: { gatewayClassName: "k", listeners: [{ name: "h", port: 80, protocol: "HTTP", allowedRoutes: { namespaces: { from: "Selector", selector: { matchLabels: { a: "1" } } } } }] } }),
+    ]);
+    expect(apply(sel, { type: "upsert", kind: "Namespace", object: ns }).relevant).toBe(true);
+  });
+});
+
+describe("batching", () => {
+  const o = { holdOffMs: 50, maxWaitMs: 500 };
+  it("waits for a quiet hold-off, but no longer than the maximum wait", () => {
+    let st = batchNotify(undefined, 0);
+    expect(batchDeadline(st, o)).toBe(50);
+    st = batchNotify(st, 40);
+    expect(batchDeadline(st, o)).toBe(90);
+    expect(batchDue(st, 89, o)).toBe(false);
+    expect(batchDue(st, 90, o)).toBe(true);
+    for (let t = 80; t <= 480; t += 40) st = batchNotify(st, t);
+    expect(batchDeadline(st, o)).toBe(500);
+    expect(batchDue(undefined, 1000, o)).toBe(false);
+  });
+
+  it("Batcher flushes once per burst with an injected clock", () => {
+    let now = 0;
+    const timers: { at: number; fn: () => void; id: number }[] = [];
+    let nextId = 0;
+    const clock: Clock = {
+      now: () => now,
+      setTimeout: (fn, ms) => {
+        const t = { at: now + ms, fn, id: nextId++ };
+        timers.push(t);
+        return t.id;
+      },
+      clearTimeout: id => {
+        const i = timers.findIndex(t => t.id === id);
+        if (i >= 0) timers.splice(i, 1);
+      },
+    };
+    const advance = (to: number): void => {
+      now = to;
+      for (const t of timers.filter(t => t.at <= to).sort((a, b) => a.at - b.at)) {
+        timers.splice(timers.indexOf(t), 1);
+        t.fn();
+      }
+    };
+    let flushes = 0;
+    const b = new Batcher(() => flushes++, o, clock);
+    b.notify();
+    advance(30);
+    b.notify();
+    advance(60);
+    expect(flushes).toBe(0);
+    advance(80);
+    expect(flushes).toBe(1);
+    expect(b.pending).toBe(false);
+    for (let t = 100; t <= 700; t += 20) {
+      advance(t);
+      b.notify();
+    }
+    expect(flushes).toBe(2); // the burst from 100 on flushed at 600 (max wait)
+  });
+});
