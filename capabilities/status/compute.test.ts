@@ -1,0 +1,93 @@
+import { StatusResults } from "../translate";
+import { StoredObject, computeStatusUpdates, routeStatus, stampConditions } from "./compute";
+
+const CTRL = "kengine.io/gateway-controller";
+const T0 = "2026-01-01T00:00:00Z";
+const T1 = "2026-01-02T00:00:00Z";
+const accepted = (status: "True" | "False", gen = 1) => ({
+  type: "Accepted",
+  status,
+  reason: status === "True" ? "Accepted" : "Invalid",
+  message: "m",
+  observedGeneration: gen,
+});
+
+describe("stampConditions", () => {
+  it("keeps lastTransitionTime while the status stays, moves it when the status changes", () => {
+    const stored = [{ ...accepted("True"), lastTransitionTime: T0 }];
+    expect(stampConditions(stored, [accepted("True", 2)], T1)[0]).toMatchObject({ lastTransitionTime: T0, observedGeneration: 2 });
+    expect(stampConditions(stored, [accepted("False")], T1)[0].lastTransitionTime).toBe(T1);
+    expect(stampConditions(undefined, [accepted("True")], T1)[0].lastTransitionTime).toBe(T1);
+  });
+});
+
+describe("routeStatus", () => {
+  it("keeps other controllers' parent entries and replaces only ours", () => {
+    const current: StoredObject = {
+      status: {
+        parents: [
+          { parentRef: { name: "theirs" }, controllerName: "example.com/other", conditions: [{ ...accepted("True"), lastTransitionTime: T0 }] },
+          { parentRef: { name: "gw" }, controllerName: CTRL, conditions: [{ ...accepted("True"), lastTransitionTime: T0 }] },
+          { parentRef: { name: "gone" }, controllerName: CTRL, conditions: [] },
+        ],
+      },
+    };
+    const next = routeStatus(
+      current,
+      { kind: "HTTPRoute", namespace: "ns", name: "r", parents: [{ parentRef: { name: "gw" }, controllerName: CTRL, conditions: [accepted("True")] }] },
+      CTRL,
+      T1,
+    );
+    expect(next.parents).toHaveLength(2);
+    expect(next.parents[0]).toEqual(current.status!.parents[0]);
+    expect(next.parents[1]).toMatchObject({
+      parentRef: { group: "gateway.networking.k8s.io", kind: "Gateway", name: "gw" },
+      controllerName: CTRL,
+    });
+    expect(next.parents[1].conditions?.[0]?.lastTransitionTime).toBe(T0);
+  });
+});
+
+describe("computeStatusUpdates", () => {
+  const results: StatusResults = {
+    gatewayClasses: [{ name: "kengine", conditions: [accepted("True")], supportedFeatures: [{ name: "Gateway" }] }],
+    gateways: [
+      {
+        namespace: "ns",
+        name: "gw",
+        conditions: [accepted("True")],
+        listeners: [{ name: "http", supportedKinds: [{ group: "gateway.networking.k8s.io", kind: "HTTPRoute" }], attachedRoutes: 1, conditions: [accepted("True")] }],
+      },
+    ],
+    listenerSets: [],
+    routes: [{ kind: "HTTPRoute", namespace: "ns", name: "missing", parents: [] }],
+  };
+  const objects: Record<string, StoredObject> = {
+    "GatewayClass//kengine": { metadata: { name: "kengine", resourceVersion: "5" }, status: {} },
+    "Gateway/ns/gw": { metadata: { name: "gw", namespace: "ns", resourceVersion: "7" }, status: {} },
+  };
+  const current = (k: string, ns: string | undefined, n: string) => objects[`${k}/${ns ?? ""}/${n}`];
+
+  it("writes every object whose status differs, conditional on the version it read", () => {
+    const updates = computeStatusUpdates({
+      results,
+      current,
+      controllerName: CTRL,
+      addresses: new Map([["ns/gw", [{ value: "127.20.0.1" }]]]),
+      now: T0,
+    });
+    expect(updates.map(u => `${u.kind}/${u.name}@${u.resourceVersion}`)).toEqual(["GatewayClass/kengine@5", "Gateway/gw@7"]);
+    expect(updates[1].status).toMatchObject({
+      addresses: [{ type: "IPAddress", value: "127.20.0.1" }],
+      listeners: [{ name: "http", attachedRoutes: 1 }],
+    });
+  });
+
+  it("writes nothing when the stored status already matches", () => {
+    const first = computeStatusUpdates({ results, current, controllerName: CTRL, now: T0 });
+    const stored: Record<string, StoredObject> = {};
+    for (const u of first) stored[`${u.kind}/${u.namespace ?? ""}/${u.name}`] = { metadata: { name: u.name }, status: u.status };
+    const again = computeStatusUpdates({ results, current: (k, ns, n) => stored[`${k}/${ns ?? ""}/${n}`], controllerName: CTRL, now: T1 });
+    expect(again).toEqual([]);
+  });
+});

@@ -1,0 +1,167 @@
+/**
+ * Status as the API stores it, computed from the translator's results and the objects' current
+ * status: pure, with the time passed in. lastTransitionTime moves only when a condition's status
+ * changes; route parent entries of other controllers are kept as they are; an object whose status
+ * would not change yields no update.
+ */
+import { equals } from "ramda";
+import type {
+  Condition,
+  GatewayClassStatusResult,
+  GatewayStatusResult,
+  ListenerSetStatusResult,
+  ListenerStatusResult,
+  RouteStatusResult,
+  StatusResults,
+} from "../translate";
+
+export interface StoredCondition extends Condition {
+  readonly lastTransitionTime: string;
+}
+
+export interface GatewayAddress {
+  readonly type?: "IPAddress" | "Hostname" | string;
+  readonly value: string;
+}
+
+/** The parts of a stored object the writer needs. */
+export interface StoredObject {
+  readonly metadata?: { readonly name?: string; readonly namespace?: string; readonly resourceVersion?: string };
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  readonly status?: any;
+}
+
+export type StatusKind = "GatewayClass" | "Gateway" | "ListenerSet" | RouteStatusResult["kind"];
+
+export interface StatusUpdate {
+  readonly kind: StatusKind;
+  readonly namespace?: string;
+  readonly name: string;
+  /** The version the update was computed from: the write is conditional on it. */
+  readonly resourceVersion?: string;
+  readonly status: Record<string, unknown>;
+}
+
+/** Looks up the current stored object (from the watch snapshot, or a fresh read). */
+export type CurrentObject = (kind: StatusKind, namespace: string | undefined, name: string) => StoredObject | undefined;
+
+export function stampConditions(
+  existing: readonly StoredCondition[] | undefined,
+  desired: readonly Condition[],
+  now: string,
+): StoredCondition[] {
+  return desired.map(d => {
+    const old = existing?.find(c => c.type === d.type);
+    const lastTransitionTime = old && old.status === d.status && old.lastTransitionTime ? old.lastTransitionTime : now;
+    return {
+      type: d.type,
+      status: d.status,
+      reason: d.reason,
+      message: d.message,
+      ...(d.observedGeneration !== undefined ? { observedGeneration: d.observedGeneration } : {}),
+      lastTransitionTime,
+    };
+  });
+}
+
+const listenerStatuses = (
+  existing: readonly { name: string; conditions?: StoredCondition[] }[] | undefined,
+  desired: readonly ListenerStatusResult[],
+  now: string,
+) =>
+  desired.map(l => ({
+    name: l.name,
+    supportedKinds: l.supportedKinds.map(k => ({ group: k.group, kind: k.kind })),
+    attachedRoutes: l.attachedRoutes,
+    conditions: stampConditions(existing?.find(e => e.name === l.name)?.conditions, l.conditions, now),
+  }));
+
+export function gatewayClassStatus(current: StoredObject | undefined, r: GatewayClassStatusResult, now: string) {
+  return {
+    conditions: stampConditions(current?.status?.conditions, r.conditions, now),
+    supportedFeatures: r.supportedFeatures.map(f => ({ name: f.name })),
+  };
+}
+
+export function gatewayStatus(
+  current: StoredObject | undefined,
+  r: GatewayStatusResult | ListenerSetStatusResult,
+  now: string,
+  addresses?: readonly GatewayAddress[],
+) {
+  return {
+    ...(addresses !== undefined ? { addresses: addresses.map(a => ({ type: a.type ?? "IPAddress", value: a.value })) } : {}),
+    conditions: stampConditions(current?.status?.conditions, r.conditions, now),
+    listeners: listenerStatuses(current?.status?.listeners, r.listeners, now),
+  };
+}
+
+interface Ref {
+  readonly group?: string;
+  readonly kind?: string;
+  readonly namespace?: string;
+  readonly name: string;
+  readonly sectionName?: string;
+  readonly port?: number;
+}
+
+const GATEWAY_GROUP = "gateway.networking.k8s.io";
+
+const sameParent = (a: Ref, b: Ref): boolean =>
+  (a.group ?? GATEWAY_GROUP) === (b.group ?? GATEWAY_GROUP) &&
+  (a.kind ?? "Gateway") === (b.kind ?? "Gateway") &&
+  (a.namespace ?? "") === (b.namespace ?? "") &&
+  a.name === b.name &&
+  (a.sectionName ?? "") === (b.sectionName ?? "") &&
+  (a.port ?? 0) === (b.port ?? 0);
+
+export function routeStatus(current: StoredObject | undefined, r: RouteStatusResult, controllerName: string, now: string) {
+  const existing: { controllerName: string; parentRef: Ref; conditions?: StoredCondition[] }[] =
+    current?.status?.parents ?? [];
+  const others = existing.filter(p => p.controllerName !== controllerName);
+  const ours = r.parents.map(p => {
+    const old = existing.find(e => e.controllerName === controllerName && sameParent(e.parentRef, p.parentRef));
+    return {
+      // Written with the API's defaults filled in, as the server would store it.
+      parentRef: { group: GATEWAY_GROUP, kind: "Gateway", ...p.parentRef },
+      controllerName,
+      conditions: stampConditions(old?.conditions, p.conditions, now),
+    };
+  });
+  return { parents: [...others, ...ours] };
+}
+
+/** Whether the stored status already says all that `next` says (fields of `next` only). */
+function unchanged(current: StoredObject | undefined, next: Record<string, unknown>): boolean {
+  const stored = (current?.status ?? {}) as Record<string, unknown>;
+  return Object.keys(next).every(k => equals(stored[k], next[k]));
+}
+
+export interface ComputeInput {
+  readonly results: StatusResults;
+  readonly current: CurrentObject;
+  readonly controllerName: string;
+  /** Gateway addresses by "namespace/name"; a Gateway missing here keeps its stored addresses. */
+  readonly addresses?: ReadonlyMap<string, readonly GatewayAddress[]>;
+  readonly now: string;
+}
+
+/** Every status write needed to make the stored status match the results. */
+export function computeStatusUpdates(input: ComputeInput): StatusUpdate[] {
+  const { results, current, controllerName, addresses, now } = input;
+  const updates: StatusUpdate[] = [];
+  const push = (kind: StatusKind, namespace: string | undefined, name: string, f: (c: StoredObject | undefined) => Record<string, unknown>) => {
+    const cur = current(kind, namespace, name);
+    if (!cur) return; // deleted meanwhile: nothing to write
+    const status = f(cur);
+    if (unchanged(cur, status)) return;
+    updates.push({ kind, namespace, name, resourceVersion: cur.metadata?.resourceVersion, status });
+  };
+  for (const r of results.gatewayClasses) push("GatewayClass", undefined, r.name, c => gatewayClassStatus(c, r, now));
+  for (const r of results.gateways) {
+    push("Gateway", r.namespace, r.name, c => gatewayStatus(c, r, now, addresses?.get(`${r.namespace}/${r.name}`)));
+  }
+  for (const r of results.listenerSets) push("ListenerSet", r.namespace, r.name, c => gatewayStatus(c, r, now));
+  for (const r of results.routes) push(r.kind, r.namespace, r.name, c => routeStatus(c, r, controllerName, now));
+  return updates;
+}

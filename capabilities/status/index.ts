@@ -1,0 +1,4 @@
+export * from "./compute";
+export { StatusWriter } from "./writer";
+export type { StatusApi, StatusWriterOptions, WriteReport } from "./writer";
+export { kubeStatusApi, objectPath } from "./status-api";
