@@ -214,6 +214,8 @@ const httpGet = async (
     const r = await request(`http://127.0.0.1:${port}${path}`, {
       headersTimeout: 5000,
       bodyTimeout: 5000,
+      // a fresh connection each time: a config reload closes idle keep-alive connections
+      reset: true,
     });
     return { status: r.statusCode, body: await r.body.text() };
   } catch (e) {
@@ -670,7 +672,11 @@ describe("three proxies: the push engine", () => {
     await new Promise(r => blocker.close(r));
     await eventually("proxy-c recovers", async () =>
       fleet.state(c.name)?.phase === "Programmed" ? true : undefined,
-    );
+    ).catch((e: unknown) => {
+      throw new Error(
+        `${String(e)}; state ${JSON.stringify(fleet.state(c.name))}; log tail ${c.log.slice(-2000)}`,
+      );
+    });
     expect(await httpGet(c.ports.web)).toEqual({ status: 200, body: "fleet v3" });
 
     fleet.update(targets().slice(0, 2));
