@@ -28,6 +28,19 @@ export interface PodDeps {
 const retryableReasons = new Set(["CreateContainerConfigError", "ContainerCreating"]);
 const now = () => new Date().toISOString().replace(/\.\d+Z$/, "Z");
 
+/**
+ * A pod this kubelet finds already running (it was restarted) has its containers started
+ * again; count that as a restart instead of starting from zero (pure).
+ */
+export function carriedRestarts(pod: Pod, container: string, init: boolean): number {
+  const list = init ? pod.status?.initContainerStatuses : pod.status?.containerStatuses;
+  const prev = list?.find(s => s.name === container);
+  if (!prev) return 0;
+  const ran =
+    "running" in prev.state || "terminated" in prev.state || "terminated" in prev.lastState;
+  return prev.restartCount + (ran ? 1 : 0);
+}
+
 export class PodWorker {
   podIP: string | undefined;
   private readonly runners = new Map<string, ContainerRunner>();
@@ -41,6 +54,8 @@ export class PodWorker {
   private retryTimer: NodeJS.Timeout | undefined;
   private stopped = false;
   private writing = Promise.resolve();
+  /** The network setup in progress; stop() waits for it so it never leaks a namespace. */
+  private sandboxSetup: Promise<void> = Promise.resolve();
   readonly dir: string;
 
   constructor(
@@ -77,7 +92,8 @@ export class PodWorker {
     try {
       mkdirSync(join(this.dir, "scripts"), { recursive: true });
       this.podIP = ipam.allocate(this.uid);
-      await setupPodNetwork(this.uid, this.podIP);
+      this.sandboxSetup = setupPodNetwork(this.uid, this.podIP).then(() => undefined);
+      await this.sandboxSetup;
       this.sandboxReady = true;
       log.info(`pod ${this.key}: network ${podNetNames(this.uid).netns} ip ${this.podIP}`);
     } catch (e) {
@@ -224,6 +240,7 @@ export class PodWorker {
         scriptDir: join(this.dir, "scripts"),
         init,
         graceMs: (this.pod.spec.terminationGracePeriodSeconds ?? 30) * 1000,
+        restartCount: carriedRestarts(this.pod, c.name, init),
       },
       () => this.scheduleStatus(),
       this.deps.log,
@@ -378,6 +395,7 @@ export class PodWorker {
   async stop(graceMs: number): Promise<void> {
     this.stopped = true;
     if (this.retryTimer) clearTimeout(this.retryTimer);
+    await this.sandboxSetup.catch(() => undefined);
     await Promise.all([...this.runners.values()].map(r => r.stop(graceMs)));
     await teardownPodNetwork(this.uid).catch(e =>
       this.deps.log.warn(`pod ${this.key}: ${String(e)}`),

@@ -36,6 +36,8 @@ export interface RunSpec {
   readonly init: boolean;
   /** The pod's terminationGracePeriodSeconds, in ms (used for liveness restarts). */
   readonly graceMs: number;
+  /** Restarts already counted (a restarted kubelet carries on from the pod's status). */
+  readonly restartCount: number;
 }
 
 /** The shell prelude a container starts through: mounts, hostname, then exec (pure). */
@@ -78,6 +80,7 @@ export class ContainerRunner {
     private readonly log: Logger,
   ) {
     this.finished = new Promise(r => (this.resolveFinished = r));
+    this.restartCount = spec.restartCount;
     mkdirSync(spec.logDir, { recursive: true });
   }
 

@@ -3,8 +3,12 @@
  * their own IPs, report status, serve logs; LoadBalancer Services get a working address.
  */
 import { randomBytes } from "node:crypto";
+import { spawn } from "node:child_process";
+import { createSocket } from "node:dgram";
 import { existsSync, readdirSync } from "node:fs";
+import { createServer, Socket } from "node:net";
 import { createNamespace, deleteNamespace, eventually, kubectlOk } from "../support/kube";
+import { kubeconfigPath, kubectlBin } from "../support/paths";
 
 interface PodJson {
   metadata: { name: string; uid: string; deletionTimestamp?: string };
@@ -388,5 +392,220 @@ spec:
     // Liveness (exec) keeps passing: no restarts.
     await new Promise(r => setTimeout(r, 3000));
     expect(pod(ns, "caddy").status.containerStatuses?.[0].restartCount).toBe(0);
+  });
+  it("lets pods reach each other (Caddy in one pod proxies to an echo pod)", async () => {
+    const [backend] = await readyEchoPods(ns, 2);
+    kubectlOk(
+      ["apply", "-n", ns, "-f", "-"],
+      `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: proxy-config}
+data:
+  Caddyfile: |
+    {
+      admin off
+    }
+    :8080 {
+      reverse_proxy ${backend.status.podIP}:3000
+    }
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: proxy}
+spec:
+  containers:
+  - name: caddy
+    image: caddy:2.11
+    readinessProbe: {tcpSocket: {port: 8080}, periodSeconds: 1}
+    volumeMounts: [{name: config, mountPath: /etc/caddy}]
+  volumes: [{name: config, configMap: {name: proxy-config}}]
+`,
+    );
+    const proxy = await eventually("proxy ready", () => {
+      const x = pod(ns, "proxy");
+      return isReady(x) ? x : undefined;
+    });
+    const marker = `/pod-to-pod-${randomBytes(4).toString("hex")}`;
+    const body = await getJson<EchoResponse>(`http://${proxy.status.podIP}:8080${marker}`);
+    expect(body.pod).toBe(backend.metadata.name);
+    // The echo pod saw the request come from the proxy pod's own address.
+    const logs = kubectlOk(["logs", "-n", ns, backend.metadata.name]);
+    expect(logs).toContain(
+      `Echoing back request made to ${marker} to client (${proxy.status.podIP}:`,
+    );
+  });
+
+  it("forwards UDP on a LoadBalancer address to the ready endpoints", async () => {
+    kubectlOk(
+      ["apply", "-n", ns, "-f", "-"],
+      `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: udp}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: udp}}
+  template:
+    metadata: {labels: {app: udp}}
+    spec:
+      containers:
+      - name: echo
+        image: ${echoImage}
+        env:
+        - {name: UDP_ECHO_SERVER, value: "1"}
+        - {name: UDP_PORT, value: "9000"}
+        - {name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: udp}
+spec:
+  type: LoadBalancer
+  selector: {app: udp}
+  ports: [{name: dns, port: 5353, targetPort: 9000, protocol: UDP}]
+`,
+    );
+    const names = await eventually(
+      "2 running udp pods in the EndpointSlice",
+      () => {
+        const ps = pods(ns, "app=udp").filter(isReady);
+        const slices = kubectlOk([
+          "get",
+          "endpointslices",
+          "-n",
+          ns,
+          "-l",
+          "kubernetes.io/service-name=udp",
+          "-o",
+          "jsonpath={.items[*].endpoints[*].addresses[*]}",
+        ]).split(" ");
+        return ps.length === 2 && ps.every(p => slices.includes(p.status.podIP!))
+          ? new Set(ps.map(p => p.metadata.name))
+          : undefined;
+      },
+      60_000,
+    );
+    const ip = await eventually("udp load balancer address", () => {
+      const out = kubectlOk([
+        "get",
+        "service",
+        "-n",
+        ns,
+        "udp",
+        "-o",
+        "jsonpath={.status.loadBalancer.ingress[0].ip}",
+      ]);
+      return out || undefined;
+    });
+    const ask = (payload: string) =>
+      new Promise<{ request: string; pod: string }>((resolve, reject) => {
+        const sock = createSocket("udp4");
+        const timer = setTimeout(() => {
+          sock.close();
+          reject(new Error("no UDP reply"));
+        }, 2000);
+        sock.on("message", m => {
+          clearTimeout(timer);
+          sock.close();
+          resolve(JSON.parse(m.toString()) as { request: string; pod: string });
+        });
+        sock.send(payload, 5353, ip);
+      });
+    const seen = new Set<string>();
+    for (let i = 0; i < 6; i++) {
+      const reply = await eventually("a UDP reply", () => ask(`ping-${i}`));
+      expect(reply.request).toBe(`ping-${i}`);
+      seen.add(reply.pod);
+    }
+    expect(seen).toEqual(names);
+  });
+
+  it("stops containers with SIGTERM and SIGKILLs them after the grace period", async () => {
+    // A backend on the host bridge that accepts and never answers keeps a request in flight,
+    // and Caddy waits for in-flight requests on SIGTERM.
+    const held: Socket[] = [];
+    const hang = createServer(c => held.push(c));
+    await new Promise<void>(r => hang.listen(0, "10.244.0.1", r));
+    const hangPort = (hang.address() as { port: number }).port;
+    const manifest = (name: string) => `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: ${name}}
+data:
+  Caddyfile: |
+    {
+      admin off
+    }
+    :8080 {
+      reverse_proxy 10.244.0.1:${hangPort}
+    }
+    :8081 {
+      respond ok
+    }
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: ${name}}
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: caddy
+    image: caddy:2.11
+    readinessProbe: {httpGet: {port: 8081}, periodSeconds: 1}
+    volumeMounts: [{name: config, mountPath: /etc/caddy}]
+  volumes: [{name: config, configMap: {name: ${name}}}]
+`;
+    /** Deletes the pod and returns the last container state its watch showed. */
+    const deleteAndWatch = async (name: string): Promise<string> => {
+      const w = spawn(kubectlBin, [
+        "--kubeconfig",
+        kubeconfigPath,
+        "get",
+        "pod",
+        "-n",
+        ns,
+        name,
+        "-w",
+        "-o",
+        'jsonpath={.status.containerStatuses[0].state}{"\\n"}',
+      ]);
+      let out = "";
+      w.stdout.on("data", d => (out += String(d)));
+      await eventually("the watch to start", () => (out.length > 0 ? true : undefined));
+      kubectlOk(["delete", "pod", "-n", ns, name, "--wait=true", "--timeout=60s"]);
+      await eventually("the final state in the watch", () =>
+        out.includes("terminated") ? true : undefined,
+      );
+      w.kill();
+      return out.trim().split("\n").pop()!;
+    };
+    try {
+      for (const name of ["graceful", "stuck"]) {
+        kubectlOk(["apply", "-n", ns, "-f", "-"], manifest(name));
+      }
+      const stuck = await eventually("stuck ready", () => {
+        const x = pod(ns, "stuck");
+        return isReady(x) ? x : undefined;
+      });
+      await eventually("graceful ready", () => (isReady(pod(ns, "graceful")) ? true : undefined));
+      const inFlight = fetch(`http://${stuck.status.podIP}:8080/`).catch(() => undefined);
+      await eventually("the request in flight", () => (held.length > 0 ? true : undefined));
+
+      const graceful = JSON.parse(await deleteAndWatch("graceful")) as {
+        terminated: { exitCode: number; signal?: number };
+      };
+      expect(graceful.terminated.signal).toBeUndefined();
+      expect(graceful.terminated.exitCode).not.toBe(137);
+
+      const killed = JSON.parse(await deleteAndWatch("stuck")) as {
+        terminated: { exitCode: number; signal?: number };
+      };
+      expect(killed.terminated).toMatchObject({ exitCode: 137, signal: 9 });
+      await inFlight;
+    } finally {
+      held.forEach(c => c.destroy());
+      hang.close();
+    }
   });
 });
