@@ -1,9 +1,26 @@
 /**
- * The controller: Watch bindings that feed the snapshot. Registration only.
+ * The controller: Watch bindings feed the reconciler's snapshot. Registration only; the loop
+ * (translate → provision → push → status) lives in reconcile/.
  */
-import { Capability } from "pepr";
-import { Gateway } from "./generated";
+import { hostname } from "node:os";
+import { Capability, a } from "pepr";
+import type { GenericClass } from "kubernetes-fluent-client";
+import {
+  BackendTLSPolicy,
+  GRPCRoute,
+  Gateway,
+  GatewayClass,
+  HTTPRoute,
+  ListenerSet,
+  ReferenceGrant,
+  TCPRoute,
+  TLSRoute,
+  UDPRoute,
+} from "./generated";
+import { kubeClient } from "./kube/client";
 import { log } from "./log";
+import { Reconciler } from "./reconcile";
+import type { Kind, KubeObject } from "./snapshot";
 
 export const Controller = new Capability({
   name: "kengine-controller",
@@ -12,13 +29,49 @@ export const Controller = new Capability({
 
 const { When } = Controller;
 
-export function onGateway(gw: Gateway, phase: string): void {
-  log.info("gateway event", {
-    phase,
-    gateway: `${gw.metadata?.namespace}/${gw.metadata?.name}`,
-    gatewayClassName: gw.spec?.gatewayClassName,
+/** Runs only where Pepr runs watches (the watcher pod, or `pepr dev`), never during `pepr build`. */
+const runsWatches = (process.env.PEPR_WATCH_MODE === "true" || process.env.PEPR_MODE === "dev") && process.env.PEPR_MODE !== "build";
+
+let reconciler: Reconciler | undefined;
+if (runsWatches) {
+  reconciler = new Reconciler({
+    kube: kubeClient(),
+    log,
+    namespace: process.env.KENGINE_NAMESPACE ?? "pepr-system",
+    identity: process.env.POD_NAME ?? `${hostname()}-${process.pid}`,
   });
+  reconciler.start().catch(e => {
+    log.error("controller failed to start", { error: e instanceof Error ? e.stack ?? e.message : String(e) });
+    process.exitCode = 1;
+  });
+  const shutdown = () => void reconciler?.stop().finally(() => process.exit(0));
+  process.once("SIGTERM", shutdown);
+  process.once("SIGINT", shutdown);
 }
 
-When(Gateway).IsCreatedOrUpdated().Watch(onGateway);
-When(Gateway).IsDeleted().Watch(onGateway);
+const watched: readonly [Kind, GenericClass][] = [
+  ["GatewayClass", GatewayClass],
+  ["Gateway", Gateway],
+  ["ListenerSet", ListenerSet],
+  ["HTTPRoute", HTTPRoute],
+  ["GRPCRoute", GRPCRoute],
+  ["TLSRoute", TLSRoute],
+  ["TCPRoute", TCPRoute],
+  ["UDPRoute", UDPRoute],
+  ["ReferenceGrant", ReferenceGrant],
+  ["BackendTLSPolicy", BackendTLSPolicy],
+  ["Service", a.Service],
+  ["EndpointSlice", a.EndpointSlice],
+  ["Secret", a.Secret],
+  ["ConfigMap", a.ConfigMap],
+  ["Namespace", a.Namespace],
+];
+
+for (const [kind, model] of watched) {
+  When(model)
+    .IsCreatedOrUpdated()
+    .Watch(obj => reconciler?.ingest(kind, "upsert", obj as unknown as KubeObject));
+  When(model)
+    .IsDeleted()
+    .Watch(obj => reconciler?.ingest(kind, "delete", obj as unknown as KubeObject));
+}

@@ -3,7 +3,7 @@
  * denies an HTTPRoute of our class that the proxy cannot run (with our message), stores a
  * valid one and one that belongs to another controller, and its Watch binding sees Gateways.
  */
-import { createNamespace, deleteNamespace, kubectl, kubectlOk } from "../support/kube";
+import { createNamespace, deleteNamespace, eventually, kubectl, kubectlOk } from "../support/kube";
 import { PeprDev, startModule } from "../support/module";
 
 const gatewayClass = (name: string, controllerName: string) => `
@@ -49,9 +49,18 @@ describe("pepr dev against the local cluster", () => {
     if (ns) deleteNamespace(ns);
   });
 
-  it("sees Gateway events through its Watch binding", async () => {
+  it("sees Gateways through its Watch bindings and reports them in status", async () => {
     kubectlOk(["apply", "-f", "-"], gateway(ns, "gw", ours));
-    await dev.waitForOutput(new RegExp(`"gateway":"${ns}/gw"[^\\n]*"message":"gateway event"`));
+    const accepted = await eventually("the Gateway to be Accepted", () => {
+      const s = kubectl(["get", "gateway", "gw", "-n", ns, "-o", "jsonpath={.status.conditions[?(@.type=='Accepted')].status}"]).stdout;
+      return s === "True" ? s : undefined;
+    });
+    expect(accepted).toBe("True");
+    const cls = kubectlOk(["get", "gatewayclass", ours, "-o", "jsonpath={.status.conditions[?(@.type=='Accepted')].status}"]);
+    expect(cls).toBe("True");
+    // Another controller's Gateway is not ours to touch.
+    kubectlOk(["apply", "-f", "-"], gateway(ns, "foreign", theirs));
+    expect(kubectlOk(["get", "gateway", "foreign", "-n", ns, "-o", "jsonpath={.status.conditions[?(@.type=='Accepted')].reason}"])).not.toBe("Accepted");
   });
 
   it("denies an HTTPRoute of our class with an empty regular expression, naming the field", () => {

@@ -1,0 +1,33 @@
+/** Names and labels of what the controller provisions for a Gateway (design §4, managed proxies). */
+import { createHash } from "node:crypto";
+
+export const GATEWAY_NAME_LABEL = "gateway.networking.k8s.io/gateway-name";
+export const MANAGED_BY_LABEL = "app.kubernetes.io/managed-by";
+export const MANAGED_BY = "kengine-gateway";
+export const COMPONENT_LABEL = "app.kubernetes.io/component";
+
+/** A DNS-1035 label of at most 63 characters: long names are cut and keep a hash for uniqueness. */
+export function dnsLabel(base: string, suffix: string): string {
+  const name = `${base}-${suffix}`;
+  if (name.length <= 63) return name;
+  const hash = createHash("sha256").update(name).digest("hex").slice(0, 8);
+  return `${base.slice(0, 63 - suffix.length - hash.length - 2)}-${hash}-${suffix}`;
+}
+
+export interface ProxyNames {
+  /** Deployment and the Gateway's data-plane Service (type LoadBalancer by default). */
+  readonly proxy: string;
+  /** Headless Service that publishes every proxy pod (ready or not) on the admin port. */
+  readonly admin: string;
+}
+
+export const proxyNames = (gatewayName: string): ProxyNames => ({
+  proxy: dnsLabel(gatewayName, "kengine"),
+  admin: dnsLabel(gatewayName, "kengine-admin"),
+});
+
+/** Labels that select a Gateway's proxy pods. */
+export const podSelector = (gatewayName: string): Record<string, string> => ({
+  [GATEWAY_NAME_LABEL]: gatewayName,
+  [COMPONENT_LABEL]: "proxy",
+});

@@ -1,0 +1,179 @@
+/**
+ * The Kubernetes objects a managed Gateway's proxies consist of: pure functions of the Gateway,
+ * the settings and the TLS material. The runtime applies them with server-side apply.
+ */
+import {
+  CaddyConfig,
+  DEFAULT_MANAGEMENT_PORT,
+  bootstrapConfigMapData,
+  bootstrapConfigMapName,
+  managementSecretName,
+  proxyContainer,
+  proxyVolumes,
+} from "../proxies";
+import { COMPONENT_LABEL, GATEWAY_NAME_LABEL, MANAGED_BY, MANAGED_BY_LABEL, ProxyNames, podSelector, proxyNames } from "./names";
+import { ProxySettings } from "./settings";
+
+export interface GatewayRef {
+  readonly namespace: string;
+  readonly name: string;
+  readonly uid: string;
+  /** Listener ports and protocols (HTTP, HTTPS, TLS, TCP → TCP; UDP → UDP). */
+  readonly listeners: readonly { readonly port: number; readonly protocol: string }[];
+  /** spec.infrastructure.labels / annotations: propagated to everything we create. */
+  readonly infrastructure?: {
+    readonly labels?: Readonly<Record<string, string>>;
+    readonly annotations?: Readonly<Record<string, string>>;
+  };
+}
+
+/** The management TLS Secret's data. Private key: never logged. */
+export interface ManagementSecretData {
+  readonly "tls.crt": string;
+  readonly "tls.key": string;
+  readonly "ca.crt": string;
+}
+
+export interface KubeManifest {
+  readonly apiVersion: string;
+  readonly kind: string;
+  readonly metadata: {
+    readonly name: string;
+    readonly namespace: string;
+    readonly labels: Record<string, string>;
+    readonly annotations?: Record<string, string>;
+    readonly ownerReferences: readonly Record<string, unknown>[];
+  };
+  readonly [field: string]: unknown;
+}
+
+const ownerRef = (gw: GatewayRef) => ({
+  apiVersion: "gateway.networking.k8s.io/v1",
+  kind: "Gateway",
+  name: gw.name,
+  uid: gw.uid,
+  controller: true,
+  blockOwnerDeletion: true,
+});
+
+function meta(gw: GatewayRef, name: string, component: string) {
+  const annotations = gw.infrastructure?.annotations;
+  return {
+    name,
+    namespace: gw.namespace,
+    labels: {
+      ...(gw.infrastructure?.labels ?? {}),
+      [GATEWAY_NAME_LABEL]: gw.name,
+      [MANAGED_BY_LABEL]: MANAGED_BY,
+      [COMPONENT_LABEL]: component,
+    },
+    ...(annotations && Object.keys(annotations).length ? { annotations: { ...annotations } } : {}),
+    ownerReferences: [ownerRef(gw)],
+  };
+}
+
+/** Distinct data-plane ports of the listeners, sorted: one Service port each. */
+export function servicePorts(listeners: GatewayRef["listeners"]) {
+  const seen = new Map<string, { name: string; port: number; protocol: "TCP" | "UDP"; targetPort: number }>();
+  for (const l of listeners) {
+    const protocol = l.protocol === "UDP" ? "UDP" : "TCP";
+    const key = `${protocol}/${l.port}`;
+    if (!seen.has(key)) seen.set(key, { name: `${protocol.toLowerCase()}-${l.port}`, port: l.port, protocol, targetPort: l.port });
+  }
+  return [...seen.values()].sort((a, b) => a.port - b.port || a.protocol.localeCompare(b.protocol));
+}
+
+export function managementSecret(gw: GatewayRef, data: ManagementSecretData): KubeManifest {
+  return {
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: meta(gw, managementSecretName(gw.name), "proxy-tls"),
+    type: "kubernetes.io/tls",
+    stringData: { ...data },
+  };
+}
+
+export function bootstrapConfigMap(gw: GatewayRef, bootstrap: CaddyConfig): KubeManifest {
+  return {
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: meta(gw, bootstrapConfigMapName(gw.name), "proxy-bootstrap"),
+    data: { ...bootstrapConfigMapData(bootstrap) },
+  };
+}
+
+export function proxyDeployment(gw: GatewayRef, s: ProxySettings, names: ProxyNames = proxyNames(gw.name)): KubeManifest {
+  const selector = podSelector(gw.name);
+  const container = proxyContainer({ image: s.image, command: s.command });
+  return {
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: meta(gw, names.proxy, "proxy"),
+    spec: {
+      replicas: s.replicas,
+      selector: { matchLabels: selector },
+      strategy: { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
+      template: {
+        metadata: {
+          labels: { ...(gw.infrastructure?.labels ?? {}), ...selector },
+          ...(gw.infrastructure?.annotations ? { annotations: { ...gw.infrastructure.annotations } } : {}),
+        },
+        spec: {
+          automountServiceAccountToken: false,
+          enableServiceLinks: false,
+          terminationGracePeriodSeconds: 30,
+          affinity: {
+            podAntiAffinity: {
+              preferredDuringSchedulingIgnoredDuringExecution: [
+                { weight: 100, podAffinityTerm: { topologyKey: "kubernetes.io/hostname", labelSelector: { matchLabels: selector } } },
+              ],
+            },
+          },
+          containers: [
+            {
+              ...container,
+              ports: [
+                ...servicePorts(gw.listeners).map(p => ({ name: p.name, containerPort: p.port, protocol: p.protocol })),
+                ...(container.ports ?? []),
+              ],
+              livenessProbe: { tcpSocket: { port: DEFAULT_MANAGEMENT_PORT }, periodSeconds: 10, failureThreshold: 3 },
+            },
+          ],
+          volumes: proxyVolumes(gw.name),
+        },
+      },
+    },
+  };
+}
+
+/** The data-plane Service: the Gateway's address comes from its load balancer. */
+export function proxyService(gw: GatewayRef, s: ProxySettings, names: ProxyNames = proxyNames(gw.name)): KubeManifest {
+  const ports = servicePorts(gw.listeners);
+  return {
+    apiVersion: "v1",
+    kind: "Service",
+    metadata: meta(gw, names.proxy, "proxy"),
+    spec: {
+      type: s.serviceType,
+      selector: podSelector(gw.name),
+      // A Service needs a port; a Gateway without listeners keeps a placeholder.
+      ports: ports.length ? ports : [{ name: "none", port: 1, protocol: "TCP", targetPort: 1 }],
+      ...(s.serviceType === "ClusterIP" ? {} : { externalTrafficPolicy: "Cluster" }),
+    },
+  };
+}
+
+/** Headless admin Service: its EndpointSlices list every proxy pod, programmed or not. */
+export function adminService(gw: GatewayRef, names: ProxyNames = proxyNames(gw.name)): KubeManifest {
+  return {
+    apiVersion: "v1",
+    kind: "Service",
+    metadata: meta(gw, names.admin, "proxy-admin"),
+    spec: {
+      clusterIP: "None",
+      publishNotReadyAddresses: true,
+      selector: podSelector(gw.name),
+      ports: [{ name: "admin", port: DEFAULT_MANAGEMENT_PORT, protocol: "TCP", targetPort: DEFAULT_MANAGEMENT_PORT }],
+    },
+  };
+}

@@ -1,0 +1,29 @@
+/** Where each watched kind lives in the API (for the initial list and for server-side apply). */
+import { Kind } from "../snapshot";
+
+const GW = "/apis/gateway.networking.k8s.io/v1";
+
+export const LIST_PATHS: Readonly<Record<Kind, string>> = {
+  GatewayClass: `${GW}/gatewayclasses`,
+  Gateway: `${GW}/gateways`,
+  ListenerSet: `${GW}/listenersets`,
+  HTTPRoute: `${GW}/httproutes`,
+  GRPCRoute: `${GW}/grpcroutes`,
+  TLSRoute: `${GW}/tlsroutes`,
+  TCPRoute: `${GW}/tcproutes`,
+  UDPRoute: `${GW}/udproutes`,
+  ReferenceGrant: `${GW}/referencegrants`,
+  BackendTLSPolicy: `${GW}/backendtlspolicies`,
+  Service: "/api/v1/services",
+  EndpointSlice: "/apis/discovery.k8s.io/v1/endpointslices",
+  Secret: "/api/v1/secrets",
+  ConfigMap: "/api/v1/configmaps",
+  Namespace: "/api/v1/namespaces",
+};
+
+/** The API path of a namespaced object we provision (server-side apply target). */
+export function objectPath(apiVersion: string, kind: string, namespace: string, name: string): string {
+  const plural = `${kind.toLowerCase()}s`; // Secret, Service, Deployment, ConfigMap: regular plurals
+  const base = apiVersion.includes("/") ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
+  return `${base}/namespaces/${encodeURIComponent(namespace)}/${plural}/${encodeURIComponent(name)}`;
+}

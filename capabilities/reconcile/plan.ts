@@ -1,0 +1,201 @@
+/**
+ * Everything one Gateway of ours needs from the controller, decided from the snapshot: the
+ * objects to provision, the sealed config for its proxies, the proxy pods to push it to, and
+ * the addresses of its Service. Pure but for issuing a serving certificate when none is reusable
+ * (injected, so tests can fix it).
+ */
+import { X509Certificate, createPublicKey } from "node:crypto";
+import { renderCaddyJSON, toCaddyConfig } from "../caddy";
+import type { GatewayIR } from "../ir";
+import {
+  Authority,
+  CLOCK_SKEW_MS,
+  LEAF_LIFETIME_DAYS,
+  ManagementSpec,
+  Target,
+  bootstrapConfig,
+  generateKeyPair,
+  issueServerCertificate,
+  managementCertificateLoader,
+  managementSecretName,
+  managementServer,
+  podManagementSpec,
+  proxyServerName,
+  proxyServerNames,
+  renewalDue,
+  sealConfig,
+} from "../proxies";
+import {
+  GatewayRef,
+  KubeManifest,
+  ManagementSecretData,
+  ProxySettings,
+  adminService,
+  bootstrapConfigMap,
+  managementSecret,
+  proxyDeployment,
+  proxyNames,
+  proxyService,
+} from "../provision";
+import type { KubeObject, Snapshot } from "../snapshot";
+import type { GatewayAddress } from "../status";
+import { serviceAddresses } from "./programmed";
+
+export interface GatewayPlan {
+  /** "namespace/name" of the Gateway. */
+  readonly key: string;
+  readonly manifests: readonly KubeManifest[];
+  readonly targets: readonly Target[];
+  readonly desiredHash: string | undefined;
+  readonly configProblem: string | undefined;
+  readonly addresses: readonly GatewayAddress[];
+  readonly serviceExists: boolean;
+}
+
+export type IssueServing = (ca: Authority, dnsNames: readonly string[], now: Date) => ManagementSecretData;
+
+export const issueServing: IssueServing = (ca, dnsNames, now) => {
+  const issued = issueServerCertificate(ca, {
+    commonName: dnsNames[0]!.replace(/^\*\./, "").slice(0, 64),
+    dnsNames,
+    keys: generateKeyPair(),
+    notBefore: new Date(now.getTime() - CLOCK_SKEW_MS),
+    lifetimeDays: LEAF_LIFETIME_DAYS,
+  });
+  if (!issued.ok) throw new Error(`cannot issue the proxies' serving certificate: ${issued.error}`);
+  return { "tls.crt": issued.value.certificatePem, "tls.key": issued.value.privateKey.reveal(), "ca.crt": ca.certificatePem };
+};
+
+interface GatewayObject extends KubeObject {
+  readonly spec: {
+    readonly listeners?: readonly { readonly port: number; readonly protocol: string }[];
+    readonly infrastructure?: GatewayRef["infrastructure"];
+  };
+}
+
+interface EndpointSliceObject extends KubeObject {
+  readonly ports?: readonly { readonly name?: string; readonly port?: number }[];
+  readonly endpoints?: readonly {
+    readonly addresses: readonly string[];
+    readonly conditions?: { readonly terminating?: boolean };
+    readonly targetRef?: { readonly kind?: string; readonly name?: string };
+  }[];
+}
+
+const decode = (b64: string | undefined) => (b64 === undefined ? undefined : Buffer.from(b64, "base64").toString("utf8"));
+
+/** The serving certificate already in the cluster (or made earlier), if it is still good. */
+function reusableServing(
+  stored: ManagementSecretData | undefined,
+  ca: Authority,
+  now: Date,
+): ManagementSecretData | undefined {
+  if (!stored?.["tls.crt"] || !stored["tls.key"] || stored["ca.crt"] !== ca.certificatePem) return undefined;
+  try {
+    const cert = new X509Certificate(stored["tls.crt"]);
+    if (!cert.verify(createPublicKey(ca.signingKey))) return undefined;
+    if (renewalDue({ notBefore: new Date(cert.validFrom), notAfter: new Date(cert.validTo) }, now)) return undefined;
+    return stored;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The management TLS data stored in the cluster for a Gateway (decoded), if any. */
+export function storedServing(snapshot: Snapshot, namespace: string, gatewayName: string): ManagementSecretData | undefined {
+  const s = snapshot.objects.Secret.get(`${namespace}/${managementSecretName(gatewayName)}`) as
+    | (KubeObject & { data?: Record<string, string> })
+    | undefined;
+  if (!s?.data) return undefined;
+  const [crt, key, ca] = [decode(s.data["tls.crt"]), decode(s.data["tls.key"]), decode(s.data["ca.crt"])];
+  return crt && key && ca ? { "tls.crt": crt, "tls.key": key, "ca.crt": ca } : undefined;
+}
+
+/** Proxy pods behind the admin Service, ready or not, that are not terminating. */
+export function proxyEndpoints(snapshot: Snapshot, namespace: string, adminServiceName: string) {
+  const out: { pod: string; address: string; port: number }[] = [];
+  for (const o of snapshot.objects.EndpointSlice.values()) {
+    const slice = o as EndpointSliceObject;
+    if (slice.metadata.namespace !== namespace) continue;
+    if (slice.metadata.labels?.["kubernetes.io/service-name"] !== adminServiceName) continue;
+    const port = slice.ports?.find(p => p.name === "admin")?.port;
+    if (!port) continue;
+    for (const e of slice.endpoints ?? []) {
+      const pod = e.targetRef?.kind === "Pod" ? e.targetRef.name : undefined;
+      if (!pod || e.conditions?.terminating === true || !e.addresses[0]) continue;
+      out.push({ pod, address: e.addresses[0], port });
+    }
+  }
+  return out.sort((a, b) => a.pod.localeCompare(b.pod));
+}
+
+export interface PlanInput {
+  readonly ir: GatewayIR;
+  readonly snapshot: Snapshot;
+  readonly ca: Authority;
+  readonly settings: ProxySettings;
+  readonly now: Date;
+  /** Serving data made earlier by this replica but not yet seen in the snapshot. */
+  readonly pendingServing?: ManagementSecretData;
+  readonly issue?: IssueServing;
+}
+
+export function planGateway(input: PlanInput): GatewayPlan & { readonly serving: ManagementSecretData } {
+  const { ir, snapshot, ca, settings, now } = input;
+  const key = `${ir.namespace}/${ir.name}`;
+  const gw = snapshot.objects.Gateway.get(key) as GatewayObject | undefined;
+  const names = proxyNames(ir.name);
+  const ref: GatewayRef = {
+    namespace: ir.namespace,
+    name: ir.name,
+    uid: gw?.metadata.uid ?? "",
+    listeners: (gw?.spec.listeners ?? []).map(l => ({ port: l.port, protocol: l.protocol })),
+    infrastructure: gw?.spec.infrastructure,
+  };
+  const spec: ManagementSpec = podManagementSpec(ca.certificatePem);
+  const serving =
+    reusableServing(storedServing(snapshot, ir.namespace, ir.name), ca, now) ??
+    reusableServing(input.pendingServing, ca, now) ??
+    (input.issue ?? issueServing)(ca, proxyServerNames(names.admin, ir.namespace), now);
+
+  const boot = bootstrapConfig(spec);
+  if (!boot.ok) throw new Error(`bootstrap config for ${key}: ${boot.error.join("; ")}`);
+  const manifests = [
+    managementSecret(ref, serving),
+    bootstrapConfigMap(ref, boot.value),
+    proxyDeployment(ref, settings),
+    proxyService(ref, settings),
+    adminService(ref),
+  ];
+
+  const config = toCaddyConfig(ir, {
+    management: {
+      adminListen: spec.adminAddress,
+      server: managementServer(spec) as Record<string, never>,
+      loadFiles: [managementCertificateLoader(spec).entry as Record<string, never>],
+    },
+  });
+  const sealed = sealConfig(renderCaddyJSON(config), spec);
+  const targets: Target[] = sealed.ok
+    ? proxyEndpoints(snapshot, ir.namespace, names.admin).map(e => ({
+        endpoint: {
+          name: `${ir.namespace}/${e.pod}`,
+          address: e.address,
+          port: e.port,
+          serverName: proxyServerName(e.pod, names.admin, ir.namespace),
+        },
+        config: sealed.value,
+      }))
+    : [];
+  const svc = snapshot.objects.Service.get(`${ir.namespace}/${names.proxy}`);
+  return {
+    key,
+    manifests,
+    targets,
+    desiredHash: sealed.ok ? sealed.value.hash : undefined,
+    configProblem: sealed.ok ? undefined : `the proxy configuration is not safe to load: ${sealed.error.join("; ")}`,
+    addresses: serviceAddresses(svc as Parameters<typeof serviceAddresses>[0]),
+    serviceExists: svc !== undefined,
+    serving,
+  };
+}

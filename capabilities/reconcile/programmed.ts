@@ -1,0 +1,88 @@
+/**
+ * What the proxies really run decides a Gateway's Programmed condition and its addresses: pure
+ * functions over the translator's intent, the proxies' states and the data-plane Service.
+ */
+import type { ProxyState } from "../proxies";
+import type { Condition, GatewayStatusResult } from "../translate";
+import type { GatewayAddress } from "../status";
+
+interface ServiceLike {
+  readonly spec?: { readonly type?: string; readonly clusterIP?: string };
+  readonly status?: { readonly loadBalancer?: { readonly ingress?: readonly { readonly ip?: string; readonly hostname?: string }[] } };
+}
+
+/** Addresses of the proxies' Service: load-balancer ingress, or the cluster IP for ClusterIP. */
+export function serviceAddresses(svc: ServiceLike | undefined): GatewayAddress[] {
+  if (!svc) return [];
+  const ingress = svc.status?.loadBalancer?.ingress ?? [];
+  const fromLb = ingress.flatMap(i =>
+    i.ip ? [{ type: "IPAddress", value: i.ip }] : i.hostname ? [{ type: "Hostname", value: i.hostname }] : [],
+  );
+  if (fromLb.length || svc.spec?.type === "LoadBalancer") return fromLb;
+  return svc.spec?.clusterIP && svc.spec.clusterIP !== "None" ? [{ type: "IPAddress", value: svc.spec.clusterIP }] : [];
+}
+
+export interface FleetView {
+  /** Proxy pods found for the Gateway. */
+  readonly proxies: readonly ProxyState[];
+  /** Hash of the config the Gateway's proxies should run (undefined when none could be made). */
+  readonly desiredHash: string | undefined;
+  /** Why no config could be made, if so. */
+  readonly configProblem?: string;
+  /** Whether the proxies' Service exists. */
+  readonly serviceExists: boolean;
+}
+
+const programmed = (ok: boolean, reason: string, message: string, generation?: number): Condition => ({
+  type: "Programmed",
+  status: ok ? "True" : "False",
+  reason,
+  message,
+  ...(generation !== undefined ? { observedGeneration: generation } : {}),
+});
+
+/** The Gateway's Programmed condition given the fleet and its addresses. */
+export function programmedCondition(
+  translated: Condition | undefined,
+  view: FleetView,
+  addresses: readonly GatewayAddress[],
+  generation?: number,
+): Condition {
+  if (translated && translated.status === "False") return translated;
+  if (view.configProblem) return programmed(false, "Invalid", view.configProblem, generation);
+  if (!view.serviceExists) return programmed(false, "AddressNotAssigned", "the proxies' Service does not exist (yet)", generation);
+  if (addresses.length === 0) return programmed(false, "AddressNotAssigned", "waiting for the proxies' Service to get an address", generation);
+  const total = view.proxies.length;
+  const current = view.proxies.filter(p => p.phase === "Programmed" && p.hash === view.desiredHash).length;
+  if (total === 0) return programmed(false, "Pending", "no proxy pods are running yet", generation);
+  if (current === 0) {
+    const failed = view.proxies.find(p => p.phase === "Failed");
+    const why = failed && failed.phase === "Failed" ? `: ${failed.message}` : "";
+    return programmed(false, "Pending", `0/${total} proxies run the current configuration${why}`, generation);
+  }
+  return programmed(true, "Programmed", `${current}/${total} proxies run the current configuration`, generation);
+}
+
+/** The Gateway's status result with Programmed (Gateway and listeners) decided by the fleet. */
+export function withFleet(
+  result: GatewayStatusResult,
+  view: FleetView,
+  addresses: readonly GatewayAddress[],
+  generation?: number,
+): GatewayStatusResult {
+  const translated = result.conditions.find(c => c.type === "Programmed");
+  const gw = programmedCondition(translated, view, addresses, generation ?? translated?.observedGeneration);
+  const conditions = [...result.conditions.filter(c => c.type !== "Programmed"), gw];
+  const listeners = result.listeners.map(l => {
+    const lp = l.conditions.find(c => c.type === "Programmed");
+    if (!lp || lp.status === "False" || gw.status === "True") return l;
+    return {
+      ...l,
+      // Listeners have no AddressNotAssigned reason: they are Pending until the Gateway is programmed.
+      conditions: l.conditions.map(c =>
+        c.type === "Programmed" ? { ...gw, reason: "Pending", observedGeneration: lp.observedGeneration } : c,
+      ),
+    };
+  });
+  return { ...result, conditions, listeners };
+}

@@ -1,0 +1,309 @@
+/**
+ * The controller's loop, as a plain class the Pepr capability feeds: Watch events go into the
+ * snapshot; relevant bursts are batched; each build translates the snapshot, provisions every
+ * Gateway's proxies, pushes configs to the proxy pods, and writes status. Only the elected
+ * leader provisions, pushes and writes; followers keep their snapshot warm.
+ */
+import { createHash } from "node:crypto";
+import { ElectionConfig, DEFAULT_ELECTION, LeaderElector, kubeLeaseStore } from "../election";
+import { KubeClient } from "../kube/client";
+import { AdminClient, Authority, Fleet, FleetEvent, ProxyState } from "../proxies";
+import { DEFAULT_PROXY_SETTINGS, GATEWAY_NAME_LABEL, KubeManifest, MANAGED_BY, MANAGED_BY_LABEL, ManagementSecretData, ProxySettings } from "../provision";
+import { Batcher, KINDS, Kind, KubeObject, SnapshotEvent, Snapshot, apply, emptySnapshot, isSynced } from "../snapshot";
+import {
+  GatewayAddress,
+  StatusKind,
+  StatusWriter,
+  computeStatusUpdates,
+  kubeStatusApi,
+} from "../status";
+import { StatusResults, translate } from "../translate";
+import { clientCredentials, ensureAuthority } from "./authority";
+import { LIST_PATHS, objectPath } from "./kinds";
+import { GatewayPlan, planGateway } from "./plan";
+import { withFleet } from "./programmed";
+
+export const CONTROLLER_NAME = "kengine.io/gateway-controller";
+const FIELD_MANAGER = "kengine-gateway";
+
+export interface Logger {
+  info(message: string, meta?: Record<string, unknown>): void;
+  warn(message: string, meta?: Record<string, unknown>): void;
+  error(message: string, meta?: Record<string, unknown>): void;
+  debug(message: string, meta?: Record<string, unknown>): void;
+}
+
+export interface ReconcilerOptions {
+  readonly kube: KubeClient;
+  readonly log: Logger;
+  /** Namespace of the controller: the Lease and the admin CA live here. */
+  readonly namespace: string;
+  readonly identity: string;
+  readonly election?: Partial<Omit<ElectionConfig, "namespace" | "identity">>;
+  readonly settings?: ProxySettings;
+  /** How often programmed proxies are asked whether they still run their config. */
+  readonly verifyIntervalMs?: number;
+  /** How often provisioned objects are re-applied even if unchanged (repairs deletions). */
+  readonly resyncIntervalMs?: number;
+}
+
+const rvOf = (o: KubeObject): bigint | undefined => {
+  const rv = o.metadata.resourceVersion;
+  return rv && /^\d+$/.test(rv) ? BigInt(rv) : undefined;
+};
+const ownedByUs = (o: KubeObject): boolean =>
+  o.metadata.labels?.[MANAGED_BY_LABEL] === MANAGED_BY && o.metadata.labels?.[GATEWAY_NAME_LABEL] !== undefined;
+const GATEWAY_API_KINDS = new Set<Kind>(["GatewayClass", "Gateway", "ListenerSet", "HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute", "BackendTLSPolicy", "ReferenceGrant"]);
+
+/** An update of a Gateway API object that changed only its status (e.g. our own write). */
+function statusOnly(before: KubeObject | undefined, after: KubeObject): boolean {
+  if (!before) return false;
+  const g1 = before.metadata.generation;
+  const g2 = after.metadata.generation;
+  return (
+    g1 !== undefined &&
+    g1 === g2 &&
+    JSON.stringify(before.metadata.labels ?? {}) === JSON.stringify(after.metadata.labels ?? {}) &&
+    JSON.stringify(before.metadata.annotations ?? {}) === JSON.stringify(after.metadata.annotations ?? {})
+  );
+}
+
+export class Reconciler {
+  #snapshot: Snapshot = emptySnapshot();
+  readonly #seen = new Map<string, bigint>();
+  readonly #batcher: Batcher;
+  readonly #elector: LeaderElector;
+  readonly #writer: StatusWriter;
+  #fleet: Fleet | undefined;
+  #ca: Authority | undefined;
+  readonly #applied = new Map<string, string>();
+  readonly #pendingServing = new Map<string, ManagementSecretData>();
+  #lastResults: { results: StatusResults; addresses: Map<string, readonly GatewayAddress[]> } | undefined;
+  #building: Promise<void> | undefined;
+  #again = false;
+  #timers: NodeJS.Timeout[] = [];
+  #stopped = false;
+
+  constructor(private readonly o: ReconcilerOptions) {
+    this.#batcher = new Batcher(() => this.requestBuild());
+    const election: ElectionConfig = {
+      ...DEFAULT_ELECTION,
+      name: "kengine-gateway-leader",
+      ...o.election,
+      namespace: o.namespace,
+      identity: o.identity,
+    };
+    this.#elector = new LeaderElector(kubeLeaseStore(o.namespace, election.name), election, {
+      onStartedLeading: () => {
+        o.log.info("became leader: provisioning, pushing and writing status", { identity: o.identity });
+        this.#applied.clear(); // re-apply and rewrite everything we own
+        this.requestBuild();
+      },
+      onStoppedLeading: () => {
+        o.log.warn("lost leadership: stopped provisioning, pushing and writing", { identity: o.identity });
+        this.#fleet?.update([]);
+      },
+      onNewLeader: id => o.log.info("following", { leader: id }),
+      onError: e => o.log.debug("lease operation failed", { error: String(e) }),
+    });
+    this.#writer = new StatusWriter({
+      api: kubeStatusApi(o.kube),
+      isLeader: () => this.#elector.isLeader(),
+      recompute: (fresh, stale) => {
+        const last = this.#lastResults;
+        if (!last) return undefined;
+        return computeStatusUpdates({
+          results: last.results,
+          current: (k, ns, n) => (k === stale.kind && ns === stale.namespace && n === stale.name ? fresh : undefined),
+          controllerName: CONTROLLER_NAME,
+          addresses: last.addresses,
+          now: new Date().toISOString().replace(/\.\d{3}Z$/, "Z"),
+        })[0];
+      },
+    });
+  }
+
+  get snapshot(): Snapshot {
+    return this.#snapshot;
+  }
+
+  isLeader(): boolean {
+    return this.#elector.isLeader();
+  }
+
+  proxyStates(): ReadonlyMap<string, ProxyState> {
+    return this.#fleet?.states() ?? new Map();
+  }
+
+  /** A Watch event (or an initial-list item). Stale events (older resourceVersion) are dropped. */
+  ingest(kind: Kind, type: "upsert" | "delete", object: KubeObject): void {
+    const id = `${kind}/${object.metadata.namespace ?? ""}/${object.metadata.name}`;
+    const rv = rvOf(object);
+    const last = this.#seen.get(id);
+    if (rv !== undefined && last !== undefined && rv < last) return;
+    if (rv !== undefined) this.#seen.set(id, rv);
+    const key = object.metadata.namespace ? `${object.metadata.namespace}/${object.metadata.name}` : object.metadata.name;
+    const before = this.#snapshot.objects[kind].get(key);
+    this.#apply({ type, kind, object }, () => type === "upsert" && GATEWAY_API_KINDS.has(kind) && statusOnly(before, object), ownedByUs(object));
+  }
+
+  #apply(event: SnapshotEvent, ignorable: () => boolean = () => false, ours = false): void {
+    const r = apply(this.#snapshot, event);
+    this.#snapshot = r.snapshot;
+    if ((r.relevant && !ignorable()) || (ours && isSynced(r.snapshot))) this.#batcher.notify();
+  }
+
+  /** Lists every kind once (the "synced" signal), then starts election, pushing and building. */
+  async start(): Promise<void> {
+    this.#ca = await ensureAuthority(this.o.kube, this.o.namespace);
+    this.#fleet = new Fleet({
+      client: new AdminClient(clientCredentials(this.#ca, this.o.identity)),
+      onEvent: e => this.#onFleetEvent(e),
+    });
+    this.#fleet.start(this.o.verifyIntervalMs ?? 10_000);
+    for (const kind of KINDS) {
+      const list = await this.o.kube.request<{ items?: KubeObject[] }>("GET", LIST_PATHS[kind]);
+      for (const item of list.items ?? []) this.ingest(kind, "upsert", item);
+      this.#apply({ type: "synced", kind });
+    }
+    this.o.log.info("snapshot synced", Object.fromEntries(KINDS.map(k => [k, this.#snapshot.objects[k].size])));
+    this.#elector.start();
+    const resync = setInterval(() => {
+      this.#applied.clear();
+      this.requestBuild();
+    }, this.o.resyncIntervalMs ?? 60_000);
+    resync.unref();
+    this.#timers.push(resync);
+    this.requestBuild();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.#batcher.cancel();
+    for (const t of this.#timers) clearInterval(t);
+    await this.#building;
+    await this.#elector.stop();
+    this.#fleet?.close();
+  }
+
+  /** Runs a build now, or once more after the one in progress. */
+  requestBuild(): void {
+    if (this.#stopped) return;
+    if (this.#building) {
+      this.#again = true;
+      return;
+    }
+    this.#building = this.#build()
+      .catch(e => this.o.log.error("build failed", { error: e instanceof Error ? e.stack ?? e.message : String(e) }))
+      .finally(() => {
+        this.#building = undefined;
+        if (this.#again) {
+          this.#again = false;
+          this.requestBuild();
+        }
+      });
+  }
+
+  /** Resolves when no build is running or queued. */
+  async idle(): Promise<void> {
+    while (this.#building || this.#batcher.pending) {
+      await (this.#building ?? new Promise(r => setTimeout(r, 20)));
+    }
+  }
+
+  #onFleetEvent(e: FleetEvent): void {
+    if (e.type === "skipped") return;
+    const level = e.type === "failed" ? "warn" : "debug";
+    const { type, name } = e;
+    this.o.log[level]("proxy " + type, {
+      proxy: name,
+      ...(e.type === "failed" ? { error: e.error.message, attempts: e.attempts, retryInMs: e.retryInMs } : {}),
+      ...(e.type === "pushed" ? { hash: e.hash.slice(0, 12), ms: e.durationMs } : {}),
+    });
+    // Programmed status follows what proxies run.
+    if (e.type === "pushed" || e.type === "failed" || e.type === "drifted") this.#batcher.notify();
+  }
+
+  async #build(): Promise<void> {
+    const snapshot = this.#snapshot;
+    if (!isSynced(snapshot) || !this.#ca || !this.#fleet) return;
+    const leader = this.#elector.isLeader();
+    const { gateways, statuses } = translate(snapshot, { controllerName: CONTROLLER_NAME });
+    const now = new Date();
+    const plans: GatewayPlan[] = [];
+    for (const ir of gateways) {
+      const key = `${ir.namespace}/${ir.name}`;
+      try {
+        const plan = planGateway({
+          ir,
+          snapshot,
+          ca: this.#ca,
+          settings: this.o.settings ?? DEFAULT_PROXY_SETTINGS,
+          now,
+          pendingServing: this.#pendingServing.get(key),
+        });
+        this.#pendingServing.set(key, plan.serving);
+        plans.push(plan);
+      } catch (e) {
+        this.o.log.error("cannot plan gateway", { gateway: key, error: e instanceof Error ? e.message : String(e) });
+      }
+    }
+    for (const key of [...this.#pendingServing.keys()]) if (!plans.some(p => p.key === key)) this.#pendingServing.delete(key);
+
+    if (!leader) return;
+    await this.#provision(plans.flatMap(p => p.manifests));
+    this.#fleet.update(plans.flatMap(p => p.targets));
+
+    // Status: the translator's results with Programmed and addresses decided by the fleet.
+    const byKey = new Map(plans.map(p => [p.key, p]));
+    const addresses = new Map<string, readonly GatewayAddress[]>();
+    const results: StatusResults = {
+      ...statuses,
+      gateways: statuses.gateways.map(g => {
+        const plan = byKey.get(`${g.namespace}/${g.name}`);
+        if (!plan) return g;
+        addresses.set(plan.key, plan.addresses);
+        const proxies = plan.targets.map(t => this.#fleet!.state(t.endpoint.name)).filter((s): s is ProxyState => s !== undefined);
+        return withFleet(g, { proxies, desiredHash: plan.desiredHash, configProblem: plan.configProblem, serviceExists: plan.serviceExists }, plan.addresses);
+      }),
+    };
+    this.#lastResults = { results, addresses };
+    const updates = computeStatusUpdates({
+      results,
+      current: (kind: StatusKind, ns, name) => snapshot.objects[kind].get(ns ? `${ns}/${name}` : name),
+      controllerName: CONTROLLER_NAME,
+      addresses,
+      now: now.toISOString().replace(/\.\d{3}Z$/, "Z"),
+    });
+    if (updates.length) {
+      const report = await this.#writer.write(updates);
+      if (report.failed.length) {
+        this.o.log.warn("status writes failed", { failed: report.failed.map(f => `${f.update.kind} ${f.update.namespace ?? ""}/${f.update.name}: ${f.error}`) });
+      }
+      this.o.log.debug("status written", { written: report.written, conflicts: report.conflicts });
+    }
+  }
+
+  /** Server-side applies what changed since it was last applied (and what went missing). */
+  async #provision(manifests: readonly KubeManifest[]): Promise<void> {
+    const snapshot = this.#snapshot;
+    await Promise.all(
+      manifests.map(async m => {
+        const path = objectPath(m.apiVersion, m.kind, m.metadata.namespace, m.metadata.name);
+        const body = JSON.stringify(m);
+        const hash = createHash("sha256").update(body).digest("hex");
+        const watched = m.kind === "Service" || m.kind === "ConfigMap" || m.kind === "Secret";
+        const present = !watched || snapshot.objects[m.kind as "Service"].has(`${m.metadata.namespace}/${m.metadata.name}`);
+        if (this.#applied.get(path) === hash && present) return;
+        try {
+          await this.o.kube.request("PATCH", `${path}?fieldManager=${FIELD_MANAGER}&force=true`, m, "application/apply-patch+yaml");
+          this.#applied.set(path, hash);
+          this.o.log.debug("applied", { kind: m.kind, object: `${m.metadata.namespace}/${m.metadata.name}` });
+        } catch (e) {
+          this.#applied.delete(path);
+          this.o.log.error("cannot apply", { kind: m.kind, object: `${m.metadata.namespace}/${m.metadata.name}`, error: e instanceof Error ? e.message : String(e) });
+        }
+      }),
+    );
+  }
+}
