@@ -1,0 +1,514 @@
+/**
+ * npm run conformance — the official Gateway API conformance suite (v1.6.1, pinned in
+ * hack/go.mod) against the local cluster with the controller running.
+ *
+ *   1. hack/cluster.sh up (remembers whether the cluster was already running)
+ *   2. npx pepr dev (hack/pepr-dev.ts) unless KG_CONTROLLER=external
+ *   3. GatewayClass `kengine` (controllerName kengine.io/gateway-controller); waits for
+ *      Accepted=True (current generation) and a non-empty status.supportedFeatures
+ *   4. builds hack/conformance (go test -c) once into the peers cache, runs it; the output goes
+ *      to reports/conformance.log, progress lines to stdout
+ *   5. copies the suite's report to reports/conformance-report.yaml and prints a summary
+ *   6. stops the controller; removes the GatewayClass if it created it; brings the cluster
+ *      down only if it brought it up (KG_KEEP_CLUSTER=1 keeps it)
+ *
+ * Exit code: 0 when the suite completed and wrote its report (whatever the results), 1 with
+ * --strict when any test failed, 2 when the run could not complete (cluster, controller,
+ * GatewayClass, build, or the suite stopped before writing a report).
+ *
+ * Flags: --profiles=GATEWAY-HTTP,GATEWAY-GRPC,GATEWAY-TLS  --run-test=NAME  --skip-tests=A,B
+ *        --strict  --debug  --no-cleanup  --timeout-overrides='Name:secs;...'
+ *        --gateway-class=kengine  --gwc-timeout=SECONDS  --help
+ */
+import { ChildProcess, spawn, spawnSync } from "node:child_process";
+import {
+  copyFileSync,
+  createWriteStream,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { diagnoseLog, formatSummary, summarizeReportYaml } from "./conformance-summary";
+import { PeprDev, startPeprDev } from "./pepr-dev";
+import pkg from "../package.json";
+
+const root = join(__dirname, "..");
+const hack = join(root, "hack");
+const reportsDir = join(root, "reports");
+const localDir = process.env.KG_LOCAL_DIR ?? join(root, ".local");
+const kubeconfig = join(localDir, "kubeconfig");
+const kubectlBin = join(localDir, "bin", "kubectl");
+const controllerName = "kengine.io/gateway-controller";
+const defaultProfiles = "GATEWAY-HTTP,GATEWAY-GRPC,GATEWAY-TLS";
+const knownProfiles = ["GATEWAY-HTTP", "GATEWAY-GRPC", "GATEWAY-TLS", "MESH-HTTP", "MESH-GRPC"];
+
+const usage = `usage: npm run conformance -- [flags]
+  --profiles=LIST         conformance profiles (default ${defaultProfiles})
+  --run-test=NAME         run one test (e.g. HTTPRouteSimpleSameNamespace); features still come from the GatewayClass
+  --skip-tests=A,B        skip these tests (they are listed as skipped in the report)
+  --strict                exit 1 when any test failed (default: 0 whenever the suite completed)
+  --debug                 the suite's debug logging (request/response dumps)
+  --no-cleanup            keep the suite's base resources (namespaces gateway-conformance-*) afterwards
+  --timeout-overrides=S   the suite's timeout overrides, e.g. 'GatewayMustHaveAddress:300;NamespacesMustBeReady:900'
+  --gateway-class=NAME    GatewayClass to create and test (default kengine)
+  --gwc-timeout=SECONDS   how long to wait for the GatewayClass to be Accepted with features (default 120)
+environment:
+  KG_CONTROLLER=external  do not start pepr dev; a controller is already running against the cluster
+  KG_KEEP_CLUSTER=1       leave the cluster running even if this run started it
+  KG_LOCAL_DIR=DIR        use another local cluster instance (default .local/)
+  KG_CONFORMANCE_URL, KG_CONFORMANCE_CONTACT   implementation url / contact for the report`;
+
+interface Options {
+  profiles: string;
+  runTest?: string;
+  skipTests?: string;
+  strict: boolean;
+  debug: boolean;
+  cleanup: boolean;
+  timeoutOverrides?: string;
+  gatewayClass: string;
+  gwcTimeoutS: number;
+}
+
+class UsageError extends Error {}
+
+export function parseArgs(argv: readonly string[]): Options {
+  const o: Options = {
+    profiles: defaultProfiles,
+    strict: false,
+    debug: false,
+    cleanup: true,
+    gatewayClass: "kengine",
+    gwcTimeoutS: 120,
+  };
+  for (const a of argv) {
+    const m = /^--([a-z-]+)(?:=(.*))?$/.exec(a);
+    if (!m) throw new UsageError(`unexpected argument ${a}`);
+    const [, name, value] = m;
+    const need = (): string => {
+      if (value === undefined || value === "")
+        throw new UsageError(`--${name} needs a value (--${name}=...)`);
+      return value;
+    };
+    switch (name) {
+      case "profiles":
+        o.profiles = need();
+        for (const p of o.profiles.split(","))
+          if (!knownProfiles.includes(p))
+            throw new UsageError(`unknown profile ${p} (known: ${knownProfiles.join(", ")})`);
+        break;
+      case "run-test":
+        o.runTest = need();
+        break;
+      case "skip-tests":
+        o.skipTests = need();
+        break;
+      case "strict":
+        o.strict = true;
+        break;
+      case "debug":
+        o.debug = true;
+        break;
+      case "no-cleanup":
+        o.cleanup = false;
+        break;
+      case "timeout-overrides":
+        o.timeoutOverrides = need();
+        break;
+      case "gateway-class":
+        o.gatewayClass = need();
+        break;
+      case "gwc-timeout":
+        o.gwcTimeoutS = Number(need());
+        if (!Number.isFinite(o.gwcTimeoutS) || o.gwcTimeoutS <= 0)
+          throw new UsageError("--gwc-timeout needs seconds > 0");
+        break;
+      case "help":
+        throw new UsageError("");
+      default:
+        throw new UsageError(`unknown flag --${name}`);
+    }
+  }
+  return o;
+}
+
+const say = (msg: string) => process.stdout.write(`conformance: ${msg}\n`);
+const elapsed = (since: number) => {
+  const s = Math.round((Date.now() - since) / 1000);
+  return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, "0")}s`;
+};
+
+/** A step that cannot complete: exit code 2 with this message. */
+class RunError extends Error {}
+
+function run(
+  cmd: string,
+  args: string[],
+  opts: { cwd?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
+) {
+  const r = spawnSync(cmd, args, {
+    cwd: opts.cwd ?? root,
+    env: opts.env ?? process.env,
+    encoding: "utf8",
+    timeout: opts.timeoutMs ?? 60_000,
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  return { code: r.status ?? -1, stdout: r.stdout ?? "", stderr: r.stderr ?? "", error: r.error };
+}
+
+function kubectl(args: string[], input?: string) {
+  const r = spawnSync(kubectlBin, ["--kubeconfig", kubeconfig, ...args], {
+    input,
+    encoding: "utf8",
+    timeout: 60_000,
+  });
+  return { code: r.status ?? -1, stdout: r.stdout ?? "", stderr: r.stderr ?? "" };
+}
+
+function clusterRunning(): boolean {
+  const r = run("bash", [join(hack, "cluster.sh"), "status"], { timeoutMs: 30_000 });
+  return /kube-apiserver\s+running/.test(r.stdout);
+}
+
+function clusterUp(): void {
+  say(`cluster: hack/cluster.sh up (${localDir})`);
+  // Inherit stdio: building peers can take minutes the first time and prints progress.
+  const r = spawnSync("bash", [join(hack, "cluster.sh"), "up"], {
+    cwd: root,
+    stdio: "inherit",
+    timeout: 1_800_000,
+  });
+  if (r.status !== 0)
+    throw new RunError(`hack/cluster.sh up failed (exit ${r.status ?? r.signal})`);
+}
+
+interface GatewayClassStatus {
+  exists: boolean;
+  accepted?: { status: string; reason: string; message: string; current: boolean };
+  features: string[];
+  controllerName?: string;
+}
+
+function readGatewayClass(name: string): GatewayClassStatus {
+  const r = kubectl(["get", "gatewayclass", name, "-o", "json"]);
+  if (r.code !== 0) return { exists: false, features: [] };
+  const gwc = JSON.parse(r.stdout);
+  const cond = (gwc.status?.conditions ?? []).find((c: { type: string }) => c.type === "Accepted");
+  return {
+    exists: true,
+    controllerName: gwc.spec?.controllerName,
+    accepted: cond && {
+      status: cond.status,
+      reason: cond.reason ?? "",
+      message: cond.message ?? "",
+      current: cond.observedGeneration === gwc.metadata?.generation,
+    },
+    features: (gwc.status?.supportedFeatures ?? []).map((f: { name: string }) => f.name),
+  };
+}
+
+/** Applies the GatewayClass; returns whether this run created it. */
+function applyGatewayClass(name: string): boolean {
+  const before = readGatewayClass(name);
+  if (before.exists && before.controllerName !== controllerName) {
+    throw new RunError(
+      `GatewayClass ${name} exists with controllerName ${before.controllerName}, not ${controllerName}`,
+    );
+  }
+  const manifest = JSON.stringify({
+    apiVersion: "gateway.networking.k8s.io/v1",
+    kind: "GatewayClass",
+    metadata: { name },
+    spec: { controllerName },
+  });
+  const r = kubectl(["apply", "-f", "-"], manifest);
+  if (r.code !== 0) throw new RunError(`cannot apply GatewayClass ${name}: ${r.stderr.trim()}`);
+  return !before.exists;
+}
+
+async function waitForGatewayClass(name: string, timeoutS: number): Promise<string[]> {
+  const deadline = Date.now() + timeoutS * 1000;
+  let s = readGatewayClass(name);
+  for (;;) {
+    const ok = s.accepted?.status === "True" && s.accepted.current && s.features.length > 0;
+    if (ok) return s.features;
+    if (Date.now() > deadline) break;
+    await new Promise(r => setTimeout(r, 1000));
+    s = readGatewayClass(name);
+  }
+  const what: string[] = [];
+  if (!s.accepted)
+    what.push("no Accepted condition (is the controller running and does it own this class?)");
+  else if (s.accepted.status !== "True")
+    what.push(
+      `Accepted=${s.accepted.status} reason=${s.accepted.reason} message=${JSON.stringify(s.accepted.message)}`,
+    );
+  else if (!s.accepted.current)
+    what.push("Accepted condition is for an older generation (observedGeneration stale)");
+  if (s.features.length === 0)
+    what.push("status.supportedFeatures is empty (the controller must advertise its features)");
+  throw new RunError(
+    `GatewayClass ${name} (controllerName ${controllerName}) not ready after ${timeoutS}s: ${what.join("; ")}`,
+  );
+}
+
+/** Builds the Go test binary once per version hash, into the peers cache. */
+function buildTestBinary(): string {
+  // build-peers.sh prints the cache directory (its hash covers hack/conformance/*.go too).
+  const r = run("bash", [join(hack, "build-peers.sh"), "kubectl"], {
+    cwd: hack,
+    timeoutMs: 1_800_000,
+  });
+  if (r.code !== 0) throw new RunError(`hack/build-peers.sh failed:\n${r.stderr.slice(-3000)}`);
+  const cache = r.stdout.trim().split("\n").pop() ?? "";
+  const bin = join(cache, "bin", "conformance.test");
+  if (existsSync(bin)) return bin;
+  say("building hack/conformance (go test -c) ...");
+  const start = Date.now();
+  const b = run("go", ["test", "-c", "-trimpath", "-o", `${bin}.tmp`, "./conformance"], {
+    cwd: hack,
+    env: { ...process.env, CGO_ENABLED: "0" },
+    timeoutMs: 1_800_000,
+  });
+  if (b.code !== 0) {
+    rmSync(`${bin}.tmp`, { force: true });
+    throw new RunError(`go test -c ./conformance failed:\n${(b.stdout + b.stderr).slice(-3000)}`);
+  }
+  renameSync(`${bin}.tmp`, bin);
+  say(`built ${bin} in ${elapsed(start)}`);
+  return bin;
+}
+
+function implementation() {
+  const p = pkg as {
+    version: string;
+    homepage?: string;
+    repository?: string | { url?: string };
+    bugs?: string | { url?: string };
+  };
+  const repo = typeof p.repository === "string" ? p.repository : p.repository?.url;
+  const url =
+    process.env.KG_CONFORMANCE_URL ??
+    p.homepage ??
+    repo ??
+    "https://github.com/kengine/kengine-gateway";
+  const bugs = typeof p.bugs === "string" ? p.bugs : p.bugs?.url;
+  const contact =
+    process.env.KG_CONFORMANCE_CONTACT ?? bugs ?? `${url.replace(/\.git$/, "")}/issues`;
+  return { organization: "kengine", project: "kengine-gateway", url, version: p.version, contact };
+}
+
+/** Runs the suite; resolves with the exit code. Output to logPath; progress lines to stdout. */
+function runSuite(
+  bin: string,
+  args: string[],
+  logPath: string,
+  onChild: (c: ChildProcess) => void,
+): Promise<number> {
+  const log = createWriteStream(logPath);
+  log.write(`# ${bin} ${args.join(" ")}\n`);
+  const child = spawn(bin, args, {
+    cwd: join(hack, "conformance"),
+    env: { ...process.env, KUBECONFIG: kubeconfig },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  onChild(child);
+  let partial = "";
+  const progress = (d: Buffer) => {
+    log.write(d);
+    partial += d.toString();
+    const lines = partial.split("\n");
+    partial = lines.pop() ?? "";
+    for (const l of lines) {
+      // Top-level results of each conformance test, and the suite's setup steps.
+      if (
+        /^\s*--- (PASS|FAIL|SKIP): TestConformance\/\S+/.test(l) ||
+        /Test Setup: /.test(l) ||
+        /^(FAIL|PASS|ok)\b/.test(l)
+      ) {
+        process.stdout.write(`  ${l.trim().replace(/^\S+\.go:\d+: /, "")}\n`);
+      }
+    }
+  };
+  child.stdout?.on("data", progress);
+  child.stderr?.on("data", progress);
+  return new Promise(resolve => {
+    child.once("exit", (code, signal) => {
+      log.end(() => resolve(code ?? (signal ? 128 : 1)));
+    });
+  });
+}
+
+async function main(): Promise<number> {
+  let opts: Options;
+  try {
+    opts = parseArgs(process.argv.slice(2));
+  } catch (e) {
+    if (e instanceof UsageError) {
+      if (e.message) process.stderr.write(`conformance: ${e.message}\n`);
+      process.stderr.write(`${usage}\n`);
+      return e.message ? 2 : 0;
+    }
+    throw e;
+  }
+
+  const started = Date.now();
+  const cleanups: Array<() => Promise<void> | void> = [];
+  let child: ChildProcess | undefined;
+  let interrupted = false;
+  const onSignal = (sig: NodeJS.Signals) => {
+    interrupted = true;
+    say(`${sig}: stopping`);
+    child?.kill("SIGTERM");
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+
+  try {
+    mkdirSync(reportsDir, { recursive: true });
+    const wasRunning = clusterRunning();
+    clusterUp();
+    if (!wasRunning && process.env.KG_KEEP_CLUSTER !== "1") {
+      cleanups.push(() => {
+        say("cluster: hack/cluster.sh down (this run brought it up)");
+        spawnSync("bash", [join(hack, "cluster.sh"), "down"], {
+          cwd: root,
+          stdio: "inherit",
+          timeout: 300_000,
+        });
+      });
+    }
+    if (interrupted) throw new RunError("interrupted");
+
+    // Build first: a broken build should not leave a controller running.
+    const bin = buildTestBinary();
+
+    let controller: PeprDev | undefined;
+    if (process.env.KG_CONTROLLER === "external") {
+      say("controller: KG_CONTROLLER=external, not starting pepr dev");
+    } else {
+      const controllerLog = join(reportsDir, "conformance-controller.log");
+      say(`controller: starting npx pepr dev (output in ${controllerLog})`);
+      const t0 = Date.now();
+      const out = createWriteStream(controllerLog);
+      controller = await startPeprDev({ kubeconfig, kubectl: kubectlBin, echo: out });
+      cleanups.push(async () => {
+        say("controller: stopping pepr dev");
+        await controller?.stop();
+        out.end();
+      });
+      say(`controller: ready in ${elapsed(t0)}`);
+    }
+    if (interrupted) throw new RunError("interrupted");
+
+    const created = applyGatewayClass(opts.gatewayClass);
+    if (created) {
+      cleanups.push(() => {
+        if (process.env.KG_KEEP_CLUSTER === "1" || !opts.cleanup) return;
+        kubectl([
+          "delete",
+          "gatewayclass",
+          opts.gatewayClass,
+          "--ignore-not-found",
+          "--wait=false",
+        ]);
+      });
+    }
+    say(
+      `GatewayClass ${opts.gatewayClass}: waiting up to ${opts.gwcTimeoutS}s for Accepted and supportedFeatures`,
+    );
+    const features = await waitForGatewayClass(opts.gatewayClass, opts.gwcTimeoutS);
+    say(
+      `GatewayClass ${opts.gatewayClass}: Accepted; supportedFeatures (${features.length}): ${features.join(", ")}`,
+    );
+
+    const work = mkdtempSync(join(tmpdir(), "kg-conformance-"));
+    cleanups.push(() => rmSync(work, { recursive: true, force: true }));
+    const reportTmp = join(work, "report.yaml");
+    const impl = implementation();
+    const args = [
+      "-test.v",
+      "-test.run=^TestConformance$",
+      "-test.timeout=6h",
+      "-test.count=1",
+      `-gateway-class=${opts.gatewayClass}`,
+      `-conformance-profiles=${opts.profiles}`,
+      `-report-output=${reportTmp}`,
+      `-organization=${impl.organization}`,
+      `-project=${impl.project}`,
+      `-url=${impl.url}`,
+      `-version=${impl.version}`,
+      `-contact=${impl.contact}`,
+      `-cleanup-base-resources=${opts.cleanup}`,
+      `-cleanup-test-resources=true`,
+    ];
+    if (opts.runTest) args.push(`-run-test=${opts.runTest}`);
+    if (opts.skipTests) args.push(`-skip-tests=${opts.skipTests}`);
+    if (opts.debug) args.push("-debug");
+    if (opts.timeoutOverrides) args.push(`-timeout-config-overrides=${opts.timeoutOverrides}`);
+
+    const logPath = join(reportsDir, "conformance.log");
+    say(
+      `suite: running profiles ${opts.profiles}${opts.runTest ? `, test ${opts.runTest}` : ""} (log: ${logPath})`,
+    );
+    const t0 = Date.now();
+    const code = await runSuite(bin, args, logPath, c => (child = c));
+    child = undefined;
+    const suiteTime = elapsed(t0);
+    say(`suite: exited ${code} after ${suiteTime} (total ${elapsed(started)})`);
+
+    if (!existsSync(reportTmp)) {
+      const why = diagnoseLog(readFileSync(logPath, "utf8"));
+      throw new RunError(
+        `the suite wrote no report${interrupted ? " (interrupted)" : ""}: it stopped before running the tests.\n` +
+          (why.length
+            ? `last messages from ${logPath}:\n${why.map(l => `  ${l}`).join("\n")}`
+            : `see ${logPath}`),
+      );
+    }
+    const reportPath = join(reportsDir, "conformance-report.yaml");
+    copyFileSync(reportTmp, reportPath);
+    const summary = summarizeReportYaml(readFileSync(reportPath, "utf8"));
+    process.stdout.write(`\n${formatSummary(summary)}\n\n`);
+    say(`report: ${reportPath}; suite ran ${suiteTime}`);
+    if (opts.strict && summary.totalFailed > 0) {
+      say(`--strict: ${summary.failedTests.length} test(s) failed`);
+      return 1;
+    }
+    return 0;
+  } catch (e) {
+    if (e instanceof RunError) {
+      process.stderr.write(`conformance: ERROR: ${e.message}\n`);
+      return 2;
+    }
+    process.stderr.write(
+      `conformance: ERROR: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`,
+    );
+    return 2;
+  } finally {
+    for (const c of cleanups.reverse()) {
+      try {
+        await c();
+      } catch (e) {
+        process.stderr.write(
+          `conformance: cleanup: ${e instanceof Error ? e.message : String(e)}\n`,
+        );
+      }
+    }
+  }
+}
+
+if (require.main === module) {
+  main().then(
+    code => process.exit(code),
+    (e: unknown) => {
+      process.stderr.write(`conformance: ERROR: ${String(e)}\n`);
+      process.exit(2);
+    },
+  );
+}

@@ -1,0 +1,137 @@
+// Package conformance runs the official Gateway API conformance suite
+// (sigs.k8s.io/gateway-api/conformance, pinned in hack/go.mod) against Kengine Gateway.
+//
+// It is a thin driver around the suite's own runner: options come from the suite's own flags
+// (-gateway-class, -conformance-profiles, -report-output, -run-test, -skip-tests, the
+// implementation details, -timeout-config-overrides, ...), supported features come from the
+// GatewayClass's status.supportedFeatures (never from a hand-written list), and the report is
+// the suite's own ConformanceReport. hack/conformance.ts builds and runs it (npm run conformance).
+//
+// What this file adds to the suite's defaults:
+//   - refuses -supported-features, -exempt-features and -all-features: what is tested is what
+//     the controller advertises, nothing more, nothing less;
+//   - fails with a clear message when the GatewayClass advertises no features;
+//   - timeouts for a small (2-core) machine that runs every pod as a local process, applied
+//     under any -timeout-config-overrides the caller gives;
+//   - an HTTP dialer (the suite's own DefaultRoundTripper.CustomDialContext option) that only
+//     lets the suite reach loopback and the local pod network, so a wrong Gateway address can
+//     never send test traffic anywhere else.
+package conformance
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	"sigs.k8s.io/gateway-api/conformance"
+	conformanceconfig "sigs.k8s.io/gateway-api/conformance/utils/config"
+	"sigs.k8s.io/gateway-api/conformance/utils/roundtripper"
+	"sigs.k8s.io/gateway-api/pkg/features"
+)
+
+// localTimeouts are the suite's timeouts for this machine, in the suite's own override syntax
+// (seconds). Pods are local processes on 2 cores: the base manifests start ~15 pods plus one
+// proxy Deployment per Gateway, and namespace deletion waits for the local kubelet.
+// MaxTimeToConsistency stays at the suite's 30 s: that is the conformance maximum.
+const localTimeouts = "CreateTimeout:120;DeleteTimeout:60;GetTimeout:20;" +
+	"GatewayMustHaveAddress:240;GatewayMustHaveCondition:240;GWCMustBeAccepted:120;" +
+	"NamespacesMustBeReady:600;RequestTimeout:10;MaxTimeToConsistency:30"
+
+// allowedNets are the only destinations the suite's HTTP client may dial: loopback (the
+// Gateways' LoadBalancer addresses are 127.20.x.x) and the local pod network.
+var allowedNets = []netip.Prefix{
+	netip.MustParsePrefix("127.0.0.0/8"),
+	netip.MustParsePrefix("10.244.0.0/24"),
+}
+
+func guardedDial(ctx context.Context, network, addr string) (net.Conn, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return nil, fmt.Errorf("kengine conformance: refusing to dial %q: Gateway addresses must be IPs on loopback or the local pod network", addr)
+	}
+	ip = ip.Unmap()
+	for _, p := range allowedNets {
+		if p.Contains(ip) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, addr)
+		}
+	}
+	return nil, fmt.Errorf("kengine conformance: refusing to dial %s: only loopback (127.0.0.0/8) and the local pod network (10.244.0.0/24) are allowed", addr)
+}
+
+func flagWasSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) {
+		if f.Name == name {
+			set = true
+		}
+	})
+	return set
+}
+
+func TestConformance(t *testing.T) {
+	for _, name := range []string{"supported-features", "exempt-features", "all-features"} {
+		if flagWasSet(name) {
+			t.Fatalf("-%s is not accepted: the features under test are the GatewayClass's status.supportedFeatures "+
+				"(use -skip-tests or -run-test to focus a run; skipped tests show in the report)", name)
+		}
+	}
+
+	opts := conformance.DefaultOptions(t)
+
+	// Our timeouts first, then whatever the caller asked for on top.
+	opts.TimeoutConfig = conformanceconfig.DefaultTimeoutConfig()
+	conformanceconfig.ParseTimeoutOverrides(&opts.TimeoutConfig, localTimeouts)
+	if f := flag.Lookup("timeout-config-overrides"); f != nil {
+		conformanceconfig.ParseTimeoutOverrides(&opts.TimeoutConfig, f.Value.String())
+	}
+
+	opts.RoundTripper = &roundtripper.DefaultRoundTripper{
+		Debug:             opts.Debug,
+		TimeoutConfig:     opts.TimeoutConfig,
+		CustomDialContext: guardedDial,
+	}
+
+	// Supported features: the GatewayClass's status, read here so that an empty list fails
+	// with a message that says what the controller must do.
+	gwc := &gatewayv1.GatewayClass{}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := opts.Client.Get(ctx, types.NamespacedName{Name: opts.GatewayClassName}, gwc); err != nil {
+		t.Fatalf("cannot read GatewayClass %q: %v", opts.GatewayClassName, err)
+	}
+	if len(gwc.Status.SupportedFeatures) == 0 {
+		t.Fatalf("GatewayClass %q (controllerName %s) has an empty status.supportedFeatures: the controller must "+
+			"advertise the Gateway API features it supports there; the conformance run tests exactly that list",
+			opts.GatewayClassName, gwc.Spec.ControllerName)
+	}
+	names := make([]string, 0, len(gwc.Status.SupportedFeatures))
+	for _, f := range gwc.Status.SupportedFeatures {
+		names = append(names, string(f.Name))
+	}
+	t.Logf("GatewayClass %s status.supportedFeatures: %s", opts.GatewayClassName, strings.Join(names, ","))
+
+	if opts.RunTest != "" {
+		// The suite infers features from the GatewayClass only when no test is focused; for a
+		// focused run pass the very same list explicitly.
+		for _, n := range names {
+			opts.SupportedFeatures = append(opts.SupportedFeatures, features.FeatureName(n))
+		}
+	}
+	// Otherwise SupportedFeatures stays empty and the suite infers it from the same status.
+
+	t.Logf("timeouts: %+v", opts.TimeoutConfig)
+	conformance.RunConformanceWithOptions(t, opts)
+}
