@@ -22,6 +22,13 @@ export const imageTable: readonly ImageRule[] = [
     defaultArgs: [],
   },
   {
+    // The conformance suite's UDP backend. hack/build-peers.sh does not build it yet; until it
+    // does, such pods report CreateContainerError naming the missing binary.
+    repository: /^registry\.k8s\.io\/coredns\/coredns$/,
+    binary: "coredns",
+    defaultArgs: [],
+  },
+  {
     // caddy, docker.io/library/caddy, ghcr.io/kengine/kengine, …/caddy, …/kengine
     repository: /(^|\/)(caddy|kengine)$/,
     binary: "caddy",
@@ -30,7 +37,7 @@ export const imageTable: readonly ImageRule[] = [
 ];
 
 /** Binaries a container's command may name directly (first element, by base name). */
-export const commandBinaries: readonly string[] = ["echo-basic", "caddy", "kengine"];
+export const commandBinaries: readonly string[] = ["echo-basic", "caddy", "kengine", "coredns"];
 const commandAlias: Record<string, string> = { kengine: "caddy" };
 
 /** The repository part of an image reference: no digest, no tag. */

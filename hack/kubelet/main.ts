@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { Api } from "./api";
 import { parseArgs } from "./args";
 import { Binder } from "./binder";
+import { EventRecorder } from "./events";
 import { bridgeIP, Ipam, podCIDR } from "./ipam";
 import { loadKubeconfig } from "./kubeconfig";
 import { LoadBalancers } from "./loadbalancer";
@@ -48,7 +49,15 @@ async function main(): Promise<void> {
   const pods = new PodManager(
     api,
     args.nodeName,
-    { api, log, ipam, peersBin: args.peers, stateDir: args.state, hostIP: bridgeIP },
+    {
+      api,
+      log,
+      ipam,
+      peersBin: args.peers,
+      stateDir: args.state,
+      hostIP: bridgeIP,
+      events: new EventRecorder(api, args.nodeName, log),
+    },
     log,
   );
   logServer.setPods(pods);

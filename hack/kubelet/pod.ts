@@ -8,6 +8,7 @@ import { dirname, join } from "node:path";
 import { Api, ApiError, keyOf } from "./api";
 import { containerEnv, referencedObjects } from "./env";
 import { resolveContainer } from "./images";
+import type { EventRecorder, EventType } from "./events";
 import { Ipam } from "./ipam";
 import type { Logger } from "./log";
 import { setupPodNetwork, teardownPodNetwork, podNetNames } from "./network";
@@ -23,6 +24,7 @@ export interface PodDeps {
   readonly peersBin: string;
   readonly stateDir: string;
   readonly hostIP: string;
+  readonly events: EventRecorder;
 }
 
 const retryableReasons = new Set(["CreateContainerConfigError", "ContainerCreating"]);
@@ -187,6 +189,10 @@ export class PodWorker {
     init: boolean,
   ): ContainerRunner | undefined {
     const block = (reason: string, message: string) => {
+      const before = this.blocked.get(c.name);
+      if (!before || !("waiting" in before) || before.waiting.message !== message) {
+        this.event(c.name, "Warning", "Failed", `Error: ${reason}: ${message}`);
+      }
       this.blocked.set(c.name, { waiting: { reason, message } });
       this.scheduleStatus();
       if (retryableReasons.has(reason)) this.retryLater();
@@ -195,8 +201,12 @@ export class PodWorker {
     const image = resolveContainer(c);
     if (!image.ok) return block(image.reason, image.message);
     const binaryPath = join(this.deps.peersBin, image.binary);
-    if (!existsSync(binaryPath))
-      return block("CreateContainerError", `local binary ${binaryPath} is missing`);
+    if (!existsSync(binaryPath)) {
+      return block(
+        "CreateContainerError",
+        `image "${c.image}" maps to the local binary ${binaryPath}, which is missing (hack/build-peers.sh builds the peers)`,
+      );
+    }
     const env = containerEnv(this.pod, c, {
       ...src,
       podIP: this.podIP ?? "",
@@ -218,6 +228,13 @@ export class PodWorker {
     const home = join(this.dir, "home", c.name);
     mkdirSync(home, { recursive: true });
     this.blocked.delete(c.name);
+    this.event(
+      c.name,
+      "Normal",
+      "Pulled",
+      `Container image "${c.image}" runs the local ${image.binary} binary`,
+    );
+    this.event(c.name, "Normal", "Created", `Created container ${c.name}`);
     const runner = new ContainerRunner(
       {
         container: c,
@@ -241,6 +258,7 @@ export class PodWorker {
         init,
         graceMs: (this.pod.spec.terminationGracePeriodSeconds ?? 30) * 1000,
         restartCount: carriedRestarts(this.pod, c.name, init),
+        event: (type, reason, message) => this.event(c.name, type, reason, message),
       },
       () => this.scheduleStatus(),
       this.deps.log,
@@ -263,6 +281,15 @@ export class PodWorker {
       mkdirSync(dirname(target), { recursive: true });
       writeFileSync(target, "");
     }
+  }
+
+  private event(
+    container: string | undefined,
+    type: EventType,
+    reason: string,
+    message: string,
+  ): void {
+    this.deps.events.record(this.pod.metadata, container, type, reason, message);
   }
 
   private async fetchAll<T>(kind: string, names: Set<string>): Promise<Map<string, T>> {
@@ -396,6 +423,9 @@ export class PodWorker {
     this.stopped = true;
     if (this.retryTimer) clearTimeout(this.retryTimer);
     await this.sandboxSetup.catch(() => undefined);
+    for (const r of this.runners.values()) {
+      if (r.running) this.event(r.name, "Normal", "Killing", `Stopping container ${r.name}`);
+    }
     await Promise.all([...this.runners.values()].map(r => r.stop(graceMs)));
     await teardownPodNetwork(this.uid).catch(e =>
       this.deps.log.warn(`pod ${this.key}: ${String(e)}`),

@@ -10,6 +10,7 @@ import { restartDelayMs, backoffResetMs, shouldRestart, RestartPolicy } from "./
 import { formatLogLine, LineSplitter, nanoTime } from "./logs";
 import { probeOnce, probeTimings, ProbeCounter, ProbeTarget } from "./probes";
 import type { Container, ContainerState, Probe } from "./types";
+import type { EventType } from "./events";
 import type { Logger } from "./log";
 
 export interface Mount {
@@ -38,6 +39,8 @@ export interface RunSpec {
   readonly graceMs: number;
   /** Restarts already counted (a restarted kubelet carries on from the pod's status). */
   readonly restartCount: number;
+  /** Records a pod event about this container. */
+  readonly event: (type: EventType, reason: string, message: string) => void;
 }
 
 /** The shell prelude a container starts through: mounts, hostname, then exec (pure). */
@@ -124,6 +127,11 @@ export class ContainerRunner {
       if (delay > 0) {
         this.lastState = this.state;
         const reason = exit.code === 0 ? "Completed" : "Error";
+        this.spec.event(
+          "Warning",
+          "BackOff",
+          `Back-off restarting failed container ${this.name} in pod ${this.spec.podKey}`,
+        );
         this.set({
           waiting: {
             reason: "CrashLoopBackOff",
@@ -213,6 +221,7 @@ export class ContainerRunner {
     this.attempt = { child, startedAt, log, exited };
     this.started = !s.container.startupProbe;
     this.set({ running: { startedAt: startedAt.replace(/\.\d+Z$/, "Z") } });
+    this.spec.event("Normal", "Started", `Started container ${this.name}`);
     this.log.info(
       `started ${s.podKey}/${this.name} (pid ${child.pid}, restart ${this.restartCount})`,
     );
@@ -248,6 +257,7 @@ export class ContainerRunner {
     const c = this.spec.container;
     const target: ProbeTarget = { podIP: this.spec.podIP, ports: c.ports ?? [], pid };
     const loop = (
+      kind: string,
       probe: Probe,
       initial: boolean,
       onResult: (ok: boolean, message?: string) => boolean,
@@ -258,6 +268,8 @@ export class ContainerRunner {
         if (!this.attempt || this.stopping) return;
         const out = await probeOnce(probe, target, t.timeoutMs);
         if (!this.attempt || this.stopping) return;
+        if (!out.ok)
+          this.spec.event("Warning", "Unhealthy", `${kind} probe failed: ${out.message}`);
         const result = counter.record(out.ok);
         const goOn = onResult(result, out.ok ? undefined : out.message);
         if (goOn) this.probeTimers.push(setTimeout(() => void tick(), t.periodMs));
@@ -266,7 +278,7 @@ export class ContainerRunner {
     };
     const afterStart = () => {
       if (c.readinessProbe) {
-        loop(c.readinessProbe, false, ok => {
+        loop("Readiness", c.readinessProbe, false, ok => {
           if (ok !== this.ready) {
             this.ready = ok;
             this.onChange();
@@ -278,19 +290,24 @@ export class ContainerRunner {
         this.onChange();
       }
       if (c.livenessProbe) {
-        loop(c.livenessProbe, true, (ok, message) => {
+        loop("Liveness", c.livenessProbe, true, (ok, message) => {
           if (ok) return true;
           this.log.warn(
             `${this.spec.podKey}/${this.name} failed liveness: ${message ?? ""}; restarting`,
           );
           this.livenessKilled = true;
+          this.spec.event(
+            "Normal",
+            "Killing",
+            `Container ${this.name} failed liveness probe, will be restarted`,
+          );
           void this.killAttempt(this.graceMs());
           return false;
         });
       }
     };
     if (c.startupProbe) {
-      loop(c.startupProbe, false, ok => {
+      loop("Startup", c.startupProbe, false, ok => {
         if (ok) {
           this.started = true;
           this.onChange();
