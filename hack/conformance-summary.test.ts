@@ -142,6 +142,7 @@ describe("diagnoseLog", () => {
   it("keeps the last distinct waiting messages and the testify error", () => {
     const log = [
       "=== RUN   TestConformance",
+      "    helpers.go:273: 2026-11-21T09:00:00.9Z: Gateway gateway-conformance-infra/all-namespaces expected observedGeneration to be updated to 1 for all conditions, only 0/2 were updated. stale conditions are: Accepted (generation 0), Programmed (generation 0)",
       "    helpers.go:279: 2026-11-21T09:00:01.1Z: gateway-conformance-infra/same-namespace Gateway not Accepted yet",
       "    helpers.go:304: 2026-11-21T09:00:01.2Z: Pod gateway-conformance-infra/coredns-abc not ready yet",
       "    helpers.go:279: 2026-11-21T09:00:02.1Z: gateway-conformance-infra/same-namespace Gateway not Accepted yet",
@@ -154,6 +155,7 @@ describe("diagnoseLog", () => {
       "--- FAIL: TestConformance (600.00s)",
     ].join("\n");
     expect(diagnoseLog(log)).toEqual([
+      "Gateway gateway-conformance-infra/all-namespaces expected observedGeneration to be updated to 1 for all conditions, only 0/2 were updated. stale conditions are: Accepted (generation 0), Programmed (generation 0)",
       "Pod gateway-conformance-infra/coredns-abc not ready yet",
       "gateway-conformance-infra/same-namespace Gateway not Accepted yet",
       "error: Received unexpected error:",

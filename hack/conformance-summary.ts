@@ -190,7 +190,7 @@ export function formatSummary(s: ReportSummary): string {
 export function diagnoseLog(log: string, max = 20): string[] {
   const lines = log.split(/\r?\n/);
   const waiting =
-    /(not ready yet|not Accepted yet|not Programmed yet|No pods deployed yet|GatewayClass.*(generation|condition)|has an empty status\.supportedFeatures|cannot read GatewayClass|is not accepted:)/;
+    /(not ready yet|expected observedGeneration|not Accepted yet|not Programmed yet|No pods deployed yet|GatewayClass.*(generation|condition)|has an empty status\.supportedFeatures|cannot read GatewayClass|is not accepted:)/;
   const found: string[] = [];
   let inError = false;
   for (const raw of lines) {

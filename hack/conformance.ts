@@ -392,6 +392,14 @@ async function main(): Promise<number> {
     if (process.env.KG_CONTROLLER === "external") {
       say("controller: KG_CONTROLLER=external, not starting pepr dev");
     } else {
+      // pepr dev serves its webhooks on port 3000; a second one would fail to start.
+      const busy = run("ss", ["-Hltn", "sport = :3000"], { timeoutMs: 10_000 });
+      if (busy.code === 0 && busy.stdout.trim() !== "") {
+        throw new RunError(
+          "port 3000 is in use: another pepr dev (or module) seems to be running against a cluster. Stop it, " +
+            "or set KG_CONTROLLER=external to measure the controller that is already running.",
+        );
+      }
       const controllerLog = join(reportsDir, "conformance-controller.log");
       say(`controller: starting npx pepr dev (output in ${controllerLog})`);
       const t0 = Date.now();
