@@ -53,20 +53,21 @@ async function main(): Promise<void> {
   const avail = kubectl("wait", "-n", "kengine-demo", "--for=condition=Available", "deployment/echo", "--timeout=120s");
   if (avail.status !== 0) say(`echo backend not available yet: ${avail.stderr.trim()}`);
 
-  // The Gateway's address comes from the controller's status (the proxy fleet); until it has one,
-  // show the backend directly.
-  for (let i = 0; i < 60; i++) {
+  // The controller provisions the Gateway's proxies; it is ready when they run its config.
+  say("waiting for the Gateway's proxies to be programmed");
+  for (let i = 0; i < 180; i++) {
+    const programmed = kubectl("get", "gateway", "demo", "-n", "kengine-demo", "-o", "jsonpath={.status.conditions[?(@.type=='Programmed')].status}").stdout.trim();
     const addr = kubectl("get", "gateway", "demo", "-n", "kengine-demo", "-o", "jsonpath={.status.addresses[0].value}").stdout.trim();
-    if (addr) {
+    if (programmed === "True" && addr) {
       say(`ready. Try:\n\n  curl -H 'Host: demo.kengine.local' http://${addr}/\n`);
+      say("inspect: kubectl --kubeconfig .local/kubeconfig get gateway,httproute,pods -n kengine-demo");
       say("Ctrl-C stops everything.");
       return;
     }
     await sleep(1000);
   }
-  const ip = kubectl("get", "pods", "-n", "kengine-demo", "-l", "app=echo", "-o", "jsonpath={.items[0].status.podIP}").stdout.trim();
-  say("the Gateway has no address yet (the proxy fleet is not implemented yet).");
-  if (ip) say(`the echo backend answers directly:\n\n  curl http://${ip}:3000/\n`);
+  const why = kubectl("get", "gateway", "demo", "-n", "kengine-demo", "-o", "jsonpath={.status.conditions[?(@.type=='Programmed')].message}").stdout.trim();
+  say(`the Gateway is not programmed after 3 minutes: ${why || "no status yet"}. Logs: .local/logs/, KG_VERBOSE=1 shows the module's.`);
   say("Ctrl-C stops everything.");
 }
 
