@@ -27,6 +27,9 @@ export interface PodDeps {
   readonly events: EventRecorder;
 }
 
+/** How often mounted ConfigMaps/Secrets are refreshed, and ServiceAccount tokens renewed. */
+const volumeResyncMs = 10_000;
+const tokenRefreshMs = 45 * 60_000;
 const retryableReasons = new Set(["CreateContainerConfigError", "ContainerCreating"]);
 const now = () => new Date().toISOString().replace(/\.\d+Z$/, "Z");
 
@@ -55,6 +58,10 @@ export class PodWorker {
   private statusTimer: NodeJS.Timeout | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
   private stopped = false;
+  /** Files written per volume, so a resync can drop keys that went away. */
+  private readonly volumePaths = new Map<string, Set<string>>();
+  private tokens: { readonly at: number; readonly value: Map<string, string> } | undefined;
+  private resyncTimer: NodeJS.Timeout | undefined;
   private writing = Promise.resolve();
   /** The network setup in progress; stop() waits for it so it never leaks a namespace. */
   private sandboxSetup: Promise<void> = Promise.resolve();
@@ -127,34 +134,59 @@ export class PodWorker {
     }, 5000);
   }
 
+  /** What volumes and env read: referenced ConfigMaps and Secrets, ServiceAccount tokens. */
+  private async sources() {
+    const [configMaps, secrets, tokens] = await Promise.all([
+      this.fetchAll<ConfigMap>("configmaps", referencedObjects(this.pod).configMaps),
+      this.fetchAll<Secret>("secrets", referencedObjects(this.pod).secrets),
+      this.fetchTokens(),
+    ]);
+    return { configMaps, secrets, tokens, podIP: this.podIP ?? "", hostIP: this.deps.hostIP };
+  }
+
+  /** Writes every volume; returns a message if one cannot be built. */
+  private writeVolumes(src: Awaited<ReturnType<PodWorker["sources"]>>): string | undefined {
+    for (const v of this.pod.spec.volumes ?? []) {
+      const r = volumeFiles(this.pod, v, src);
+      if (!r.ok) return r.message;
+      try {
+        const dir = join(this.dir, "volumes", v.name);
+        this.volumePaths.set(v.name, writeVolume(dir, r.files, this.volumePaths.get(v.name)));
+      } catch (e) {
+        return `volume ${v.name}: ${String(e)}`;
+      }
+    }
+    return undefined;
+  }
+
+  /** Like a kubelet's periodic sync: ConfigMap/Secret changes reach mounted volumes. */
+  private async resyncVolumes(): Promise<void> {
+    if (this.stopped) return;
+    try {
+      const problem = this.writeVolumes(await this.sources());
+      if (problem) this.deps.log.warn(`pod ${this.key}: volume resync: ${problem}`);
+    } catch (e) {
+      this.deps.log.warn(`pod ${this.key}: volume resync: ${String(e)}`);
+    }
+  }
+
   /** Fetches what the pod references, writes volumes, runs init containers then the rest. */
   private async runAll(): Promise<void> {
     const { log } = this.deps;
-    let configMaps: Map<string, ConfigMap>;
-    let secrets: Map<string, Secret>;
-    let tokens: Map<string, string>;
+    let src: Awaited<ReturnType<PodWorker["sources"]>>;
     try {
-      [configMaps, secrets, tokens] = await Promise.all([
-        this.fetchAll<ConfigMap>("configmaps", referencedObjects(this.pod).configMaps),
-        this.fetchAll<Secret>("secrets", referencedObjects(this.pod).secrets),
-        this.fetchTokens(),
-      ]);
+      src = await this.sources();
     } catch (e) {
       log.warn(`pod ${this.key}: ${String(e)}`);
       this.retryLater();
       return;
     }
-    const src = { configMaps, secrets, tokens, podIP: this.podIP ?? "", hostIP: this.deps.hostIP };
-    for (const v of this.pod.spec.volumes ?? []) {
-      const r = volumeFiles(this.pod, v, src);
-      if (!r.ok) return this.blockAll("CreateContainerConfigError", r.message);
-      try {
-        writeVolume(join(this.dir, "volumes", v.name), r.files);
-      } catch (e) {
-        return this.blockAll("CreateContainerConfigError", `volume ${v.name}: ${String(e)}`);
-      }
-    }
+    const problem = this.writeVolumes(src);
+    if (problem) return this.blockAll("CreateContainerConfigError", problem);
     if (this.stopped) return;
+    if (!this.resyncTimer && (this.pod.spec.volumes ?? []).length > 0) {
+      this.resyncTimer = setInterval(() => void this.resyncVolumes(), volumeResyncMs);
+    }
     if (!this.initDone) {
       for (const c of this.pod.spec.initContainers ?? []) {
         if (this.runners.has(c.name)) continue;
@@ -310,6 +342,7 @@ export class PodWorker {
   }
 
   private async fetchTokens(): Promise<Map<string, string>> {
+    if (this.tokens && Date.now() - this.tokens.at < tokenRefreshMs) return this.tokens.value;
     const out = new Map<string, string>();
     const sa = this.pod.spec.serviceAccountName ?? "default";
     for (const t of tokenRequests(this.pod)) {
@@ -336,6 +369,7 @@ export class PodWorker {
         this.deps.log.warn(`pod ${this.key}: service account token: ${String(e)} (left out)`);
       }
     }
+    this.tokens = { at: Date.now(), value: out };
     return out;
   }
 
@@ -422,6 +456,7 @@ export class PodWorker {
   async stop(graceMs: number): Promise<void> {
     this.stopped = true;
     if (this.retryTimer) clearTimeout(this.retryTimer);
+    if (this.resyncTimer) clearInterval(this.resyncTimer);
     await this.sandboxSetup.catch(() => undefined);
     for (const r of this.runners.values()) {
       if (r.running) this.event(r.name, "Normal", "Killing", `Stopping container ${r.name}`);

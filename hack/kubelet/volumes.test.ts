@@ -1,4 +1,6 @@
-import { safeJoin, tokenRequests, volumeFiles } from "./volumes";
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { safeJoin, tokenRequests, volumeFiles, writeVolume } from "./volumes";
 import type { ConfigMap, Pod, Secret } from "./types";
 
 const pod: Pod = {
@@ -111,5 +113,28 @@ describe("safeJoin", () => {
     expect(safeJoin("/v", "a/b")).toBe("/v/a/b");
     expect(safeJoin("/v", "../etc/passwd")).toBeUndefined();
     expect(safeJoin("/v", "a/../../x")).toBeUndefined();
+  });
+});
+
+describe("writeVolume", () => {
+  it("rewrites changed files only and drops keys that went away", () => {
+    const dir = mkdtempSync(`${tmpdir()}/kg-vol-`);
+    try {
+      const f = (path: string, content: string) => ({
+        path,
+        content: Buffer.from(content),
+        mode: 0o644,
+      });
+      const first = writeVolume(dir, [f("a", "1"), f("sub/b", "2")]);
+      expect([...first].sort()).toEqual(["a", "sub/b"]);
+      const mtime = statSync(`${dir}/a`).mtimeMs;
+      const second = writeVolume(dir, [f("a", "1"), f("c", "3")], first);
+      expect(statSync(`${dir}/a`).mtimeMs).toBe(mtime);
+      expect(existsSync(`${dir}/sub/b`)).toBe(false);
+      expect(readFileSync(`${dir}/c`, "utf8")).toBe("3");
+      expect([...second].sort()).toEqual(["a", "c"]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -4,7 +4,7 @@
  * kube-api-access-*). Containers see them at their mountPath through bind mounts in a private
  * mount namespace (see runtime.ts).
  */
-import { chmodSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, normalize } from "node:path";
 import { fieldValue } from "./env";
 import type { ConfigMap, DownwardAPIFile, KeyToPath, Pod, Secret, Volume } from "./types";
@@ -145,16 +145,31 @@ export function safeJoin(dir: string, rel: string): string | undefined {
   return p === dir || p.startsWith(dir + "/") ? p : undefined;
 }
 
-/** Writes a volume's files into dir (created if needed). */
-export function writeVolume(dir: string, files: readonly VolumeFile[]): void {
+/**
+ * Writes a volume's files into dir (created if needed), touching only files whose content
+ * changed, and removes files it wrote before (`previous`) that are no longer part of it.
+ * Returns the paths it now holds.
+ */
+export function writeVolume(
+  dir: string,
+  files: readonly VolumeFile[],
+  previous: ReadonlySet<string> = new Set(),
+): Set<string> {
   mkdirSync(dir, { recursive: true });
+  const now = new Set<string>();
   for (const f of files) {
     const p = safeJoin(dir, f.path);
     if (!p) throw new Error(`volume path "${f.path}" escapes the volume`);
+    now.add(f.path);
     mkdirSync(dirname(p), { recursive: true });
-    writeFileSync(p, f.content);
+    if (!existsSync(p) || !readFileSync(p).equals(f.content)) writeFileSync(p, f.content);
     chmodSync(p, f.mode & 0o777);
   }
+  for (const old of previous) {
+    const p = safeJoin(dir, old);
+    if (p && !now.has(old)) rmSync(p, { force: true });
+  }
+  return now;
 }
 
 /** The ServiceAccount token requests a pod's projected volumes need (pure). */

@@ -356,11 +356,20 @@ data:
       handle /env {
         respond "{env.MY_POD} {env.MY_NS} {env.MY_IP} {env.MY_NODE} {env.PLAIN}"
       }
+      handle_path /site/* {
+        root * /srv/kg-test-site
+        file_server
+      }
       handle {
         root * /srv/kg-test-secret
         file_server
       }
     }
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: site}
+data: {page.txt: "version one"}
 ---
 apiVersion: v1
 kind: Secret
@@ -387,7 +396,9 @@ spec:
     - {name: config, mountPath: /etc/caddy, readOnly: true}
     - {name: secret, mountPath: /srv/kg-test-secret, readOnly: true}
     - {name: scratch, mountPath: /data}
+    - {name: site, mountPath: /srv/kg-test-site}
   volumes:
+  - {name: site, configMap: {name: site}}
   - {name: config, configMap: {name: caddy-config}}
   - {name: secret, secret: {secretName: caddy-secret}}
   - {name: scratch, emptyDir: {}}
@@ -404,6 +415,25 @@ spec:
     expect(await secret.text()).toBe("hello from a secret");
     // The mounts are private to the container: the host path stays empty.
     if (existsSync("/srv/kg-test-secret")) expect(readdirSync("/srv/kg-test-secret")).toEqual([]);
+    // A ConfigMap change reaches the mounted volume of the running pod.
+    expect(await (await fetch(`http://${ip}:8080/site/page.txt`)).text()).toBe("version one");
+    kubectlOk([
+      "patch",
+      "configmap",
+      "-n",
+      ns,
+      "site",
+      "-p",
+      '{"data":{"page.txt":"version two"}}',
+    ]);
+    await eventually(
+      "the updated page",
+      async () => {
+        const t = await (await fetch(`http://${ip}:8080/site/page.txt`)).text();
+        return t === "version two" ? t : undefined;
+      },
+      60_000,
+    );
     // Liveness (exec) keeps passing: no restarts.
     await new Promise(r => setTimeout(r, 3000));
     expect(pod(ns, "caddy").status.containerStatuses?.[0].restartCount).toBe(0);
