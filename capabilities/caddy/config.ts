@@ -22,6 +22,7 @@ import {
   CaddyHTTPServer,
   CaddyHandler,
   CaddyHeaderOps,
+  CaddyL4Handler,
   CaddyL4Server,
   CaddyMatcherSet,
   CaddyRoute,
@@ -51,7 +52,10 @@ const DEFAULT_ERROR_LISTEN = "127.0.0.1:10500";
 const REGEX_NAME = "kengine_path";
 
 /** Builds the Caddy config for the Gateways a proxy serves (usually one). */
-export function toCaddyConfig(irs: GatewayIR | readonly GatewayIR[], opts: CaddyOptions = {}): CaddyConfig {
+export function toCaddyConfig(
+  irs: GatewayIR | readonly GatewayIR[],
+  opts: CaddyOptions = {},
+): CaddyConfig {
   const list = (Array.isArray(irs) ? irs : [irs]) as readonly GatewayIR[];
   const ctx: Ctx = { opts, needsErrorServer: false };
   const servers: Record<string, CaddyHTTPServer | JsonObject> = {};
@@ -59,8 +63,13 @@ export function toCaddyConfig(irs: GatewayIR | readonly GatewayIR[], opts: Caddy
   const pems: { certificate: string; key: string; tags: string[] }[] = [];
   const seenCert = new Set<string>();
   for (const ir of list) {
-    for (const s of ir.httpServers) servers[serverName(s.protocol, s.port, list.length > 1 ? ir : undefined)] = httpServer(ctx, s);
-    for (const s of ir.l4Servers) l4[serverName(s.protocol, s.port, list.length > 1 ? ir : undefined)] = l4Server(ctx, s);
+    for (const s of ir.httpServers)
+      servers[serverName(s.protocol, s.port, list.length > 1 ? ir : undefined)] = httpServer(
+        ctx,
+        s,
+      );
+    for (const s of ir.l4Servers)
+      l4[serverName(s.protocol, s.port, list.length > 1 ? ir : undefined)] = l4Server(ctx, s);
     for (const c of ir.certificates) {
       if (seenCert.has(c.id)) continue;
       seenCert.add(c.id);
@@ -131,7 +140,10 @@ function connectionPolicies(s: HTTPServerIR): CaddyTLSConnectionPolicy[] {
   }));
 }
 
-const notFound = (): CaddyRoute => ({ handle: [{ handler: "static_response", status_code: 404 }], terminal: true });
+const notFound = (): CaddyRoute => ({
+  handle: [{ handler: "static_response", status_code: 404 }],
+  terminal: true,
+});
 
 function listenerRoute(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR): CaddyRoute {
   const routes = l.routes.map(e => entryRoute(ctx, s, l, e));
@@ -149,7 +161,8 @@ function hostMatcher(hostname: string): CaddyMatcherSet {
 }
 
 /** `*.example.com` matches any number of labels left of `example.com` (spec), with an optional port. */
-const hostPattern = (wildcard: string): string => `(?i)^[^.:]+(?:\\.[^.:]+)*${quoteRE2(wildcard.slice(1))}(?::[0-9]+)?$`;
+const hostPattern = (wildcard: string): string =>
+  `(?i)^[^.:]+(?:\\.[^.:]+)*${quoteRE2(wildcard.slice(1))}(?::[0-9]+)?$`;
 
 function entryRoute(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR, e: HTTPRouteEntryIR): CaddyRoute {
   const m = e.match;
@@ -163,18 +176,27 @@ function entryRoute(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR, e: HTTPRouteEn
   const path = pathPattern(m.path, prefixModifier);
   if (path) set.path_regexp = { name: REGEX_NAME, pattern: path };
   if (m.method) set.method = [m.method];
-  for (const h of m.headers) headerRe[h.name] = { pattern: h.type === "Exact" ? `^${quoteRE2(h.value)}$` : `^(?:${h.value})$` };
+  for (const h of m.headers)
+    headerRe[h.name] = {
+      pattern: h.type === "Exact" ? `^${quoteRE2(h.value)}$` : `^(?:${h.value})$`,
+    };
   if (m.grpc) headerRe["Content-Type"] = { pattern: "^application/grpc(?:[+;].*)?$" };
   if (Object.keys(headerRe).length > 0) set.header_regexp = headerRe;
   const exactQuery: Record<string, string[]> = {};
   const regexQuery: { name: string; pattern: string }[] = [];
   for (const q of m.queryParams) {
     if (q.type === "Exact" && q.value !== "*") exactQuery[q.name] = [escapePlaceholders(q.value)];
-    else regexQuery.push({ name: q.name, pattern: q.type === "Exact" ? `^${quoteRE2(q.value)}$` : `^(?:${q.value})$` });
+    else
+      regexQuery.push({
+        name: q.name,
+        pattern: q.type === "Exact" ? `^${quoteRE2(q.value)}$` : `^(?:${q.value})$`,
+      });
   }
   if (Object.keys(exactQuery).length > 0) set.query = exactQuery;
   if (regexQuery.length === 1) {
-    set.vars_regexp = { [`{http.request.uri.query.${regexQuery[0].name}}`]: { pattern: regexQuery[0].pattern } };
+    set.vars_regexp = {
+      [`{http.request.uri.query.${regexQuery[0].name}}`]: { pattern: regexQuery[0].pattern },
+    };
   } else if (regexQuery.length > 1) {
     set.expression = regexQuery
       .map(q => `{http.request.uri.query.${q.name}}.matches(${JSON.stringify(q.pattern)})`)
@@ -182,9 +204,18 @@ function entryRoute(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR, e: HTTPRouteEn
   }
   const handle: CaddyHandler[] = [];
   if (e.requestHeaders) handle.push({ handler: "headers", request: headerOps(e.requestHeaders) });
-  if (e.responseHeaders) handle.push({ handler: "headers", response: { ...headerOps(e.responseHeaders), deferred: true } });
-  if (e.rewrite?.hostname) handle.push({ handler: "headers", request: { set: { Host: [escapePlaceholders(e.rewrite.hostname)] } } });
-  if (e.rewrite?.path) handle.push({ handler: "rewrite", uri: rewrittenPath(e.rewrite.path, prefixModifier) });
+  if (e.responseHeaders)
+    handle.push({
+      handler: "headers",
+      response: { ...headerOps(e.responseHeaders), deferred: true },
+    });
+  if (e.rewrite?.hostname)
+    handle.push({
+      handler: "headers",
+      request: { set: { Host: [escapePlaceholders(e.rewrite.hostname)] } },
+    });
+  if (e.rewrite?.path)
+    handle.push({ handler: "rewrite", uri: rewrittenPath(e.rewrite.path, prefixModifier) });
   handle.push(...action(ctx, s, e));
   const matchSet = set as CaddyMatcherSet;
   return { ...(Object.keys(set).length > 0 && { match: [matchSet] }), handle, terminal: true };
@@ -192,7 +223,8 @@ function entryRoute(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR, e: HTTPRouteEn
 
 /** Whether the entry rewrites or redirects with ReplacePrefixMatch (needs the path capture). */
 function modifiesPrefix(e: HTTPRouteEntryIR): "keep" | "root" | undefined {
-  const p: PathModifierIR | undefined = e.rewrite?.path ?? (e.action.type === "redirect" ? e.action.redirect.path : undefined);
+  const p: PathModifierIR | undefined =
+    e.rewrite?.path ?? (e.action.type === "redirect" ? e.action.redirect.path : undefined);
   if (!p || p.type !== "ReplacePrefixMatch") return undefined;
   return trimSlash(p.value) === "" ? "root" : "keep";
 }
@@ -204,7 +236,10 @@ const trimSlash = (v: string): string => v.replace(/\/+$/, "");
  * PathPrefix has segment semantics: `/foo` matches `/foo` and `/foo/…`, not `/foobar`.
  * With a prefix modifier, capture group 1 holds the rest of the path.
  */
-function pathPattern(p: HTTPRouteEntryIR["match"]["path"], prefix: "keep" | "root" | undefined): string | undefined {
+function pathPattern(
+  p: HTTPRouteEntryIR["match"]["path"],
+  prefix: "keep" | "root" | undefined,
+): string | undefined {
   switch (p.type) {
     case "Exact":
       return `^${quoteRE2(p.value)}$`;
@@ -245,7 +280,9 @@ function action(ctx: Ctx, s: HTTPServerIR, e: HTTPRouteEntryIR): CaddyHandler[] 
   const a = e.action;
   switch (a.type) {
     case "respond":
-      return [{ handler: "static_response", status_code: a.status, ...(a.body && { body: a.body }) }];
+      return [
+        { handler: "static_response", status_code: a.status, ...(a.body && { body: a.body }) },
+      ];
     case "redirect":
       return [redirect(a.redirect, modifiesPrefix(e))];
     case "forward":
@@ -273,7 +310,8 @@ function redirect(r: RedirectIR, prefix: "keep" | "root" | undefined): CaddyHand
   };
 }
 
-const dial = (e: EndpointIR): string => (e.address.includes(":") ? `[${e.address}]:${e.port}` : `${e.address}:${e.port}`);
+const dial = (e: EndpointIR): string =>
+  e.address.includes(":") ? `[${e.address}]:${e.port}` : `${e.address}:${e.port}`;
 
 const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
 const lcm = (a: number, b: number): number => (a / gcd(a, b)) * b;
@@ -289,16 +327,26 @@ function forward(ctx: Ctx, backends: readonly BackendIR[]): CaddyHandler {
     const allInvalid = backends.length > 0 && backends.every(b => b.type === "invalid");
     return { handler: "static_response", status_code: allInvalid ? 500 : 503 };
   }
-  if (live.every(b => b.type === "invalid")) return { handler: "static_response", status_code: 500 };
+  if (live.every(b => b.type === "invalid"))
+    return { handler: "static_response", status_code: 500 };
   const counts = live.map(b => (b.type === "service" ? b.endpoints.length : 1));
   const l = counts.reduce(lcm, 1);
   const upstreams: { dial: string; weight: number; h2c: boolean }[] = [];
   for (const b of live) {
     if (b.type === "invalid") {
       ctx.needsErrorServer = true;
-      upstreams.push({ dial: ctx.opts.errorResponderListen ?? DEFAULT_ERROR_LISTEN, weight: b.weight * l, h2c: false });
+      upstreams.push({
+        dial: ctx.opts.errorResponderListen ?? DEFAULT_ERROR_LISTEN,
+        weight: b.weight * l,
+        h2c: false,
+      });
     } else {
-      for (const e of b.endpoints) upstreams.push({ dial: dial(e), weight: (b.weight * l) / b.endpoints.length, h2c: b.protocol === "h2c" });
+      for (const e of b.endpoints)
+        upstreams.push({
+          dial: dial(e),
+          weight: (b.weight * l) / b.endpoints.length,
+          h2c: b.protocol === "h2c",
+        });
     }
   }
   const g = upstreams.map(u => u.weight).reduce(gcd);
@@ -308,7 +356,9 @@ function forward(ctx: Ctx, backends: readonly BackendIR[]): CaddyHandler {
     handler: "reverse_proxy",
     upstreams: upstreams.map(u => ({ dial: u.dial })),
     load_balancing: {
-      selection_policy: weights.every(w => w === weights[0]) ? { policy: "round_robin" } : { policy: "weighted_round_robin", weights },
+      selection_policy: weights.every(w => w === weights[0])
+        ? { policy: "round_robin" }
+        : { policy: "weighted_round_robin", weights },
     },
     ...(h2c && { transport: { protocol: "http", versions: ["h2c", "2"] } }),
   };
@@ -316,23 +366,45 @@ function forward(ctx: Ctx, backends: readonly BackendIR[]): CaddyHandler {
 
 /* ------------------------------------------------------------------ layer 4 */
 
+/**
+ * Where connections go that no backend may take (unresolved backendRefs, no ready endpoints,
+ * no backends at all): an abstract unix socket nobody listens on, so the proxy's dial fails at
+ * once and the connection is closed. An empty handler list would not do: caddy-l4 then falls
+ * through to the next (less specific) route.
+ */
+export const L4_REFUSE_DIAL = "unix/@kengine-gateway-no-backend";
+
 function l4Server(ctx: Ctx, s: L4ServerIR): CaddyL4Server {
   const network = s.protocol === "UDP" ? "udp/" : "";
-  const routes = s.routes
-    .filter(r => r.backends.some(b => b.endpoints.length > 0))
-    .map(r => {
-      const g = r.backends.filter(b => b.endpoints.length > 0).map(b => b.weight).reduce(gcd);
-      const upstreams: { dial: string[] }[] = [];
-      for (const b of r.backends) {
-        // caddy-l4 has no weighted policy: repeat each endpoint by its reduced weight.
+  const routes = s.routes.map(r => {
+    const live = r.backends.filter(b => b.weight > 0);
+    const upstreams: { dial: string[] }[] = [];
+    if (live.length > 0) {
+      const g = live.map(b => b.weight).reduce(gcd);
+      for (const b of live) {
+        // caddy-l4 has no weighted policy: each endpoint is repeated by its backendRef's reduced
+        // weight (capped at 100) and split evenly over its endpoints by round robin.
         const times = Math.min(b.weight / g, 100);
-        for (const e of b.endpoints) for (let i = 0; i < times; i++) upstreams.push({ dial: [`${network}${dial(e)}`] });
+        const dials =
+          b.endpoints.length > 0 ? b.endpoints.map(e => `${network}${dial(e)}`) : [L4_REFUSE_DIAL];
+        for (const d of dials) for (let i = 0; i < times; i++) upstreams.push({ dial: [d] });
       }
-      return {
-        ...(r.serverNames && { match: [{ tls: { sni: [...r.serverNames] } }] }),
-        handle: [{ handler: "proxy" as const, upstreams }],
-      };
-    });
+    }
+    const refuseAll = upstreams.every(u => u.dial[0] === L4_REFUSE_DIAL);
+    const proxy: CaddyL4Handler = refuseAll
+      ? { handler: "proxy", upstreams: [{ dial: [L4_REFUSE_DIAL] }] }
+      : { handler: "proxy", upstreams, load_balancing: { selection: { policy: "round_robin" } } };
+    const handle: CaddyL4Handler[] = [];
+    if (r.terminate)
+      handle.push({
+        handler: "tls",
+        connection_policies: [
+          { certificate_selection: { any_tag: [...r.terminate.certificateIds] } },
+        ],
+      });
+    handle.push(proxy);
+    return { ...(r.serverNames && { match: [{ tls: { sni: [...r.serverNames] } }] }), handle };
+  });
   return { listen: [listenAddress(ctx, s.port, network)], routes };
 }
 

@@ -3,7 +3,13 @@
  * valid on Caddy ≥ 2.8 with caddy-l4). Values are plain JSON.
  */
 
-export type Json = string | number | boolean | null | readonly Json[] | { readonly [k: string]: Json | undefined };
+export type Json =
+  | string
+  | number
+  | boolean
+  | null
+  | readonly Json[]
+  | { readonly [k: string]: Json | undefined };
 export type JsonObject = { readonly [k: string]: Json | undefined };
 
 export type CaddyMatcherSet = {
@@ -25,7 +31,11 @@ export type CaddyHeaderOps = {
 
 export type CaddyHandler =
   | { readonly handler: "subroute"; readonly routes: readonly CaddyRoute[] }
-  | { readonly handler: "headers"; readonly request?: CaddyHeaderOps; readonly response?: CaddyHeaderOps }
+  | {
+      readonly handler: "headers";
+      readonly request?: CaddyHeaderOps;
+      readonly response?: CaddyHeaderOps;
+    }
   | { readonly handler: "rewrite"; readonly uri: string }
   | {
       readonly handler: "static_response";
@@ -38,7 +48,9 @@ export type CaddyHandler =
       readonly handler: "reverse_proxy";
       readonly upstreams: readonly { readonly dial: string }[];
       readonly load_balancing?: {
-        readonly selection_policy: { readonly policy: "round_robin" } | { readonly policy: "weighted_round_robin"; readonly weights: readonly number[] };
+        readonly selection_policy:
+          | { readonly policy: "round_robin" }
+          | { readonly policy: "weighted_round_robin"; readonly weights: readonly number[] };
       };
       readonly transport?: { readonly protocol: "http"; readonly versions?: readonly string[] };
     };
@@ -63,9 +75,17 @@ export interface CaddyHTTPServer {
   readonly strict_sni_host?: boolean;
 }
 
+export type CaddyL4Handler =
+  | {
+      readonly handler: "proxy";
+      readonly upstreams: readonly { readonly dial: readonly string[] }[];
+      readonly load_balancing?: { readonly selection: { readonly policy: "round_robin" } };
+    }
+  | { readonly handler: "tls"; readonly connection_policies: readonly CaddyTLSConnectionPolicy[] };
+
 export interface CaddyL4Route {
   readonly match?: readonly { readonly tls?: { readonly sni: readonly string[] } }[];
-  readonly handle: readonly { readonly handler: "proxy"; readonly upstreams: readonly { readonly dial: readonly string[] }[] }[];
+  readonly handle: readonly CaddyL4Handler[];
 }
 
 export interface CaddyL4Server {
@@ -79,7 +99,11 @@ export interface CaddyConfig {
     readonly http?: { readonly servers: Readonly<Record<string, CaddyHTTPServer | JsonObject>> };
     readonly tls?: {
       readonly certificates: {
-        readonly load_pem?: readonly { readonly certificate: string; readonly key: string; readonly tags?: readonly string[] }[];
+        readonly load_pem?: readonly {
+          readonly certificate: string;
+          readonly key: string;
+          readonly tags?: readonly string[];
+        }[];
         readonly load_files?: readonly JsonObject[];
       };
     };
@@ -97,7 +121,11 @@ export interface ManagementServerConfig {
   /** A Caddy HTTP server, placed verbatim at `apps.http.servers["kengine-management"]`. */
   readonly server?: JsonObject;
   /** Certificates the management server uses (e.g. tagged), appended to `apps.tls.certificates`. */
-  readonly loadPem?: readonly { readonly certificate: string; readonly key: string; readonly tags?: readonly string[] }[];
+  readonly loadPem?: readonly {
+    readonly certificate: string;
+    readonly key: string;
+    readonly tags?: readonly string[];
+  }[];
   readonly loadFiles?: readonly JsonObject[];
 }
 

@@ -130,13 +130,21 @@ export interface HTTPRouteEntryIR {
 export interface L4BackendIR {
   readonly id: string;
   readonly weight: number;
+  /** Empty when the backendRef did not resolve or has no ready endpoint: its share is refused. */
   readonly endpoints: readonly EndpointIR[];
 }
 
 export interface L4RouteIR {
-  readonly route: { readonly kind: "TLSRoute" | "TCPRoute" | "UDPRoute"; readonly namespace: string; readonly name: string };
-  /** TLS passthrough: SNI names (exact or wildcard); undefined = any. */
+  readonly route: {
+    readonly kind: "TLSRoute" | "TCPRoute" | "UDPRoute";
+    readonly namespace: string;
+    readonly name: string;
+  };
+  /** TLS listeners: SNI names (exact or wildcard); undefined = any. */
   readonly serverNames?: readonly string[];
+  /** TLS listener in mode Terminate: the proxy ends TLS with these certificates, backends get plain TCP. */
+  readonly terminate?: { readonly certificateIds: readonly string[] };
+  /** Weighted backends; none (or none with endpoints): every connection is refused (closed). */
   readonly backends: readonly L4BackendIR[];
 }
 

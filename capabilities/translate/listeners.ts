@@ -5,7 +5,16 @@
  */
 import { X509Certificate, createPrivateKey } from "node:crypto";
 import { CertificateIR } from "../ir";
-import { GATEWAY_GROUP, Gateway, Listener, ListenerSet, RouteGroupKind, Snapshot, keyOf, selectorMatches } from "../snapshot";
+import {
+  GATEWAY_GROUP,
+  Gateway,
+  Listener,
+  ListenerSet,
+  RouteGroupKind,
+  Snapshot,
+  keyOf,
+  selectorMatches,
+} from "../snapshot";
 import { Condition, ConditionType, ListenerReason, condition } from "./conditions";
 import { refPermitted } from "./refs";
 
@@ -55,14 +64,22 @@ interface Draft {
 }
 
 /** ListenerSets attached to `gw` and allowed by its `allowedListeners`, in precedence order. */
-export function listenerSetsOf(s: Snapshot, gw: Gateway): { allowed: ListenerSet[]; refused: ListenerSet[] } {
+export function listenerSetsOf(
+  s: Snapshot,
+  gw: Gateway,
+): { allowed: ListenerSet[]; refused: ListenerSet[] } {
   const allowed: ListenerSet[] = [];
   const refused: ListenerSet[] = [];
   const gwNs = gw.metadata.namespace ?? "";
   const sets = [...s.objects.ListenerSet.values()].filter(ls => {
     const p = ls.spec?.parentRef;
-    return p && (p.group ?? GATEWAY_GROUP) === GATEWAY_GROUP && (p.kind ?? "Gateway") === "Gateway" &&
-      p.name === gw.metadata.name && (p.namespace ?? ls.metadata.namespace) === gwNs;
+    return (
+      p &&
+      (p.group ?? GATEWAY_GROUP) === GATEWAY_GROUP &&
+      (p.kind ?? "Gateway") === "Gateway" &&
+      p.name === gw.metadata.name &&
+      (p.namespace ?? ls.metadata.namespace) === gwNs
+    );
   });
   sets.sort((a, b) => {
     const ta = a.metadata.creationTimestamp ?? "";
@@ -76,14 +93,22 @@ export function listenerSetsOf(s: Snapshot, gw: Gateway): { allowed: ListenerSet
     const ok =
       from === "All" ||
       (from === "Same" && ns === gwNs) ||
-      (from === "Selector" && selectorMatches(gw.spec.allowedListeners?.namespaces?.selector, s.objects.Namespace.get(ns)?.metadata.labels));
+      (from === "Selector" &&
+        selectorMatches(
+          gw.spec.allowedListeners?.namespaces?.selector,
+          s.objects.Namespace.get(ns)?.metadata.labels,
+        ));
     (ok ? allowed : refused).push(ls);
   }
   return { allowed, refused };
 }
 
 /** Resolves every listener of a Gateway and of its allowed ListenerSets. */
-export function resolveListeners(s: Snapshot, gw: Gateway, listenerSets: readonly ListenerSet[]): ResolvedListener[] {
+export function resolveListeners(
+  s: Snapshot,
+  gw: Gateway,
+  listenerSets: readonly ListenerSet[],
+): ResolvedListener[] {
   const drafts: Draft[] = [];
   const gwOwner: ListenerOwner = {
     kind: "Gateway",
@@ -117,7 +142,10 @@ function draft(s: Snapshot, owner: ListenerOwner, l: Listener): Draft {
   };
   const kinds = PROTOCOL_KINDS[l.protocol];
   if (!kinds) {
-    d.accepted = { reason: ListenerReason.UnsupportedProtocol, message: `protocol ${l.protocol} is not supported` };
+    d.accepted = {
+      reason: ListenerReason.UnsupportedProtocol,
+      message: `protocol ${l.protocol} is not supported`,
+    };
     return d;
   }
   // Route kinds.
@@ -126,7 +154,8 @@ function draft(s: Snapshot, owner: ListenerOwner, l: Listener): Draft {
     for (const k of l.allowedRoutes.kinds as readonly RouteGroupKind[]) {
       const group = k.group ?? GATEWAY_GROUP;
       if (group === GATEWAY_GROUP && (kinds as readonly string[]).includes(k.kind)) {
-        if (!d.supportedKinds.some(x => x.kind === k.kind)) d.supportedKinds.push({ group, kind: k.kind as RouteKind });
+        if (!d.supportedKinds.some(x => x.kind === k.kind))
+          d.supportedKinds.push({ group, kind: k.kind as RouteKind });
       } else invalid.push(`${k.kind}.${group || "core"}`);
     }
     if (invalid.length > 0) {
@@ -141,17 +170,19 @@ function draft(s: Snapshot, owner: ListenerOwner, l: Listener): Draft {
   // TLS.
   const mode = l.tls?.mode ?? "Terminate";
   if (l.protocol === "HTTPS" || (l.protocol === "TLS" && mode === "Terminate")) {
-    if (l.protocol === "TLS") {
-      d.accepted = { reason: ListenerReason.UnsupportedProtocol, message: "TLS listeners with mode Terminate are not supported yet; use Passthrough or HTTPS" };
-      return d;
-    }
     if (mode !== "Terminate") {
-      d.accepted = { reason: ListenerReason.UnsupportedProtocol, message: "HTTPS listeners terminate TLS; use protocol TLS for Passthrough" };
+      d.accepted = {
+        reason: ListenerReason.UnsupportedProtocol,
+        message: "HTTPS listeners terminate TLS; use protocol TLS for Passthrough",
+      };
       return d;
     }
     const refs = l.tls?.certificateRefs ?? [];
     if (refs.length === 0) {
-      d.resolvedRefs = { reason: ListenerReason.InvalidCertificateRef, message: "an HTTPS listener needs at least one certificateRef" };
+      d.resolvedRefs = {
+        reason: ListenerReason.InvalidCertificateRef,
+        message: `a ${l.protocol} listener that terminates TLS needs at least one certificateRef`,
+      };
     }
     for (const ref of refs) {
       const problem = resolveCertificate(s, owner, ref, d.certificates);
@@ -175,21 +206,41 @@ function resolveCertificate(
   const ns = ref.namespace ?? owner.namespace;
   const id = `${ns}/${ref.name}`;
   if (group !== "" || kind !== "Secret") {
-    return { reason: ListenerReason.InvalidCertificateRef, message: `certificateRef ${kind}.${group || "core"} ${id}: only core Secrets are supported` };
+    return {
+      reason: ListenerReason.InvalidCertificateRef,
+      message: `certificateRef ${kind}.${group || "core"} ${id}: only core Secrets are supported`,
+    };
   }
-  if (!refPermitted(s, { group: GATEWAY_GROUP, kind: owner.kind, namespace: owner.namespace }, { group: "", kind: "Secret", namespace: ns, name: ref.name })) {
-    return { reason: ListenerReason.RefNotPermitted, message: `certificateRef to Secret ${id} is not permitted by any ReferenceGrant in namespace ${ns}` };
+  if (
+    !refPermitted(
+      s,
+      { group: GATEWAY_GROUP, kind: owner.kind, namespace: owner.namespace },
+      { group: "", kind: "Secret", namespace: ns, name: ref.name },
+    )
+  ) {
+    return {
+      reason: ListenerReason.RefNotPermitted,
+      message: `certificateRef to Secret ${id} is not permitted by any ReferenceGrant in namespace ${ns}`,
+    };
   }
   const secret = s.objects.Secret.get(id);
-  if (!secret) return { reason: ListenerReason.InvalidCertificateRef, message: `Secret ${id} not found` };
+  if (!secret)
+    return { reason: ListenerReason.InvalidCertificateRef, message: `Secret ${id} not found` };
   const crt = decode(secret.data?.["tls.crt"]);
   const key = decode(secret.data?.["tls.key"]);
-  if (!crt || !key) return { reason: ListenerReason.InvalidCertificateRef, message: `Secret ${id} must hold tls.crt and tls.key` };
+  if (!crt || !key)
+    return {
+      reason: ListenerReason.InvalidCertificateRef,
+      message: `Secret ${id} must hold tls.crt and tls.key`,
+    };
   try {
     new X509Certificate(crt);
     createPrivateKey(key);
   } catch {
-    return { reason: ListenerReason.InvalidCertificateRef, message: `Secret ${id} does not hold a valid PEM certificate and private key` };
+    return {
+      reason: ListenerReason.InvalidCertificateRef,
+      message: `Secret ${id} does not hold a valid PEM certificate and private key`,
+    };
   }
   if (!into.some(c => c.id === id)) into.push({ id, certificatePem: crt, keyPem: key });
   return undefined;
@@ -220,7 +271,10 @@ function markConflicts(drafts: Draft[]): void {
         break;
       }
       const hostless = d.listener.protocol === "TCP" || d.listener.protocol === "UDP";
-      if (hostless || (o.listener.hostname ?? "").toLowerCase() === (d.listener.hostname ?? "").toLowerCase()) {
+      if (
+        hostless ||
+        (o.listener.hostname ?? "").toLowerCase() === (d.listener.hostname ?? "").toLowerCase()
+      ) {
         d.conflicted = {
           reason: ListenerReason.HostnameConflict,
           message: hostless
@@ -243,17 +297,43 @@ function finish(d: Draft): ResolvedListener {
       : condition(ConditionType.Accepted, true, ListenerReason.Accepted, "listener accepted", gen),
   );
   // A listener with some unsupported route kinds still serves the supported ones.
-  const refsBlock = d.resolvedRefs && !(d.resolvedRefs.reason === ListenerReason.InvalidRouteKinds && d.supportedKinds.length > 0);
+  const refsBlock =
+    d.resolvedRefs &&
+    !(d.resolvedRefs.reason === ListenerReason.InvalidRouteKinds && d.supportedKinds.length > 0);
   const served = !d.accepted && !d.conflicted && !refsBlock;
   conditions.push(
     served
-      ? condition(ConditionType.Programmed, true, ListenerReason.Programmed, "listener programmed", gen)
-      : condition(ConditionType.Programmed, false, ListenerReason.Invalid, (d.accepted ?? d.conflicted ?? d.resolvedRefs)?.message ?? "not programmed", gen),
+      ? condition(
+          ConditionType.Programmed,
+          true,
+          ListenerReason.Programmed,
+          "listener programmed",
+          gen,
+        )
+      : condition(
+          ConditionType.Programmed,
+          false,
+          ListenerReason.Invalid,
+          (d.accepted ?? d.conflicted ?? d.resolvedRefs)?.message ?? "not programmed",
+          gen,
+        ),
   );
   conditions.push(
     d.resolvedRefs
-      ? condition(ConditionType.ResolvedRefs, false, d.resolvedRefs.reason, d.resolvedRefs.message, gen)
-      : condition(ConditionType.ResolvedRefs, true, ListenerReason.ResolvedRefs, "all references resolved", gen),
+      ? condition(
+          ConditionType.ResolvedRefs,
+          false,
+          d.resolvedRefs.reason,
+          d.resolvedRefs.message,
+          gen,
+        )
+      : condition(
+          ConditionType.ResolvedRefs,
+          true,
+          ListenerReason.ResolvedRefs,
+          "all references resolved",
+          gen,
+        ),
   );
   conditions.push(
     d.conflicted
@@ -272,7 +352,11 @@ function finish(d: Draft): ResolvedListener {
 }
 
 /** Whether a route in `routeNamespace` may attach to this listener by namespace. */
-export function namespaceAllowed(s: Snapshot, l: ResolvedListener, routeNamespace: string): boolean {
+export function namespaceAllowed(
+  s: Snapshot,
+  l: ResolvedListener,
+  routeNamespace: string,
+): boolean {
   const from = l.listener.allowedRoutes?.namespaces?.from ?? "Same";
   switch (from) {
     case "All":
@@ -281,7 +365,9 @@ export function namespaceAllowed(s: Snapshot, l: ResolvedListener, routeNamespac
       return routeNamespace === l.owner.namespace;
     case "Selector":
       return selectorMatches(
-        l.listener.allowedRoutes?.namespaces?.selector ?? { matchLabels: { "kubernetes.io/metadata.name": "\u0000none" } },
+        l.listener.allowedRoutes?.namespaces?.selector ?? {
+          matchLabels: { "kubernetes.io/metadata.name": "\u0000none" },
+        },
         s.objects.Namespace.get(routeNamespace)?.metadata.labels,
       );
     default:

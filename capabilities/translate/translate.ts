@@ -23,10 +23,23 @@ import {
   keyOf,
 } from "../snapshot";
 import { resolveBackend } from "./backends";
-import { Condition, ConditionType, GatewayClassReason, GatewayReason, RouteReason, condition } from "./conditions";
+import {
+  Condition,
+  ConditionType,
+  GatewayClassReason,
+  GatewayReason,
+  RouteReason,
+  condition,
+} from "./conditions";
 import { SUPPORTED_FEATURES } from "./features";
 import { compareHostSpecificity, intersectHostnames } from "./hostnames";
-import { ResolvedListener, RouteKind, listenerSetsOf, namespaceAllowed, resolveListeners } from "./listeners";
+import {
+  ResolvedListener,
+  RouteKind,
+  listenerSetsOf,
+  namespaceAllowed,
+  resolveListeners,
+} from "./listeners";
 import { RankedMatch, comparePrecedence } from "./precedence";
 import { CompiledRoute, compileGRPCRoute, compileHTTPRoute, pathModifier } from "./routes";
 import {
@@ -87,14 +100,22 @@ export function translate(s: Snapshot, options: TranslateOptions = {}): Translat
   const gatewayClasses: GatewayClassStatusResult[] = classes.map(gc => ({
     name: gc.metadata.name,
     conditions: [
-      condition(ConditionType.Accepted, true, GatewayClassReason.Accepted, "accepted by " + controllerName, gc.metadata.generation),
+      condition(
+        ConditionType.Accepted,
+        true,
+        GatewayClassReason.Accepted,
+        "accepted by " + controllerName,
+        gc.metadata.generation,
+      ),
     ],
     supportedFeatures: SUPPORTED_FEATURES.map(name => ({ name })),
   }));
 
   // Gateways of our classes, with their listeners.
   const contexts = new Map<string, GatewayContext>();
-  for (const gw of [...s.objects.Gateway.values()].filter(g => classNames.has(g.spec?.gatewayClassName)).sort(byKey)) {
+  for (const gw of [...s.objects.Gateway.values()]
+    .filter(g => classNames.has(g.spec?.gatewayClassName))
+    .sort(byKey)) {
     const { allowed, refused } = listenerSetsOf(s, gw);
     contexts.set(keyOf(gw), {
       gateway: gw,
@@ -105,15 +126,23 @@ export function translate(s: Snapshot, options: TranslateOptions = {}): Translat
     });
   }
   const listenerSetOwner = new Map<string, GatewayContext>();
-  for (const ctx of contexts.values()) for (const ls of ctx.listenerSets) listenerSetOwner.set(keyOf(ls), ctx);
+  for (const ctx of contexts.values())
+    for (const ls of ctx.listenerSets) listenerSetOwner.set(keyOf(ls), ctx);
 
   // Routes.
   const routes: RouteStatusResult[] = [];
   const routeKinds: RouteKind[] = ["HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute"];
   for (const kind of routeKinds) {
-    const objs = [...(s.objects[kind] as ReadonlyMap<string, { metadata: { name: string; namespace?: string } }>).values()].sort(byKey);
+    const objs = [
+      ...(
+        s.objects[kind] as ReadonlyMap<string, { metadata: { name: string; namespace?: string } }>
+      ).values(),
+    ].sort(byKey);
     for (const obj of objs) {
-      const route = obj as unknown as { metadata: { name: string; namespace?: string; generation?: number }; spec?: { parentRefs?: readonly ParentReference[] } };
+      const route = obj as unknown as {
+        metadata: { name: string; namespace?: string; generation?: number };
+        spec?: { parentRefs?: readonly ParentReference[] };
+      };
       const ns = route.metadata.namespace ?? "";
       const parents: RouteParentStatusResult[] = [];
       let compiled: AnyCompiled | undefined;
@@ -123,7 +152,8 @@ export function translate(s: Snapshot, options: TranslateOptions = {}): Translat
         compiled ??= compileAny(s, kind, obj);
         parents.push(attach(s, kind, compiled, route.metadata.generation, parentRef, target));
       }
-      if (parents.length > 0) routes.push({ kind, namespace: ns, name: route.metadata.name, parents });
+      if (parents.length > 0)
+        routes.push({ kind, namespace: ns, name: route.metadata.name, parents });
     }
   }
 
@@ -143,7 +173,12 @@ export function translate(s: Snapshot, options: TranslateOptions = {}): Translat
       listeners: own.map(l => listenerStatus(l, ctx)),
     });
     for (const ls of ctx.listenerSets) {
-      const mine = ctx.listeners.filter(l => l.owner.kind === "ListenerSet" && l.owner.namespace === ls.metadata.namespace && l.owner.name === ls.metadata.name);
+      const mine = ctx.listeners.filter(
+        l =>
+          l.owner.kind === "ListenerSet" &&
+          l.owner.namespace === ls.metadata.namespace &&
+          l.owner.name === ls.metadata.name,
+      );
       listenerSetStatuses.push({
         namespace: ls.metadata.namespace ?? "",
         name: ls.metadata.name,
@@ -157,17 +192,30 @@ export function translate(s: Snapshot, options: TranslateOptions = {}): Translat
         namespace: ls.metadata.namespace ?? "",
         name: ls.metadata.name,
         conditions: [
-          condition(ConditionType.Accepted, false, "NotAllowed", `Gateway ${keyOf(gw)} does not allow ListenerSets from namespace ${ls.metadata.namespace}`, lg),
+          condition(
+            ConditionType.Accepted,
+            false,
+            "NotAllowed",
+            `Gateway ${keyOf(gw)} does not allow ListenerSets from namespace ${ls.metadata.namespace}`,
+            lg,
+          ),
           condition(ConditionType.Programmed, false, GatewayReason.Invalid, "not accepted", lg),
         ],
         listeners: [],
       });
     }
   }
-  listenerSetStatuses.sort((a, b) => (`${a.namespace}/${a.name}` < `${b.namespace}/${b.name}` ? -1 : 1));
+  listenerSetStatuses.sort((a, b) =>
+    `${a.namespace}/${a.name}` < `${b.namespace}/${b.name}` ? -1 : 1,
+  );
   return {
     gateways,
-    statuses: { gatewayClasses, gateways: gatewayStatuses, listenerSets: listenerSetStatuses, routes },
+    statuses: {
+      gatewayClasses,
+      gateways: gatewayStatuses,
+      listenerSets: listenerSetStatuses,
+      routes,
+    },
   };
 }
 
@@ -175,7 +223,11 @@ export function translate(s: Snapshot, options: TranslateOptions = {}): Translat
 
 type ParentTarget =
   | { readonly type: "gateway"; readonly ctx: GatewayContext }
-  | { readonly type: "listenerSet"; readonly ctx: GatewayContext; readonly listenerSet: ListenerSet };
+  | {
+      readonly type: "listenerSet";
+      readonly ctx: GatewayContext;
+      readonly listenerSet: ListenerSet;
+    };
 
 function parentTarget(
   p: ParentReference,
@@ -201,18 +253,40 @@ function parentTarget(
 function compileAny(s: Snapshot, kind: RouteKind, obj: unknown): AnyCompiled {
   if (kind === "HTTPRoute") return { l4: false, ...compileHTTPRoute(s, obj as never) };
   if (kind === "GRPCRoute") return { l4: false, ...compileGRPCRoute(s, obj as never) };
-  const r = obj as { metadata: { name: string; namespace?: string; creationTimestamp?: string }; spec?: { hostnames?: readonly string[]; rules?: readonly { backendRefs?: readonly { name: string; namespace?: string; group?: string; kind?: string; port?: number; weight?: number }[] }[] } };
+  const r = obj as {
+    metadata: { name: string; namespace?: string; creationTimestamp?: string };
+    spec?: {
+      hostnames?: readonly string[];
+      rules?: readonly {
+        backendRefs?: readonly {
+          name: string;
+          namespace?: string;
+          group?: string;
+          kind?: string;
+          port?: number;
+          weight?: number;
+        }[];
+      }[];
+    };
+  };
   const ns = r.metadata.namespace ?? "";
   const backends: L4BackendIR[] = [];
   let refProblem: { reason: string; message: string } | undefined;
   for (const rule of r.spec?.rules ?? []) {
     for (const ref of rule.backendRefs ?? []) {
       const res = resolveBackend(s, kind, ns, ref);
+      const weight = ref.weight ?? 1;
       if (!res.ok) {
         refProblem ??= { reason: res.reason, message: res.message };
+        // Its share of connections is refused, not handed to the other backends.
+        if (weight > 0)
+          backends.push({
+            id: `${ref.namespace ?? ns}/${ref.name}:${ref.port ?? ""}`,
+            weight,
+            endpoints: [],
+          });
         continue;
       }
-      const weight = ref.weight ?? 1;
       if (weight > 0) backends.push({ id: res.id, weight, endpoints: res.endpoints });
     }
   }
@@ -240,7 +314,9 @@ function attach(
   const owned = ctx.listeners.filter(l =>
     target.type === "gateway"
       ? l.owner.kind === "Gateway"
-      : l.owner.kind === "ListenerSet" && l.owner.namespace === target.listenerSet.metadata.namespace && l.owner.name === target.listenerSet.metadata.name,
+      : l.owner.kind === "ListenerSet" &&
+        l.owner.namespace === target.listenerSet.metadata.namespace &&
+        l.owner.name === target.listenerSet.metadata.name,
   );
   const status = (conditions: Condition[]): RouteParentStatusResult => ({
     parentRef: { ...parentRef },
@@ -248,27 +324,49 @@ function attach(
     conditions,
   });
   const resolved = route.refProblem
-    ? condition(ConditionType.ResolvedRefs, false, route.refProblem.reason, route.refProblem.message, generation)
-    : condition(ConditionType.ResolvedRefs, true, RouteReason.ResolvedRefs, "all references resolved", generation);
+    ? condition(
+        ConditionType.ResolvedRefs,
+        false,
+        route.refProblem.reason,
+        route.refProblem.message,
+        generation,
+      )
+    : condition(
+        ConditionType.ResolvedRefs,
+        true,
+        RouteReason.ResolvedRefs,
+        "all references resolved",
+        generation,
+      );
   const reject = (reason: string, message: string): RouteParentStatusResult =>
     status([condition(ConditionType.Accepted, false, reason, message, generation), resolved]);
 
   let candidates = owned;
   if (parentRef.sectionName !== undefined) {
     candidates = candidates.filter(l => l.listener.name === parentRef.sectionName);
-    if (candidates.length === 0) return reject(RouteReason.NoMatchingParent, `no listener named ${parentRef.sectionName}`);
+    if (candidates.length === 0)
+      return reject(RouteReason.NoMatchingParent, `no listener named ${parentRef.sectionName}`);
   }
   if (parentRef.port !== undefined) {
     candidates = candidates.filter(l => l.listener.port === parentRef.port);
-    if (candidates.length === 0) return reject(RouteReason.NoMatchingParent, `no listener on port ${parentRef.port}`);
+    if (candidates.length === 0)
+      return reject(RouteReason.NoMatchingParent, `no listener on port ${parentRef.port}`);
   }
-  const allowed = candidates.filter(l => l.supportedKinds.some(k => k.kind === kind) && namespaceAllowed(s, l, route.namespace));
+  const allowed = candidates.filter(
+    l => l.supportedKinds.some(k => k.kind === kind) && namespaceAllowed(s, l, route.namespace),
+  );
   if (allowed.length === 0) {
-    return reject(RouteReason.NotAllowedByListeners, `no listener allows ${kind} from namespace ${route.namespace}`);
+    return reject(
+      RouteReason.NotAllowedByListeners,
+      `no listener allows ${kind} from namespace ${route.namespace}`,
+    );
   }
   let attachedAny = false;
   for (const l of allowed) {
-    const hostnames = kind === "TCPRoute" || kind === "UDPRoute" ? undefined : intersectHostnames(l.listener.hostname, route.hostnames);
+    const hostnames =
+      kind === "TCPRoute" || kind === "UDPRoute"
+        ? undefined
+        : intersectHostnames(l.listener.hostname, route.hostnames);
     if (hostnames && hostnames.length === 0) continue;
     attachedAny = true;
     const list = ctx.attachments.get(l.id) ?? [];
@@ -276,12 +374,18 @@ function attach(
     ctx.attachments.set(l.id, list);
   }
   if (!attachedAny) {
-    return reject(RouteReason.NoMatchingListenerHostname, "no listener hostname intersects the route's hostnames");
+    return reject(
+      RouteReason.NoMatchingListenerHostname,
+      "no listener hostname intersects the route's hostnames",
+    );
   }
   if (!route.l4 && route.rules.length === 0 && route.dropped.length > 0) {
     return reject(RouteReason.UnsupportedValue, route.dropped.map(d => d.message).join("; "));
   }
-  const conditions = [condition(ConditionType.Accepted, true, RouteReason.Accepted, "route accepted", generation), resolved];
+  const conditions = [
+    condition(ConditionType.Accepted, true, RouteReason.Accepted, "route accepted", generation),
+    resolved,
+  ];
   if (!route.l4 && route.dropped.length > 0) {
     conditions.push(
       condition(
@@ -298,17 +402,32 @@ function attach(
 
 /* ------------------------------------------------------------------ status */
 
-function gatewayConditions(listeners: readonly ResolvedListener[], gen: number | undefined): Condition[] {
+function gatewayConditions(
+  listeners: readonly ResolvedListener[],
+  gen: number | undefined,
+): Condition[] {
   const invalid = listeners.filter(l => !l.served);
   const served = listeners.length - invalid.length;
   const names = invalid.map(l => l.listener.name).join(", ");
   const accepted =
     invalid.length === 0
       ? condition(ConditionType.Accepted, true, GatewayReason.Accepted, "accepted", gen)
-      : condition(ConditionType.Accepted, served > 0, GatewayReason.ListenersNotValid, `listeners not valid: ${names}`, gen);
+      : condition(
+          ConditionType.Accepted,
+          served > 0,
+          GatewayReason.ListenersNotValid,
+          `listeners not valid: ${names}`,
+          gen,
+        );
   const programmed =
     served > 0 || listeners.length === 0
-      ? condition(ConditionType.Programmed, true, GatewayReason.Programmed, "configuration translated for the proxies", gen)
+      ? condition(
+          ConditionType.Programmed,
+          true,
+          GatewayReason.Programmed,
+          "configuration translated for the proxies",
+          gen,
+        )
       : condition(ConditionType.Programmed, false, GatewayReason.Invalid, "no valid listener", gen);
   return [accepted, programmed];
 }
@@ -331,13 +450,25 @@ function buildIR(ctx: GatewayContext): GatewayIR {
   const l4Servers: L4ServerIR[] = [];
   for (const port of ports) {
     const onPort = served.filter(l => l.listener.port === port);
-    const http = onPort.filter(l => l.listener.protocol === "HTTP" || l.listener.protocol === "HTTPS");
+    const http = onPort.filter(
+      l => l.listener.protocol === "HTTP" || l.listener.protocol === "HTTPS",
+    );
     if (http.length > 0) {
       const listeners = http
         .slice()
-        .sort((a, b) => compareHostSpecificity(a.listener.hostname?.toLowerCase(), b.listener.hostname?.toLowerCase()) || (a.id < b.id ? -1 : 1))
+        .sort(
+          (a, b) =>
+            compareHostSpecificity(
+              a.listener.hostname?.toLowerCase(),
+              b.listener.hostname?.toLowerCase(),
+            ) || (a.id < b.id ? -1 : 1),
+        )
         .map(l => httpListenerIR(l, ctx.attachments.get(l.id) ?? []));
-      httpServers.push({ port, protocol: http[0].listener.protocol as "HTTP" | "HTTPS", listeners });
+      httpServers.push({
+        port,
+        protocol: http[0].listener.protocol as "HTTP" | "HTTPS",
+        listeners,
+      });
     }
     for (const protocol of ["TLS", "TCP", "UDP"] as const) {
       const ls = onPort.filter(l => l.listener.protocol === protocol);
@@ -347,9 +478,12 @@ function buildIR(ctx: GatewayContext): GatewayIR {
         for (const a of ctx.attachments.get(l.id) ?? []) {
           if (!a.route.l4) continue;
           const r = a.route;
+          const terminate =
+            protocol === "TLS" && (l.listener.tls?.mode ?? "Terminate") === "Terminate";
           routes.push({
             route: { kind: r.kind, namespace: r.namespace, name: r.name },
             serverNames: protocol === "TLS" ? a.hostnames : undefined,
+            ...(terminate && { terminate: { certificateIds: l.certificates.map(c => c.id) } }),
             backends: r.backends,
             created: r.created,
           });
@@ -358,7 +492,16 @@ function buildIR(ctx: GatewayContext): GatewayIR {
       routes.sort((a, b) => {
         const ha = a.serverNames?.[0];
         const hb = b.serverNames?.[0];
-        return compareHostSpecificity(ha, hb) || (a.created !== b.created ? (a.created < b.created ? -1 : 1) : `${a.route.namespace}/${a.route.name}` < `${b.route.namespace}/${b.route.name}` ? -1 : 1);
+        return (
+          compareHostSpecificity(ha, hb) ||
+          (a.created !== b.created
+            ? a.created < b.created
+              ? -1
+              : 1
+            : `${a.route.namespace}/${a.route.name}` < `${b.route.namespace}/${b.route.name}`
+              ? -1
+              : 1)
+        );
       });
       l4Servers.push({ port, protocol, routes: routes.map(({ created: _c, ...r }) => r) });
     }
@@ -383,7 +526,13 @@ function httpListenerIR(l: ResolvedListener, attachments: readonly Attachment[])
       for (const rule of route.rules) {
         rule.matches.forEach((m, j) => {
           const match = { ...m, hostname };
-          const ref = { kind: route.kind, namespace: route.namespace, name: route.name, rule: rule.index, match: j };
+          const ref = {
+            kind: route.kind,
+            namespace: route.namespace,
+            name: route.name,
+            rule: rule.index,
+            match: j,
+          };
           const action: HTTPRouteEntryIR["action"] = rule.redirect
             ? { type: "redirect", redirect: redirectIR(rule.redirect, l) }
             : rule.backends.length === 0
