@@ -227,6 +227,24 @@ function tlsExchange(port: number, servername: string, send = ""): Promise<strin
   });
 }
 
+/** TLS to listener `port` (trusting the golden's CA), sends `send`, waits for its echo; or the error. */
+function tlsEcho(port: number, servername: string, send: string): Promise<string> {
+  return new Promise(resolve => {
+    let data = "";
+    const s = tlsConnect(
+      { host: LOCAL, port: port + PORT_OFFSET, servername, ca: EXAMPLE.cert },
+      () => s.write(send),
+    );
+    s.setTimeout(5000, () => s.destroy(new Error("timeout")));
+    s.on("data", d => {
+      data += d.toString();
+      if (data.endsWith(send)) s.end();
+    });
+    s.on("close", () => resolve(data));
+    s.on("error", (e: Error & { code?: string }) => resolve(`error:${e.code ?? e.message}`));
+  });
+}
+
 function tcpExchange(port: number, send: string): Promise<string> {
   return new Promise(resolve => {
     let data = "";
@@ -389,5 +407,43 @@ describe("TCP and UDP through real Caddy (caddy-l4)", () => {
     await load("tcp-udp", () => "tcp+udp");
     expect(await tcpExchange(5353, "hello")).toBe("default/dns-1:hello");
     expect(await udpExchange(5353, "ping")).toBe("default/dns-1:ping");
+  });
+});
+
+describe("TLS termination and refused backends through real Caddy (caddy-l4)", () => {
+  const kinds = (slice: string): BackendKind => (slice === "default/app-1" ? "tls" : "tcp+udp");
+
+  it("terminates TLS on a Terminate listener with its certificate; the backend gets plain TCP", async () => {
+    await load("tls-terminate", kinds);
+    expect(await tlsEcho(443, "secure.example.com", "hello")).toBe("default/plain-1:hello");
+  });
+
+  it("passes TLS through on a Passthrough listener sharing the port", async () => {
+    await load("tls-terminate", kinds);
+    expect(await tlsExchange(443, "app.example.com")).toBe("default/app-1 sni=app.example.com\n");
+  });
+
+  it("refuses connections for an SNI route whose backends are missing or zero-weight (no fall-through)", async () => {
+    await load("tls-terminate", kinds);
+    for (const sni of ["broken.example.com", "zero.example.com"]) {
+      const got = await tlsExchange(443, sni);
+      expect(got).not.toContain("default/app-1");
+      expect(got).toMatch(/^error:|^$/);
+    }
+  });
+
+  it("refuses the share of TCP connections that belongs to a missing backend", async () => {
+    await load("tls-terminate", kinds);
+    const got: string[] = [];
+    for (let i = 0; i < 4; i++) got.push(await tcpExchange(7000, "x"));
+    expect(got.filter(g => g === "default/plain-1:x")).toHaveLength(2);
+    expect(
+      got.filter(g => g !== "default/plain-1:x").every(g => g === "" || g.startsWith("error:")),
+    ).toBe(true);
+  });
+
+  it("does not serve a Terminate listener without a certificate", async () => {
+    await load("tls-terminate", kinds);
+    expect(await tlsExchange(8443, "nocert.example.com")).toBe("error:ECONNREFUSED");
   });
 });
