@@ -39,6 +39,10 @@ for link in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f
   ip link delete "$link" 2>/dev/null || true
 done
 
+# The routing guard for traffic from the pods (see network.ts).
+while ip rule del priority 27495 2>/dev/null; do :; done
+ip route flush table 27495 2>/dev/null || true
+
 # Mount points created on the host for volume mounts (only if still empty).
 if [ -n "$state" ] && [ -f "$state/created-paths" ]; then
   sort -ru "$state/created-paths" | while read -r p; do
@@ -53,7 +57,8 @@ fi
 
 left_ns=$(namespaces)
 left_links=$(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | grep '^kg-' || true)
-if [ -n "$left_ns$left_links" ]; then
-  echo "cleanup: left behind: $left_ns $left_links" >&2
+left_rules=$(ip rule show priority 27495 2>/dev/null || true)
+if [ -n "$left_ns$left_links$left_rules" ]; then
+  echo "cleanup: left behind: $left_ns $left_links $left_rules" >&2
   exit 1
 fi

@@ -88,7 +88,27 @@ export function backendsFor(port: ServicePort, slices: readonly EndpointSlice[])
 
 type Listener =
   | { readonly kind: "tcp"; readonly server: Server }
-  | { readonly kind: "udp"; readonly socket: UdpSocket; readonly sessions: Map<string, UdpSocket> };
+  | {
+      readonly kind: "udp";
+      readonly socket: UdpSocket;
+      readonly sessions: Map<string, UdpSession>;
+    };
+
+/** One client of a UDP forwarder: its own socket to the chosen endpoint, closed when idle. */
+interface UdpSession {
+  readonly socket: UdpSocket;
+  timer?: NodeJS.Timeout;
+  connected: boolean;
+  readonly queue: Buffer[];
+}
+
+const safeClose = (s: UdpSocket): void => {
+  try {
+    s.close();
+  } catch {
+    // already closed
+  }
+};
 
 interface Balancer {
   readonly ip: string;
@@ -216,38 +236,43 @@ export class LoadBalancers {
 
   private udp(ip: string, port: number, next: () => Backend | undefined, key: string): Listener {
     const socket = createSocket("udp4");
-    const sessions = new Map<string, UdpSocket>();
+    const sessions = new Map<string, UdpSession>();
+    const end = (sk: string, sess: UdpSession) => {
+      clearTimeout(sess.timer);
+      sessions.delete(sk);
+      safeClose(sess.socket);
+    };
     socket.on("message", (msg, rinfo) => {
       const sk = `${rinfo.address}:${rinfo.port}`;
-      let up = sessions.get(sk);
-      if (!up) {
+      let sess = sessions.get(sk);
+      const bump = (x: UdpSession) => {
+        clearTimeout(x.timer);
+        x.timer = setTimeout(() => end(sk, x), 30_000);
+      };
+      if (!sess) {
         const be = next();
         if (!be) return;
-        const s = createSocket("udp4");
-        let idle: NodeJS.Timeout;
-        const bump = () => {
-          clearTimeout(idle);
-          idle = setTimeout(() => {
-            sessions.delete(sk);
-            s.close();
-          }, 30_000);
-        };
-        s.on("message", reply => {
-          bump();
-          socket.send(reply, rinfo.port, rinfo.address);
+        const created: UdpSession = { socket: createSocket("udp4"), connected: false, queue: [] };
+        sess = created;
+        sessions.set(sk, created);
+        created.socket.on("message", reply => {
+          bump(created);
+          try {
+            socket.send(reply, rinfo.port, rinfo.address);
+          } catch {
+            end(sk, created); // the listener is gone
+          }
         });
-        s.on("error", () => {
-          sessions.delete(sk);
-          s.close();
+        created.socket.on("error", () => end(sk, created));
+        created.socket.once("connect", () => {
+          created.connected = true;
+          for (const m of created.queue.splice(0)) created.socket.send(m);
         });
-        s.connect(be.port, be.ip);
-        bump();
-        sessions.set(sk, s);
-        up = s;
-        s.once("connect", () => s.send(msg));
-        return;
+        created.socket.connect(be.port, be.ip);
       }
-      up.send(msg);
+      bump(sess);
+      if (sess.connected) sess.socket.send(msg);
+      else sess.queue.push(msg);
     });
     socket.on("error", e =>
       this.log.error(`service ${key}: listen ${ip}:${port}/UDP: ${e.message}`),
@@ -282,7 +307,11 @@ export class LoadBalancers {
 function closeListener(l: Listener): void {
   if (l.kind === "tcp") l.server.close();
   else {
-    for (const s of l.sessions.values()) s.close();
-    l.socket.close();
+    for (const sess of l.sessions.values()) {
+      clearTimeout(sess.timer);
+      safeClose(sess.socket);
+    }
+    l.sessions.clear();
+    safeClose(l.socket);
   }
 }

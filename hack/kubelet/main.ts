@@ -82,7 +82,10 @@ async function main(): Promise<void> {
     node.stop();
     lbs.stop();
     const hard = setTimeout(() => process.exit(1), 8000);
-    void pods.stopAll(3000).finally(() => {
+    void Promise.all([
+      pods.stopAll(3000),
+      node.markNotReady().catch(e => log.warn(`marking the node NotReady: ${String(e)}`)),
+    ]).finally(() => {
       clearTimeout(hard);
       process.exit(0);
     });

@@ -9,6 +9,12 @@ import { run } from "./exec";
 import { bridgeIP, podPrefixLength } from "./ipam";
 
 export const bridgeName = "kg-br0";
+/**
+ * Policy-routing table and rule priority that make every packet arriving from the pods on
+ * kg-br0 unroutable unless it is for the host itself (the local table is looked up first) —
+ * so pod traffic can never be forwarded off the node, whatever net.ipv4.ip_forward says.
+ */
+export const guardTable = "27495";
 
 export interface PodNetNames {
   readonly netns: string;
@@ -45,6 +51,11 @@ export async function ensureBridge(): Promise<void> {
     await ip("addr", "add", `${bridgeIP}/${podPrefixLength}`, "dev", bridgeName);
   }
   await ip("link", "set", bridgeName, "up");
+  await ip("route", "replace", "unreachable", "default", "table", guardTable);
+  const rules = await ip("rule", "show", "priority", guardTable).catch(() => "");
+  if (!rules.includes(`lookup ${guardTable}`)) {
+    await ip("rule", "add", "iif", bridgeName, "priority", guardTable, "lookup", guardTable);
+  }
 }
 
 export async function netnsList(): Promise<string[]> {

@@ -140,6 +140,32 @@ export class NodeAgent {
     this.stopped = true;
   }
 
+  /**
+   * Reports the node NotReady as the kubelet goes away, so a later `cluster.sh up` waits for
+   * the next kubelet's fresh Ready instead of seeing this one's.
+   */
+  async markNotReady(): Promise<void> {
+    const now = new Date().toISOString().replace(/\.\d+Z$/, "Z");
+    await this.api.patch(
+      `/api/v1/nodes/${this.cfg.name}/status`,
+      {
+        status: {
+          conditions: [
+            {
+              type: "Ready",
+              status: "False",
+              reason: "KubeletNotReady",
+              message: "kengine-local kubelet stopped",
+              lastHeartbeatTime: now,
+              lastTransitionTime: now,
+            },
+          ],
+        },
+      },
+      "strategic",
+    );
+  }
+
   private async every(ms: number, fn: () => Promise<void>): Promise<void> {
     while (!this.stopped) {
       await sleep(ms);

@@ -110,6 +110,7 @@ spec:
       kubeletProcesses: sh("pgrep -f 'hack/kubelet/[m]ain.ts' || true").trim(),
       netns: netns(),
       links: kgLinks(),
+      routingGuard: sh("ip rule show priority 27495").trim(),
       lbListeners: lbListeners(),
       leftPaths: createdPaths.filter(p => existsSync(p)),
     };
@@ -120,6 +121,7 @@ spec:
       kubeletProcesses: "",
       netns: [],
       links: [],
+      routingGuard: "",
       lbListeners: "",
       leftPaths: [],
     });

@@ -3,7 +3,7 @@
  * their own IPs, report status, serve logs; LoadBalancer Services get a working address.
  */
 import { randomBytes } from "node:crypto";
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { createSocket } from "node:dgram";
 import { existsSync, readdirSync } from "node:fs";
 import { createServer, Socket } from "node:net";
@@ -479,6 +479,21 @@ spec:
     expect(logs).toContain(
       `Echoing back request made to ${marker} to client (${proxy.status.podIP}:`,
     );
+  });
+
+  it("never routes pod traffic off the node (routing lookup only, nothing is sent)", async () => {
+    const [p] = await readyEchoPods(ns, 2);
+    const lookup = (dst: string) =>
+      spawnSync("ip", ["route", "get", dst, "from", p.status.podIP!, "iif", "kg-br0"], {
+        encoding: "utf8",
+      });
+    // 192.0.2.1 (TEST-NET-1) stands for any address beyond the node.
+    const away = lookup("192.0.2.1");
+    expect(away.status).not.toBe(0);
+    expect(away.stderr).toMatch(/unreachable|No route to host/i);
+    const host = lookup("10.244.0.1");
+    expect(host.status).toBe(0);
+    expect(host.stdout).toMatch(/^local 10\.244\.0\.1 /);
   });
 
   it("forwards UDP on a LoadBalancer address to the ready endpoints", async () => {
