@@ -3,8 +3,9 @@
  * container process, the kg-* network namespaces, veths and bridge, LoadBalancer listeners and
  * the mount points it created. Then `cluster:up` brings a working node back.
  *
- * This restarts the default local cluster (.local/), so it is skipped for a KG_LOCAL_DIR
- * instance (which runs no kubelet).
+ * This stops and restarts the cluster, wiping its state, so it runs only on a cluster this test
+ * run started itself (tests/support/global-setup.ts sets KG_CLUSTER_STARTED_BY_TESTS), or when
+ * KG_TEST_CLUSTER_DOWN=1 asks for it; never on a KG_LOCAL_DIR instance (which runs no kubelet).
  */
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
@@ -30,10 +31,18 @@ const alive = (pid: number): boolean => existsSync(`/proc/${pid}`);
 const lbListeners = (): string =>
   sh("ss -Htuln | awk '{print $5}' | grep '^127\\.20\\.' || true").trim();
 
+const ours =
+  process.env.KG_CLUSTER_STARTED_BY_TESTS === "1" || process.env.KG_TEST_CLUSTER_DOWN === "1";
 const runsKubelet =
   !process.env.KG_LOCAL_DIR && existsSync(join(repoRoot, "hack", "kubelet", "main.ts"));
 
-(runsKubelet ? describe : describe.skip)("cluster:down with the local kubelet", () => {
+if (runsKubelet && !ours) {
+  console.log(
+    "kubelet-down: skipped, the cluster was already running (KG_TEST_CLUSTER_DOWN=1 runs it anyway)",
+  );
+}
+
+(runsKubelet && ours ? describe : describe.skip)("cluster:down with the local kubelet", () => {
   let ns: string;
   afterAll(() => {
     if (ns) deleteNamespace(ns);
