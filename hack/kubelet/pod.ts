@@ -392,7 +392,12 @@ export class PodWorker {
     const state =
       this.blocked.get(c.name) ??
       ({
-        waiting: { reason: init || this.initDone ? "ContainerCreating" : "PodInitializing" },
+        waiting: {
+          reason:
+            init || this.initDone || !this.pod.spec.initContainers?.length
+              ? "ContainerCreating"
+              : "PodInitializing",
+        },
       } as const);
     return {
       name: c.name,
@@ -420,7 +425,7 @@ export class PodWorker {
       hostIP: this.deps.hostIP,
       startTime: this.startTime,
       sandboxReady: this.sandboxReady,
-      initDone: this.initDone,
+      initDone: this.initDone || !this.pod.spec.initContainers?.length,
       init: (this.pod.spec.initContainers ?? []).map(c => this.view(c, true)),
       containers: this.pod.spec.containers.map(c => this.view(c, false)),
       uid: this.uid,
