@@ -319,6 +319,37 @@ describe("Fleet", () => {
   });
 });
 
+describe("Fleet with adoptRunning (a new leader)", () => {
+  it("adopts a proxy that already runs the desired config and pushes only to the one that does not", async () => {
+    const http = new AdminClient(
+      { caPem: "", certificatePem: "", privateKey: new SecretPem("") },
+      { dispatcher: agent },
+    );
+    const adopting = new Fleet({
+      client: {
+        load: (e, bytes) => (loads.push(e.name), http.load(e, bytes)),
+        runsConfig: (e, hash) => http.runsConfig(e, hash),
+      },
+      backoff,
+      clock,
+      random: () => 0,
+      adoptRunning: true,
+      onEvent: e => events.push(e),
+    });
+    const [a, b] = [endpoint(1), endpoint(2)];
+    agent.get(originOf(a)).intercept({ path: markerPath(v1.hash), method: "GET" }).reply(200, '"x"');
+    agent.get(originOf(b)).intercept({ path: markerPath(v1.hash), method: "GET" }).reply(404, "{}");
+    acceptLoad(b);
+    adopting.update([a, b].map(e => ({ endpoint: e, config: v1 })));
+    await adopting.settled();
+    expect(loads).toEqual(["gw-2"]);
+    expect(events.filter(e => e.type === "adopted").map(e => e.name)).toEqual(["gw-1"]);
+    expect(adopting.state("gw-1")).toMatchObject({ phase: "Programmed", hash: v1.hash });
+    expect(adopting.state("gw-2")).toMatchObject({ phase: "Programmed", hash: v1.hash });
+    adopting.close();
+  });
+});
+
 describe("Fleet concurrency", () => {
   it("never runs more pushes at once than its limit", async () => {
     let inFlight = 0;

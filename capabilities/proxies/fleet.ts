@@ -78,6 +78,7 @@ export type FleetEvent =
       readonly retryInMs: number;
     }
   | { readonly type: "drifted"; readonly name: string; readonly hash: string }
+  | { readonly type: "adopted"; readonly name: string; readonly hash: string }
   | { readonly type: "forgotten"; readonly name: string };
 
 export interface FleetOptions {
@@ -88,6 +89,11 @@ export interface FleetOptions {
   /** [0, 1); injected for deterministic jitter in tests. */
   readonly random?: () => number;
   readonly onEvent?: (event: FleetEvent) => void;
+  /**
+   * Ask a proxy new to this fleet whether it already runs the desired config before pushing, so a
+   * new leader (or a restarted controller) adopts programmed proxies instead of reloading them.
+   */
+  readonly adoptRunning?: boolean;
 }
 
 interface Entry {
@@ -100,6 +106,8 @@ interface Entry {
   failedSince: number;
   nextAttemptAt: number;
   needsVerify: boolean;
+  /** New to this fleet: ask whether it already runs the desired config before pushing (a new leader adopts, not reloads). */
+  probeFirst: boolean;
   inFlight: boolean;
 }
 
@@ -116,6 +124,7 @@ export class Fleet {
   readonly #random: () => number;
   readonly #onEvent: (event: FleetEvent) => void;
   readonly #entries = new Map<string, Entry>();
+  readonly #adoptRunning: boolean;
   #running = 0;
   #idleWaiters: (() => void)[] = [];
   #cancelRetryTimer: (() => void) | undefined;
@@ -130,6 +139,7 @@ export class Fleet {
     this.#clock = options.clock ?? systemClock;
     this.#random = options.random ?? Math.random;
     this.#onEvent = options.onEvent ?? (() => undefined);
+    this.#adoptRunning = options.adoptRunning ?? false;
   }
 
   /** States the complete desired set (keyed by endpoint name) and starts pushing what differs. */
@@ -169,6 +179,7 @@ export class Fleet {
         failedSince: 0,
         nextAttemptAt: 0,
         needsVerify: false,
+        probeFirst: this.#adoptRunning,
         inFlight: false,
       });
       return;
@@ -276,7 +287,9 @@ export class Fleet {
       this.#running++;
       entry.inFlight = true;
       const work =
-        entry.applied?.hash !== entry.desired.hash ? this.#push(entry) : this.#check(entry);
+        entry.probeFirst || entry.applied?.hash === entry.desired.hash
+          ? this.#check(entry)
+          : this.#push(entry);
       void work
         .catch((e: unknown) => {
           // the admin client returns errors as data; this is a bug guard, not a path
@@ -341,6 +354,7 @@ export class Fleet {
     const now = this.#clock.now();
     entry.needsVerify = false;
     if (result.ok) {
+      entry.probeFirst = false;
       entry.applied = { hash: config.hash, at: now };
       entry.verifiedAt = now;
       entry.attempts = 0;
@@ -363,7 +377,13 @@ export class Fleet {
     if (!this.#current(entry)) return;
     const now = this.#clock.now();
     entry.needsVerify = false;
+    if (result.ok) entry.probeFirst = false;
     if (result.ok && result.value) {
+      if (entry.applied?.hash !== hash) {
+        // it already runs what we want (e.g. programmed by the previous leader): adopt it
+        entry.applied = { hash, at: now };
+        this.#onEvent({ type: "adopted", name: entry.endpoint.name, hash });
+      }
       entry.verifiedAt = now;
       entry.attempts = 0;
       entry.lastError = undefined;

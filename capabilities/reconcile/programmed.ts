@@ -31,6 +31,8 @@ export interface FleetView {
   readonly configProblem?: string;
   /** Whether the proxies' Service exists. */
   readonly serviceExists: boolean;
+  /** The Programmed condition as stored now: kept while no proxy's state is known yet (a new leader). */
+  readonly stored?: Condition;
 }
 
 const programmed = (ok: boolean, reason: string, message: string, generation?: number): Condition => ({
@@ -53,6 +55,8 @@ export function programmedCondition(
   if (!view.serviceExists) return programmed(false, "AddressNotAssigned", "the proxies' Service does not exist (yet)", generation);
   if (addresses.length === 0) return programmed(false, "AddressNotAssigned", "waiting for the proxies' Service to get an address", generation);
   const total = view.proxies.length;
+  const unknown = total > 0 && view.proxies.every(p => p.phase === "Pending" && p.applied === undefined);
+  if (unknown && view.stored) return view.stored;
   const current = view.proxies.filter(p => p.phase === "Programmed" && p.hash === view.desiredHash).length;
   if (total === 0) return programmed(false, "Pending", "no proxy pods are running yet", generation);
   if (current === 0) {

@@ -17,7 +17,7 @@ import {
   computeStatusUpdates,
   kubeStatusApi,
 } from "../status";
-import { StatusResults, translate } from "../translate";
+import { Condition, StatusResults, translate } from "../translate";
 import { clientCredentials, ensureAuthority } from "./authority";
 import { LIST_PATHS, objectPath } from "./kinds";
 import { GatewayPlan, planGateway } from "./plan";
@@ -159,6 +159,7 @@ export class Reconciler {
     this.#fleet = new Fleet({
       client: new AdminClient(clientCredentials(this.#ca, this.o.identity)),
       onEvent: e => this.#onFleetEvent(e),
+      adoptRunning: true,
     });
     this.#fleet.start(this.o.verifyIntervalMs ?? 10_000);
     for (const kind of KINDS) {
@@ -221,7 +222,7 @@ export class Reconciler {
       ...(e.type === "pushed" ? { hash: e.hash.slice(0, 12), ms: e.durationMs } : {}),
     });
     // Programmed status follows what proxies run.
-    if (e.type === "pushed" || e.type === "failed" || e.type === "drifted") this.#batcher.notify();
+    if (e.type !== "forgotten") this.#batcher.notify();
   }
 
   async #build(): Promise<void> {
@@ -264,7 +265,11 @@ export class Reconciler {
         if (!plan) return g;
         addresses.set(plan.key, plan.addresses);
         const proxies = plan.targets.map(t => this.#fleet!.state(t.endpoint.name)).filter((s): s is ProxyState => s !== undefined);
-        return withFleet(g, { proxies, desiredHash: plan.desiredHash, configProblem: plan.configProblem, serviceExists: plan.serviceExists }, plan.addresses);
+        const stored = (snapshot.objects.Gateway.get(plan.key) as { status?: { conditions?: Condition[] } } | undefined)?.status?.conditions?.find(
+          c => c.type === "Programmed",
+        );
+        const view = { proxies, desiredHash: plan.desiredHash, configProblem: plan.configProblem, serviceExists: plan.serviceExists, stored };
+        return withFleet(g, view, plan.addresses);
       }),
     };
     this.#lastResults = { results, addresses };
