@@ -329,11 +329,19 @@ function forward(ctx: Ctx, backends: readonly BackendIR[]): CaddyHandler {
   }
   if (live.every(b => b.type === "invalid"))
     return { handler: "static_response", status_code: 500 };
+  // One reverse_proxy has one transport: the first Service backend's TLS settings (from its
+  // BackendTLSPolicy) apply; a backend in the same rule that needs other TLS settings gets the
+  // invalid share (500) rather than a connection with the wrong verification.
+  const first = live.find(b => b.type === "service");
+  const tls = first?.type === "service" ? first.tls : undefined;
+  const tlsKey = JSON.stringify(tls ?? null);
   const counts = live.map(b => (b.type === "service" ? b.endpoints.length : 1));
   const l = counts.reduce(lcm, 1);
   const upstreams: { dial: string; weight: number; h2c: boolean }[] = [];
+  let errorShare = false;
   for (const b of live) {
-    if (b.type === "invalid") {
+    if (b.type === "invalid" || JSON.stringify(b.tls ?? null) !== tlsKey) {
+      errorShare = true;
       ctx.needsErrorServer = true;
       upstreams.push({
         dial: ctx.opts.errorResponderListen ?? DEFAULT_ERROR_LISTEN,
@@ -352,6 +360,7 @@ function forward(ctx: Ctx, backends: readonly BackendIR[]): CaddyHandler {
   const g = upstreams.map(u => u.weight).reduce(gcd);
   const weights = upstreams.map(u => u.weight / g);
   const h2c = upstreams.some(u => u.h2c);
+  const errorPort = (ctx.opts.errorResponderListen ?? DEFAULT_ERROR_LISTEN).split(":").pop()!;
   return {
     handler: "reverse_proxy",
     upstreams: upstreams.map(u => ({ dial: u.dial })),
@@ -360,7 +369,21 @@ function forward(ctx: Ctx, backends: readonly BackendIR[]): CaddyHandler {
         ? { policy: "round_robin" }
         : { policy: "weighted_round_robin", weights },
     },
-    ...(h2c && { transport: { protocol: "http", versions: ["h2c", "2"] } }),
+    ...(tls
+      ? {
+          transport: {
+            protocol: "http",
+            tls: {
+              server_name: tls.serverName,
+              ...(tls.caCertificates && {
+                ca: { provider: "inline", trusted_ca_certs: [...tls.caCertificates] },
+              }),
+              // The internal 500 responder speaks plain HTTP.
+              ...(errorShare && { except_ports: [errorPort] }),
+            },
+          },
+        }
+      : h2c && { transport: { protocol: "http", versions: ["h2c", "2"] } }),
   };
 }
 

@@ -52,7 +52,18 @@ export type CaddyHandler =
           | { readonly policy: "round_robin" }
           | { readonly policy: "weighted_round_robin"; readonly weights: readonly number[] };
       };
-      readonly transport?: { readonly protocol: "http"; readonly versions?: readonly string[] };
+      readonly transport?: {
+        readonly protocol: "http";
+        readonly versions?: readonly string[];
+        readonly tls?: {
+          readonly server_name: string;
+          readonly ca?: {
+            readonly provider: "inline";
+            readonly trusted_ca_certs: readonly string[];
+          };
+          readonly except_ports?: readonly string[];
+        };
+      };
     };
 
 export interface CaddyRoute {

@@ -107,6 +107,8 @@ export type BackendIR =
       readonly weight: number;
       readonly endpoints: readonly EndpointIR[];
       readonly protocol: "http" | "h2c";
+      /** BackendTLSPolicy: connect over TLS with this SNI/verification name and trust (base64 DER; none = system). */
+      readonly tls?: { readonly serverName: string; readonly caCertificates?: readonly string[] };
       readonly requestHeaders?: HeaderOpsIR;
       readonly responseHeaders?: HeaderOpsIR;
     }

@@ -2,6 +2,7 @@
 import { EndpointIR } from "../ir";
 import { BackendObjectReference, GATEWAY_GROUP, Service, ServicePort, Snapshot } from "../snapshot";
 import { RouteReason } from "./conditions";
+import { BackendTLSDecision, backendTLSPolicies } from "./backendtls";
 import { refPermitted } from "./refs";
 
 export type BackendResolution =
@@ -10,6 +11,10 @@ export type BackendResolution =
       readonly id: string;
       readonly endpoints: readonly EndpointIR[];
       readonly appProtocol?: string;
+      /** The BackendTLSPolicy covering the Service port, if any. */
+      readonly backendTLS?: BackendTLSDecision;
+      /** Every BackendTLSPolicy naming the Service port (for their status). */
+      readonly backendTLSPolicies?: readonly string[];
     }
   | { readonly ok: false; readonly id: string; readonly reason: string; readonly message: string };
 
@@ -29,25 +34,73 @@ export function resolveBackend(
   const namespace = ref.namespace ?? routeNamespace;
   const id = `${namespace}/${ref.name}${ref.port !== undefined ? `:${ref.port}` : ""}`;
   if (group !== "" || kind !== "Service") {
-    return { ok: false, id, reason: RouteReason.InvalidKind, message: `backendRef ${kind}.${group || "core"} ${id}: only core Services are supported` };
+    return {
+      ok: false,
+      id,
+      reason: RouteReason.InvalidKind,
+      message: `backendRef ${kind}.${group || "core"} ${id}: only core Services are supported`,
+    };
   }
-  if (!refPermitted(s, { group: GATEWAY_GROUP, kind: routeKind, namespace: routeNamespace }, { group: "", kind: "Service", namespace, name: ref.name })) {
-    return { ok: false, id, reason: RouteReason.RefNotPermitted, message: `backendRef to Service ${id} is not permitted by any ReferenceGrant in namespace ${namespace}` };
+  if (
+    !refPermitted(
+      s,
+      { group: GATEWAY_GROUP, kind: routeKind, namespace: routeNamespace },
+      { group: "", kind: "Service", namespace, name: ref.name },
+    )
+  ) {
+    return {
+      ok: false,
+      id,
+      reason: RouteReason.RefNotPermitted,
+      message: `backendRef to Service ${id} is not permitted by any ReferenceGrant in namespace ${namespace}`,
+    };
   }
   const svc = s.objects.Service.get(`${namespace}/${ref.name}`);
-  if (!svc) return { ok: false, id, reason: RouteReason.BackendNotFound, message: `Service ${namespace}/${ref.name} not found` };
+  if (!svc)
+    return {
+      ok: false,
+      id,
+      reason: RouteReason.BackendNotFound,
+      message: `Service ${namespace}/${ref.name} not found`,
+    };
   if (svc.spec?.type === "ExternalName") {
-    return { ok: false, id, reason: RouteReason.UnsupportedProtocol, message: `Service ${namespace}/${ref.name} is of type ExternalName, which is not supported as a backend` };
+    return {
+      ok: false,
+      id,
+      reason: RouteReason.UnsupportedProtocol,
+      message: `Service ${namespace}/${ref.name} is of type ExternalName, which is not supported as a backend`,
+    };
   }
   if (ref.port === undefined) {
-    return { ok: false, id, reason: RouteReason.BackendNotFound, message: `backendRef to Service ${namespace}/${ref.name} needs a port` };
+    return {
+      ok: false,
+      id,
+      reason: RouteReason.BackendNotFound,
+      message: `backendRef to Service ${namespace}/${ref.name} needs a port`,
+    };
   }
-  const port = (svc.spec?.ports ?? []).find(p => p.port === ref.port && (p.protocol ?? "TCP") !== "UDP")
-    ?? (svc.spec?.ports ?? []).find(p => p.port === ref.port);
+  const port =
+    (svc.spec?.ports ?? []).find(p => p.port === ref.port && (p.protocol ?? "TCP") !== "UDP") ??
+    (svc.spec?.ports ?? []).find(p => p.port === ref.port);
   if (!port) {
-    return { ok: false, id, reason: RouteReason.BackendNotFound, message: `Service ${namespace}/${ref.name} has no port ${ref.port}` };
+    return {
+      ok: false,
+      id,
+      reason: RouteReason.BackendNotFound,
+      message: `Service ${namespace}/${ref.name} has no port ${ref.port}`,
+    };
   }
-  return { ok: true, id, endpoints: endpointsOf(s, svc, port), appProtocol: port.appProtocol };
+  const policies = backendTLSPolicies(s);
+  const backendTLS = policies.forServicePort(svc, port);
+  const covering = policies.covering(svc, port);
+  return {
+    ok: true,
+    id,
+    endpoints: endpointsOf(s, svc, port),
+    appProtocol: port.appProtocol,
+    ...(backendTLS && { backendTLS }),
+    ...(covering.length > 0 && { backendTLSPolicies: covering }),
+  };
 }
 
 /**
@@ -61,15 +114,22 @@ export function endpointsOf(s: Snapshot, svc: Service, port: ServicePort): Endpo
   const wantName = port.name ?? "";
   const out = new Map<string, EndpointIR>();
   for (const slice of s.objects.EndpointSlice.values()) {
-    if (slice.metadata.namespace !== ns || slice.metadata.labels?.["kubernetes.io/service-name"] !== name) continue;
+    if (
+      slice.metadata.namespace !== ns ||
+      slice.metadata.labels?.["kubernetes.io/service-name"] !== name
+    )
+      continue;
     if (slice.addressType === "FQDN") continue;
     const sp = (slice.ports ?? []).find(p => (p.name ?? "") === wantName);
     const number = sp?.port ?? (typeof port.targetPort === "number" ? port.targetPort : undefined);
     if (number === undefined) continue;
     for (const ep of slice.endpoints ?? []) {
       if (ep.conditions?.ready === false || ep.conditions?.terminating === true) continue;
-      for (const address of ep.addresses ?? []) out.set(`${address}|${number}`, { address, port: number });
+      for (const address of ep.addresses ?? [])
+        out.set(`${address}|${number}`, { address, port: number });
     }
   }
-  return [...out.values()].sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : a.port - b.port));
+  return [...out.values()].sort((a, b) =>
+    a.address < b.address ? -1 : a.address > b.address ? 1 : a.port - b.port,
+  );
 }

@@ -43,6 +43,8 @@ export interface CompiledRoute {
   readonly dropped: readonly { readonly index: number; readonly message: string }[];
   /** The first backendRef that did not resolve, for the ResolvedRefs condition. */
   readonly refProblem?: { readonly reason: string; readonly message: string };
+  /** BackendTLSPolicies (`<namespace>/<name>`) covering the Services this route uses. */
+  readonly backendTLSPolicies: readonly string[];
 }
 
 class RuleError extends Error {}
@@ -65,7 +67,8 @@ export function compileHTTPRoute(s: Snapshot, route: HTTPRoute): CompiledRoute {
         regexOk(`${base}.path.value`, value);
         path = { type, value };
       } else return fail(`${base}.path.type ${type} is not supported`);
-      if (type !== "RegularExpression" && !value.startsWith("/")) fail(`${base}.path.value must start with "/"`);
+      if (type !== "RegularExpression" && !value.startsWith("/"))
+        fail(`${base}.path.value must start with "/"`);
       return {
         path,
         method: m.method ? m.method.toUpperCase() : undefined,
@@ -74,7 +77,9 @@ export function compileHTTPRoute(s: Snapshot, route: HTTPRoute): CompiledRoute {
       } satisfies HTTPMatchTemplate;
     });
     if (rule.timeouts && (rule.timeouts.request || rule.timeouts.backendRequest)) {
-      fail(`spec.rules[${i}].timeouts: request timeouts are not supported by the proxy (Caddy has no per-route request timeout)`);
+      fail(
+        `spec.rules[${i}].timeouts: request timeouts are not supported by the proxy (Caddy has no per-route request timeout)`,
+      );
     }
     if (rule.retry) fail(`spec.rules[${i}].retry is not supported yet`);
     if (rule.sessionPersistence) fail(`spec.rules[${i}].sessionPersistence is not supported`);
@@ -98,7 +103,10 @@ export function compileGRPCRoute(s: Snapshot, route: GRPCRoute): CompiledRoute {
       } else if (type === "RegularExpression") {
         if (service) regexOk(`${base}.method.service`, service);
         if (method) regexOk(`${base}.method.method`, method);
-        path = { type: "RegularExpression", value: `/(?:${service ?? "[^/]+"})/(?:${method ?? "[^/]+"})` };
+        path = {
+          type: "RegularExpression",
+          value: `/(?:${service ?? "[^/]+"})/(?:${method ?? "[^/]+"})`,
+        };
       } else return fail(`${base}.method.type ${type} is not supported`);
       return {
         path,
@@ -129,6 +137,7 @@ function compile<R extends HTTPRoute | GRPCRoute>(
   const rules: CompiledRule[] = [];
   const dropped: { index: number; message: string }[] = [];
   let refProblem: { reason: string; message: string } | undefined;
+  const policies = new Set<string>();
   (route.spec?.rules ?? []).forEach((rule, index) => {
     // Resolve backends first: a dropped rule's references still count for ResolvedRefs.
     const refs = (rule.backendRefs ?? []) as readonly HTTPBackendRef[];
@@ -141,9 +150,22 @@ function compile<R extends HTTPRoute | GRPCRoute>(
         if (weight > 0) backends.push({ type: "invalid", id: r.id, weight });
         continue;
       }
+      for (const p of r.backendTLSPolicies ?? []) policies.add(p);
       if (weight <= 0) continue;
+      if (r.backendTLS && !r.backendTLS.ok) {
+        // The policy cannot be applied as written: refuse (500) rather than connect unverified.
+        backends.push({ type: "invalid", id: r.id, weight });
+        continue;
+      }
       const h2c = kind === "GRPCRoute" || r.appProtocol === "kubernetes.io/h2c";
-      backends.push({ type: "service", id: r.id, weight, endpoints: r.endpoints, protocol: h2c ? "h2c" : "http" });
+      backends.push({
+        type: "service",
+        id: r.id,
+        weight,
+        endpoints: r.endpoints,
+        protocol: h2c ? "h2c" : "http",
+        ...(r.backendTLS?.ok && { tls: r.backendTLS.tls }),
+      });
     }
     try {
       const p = parts(rule as never, index);
@@ -158,14 +180,21 @@ function compile<R extends HTTPRoute | GRPCRoute>(
     namespace,
     name: route.metadata.name,
     created: route.metadata.creationTimestamp ?? "",
-    hostnames: route.spec?.hostnames && route.spec.hostnames.length > 0 ? route.spec.hostnames : undefined,
+    hostnames:
+      route.spec?.hostnames && route.spec.hostnames.length > 0 ? route.spec.hostnames : undefined,
     rules,
     dropped,
     refProblem,
+    backendTLSPolicies: [...policies].sort(),
   };
 }
 
-function buildRule(index: number, kind: string, p: RuleParts, backends: readonly BackendIR[]): CompiledRule {
+function buildRule(
+  index: number,
+  kind: string,
+  p: RuleParts,
+  backends: readonly BackendIR[],
+): CompiledRule {
   let requestHeaders: HeaderOpsIR | undefined;
   let responseHeaders: HeaderOpsIR | undefined;
   let rewrite: RewriteIR | undefined;
@@ -196,32 +225,54 @@ function buildRule(index: number, kind: string, p: RuleParts, backends: readonly
         fail(`${at(j)}: RequestMirror is not supported by the proxy`);
         break;
       case "ExtensionRef":
-        fail(`${at(j)}: ExtensionRef ${f.extensionRef?.kind ?? ""} ${f.extensionRef?.name ?? ""} is not supported`);
+        fail(
+          `${at(j)}: ExtensionRef ${f.extensionRef?.kind ?? ""} ${f.extensionRef?.name ?? ""} is not supported`,
+        );
         break;
       default:
         fail(`${at(j)}: filter type ${f.type} is not supported`);
     }
   });
-  if (redirect && rewrite) fail(`spec.rules[${index}]: RequestRedirect and URLRewrite cannot be combined`);
+  if (redirect && rewrite)
+    fail(`spec.rules[${index}]: RequestRedirect and URLRewrite cannot be combined`);
   // backendRef-level filters: supported when the rule has a single backendRef.
   const withFilters = p.backendRefs.filter(b => (b.filters ?? []).length > 0);
   if (withFilters.length > 0) {
-    if (p.backendRefs.length > 1) fail(`spec.rules[${index}].backendRefs: filters on one of several backendRefs are not supported`);
+    if (p.backendRefs.length > 1)
+      fail(
+        `spec.rules[${index}].backendRefs: filters on one of several backendRefs are not supported`,
+      );
     (withFilters[0].filters ?? []).forEach((f, j) => {
       const where = `spec.rules[${index}].backendRefs[0].filters[${j}]`;
-      if (f.type === "RequestHeaderModifier") requestHeaders = mergeOps(requestHeaders, headerOps(f.requestHeaderModifier));
-      else if (f.type === "ResponseHeaderModifier") responseHeaders = mergeOps(responseHeaders, headerOps(f.responseHeaderModifier));
+      if (f.type === "RequestHeaderModifier")
+        requestHeaders = mergeOps(requestHeaders, headerOps(f.requestHeaderModifier));
+      else if (f.type === "ResponseHeaderModifier")
+        responseHeaders = mergeOps(responseHeaders, headerOps(f.responseHeaderModifier));
       else fail(`${where}: filter type ${f.type} is not supported on a backendRef`);
     });
   }
-  return { index, matches: p.matches, requestHeaders, responseHeaders, rewrite, redirect, backends };
+  return {
+    index,
+    matches: p.matches,
+    requestHeaders,
+    responseHeaders,
+    rewrite,
+    redirect,
+    backends,
+  };
 }
 
-function checkPathModifier(at: string, path: HTTPRequestRedirectFilter["path"], matches: readonly HTTPMatchTemplate[]): void {
+function checkPathModifier(
+  at: string,
+  path: HTTPRequestRedirectFilter["path"],
+  matches: readonly HTTPMatchTemplate[],
+): void {
   if (!path) return;
   if (path.type === "ReplacePrefixMatch") {
-    if (path.replacePrefixMatch === undefined) fail(`${at}: ReplacePrefixMatch needs replacePrefixMatch`);
-    if (matches.some(m => m.path.type !== "PathPrefix")) fail(`${at}: ReplacePrefixMatch needs PathPrefix matches only`);
+    if (path.replacePrefixMatch === undefined)
+      fail(`${at}: ReplacePrefixMatch needs replacePrefixMatch`);
+    if (matches.some(m => m.path.type !== "PathPrefix"))
+      fail(`${at}: ReplacePrefixMatch needs PathPrefix matches only`);
   } else if (path.type === "ReplaceFullPath") {
     if (path.replaceFullPath === undefined) fail(`${at}: ReplaceFullPath needs replaceFullPath`);
   } else fail(`${at}: path modifier type ${path.type} is not supported`);
@@ -244,10 +295,18 @@ function headerOps(f: HTTPHeaderFilter | undefined): HeaderOpsIR {
 
 function mergeOps(a: HeaderOpsIR | undefined, b: HeaderOpsIR): HeaderOpsIR {
   if (!a) return b;
-  return { set: [...a.set, ...b.set], add: [...a.add, ...b.add], remove: [...a.remove, ...b.remove] };
+  return {
+    set: [...a.set, ...b.set],
+    add: [...a.add, ...b.add],
+    remove: [...a.remove, ...b.remove],
+  };
 }
 
-function valueMatches(at: string, ms: readonly HTTPHeaderMatch[] | undefined, caseInsensitiveNames: boolean): ValueMatchIR[] {
+function valueMatches(
+  at: string,
+  ms: readonly HTTPHeaderMatch[] | undefined,
+  caseInsensitiveNames: boolean,
+): ValueMatchIR[] {
   const seen = new Set<string>();
   const out: ValueMatchIR[] = [];
   (ms ?? []).forEach((m, k) => {

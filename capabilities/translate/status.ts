@@ -43,9 +43,27 @@ export interface RouteStatusResult {
   readonly parents: readonly RouteParentStatusResult[];
 }
 
+/** One `status.ancestors[]` entry of a policy (Gateway API PolicyAncestorStatus). */
+export interface PolicyAncestorStatusResult {
+  /** The Gateway whose routes use a Service the policy covers. */
+  readonly ancestorRef: ParentReference;
+  readonly controllerName: string;
+  /** Accepted, ResolvedRefs. */
+  readonly conditions: readonly Condition[];
+}
+
+export interface BackendTLSPolicyStatusResult {
+  readonly namespace: string;
+  readonly name: string;
+  /** Only ancestors this controller is responsible for; others' entries are left alone. */
+  readonly ancestors: readonly PolicyAncestorStatusResult[];
+}
+
 export interface StatusResults {
   readonly gatewayClasses: readonly GatewayClassStatusResult[];
   readonly gateways: readonly GatewayStatusResult[];
   readonly listenerSets: readonly ListenerSetStatusResult[];
   readonly routes: readonly RouteStatusResult[];
+  /** BackendTLSPolicies used by at least one of our Gateways' routes. */
+  readonly backendTLSPolicies?: readonly BackendTLSPolicyStatusResult[];
 }

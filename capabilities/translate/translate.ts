@@ -22,6 +22,7 @@ import {
   Snapshot,
   keyOf,
 } from "../snapshot";
+import { backendTLSPolicies } from "./backendtls";
 import { resolveBackend } from "./backends";
 import {
   Condition,
@@ -43,6 +44,7 @@ import {
 import { RankedMatch, comparePrecedence } from "./precedence";
 import { CompiledRoute, compileGRPCRoute, compileHTTPRoute, pathModifier } from "./routes";
 import {
+  BackendTLSPolicyStatusResult,
   GatewayClassStatusResult,
   GatewayStatusResult,
   ListenerSetStatusResult,
@@ -215,8 +217,53 @@ export function translate(s: Snapshot, options: TranslateOptions = {}): Translat
       gateways: gatewayStatuses,
       listenerSets: listenerSetStatuses,
       routes,
+      backendTLSPolicies: backendTLSPolicyStatuses(s, contexts),
     },
   };
+}
+
+/**
+ * Status of every BackendTLSPolicy covering a Service that a route attached to one of our
+ * Gateways uses; one ancestor per such Gateway (PolicyAncestorStatus).
+ */
+function backendTLSPolicyStatuses(
+  s: Snapshot,
+  contexts: ReadonlyMap<string, GatewayContext>,
+): BackendTLSPolicyStatusResult[] {
+  const ancestors = new Map<string, Set<string>>();
+  for (const [gwKey, ctx] of contexts) {
+    for (const list of ctx.attachments.values()) {
+      for (const a of list) {
+        if (a.route.l4) continue;
+        for (const p of a.route.backendTLSPolicies) {
+          const set = ancestors.get(p) ?? new Set<string>();
+          set.add(gwKey);
+          ancestors.set(p, set);
+        }
+      }
+    }
+  }
+  const policies = backendTLSPolicies(s);
+  return [...ancestors.keys()].sort().map(key => {
+    const [namespace, name] = key.split("/");
+    return {
+      namespace,
+      name,
+      ancestors: [...ancestors.get(key)!].sort().map(gwKey => {
+        const gw = contexts.get(gwKey)!.gateway;
+        return {
+          ancestorRef: {
+            group: GATEWAY_GROUP,
+            kind: "Gateway",
+            namespace: gw.metadata.namespace ?? "",
+            name: gw.metadata.name,
+          },
+          controllerName: CONTROLLER_NAME,
+          conditions: policies.conditions(key),
+        };
+      }),
+    };
+  });
 }
 
 /* ------------------------------------------------------------------ routes → parents */
