@@ -3,24 +3,12 @@
  * (translate → provision → push → status) lives in reconcile/.
  */
 import { hostname } from "node:os";
-import { Capability, a } from "pepr";
-import type { GenericClass } from "kubernetes-fluent-client";
-import {
-  BackendTLSPolicy,
-  GRPCRoute,
-  Gateway,
-  GatewayClass,
-  HTTPRoute,
-  ListenerSet,
-  ReferenceGrant,
-  TCPRoute,
-  TLSRoute,
-  UDPRoute,
-} from "./generated";
+import { Capability } from "pepr";
 import { kubeClient } from "./kube/client";
 import { log } from "./log";
 import { Reconciler } from "./reconcile";
-import type { Kind, KubeObject } from "./snapshot";
+import { WATCHED } from "./reconcile/watched";
+import type { KubeObject } from "./snapshot";
 
 export const Controller = new Capability({
   name: "kengine-controller",
@@ -49,25 +37,7 @@ if (runsWatches) {
   process.once("SIGINT", shutdown);
 }
 
-const watched: readonly [Kind, GenericClass][] = [
-  ["GatewayClass", GatewayClass],
-  ["Gateway", Gateway],
-  ["ListenerSet", ListenerSet],
-  ["HTTPRoute", HTTPRoute],
-  ["GRPCRoute", GRPCRoute],
-  ["TLSRoute", TLSRoute],
-  ["TCPRoute", TCPRoute],
-  ["UDPRoute", UDPRoute],
-  ["ReferenceGrant", ReferenceGrant],
-  ["BackendTLSPolicy", BackendTLSPolicy],
-  ["Service", a.Service],
-  ["EndpointSlice", a.EndpointSlice],
-  ["Secret", a.Secret],
-  ["ConfigMap", a.ConfigMap],
-  ["Namespace", a.Namespace],
-];
-
-for (const [kind, model] of watched) {
+for (const [kind, model] of WATCHED) {
   When(model)
     .IsCreatedOrUpdated()
     .Watch(obj => reconciler?.ingest(kind, "upsert", obj as unknown as KubeObject));

@@ -45,6 +45,8 @@ export interface ReconcilerOptions {
   readonly verifyIntervalMs?: number;
   /** How often provisioned objects are re-applied even if unchanged (repairs deletions). */
   readonly resyncIntervalMs?: number;
+  /** Sees every push-engine event (metrics, tests). */
+  readonly onFleetEvent?: (event: FleetEvent) => void;
 }
 
 const rvOf = (o: KubeObject): bigint | undefined => {
@@ -213,6 +215,7 @@ export class Reconciler {
   }
 
   #onFleetEvent(e: FleetEvent): void {
+    this.o.onFleetEvent?.(e);
     if (e.type === "skipped") return;
     const level = e.type === "failed" ? "warn" : "debug";
     const { type, name } = e;
