@@ -76,12 +76,27 @@ export function compileHTTPRoute(s: Snapshot, route: HTTPRoute): CompiledRoute {
         queryParams: valueMatches(`${base}.queryParams`, m.queryParams, false),
       } satisfies HTTPMatchTemplate;
     });
-    if (rule.timeouts && (rule.timeouts.request || rule.timeouts.backendRequest)) {
+    // Timeouts. `request` (whole request, client to response) has no stock Caddy/Kengine
+    // equivalent (design §5b). `backendRequest` covers sending the request up to receiving the
+    // full response; reverse_proxy's dial_timeout and response_header_timeout stop at the
+    // response headers and read_timeout is per read, so a slowly streamed body would outlive
+    // the limit: no faithful mapping either. Both are reported, never approximated.
+    if (rule.timeouts?.request) {
       fail(
-        `spec.rules[${i}].timeouts: request timeouts are not supported by the proxy (Caddy has no per-route request timeout)`,
+        `spec.rules[${i}].timeouts.request: not supported by the proxy (no per-route total request timeout in Caddy ≤ 2.11 or Kengine)`,
       );
     }
-    if (rule.retry) fail(`spec.rules[${i}].retry is not supported yet`);
+    if (rule.timeouts?.backendRequest) {
+      fail(
+        `spec.rules[${i}].timeouts.backendRequest: not supported by the proxy (its upstream timeouts end at the response headers, not the full response)`,
+      );
+    }
+    // Retries: Caddy ≥ 2.11.3 can retry on response status (retry_match with {rp.status_code}),
+    // Kengine (Caddy 2.8) cannot, and the controller does not know the proxy's version yet.
+    if (rule.retry)
+      fail(
+        `spec.rules[${i}].retry: not supported by the proxy (retrying on status codes needs Caddy ≥ 2.11.3)`,
+      );
     if (rule.sessionPersistence) fail(`spec.rules[${i}].sessionPersistence is not supported`);
     return { matches, filters, backendRefs: rule.backendRefs ?? [] };
   });
