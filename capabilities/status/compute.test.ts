@@ -1,5 +1,5 @@
 import { StatusResults } from "../translate";
-import { StoredObject, computeStatusUpdates, routeStatus, stampConditions } from "./compute";
+import { StoredObject, computeStatusUpdates, policyStatus, routeStatus, stampConditions } from "./compute";
 
 const CTRL = "kengine.io/gateway-controller";
 const T0 = "2026-01-01T00:00:00Z";
@@ -89,5 +89,29 @@ describe("computeStatusUpdates", () => {
     for (const u of first) stored[`${u.kind}/${u.namespace ?? ""}/${u.name}`] = { metadata: { name: u.name }, status: u.status };
     const again = computeStatusUpdates({ results, current: (k, ns, n) => stored[`${k}/${ns ?? ""}/${n}`], controllerName: CTRL, now: T1 });
     expect(again).toEqual([]);
+  });
+});
+
+describe("policyStatus", () => {
+  it("replaces our ancestor entries and keeps other controllers'", () => {
+    const theirs = { ancestorRef: { name: "other-gw" }, controllerName: "example.com/other", conditions: [] };
+    const next = policyStatus(
+      { status: { ancestors: [theirs, { ancestorRef: { name: "gone" }, controllerName: CTRL, conditions: [] }] } },
+      {
+        namespace: "ns",
+        name: "p",
+        ancestors: [{ ancestorRef: { namespace: "ns", name: "gw" }, controllerName: CTRL, conditions: [accepted("True")] }],
+      },
+      CTRL,
+      T1,
+    );
+    expect(next.ancestors).toEqual([
+      theirs,
+      {
+        ancestorRef: { group: "gateway.networking.k8s.io", kind: "Gateway", namespace: "ns", name: "gw" },
+        controllerName: CTRL,
+        conditions: [{ ...accepted("True"), lastTransitionTime: T1 }],
+      },
+    ]);
   });
 });

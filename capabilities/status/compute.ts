@@ -6,6 +6,7 @@
  */
 import { equals } from "ramda";
 import type {
+  BackendTLSPolicyStatusResult,
   Condition,
   GatewayClassStatusResult,
   GatewayStatusResult,
@@ -31,7 +32,7 @@ export interface StoredObject {
   readonly status?: any;
 }
 
-export type StatusKind = "GatewayClass" | "Gateway" | "ListenerSet" | RouteStatusResult["kind"];
+export type StatusKind = "GatewayClass" | "Gateway" | "ListenerSet" | "BackendTLSPolicy" | RouteStatusResult["kind"];
 
 export interface StatusUpdate {
   readonly kind: StatusKind;
@@ -131,6 +132,21 @@ export function routeStatus(current: StoredObject | undefined, r: RouteStatusRes
   return { parents: [...others, ...ours] };
 }
 
+/** Policy status: our ancestor entries replaced, other controllers' entries kept. */
+export function policyStatus(current: StoredObject | undefined, r: BackendTLSPolicyStatusResult, controllerName: string, now: string) {
+  const existing: { controllerName: string; ancestorRef: Ref; conditions?: StoredCondition[] }[] = current?.status?.ancestors ?? [];
+  const others = existing.filter(a => a.controllerName !== controllerName);
+  const ours = r.ancestors.map(a => {
+    const old = existing.find(e => e.controllerName === controllerName && sameParent(e.ancestorRef, a.ancestorRef));
+    return {
+      ancestorRef: { group: GATEWAY_GROUP, kind: "Gateway", ...a.ancestorRef },
+      controllerName,
+      conditions: stampConditions(old?.conditions, a.conditions, now),
+    };
+  });
+  return { ancestors: [...others, ...ours] };
+}
+
 /** Whether the stored status already says all that `next` says (fields of `next` only). */
 function unchanged(current: StoredObject | undefined, next: Record<string, unknown>): boolean {
   const stored = (current?.status ?? {}) as Record<string, unknown>;
@@ -163,5 +179,8 @@ export function computeStatusUpdates(input: ComputeInput): StatusUpdate[] {
   }
   for (const r of results.listenerSets) push("ListenerSet", r.namespace, r.name, c => gatewayStatus(c, r, now));
   for (const r of results.routes) push(r.kind, r.namespace, r.name, c => routeStatus(c, r, controllerName, now));
+  for (const r of results.backendTLSPolicies ?? []) {
+    push("BackendTLSPolicy", r.namespace, r.name, c => policyStatus(c, r, controllerName, now));
+  }
   return updates;
 }

@@ -7,6 +7,7 @@ const PLURALS: Record<StatusKind, string> = {
   GatewayClass: "gatewayclasses",
   Gateway: "gateways",
   ListenerSet: "listenersets",
+  BackendTLSPolicy: "backendtlspolicies",
   HTTPRoute: "httproutes",
   GRPCRoute: "grpcroutes",
   TLSRoute: "tlsroutes",
