@@ -24,18 +24,32 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
 
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/gateway-api/conformance"
+	"sigs.k8s.io/gateway-api/conformance/tests"
 	conformanceconfig "sigs.k8s.io/gateway-api/conformance/utils/config"
 	"sigs.k8s.io/gateway-api/conformance/utils/roundtripper"
+	"sigs.k8s.io/gateway-api/conformance/utils/suite"
 	"sigs.k8s.io/gateway-api/pkg/features"
 )
+
+var continueAfterSetupFailure = flag.Bool("kengine.continue-after-setup-failure", false,
+	"run the tests even when the suite's setup fails (e.g. one base Pod never gets Ready); "+
+		"the report then measures the tests against an incomplete setup")
+
+// setupFailedMarker is logged when the suite's setup failed and the tests ran anyway;
+// hack/conformance.ts looks for it.
+const setupFailedMarker = "KENGINE-CONFORMANCE: SETUP FAILED"
 
 // localTimeouts are the suite's timeouts for this machine, in the suite's own override syntax
 // (seconds). Pods are local processes on 2 cores: the base manifests start ~15 pods plus one
@@ -133,5 +147,58 @@ func TestConformance(t *testing.T) {
 	// Otherwise SupportedFeatures stays empty and the suite infers it from the same status.
 
 	t.Logf("timeouts: %+v", opts.TimeoutConfig)
-	conformance.RunConformanceWithOptions(t, opts)
+	if !*continueAfterSetupFailure {
+		conformance.RunConformanceWithOptions(t, opts)
+		return
+	}
+	runTolerant(t, opts)
+}
+
+// runTolerant is the suite's own RunConformanceWithOptions (same public calls, same report)
+// except that Setup runs as a subtest, so a setup failure is recorded and the tests still run.
+// Setup's cleanups would run when that subtest ends, so the suite's base-resource cleanup is
+// off and the base namespaces are deleted here at the end instead.
+func runTolerant(t *testing.T, opts suite.ConformanceOptions) {
+	if opts.ReportOutputPath != "" {
+		if err := opts.Implementation.Validate(); err != nil {
+			t.Fatalf("supplied Implementation details are not valid: %v", err)
+		}
+	}
+	cleanupBase := opts.CleanupBaseResources
+	opts.CleanupBaseResources = false
+	cSuite, err := suite.NewConformanceTestSuite(opts)
+	if err != nil {
+		t.Fatalf("error initializing conformance suite: %v", err)
+	}
+	if cleanupBase {
+		t.Cleanup(func() {
+			for _, ns := range []string{suite.InfrastructureNamespace, suite.AppBackendNamespace, suite.WebBackendNamespace} {
+				obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+				if err := opts.Client.Delete(context.Background(), obj); err != nil {
+					t.Logf("deleting namespace %s: %v", ns, err)
+				}
+			}
+		})
+	}
+	if !t.Run("Setup", func(t *testing.T) { cSuite.Setup(t, tests.ConformanceTests) }) {
+		t.Logf("%s: running the tests anyway (-kengine.continue-after-setup-failure)", setupFailedMarker)
+	}
+	if err := cSuite.Run(t, tests.ConformanceTests); err != nil {
+		t.Fatalf("running the suite: %v", err)
+	}
+	if opts.ReportOutputPath == "" {
+		return
+	}
+	report, err := cSuite.Report()
+	if err != nil {
+		t.Fatalf("error generating conformance profile report: %v", err)
+	}
+	raw, err := yaml.Marshal(report)
+	if err != nil {
+		t.Fatalf("marshalling the report: %v", err)
+	}
+	if err := os.WriteFile(opts.ReportOutputPath, raw, 0o600); err != nil {
+		t.Fatalf("writing the report: %v", err)
+	}
+	t.Logf("Conformance report:\n%s", raw)
 }
