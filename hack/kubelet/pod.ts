@@ -58,6 +58,7 @@ export class PodWorker {
   private statusTimer: NodeJS.Timeout | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
   private stopped = false;
+  private quiet = false;
   /** Files written per volume, so a resync can drop keys that went away. */
   private readonly volumePaths = new Map<string, Set<string>>();
   private tokens: { readonly at: number; readonly value: Map<string, string> } | undefined;
@@ -66,12 +67,23 @@ export class PodWorker {
   /** The network setup in progress; stop() waits for it so it never leaks a namespace. */
   private sandboxSetup: Promise<void> = Promise.resolve();
   readonly dir: string;
+  private readonly carried: {
+    readonly init: Map<string, number>;
+    readonly regular: Map<string, number>;
+  };
 
   constructor(
     public pod: Pod,
     private readonly deps: PodDeps,
   ) {
     this.dir = join(deps.stateDir, "pods", pod.metadata.uid ?? "unknown");
+    // Read before this worker writes its first status over what a previous kubelet reported.
+    this.carried = {
+      init: new Map(
+        (pod.spec.initContainers ?? []).map(c => [c.name, carriedRestarts(pod, c.name, true)]),
+      ),
+      regular: new Map(pod.spec.containers.map(c => [c.name, carriedRestarts(pod, c.name, false)])),
+    };
   }
 
   get key(): string {
@@ -289,7 +301,7 @@ export class PodWorker {
         scriptDir: join(this.dir, "scripts"),
         init,
         graceMs: (this.pod.spec.terminationGracePeriodSeconds ?? 30) * 1000,
-        restartCount: carriedRestarts(this.pod, c.name, init),
+        restartCount: (init ? this.carried.init : this.carried.regular).get(c.name) ?? 0,
         event: (type, reason, message) => this.event(c.name, type, reason, message),
       },
       () => this.scheduleStatus(),
@@ -441,6 +453,7 @@ export class PodWorker {
   }
 
   private async writeStatus(): Promise<void> {
+    if (this.quiet) return;
     const status = podStatus(this.pod, this.statusView(), now());
     const json = JSON.stringify(status);
     if (json === this.lastWritten) return;
@@ -457,9 +470,13 @@ export class PodWorker {
     }
   }
 
-  /** Stops every container (SIGTERM, SIGKILL after graceMs), then removes the sandbox. */
-  async stop(graceMs: number): Promise<void> {
+  /**
+   * Stops every container (SIGTERM, SIGKILL after graceMs), then removes the sandbox.
+   * `quiet` (kubelet shutdown) writes no status: the pod is not over, the next kubelet runs it.
+   */
+  async stop(graceMs: number, quiet = false): Promise<void> {
     this.stopped = true;
+    if (quiet) this.quiet = true;
     if (this.retryTimer) clearTimeout(this.retryTimer);
     if (this.resyncTimer) clearInterval(this.resyncTimer);
     await this.sandboxSetup.catch(() => undefined);

@@ -114,6 +114,8 @@ export class PodManager {
   /** Stops every pod quickly (kubelet shutdown). */
   async stopAll(graceMs: number): Promise<void> {
     this.informer?.stop();
-    await Promise.all([...this.workers.values()].map(w => w.stop(graceMs).catch(() => undefined)));
+    await Promise.all(
+      [...this.workers.values()].map(w => w.stop(graceMs, true).catch(() => undefined)),
+    );
   }
 }

@@ -48,6 +48,54 @@ if (runsKubelet && !ours) {
     if (ns) deleteNamespace(ns);
   });
 
+  it("a restarted kubelet runs the same pods again: same IP, restart counted, never Failed", async () => {
+    const rns = createNamespace("kubelet-restart");
+    try {
+      kubectlOk(["run", "echo", "-n", rns, "--image=registry.k8s.io/gateway-api/echo-basic:v1"]);
+      const podIP = () =>
+        kubectlOk([
+          "get",
+          "pod",
+          "-n",
+          rns,
+          "echo",
+          "-o",
+          "jsonpath={.status.phase} {.status.podIP}",
+        ]);
+      const before = await eventually(
+        "echo running",
+        () => (podIP().startsWith("Running 10.") ? podIP().split(" ")[1] : undefined),
+        60_000,
+      );
+      const kubeletPid = Number(readFileSync(join(localDir, "run", "kubelet.pid"), "utf8"));
+      process.kill(-kubeletPid, "SIGTERM");
+      await eventually("the kubelet to exit", () => (alive(kubeletPid) ? undefined : true), 30_000);
+      const phaseWhileDown = podIP().split(" ")[0];
+      cluster("up");
+      expect(phaseWhileDown).toBe("Running");
+      const after = await eventually(
+        "echo running again",
+        () => {
+          const p = JSON.parse(kubectlOk(["get", "pod", "-n", rns, "echo", "-o", "json"])) as {
+            status: {
+              phase: string;
+              podIP: string;
+              containerStatuses: { restartCount: number; ready: boolean }[];
+            };
+          };
+          const cs = p.status.containerStatuses[0];
+          return p.status.phase === "Running" && cs.ready && cs.restartCount === 1 ? p : undefined;
+        },
+        60_000,
+      );
+      expect(after.status.podIP).toBe(before);
+      const res = await fetch(`http://${before}:3000/`, { signal: AbortSignal.timeout(3000) });
+      expect(res.status).toBe(200);
+    } finally {
+      deleteNamespace(rns);
+    }
+  });
+
   it("leaves no process, network namespace, interface or mount point behind, and up works again", async () => {
     ns = createNamespace("kubelet-down");
     kubectlOk(
