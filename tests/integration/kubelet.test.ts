@@ -251,6 +251,73 @@ describe("local kubelet", () => {
     ).rejects.toThrow();
   });
 
+  it("runs init containers to completion first, and a finished restartPolicy Never pod Succeeds", async () => {
+    kubectlOk(
+      ["apply", "-n", ns, "-f", "-"],
+      `
+apiVersion: v1
+kind: Pod
+metadata: {name: with-init}
+spec:
+  initContainers:
+  - {name: first, image: "caddy:2.11", command: [caddy, version]}
+  containers:
+  - {name: main, image: "caddy:2.11", command: [caddy, version]}
+  restartPolicy: Never
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: init-fails}
+spec:
+  initContainers:
+  - {name: first, image: "caddy:2.11", command: [caddy, validate, --config, /nonexistent.json]}
+  containers:
+  - {name: main, image: ${echoImage}}
+`,
+    );
+    const done = await eventually(
+      "with-init Succeeded",
+      () => {
+        const p = pod(ns, "with-init");
+        return p.status.phase === "Succeeded" ? p : undefined;
+      },
+      60_000,
+    );
+    expect(done.status.containerStatuses?.[0].state.terminated).toMatchObject({
+      exitCode: 0,
+      reason: "Completed",
+    });
+    // Logs of a finished container are still served.
+    expect(kubectlOk(["logs", "-n", ns, "with-init", "-c", "main"])).toMatch(/v2\.\d+/);
+    expect(kubectlOk(["logs", "-n", ns, "with-init", "-c", "first"])).toMatch(/v2\.\d+/);
+
+    const blocked = await eventually(
+      "the failing init container restarted",
+      () => {
+        const p = JSON.parse(
+          kubectlOk(["get", "pod", "-n", ns, "init-fails", "-o", "json"]),
+        ) as PodJson & {
+          status: { initContainerStatuses?: { restartCount: number }[] };
+        };
+        return (p.status.initContainerStatuses?.[0]?.restartCount ?? 0) >= 1 ? p : undefined;
+      },
+      60_000,
+    );
+    expect(blocked.status.phase).toBe("Pending");
+    expect(blocked.status.containerStatuses?.[0].state.waiting?.reason).toBe("PodInitializing");
+    expect(blocked.status.conditions?.find(c => c.type === "Initialized")?.status).toBe("False");
+    kubectlOk([
+      "delete",
+      "pod",
+      "-n",
+      ns,
+      "with-init",
+      "init-fails",
+      "--wait=true",
+      "--timeout=60s",
+    ]);
+  });
+
   describe("broken pods", () => {
     let bad: string;
     beforeAll(() => {
