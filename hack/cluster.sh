@@ -203,6 +203,8 @@ up() {
   local kc=("$bin/kubectl" --kubeconfig "$kubeconfig")
   # The Gateway API CRDs (experimental channel: every kind the controller handles).
   "${kc[@]}" apply --server-side --force-conflicts -f "$cache/crds/experimental/" >/dev/null
+  # Our own CRDs (per-proxy status).
+  "${kc[@]}" apply --server-side --force-conflicts -f "$root/deploy/crds/" >/dev/null
   "${kc[@]}" wait --for condition=Established --timeout=60s crd --all >/dev/null
   wait_for "the default ServiceAccount" 60 kube-controller-manager "${kc[@]}" get serviceaccount default -n default
 

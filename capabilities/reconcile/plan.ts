@@ -46,6 +46,8 @@ export interface GatewayPlan {
   readonly key: string;
   readonly manifests: readonly KubeManifest[];
   readonly targets: readonly Target[];
+  /** The proxy pods found (also when no config could be made). */
+  readonly proxies: readonly { readonly name: string; readonly pod: string; readonly uid?: string; readonly address: string }[];
   readonly desiredHash: string | undefined;
   readonly configProblem: string | undefined;
   readonly addresses: readonly GatewayAddress[];
@@ -78,7 +80,7 @@ interface EndpointSliceObject extends KubeObject {
   readonly endpoints?: readonly {
     readonly addresses: readonly string[];
     readonly conditions?: { readonly terminating?: boolean };
-    readonly targetRef?: { readonly kind?: string; readonly name?: string };
+    readonly targetRef?: { readonly kind?: string; readonly name?: string; readonly uid?: string };
   }[];
 }
 
@@ -113,7 +115,7 @@ export function storedServing(snapshot: Snapshot, namespace: string, gatewayName
 
 /** Proxy pods behind the admin Service, ready or not, that are not terminating. */
 export function proxyEndpoints(snapshot: Snapshot, namespace: string, adminServiceName: string) {
-  const out: { pod: string; address: string; port: number }[] = [];
+  const out: { pod: string; uid?: string; address: string; port: number }[] = [];
   for (const o of snapshot.objects.EndpointSlice.values()) {
     const slice = o as EndpointSliceObject;
     if (slice.metadata.namespace !== namespace) continue;
@@ -123,7 +125,7 @@ export function proxyEndpoints(snapshot: Snapshot, namespace: string, adminServi
     for (const e of slice.endpoints ?? []) {
       const pod = e.targetRef?.kind === "Pod" ? e.targetRef.name : undefined;
       if (!pod || e.conditions?.terminating === true || !e.addresses[0]) continue;
-      out.push({ pod, address: e.addresses[0], port });
+      out.push({ pod, uid: e.targetRef?.uid, address: e.addresses[0], port });
     }
   }
   return out.sort((a, b) => a.pod.localeCompare(b.pod));
@@ -176,8 +178,9 @@ export function planGateway(input: PlanInput): GatewayPlan & { readonly serving:
     },
   });
   const sealed = sealConfig(renderCaddyJSON(config), spec);
+  const endpoints = proxyEndpoints(snapshot, ir.namespace, names.admin);
   const targets: Target[] = sealed.ok
-    ? proxyEndpoints(snapshot, ir.namespace, names.admin).map(e => ({
+    ? endpoints.map(e => ({
         endpoint: {
           name: `${ir.namespace}/${e.pod}`,
           address: e.address,
@@ -192,6 +195,7 @@ export function planGateway(input: PlanInput): GatewayPlan & { readonly serving:
     key,
     manifests,
     targets,
+    proxies: endpoints.map(e => ({ name: `${ir.namespace}/${e.pod}`, pod: e.pod, uid: e.uid, address: `${e.address}:${e.port}` })),
     desiredHash: sealed.ok ? sealed.value.hash : undefined,
     configProblem: sealed.ok ? undefined : `the proxy configuration is not safe to load: ${sealed.error.join("; ")}`,
     addresses: serviceAddresses(svc as Parameters<typeof serviceAddresses>[0]),

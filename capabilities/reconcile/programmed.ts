@@ -64,7 +64,9 @@ export function programmedCondition(
     const why = failed && failed.phase === "Failed" ? `: ${failed.message}` : "";
     return programmed(false, "Pending", `0/${total} proxies run the current configuration${why}`, generation);
   }
-  return programmed(true, "Programmed", `${current}/${total} proxies run the current configuration`, generation);
+  const failing = view.proxies.filter(p => p.phase === "Failed");
+  const named = failing.length ? `; failing: ${failing.map(f => (f.phase === "Failed" ? f.message : "")).join("; ")}` : "";
+  return programmed(true, "Programmed", `${current}/${total} proxies run the current configuration${named}`, generation);
 }
 
 /** The Gateway's status result with Programmed (Gateway and listeners) decided by the fleet. */

@@ -22,6 +22,7 @@ import { clientCredentials, ensureAuthority } from "./authority";
 import { LIST_PATHS, objectPath } from "./kinds";
 import { GatewayPlan, planGateway } from "./plan";
 import { withFleet } from "./programmed";
+import { KENGINE_PROXY_API, KengineProxyStatus, ProxyRecord, kengineProxyObject, kengineProxyStatus } from "./proxy-status";
 
 export const CONTROLLER_NAME = "kengine.io/gateway-controller";
 const FIELD_MANAGER = "kengine-gateway";
@@ -77,6 +78,9 @@ export class Reconciler {
   readonly #elector: LeaderElector;
   readonly #writer: StatusWriter;
   #fleet: Fleet | undefined;
+  #admin: AdminClient | undefined;
+  /** Last KengineProxy object and status written, by "namespace/pod". */
+  readonly #proxyWritten = new Map<string, { object: string; status?: KengineProxyStatus }>();
   #ca: Authority | undefined;
   readonly #applied = new Map<string, string>();
   readonly #pendingServing = new Map<string, ManagementSecretData>();
@@ -99,6 +103,7 @@ export class Reconciler {
       onStartedLeading: () => {
         o.log.info("became leader: provisioning, pushing and writing status", { identity: o.identity });
         this.#applied.clear(); // re-apply and rewrite everything we own
+        this.#proxyWritten.clear();
         this.requestBuild();
       },
       onStoppedLeading: () => {
@@ -158,8 +163,9 @@ export class Reconciler {
   /** Lists every kind once (the "synced" signal), then starts election, pushing and building. */
   async start(): Promise<void> {
     this.#ca = await ensureAuthority(this.o.kube, this.o.namespace);
+    this.#admin = new AdminClient(clientCredentials(this.#ca, this.o.identity));
     this.#fleet = new Fleet({
-      client: new AdminClient(clientCredentials(this.#ca, this.o.identity)),
+      client: this.#admin,
       onEvent: e => this.#onFleetEvent(e),
       adoptRunning: true,
     });
@@ -276,6 +282,7 @@ export class Reconciler {
       }),
     };
     this.#lastResults = { results, addresses };
+    await this.#writeProxyStatus(plans, now);
     const updates = computeStatusUpdates({
       results,
       current: (kind: StatusKind, ns, name) => snapshot.objects[kind].get(ns ? `${ns}/${name}` : name),
@@ -290,6 +297,48 @@ export class Reconciler {
       }
       this.o.log.debug("status written", { written: report.written, conflicts: report.conflicts });
     }
+  }
+
+  /** KengineProxy objects: created once per pod (owned by it), status written when it changes. */
+  async #writeProxyStatus(plans: readonly GatewayPlan[], now: Date): Promise<void> {
+    const seen = new Set<string>();
+    await Promise.all(
+      plans.flatMap(plan =>
+        plan.proxies.map(async p => {
+          const [namespace, gateway] = plan.key.split("/") as [string, string];
+          seen.add(p.name);
+          const target = plan.targets.find(t => t.endpoint.name === p.name);
+          const record: ProxyRecord = {
+            namespace,
+            gateway,
+            pod: p.pod,
+            podUid: p.uid,
+            address: p.address,
+            state: this.#fleet?.state(p.name),
+            serverCertificateNotAfter: target ? this.#admin?.peerCertificate(target.endpoint)?.notAfter : undefined,
+          };
+          const base = `/apis/${KENGINE_PROXY_API}/namespaces/${encodeURIComponent(namespace)}/kengineproxies/${encodeURIComponent(p.pod)}`;
+          const written = this.#proxyWritten.get(p.name);
+          const object = kengineProxyObject(record);
+          const objectJson = JSON.stringify(object);
+          try {
+            if (written?.object !== objectJson) {
+              await this.o.kube.request("PATCH", `${base}?fieldManager=${FIELD_MANAGER}&force=true`, object, "application/apply-patch+yaml");
+              this.#proxyWritten.set(p.name, { object: objectJson, status: written?.status });
+            }
+            const status = kengineProxyStatus(record, written?.status, now);
+            if (JSON.stringify(status) !== JSON.stringify(written?.status)) {
+              await this.o.kube.request("PATCH", `${base}/status`, { status }, "application/merge-patch+json");
+              this.#proxyWritten.set(p.name, { object: objectJson, status });
+            }
+          } catch (e) {
+            this.#proxyWritten.delete(p.name);
+            this.o.log.debug("cannot write KengineProxy", { proxy: p.name, error: e instanceof Error ? e.message : String(e) });
+          }
+        }),
+      ),
+    );
+    for (const name of [...this.#proxyWritten.keys()]) if (!seen.has(name)) this.#proxyWritten.delete(name);
   }
 
   /** Server-side applies what changed since it was last applied (and what went missing). */

@@ -75,6 +75,30 @@ describe("a Gateway of our class on the local cluster", () => {
     expect(route).toBe("True");
   });
 
+  it("shows every proxy as a KengineProxy: Synced, same hash, verified channel", async () => {
+    const rows = await eventually(
+      "two Synced KengineProxy objects",
+      () => {
+        const out = kubectl([
+          "get", "kengineproxies", "-n", ns,
+          "-o", "jsonpath={range .items[*]}{.spec.gateway},{.status.conditions[0].status},{.status.appliedHash},{.status.desiredHash},{.status.channel.state}{\"\\n\"}{end}",
+        ]).stdout.trim().split("\n").filter(Boolean);
+        return out.length === 2 && out.every(r => r.split(",")[1] === "True") ? out : undefined;
+      },
+      60_000,
+    );
+    const fields = rows.map(r => r.split(","));
+    for (const [gateway, , applied, desired, channel] of fields) {
+      expect(gateway).toBe("demo");
+      expect(applied).toMatch(/^[0-9a-f]{12}$/);
+      expect(applied).toBe(desired);
+      expect(channel).toBe("Verified");
+    }
+    expect(fields[0][2]).toBe(fields[1][2]);
+    // The printer columns are what an operator sees.
+    expect(kubectlOk(["get", "kengineproxies", "-n", ns])).toMatch(/GATEWAY\s+SYNCED\s+APPLIED\s+DESIRED\s+CHANNEL/);
+  });
+
   it("routes traffic through the Gateway's address to the backend", async () => {
     const r = await eventually("a 200 through the Gateway", async () => {
       const res = await get(address, host, "/hello");
