@@ -85,10 +85,12 @@ export class LogServer {
     const worker = this.pods?.find(target.namespace, target.pod);
     const runner = worker?.runner(target.container);
     if (!worker || !runner) {
-      const what = worker ? `container "${target.container}" in pod` : "pod";
-      res
-        .writeHead(404, { "content-type": "text/plain" })
-        .end(`${what} ${target.namespace}/${target.pod} is not running on this node\n`);
+      // Like a kubelet: 400 with the reason for a container that has not started.
+      const waiting = worker?.waitingReason(target.container);
+      const text = waiting
+        ? `container "${target.container}" in pod "${target.pod}" is waiting to start: ${waiting}\n`
+        : `${worker ? `container "${target.container}" in pod` : "pod"} ${target.namespace}/${target.pod} is not running on this node\n`;
+      res.writeHead(waiting ? 400 : 404, { "content-type": "text/plain" }).end(text);
       return;
     }
     const { follow, previous, query } = parseLogQuery(url.searchParams);

@@ -98,6 +98,15 @@ export class PodWorker {
     return this.runners.get(name);
   }
 
+  /** Why a container that has no process yet is waiting, if it is one of this pod's. */
+  waitingReason(container: string): string | undefined {
+    const c = this.allContainers().find(x => x.name === container);
+    if (!c) return undefined;
+    const b = this.blocked.get(container);
+    if (b && "waiting" in b) return `${b.waiting.reason}: ${b.waiting.message ?? ""}`;
+    return "ContainerCreating";
+  }
+
   logDir(container: string): string {
     return join(this.dir, "logs", container);
   }

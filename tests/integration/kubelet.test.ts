@@ -7,7 +7,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { createSocket } from "node:dgram";
 import { existsSync, readdirSync } from "node:fs";
 import { createServer, Socket } from "node:net";
-import { createNamespace, deleteNamespace, eventually, kubectlOk } from "../support/kube";
+import { createNamespace, deleteNamespace, eventually, kubectl, kubectlOk } from "../support/kube";
 import { kubeconfigPath, kubectlBin } from "../support/paths";
 
 interface PodJson {
@@ -363,6 +363,9 @@ spec:
       const p = pod(bad, "unknown-image");
       expect(p.status.phase).toBe("Pending");
       expect(isReady(p)).toBe(false);
+      const logs = kubectl(["logs", "-n", bad, "unknown-image"]);
+      expect(logs.code).not.toBe(0);
+      expect(logs.stderr).toContain("is waiting to start: ErrImagePull");
     });
 
     it("restarts a crashing container with back-off and counts the restarts", async () => {
