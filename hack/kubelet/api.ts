@@ -2,8 +2,9 @@
  * A small Kubernetes API client over node:https with a client certificate: JSON requests and
  * list+watch informers that resume from the last resourceVersion and relist on 410 Gone.
  */
-import { Agent, request as httpsRequest } from "node:https";
+import { Agent as HttpAgent, request as httpRequest } from "node:http";
 import type { IncomingMessage } from "node:http";
+import { Agent, request as httpsRequest } from "node:https";
 import type { Credentials } from "./kubeconfig";
 import type { Logger } from "./log";
 
@@ -39,7 +40,8 @@ export interface KubeObject {
 }
 
 export class Api {
-  private readonly agent: Agent;
+  private readonly agent: Agent | HttpAgent;
+  private readonly plain: boolean;
   private readonly base: URL;
 
   constructor(
@@ -47,7 +49,16 @@ export class Api {
     private readonly log: Logger,
   ) {
     this.base = new URL(creds.server);
-    this.agent = new Agent({ keepAlive: true, ca: creds.ca, cert: creds.cert, key: creds.key });
+    // Plain http is only for tests against an in-process fake API server.
+    this.plain = this.base.protocol === "http:";
+    this.agent = this.plain
+      ? new HttpAgent({ keepAlive: true })
+      : new Agent({ keepAlive: true, ca: creds.ca, cert: creds.cert, key: creds.key });
+  }
+
+  /** Closes idle keep-alive connections. */
+  close(): void {
+    this.agent.destroy();
   }
 
   /** Opens a request and resolves with the response once headers arrive. */
@@ -59,7 +70,7 @@ export class Api {
   ): Promise<IncomingMessage> {
     const payload = body === undefined ? undefined : JSON.stringify(body);
     return new Promise((resolve, reject) => {
-      const req = httpsRequest(
+      const req = (this.plain ? httpRequest : httpsRequest)(
         {
           host: this.base.hostname,
           port: this.base.port || 443,
