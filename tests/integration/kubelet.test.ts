@@ -226,6 +226,44 @@ describe("local kubelet", () => {
     expect(seen).toEqual(names);
   });
 
+  it("takes the address back when a Service stops being a LoadBalancer", async () => {
+    kubectlOk(
+      ["apply", "-n", ns, "-f", "-"],
+      `
+apiVersion: v1
+kind: Service
+metadata: {name: temp-lb}
+spec:
+  type: LoadBalancer
+  selector: {app: echo}
+  ports: [{name: web, port: 8181, targetPort: http}]
+`,
+    );
+    const lbIP = () =>
+      kubectlOk([
+        "get",
+        "service",
+        "-n",
+        ns,
+        "temp-lb",
+        "-o",
+        "jsonpath={.status.loadBalancer.ingress[0].ip}",
+      ]);
+    const ip = await eventually("an address", () => lbIP() || undefined);
+    await eventually("traffic on it", () => getJson<EchoResponse>(`http://${ip}:8181/`));
+    kubectlOk(["patch", "service", "-n", ns, "temp-lb", "-p", '{"spec":{"type":"ClusterIP"}}']);
+    await eventually("the status cleared", () => (lbIP() === "" ? true : undefined));
+    await eventually("the listener closed", async () => {
+      try {
+        await fetch(`http://${ip}:8181/`, { signal: AbortSignal.timeout(2000) });
+        return undefined;
+      } catch {
+        return true;
+      }
+    });
+    kubectlOk(["delete", "service", "-n", ns, "temp-lb"]);
+  });
+
   it("replaces a deleted pod with a new one on a new IP", async () => {
     const before = await readyEchoPods(ns, 2);
     const victim = before[0];
