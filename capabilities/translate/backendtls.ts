@@ -19,6 +19,7 @@
 import { X509Certificate } from "node:crypto";
 import { BackendTLSPolicy, Service, ServicePort, Snapshot, keyOf } from "../snapshot";
 import { Condition, ConditionType, condition } from "./conditions";
+import { backendTLSPolicyProblems } from "../validation/backendtlspolicy";
 
 export const PolicyReason = {
   Accepted: "Accepted",
@@ -190,18 +191,10 @@ function evaluateOne(s: Snapshot, p: BackendTLSPolicy, isConflicted: boolean): E
       decision: evaluateOne(s, p, false).decision,
     };
   }
-  const wellKnown = v?.wellKnownCACertificates ?? "";
-  if (wellKnown !== "" && wellKnown !== "System") {
-    return reject(
-      PolicyReason.Invalid,
-      `wellKnownCACertificates ${JSON.stringify(wellKnown)} is not supported; use System`,
-    );
-  }
-  if ((v?.subjectAltNames ?? []).length > 0) {
-    return reject(
-      PolicyReason.Invalid,
-      "subjectAltNames are not supported by the proxy: it verifies the certificate against hostname only",
-    );
+  // What the proxy cannot verify: the shared rule (validation/backendtlspolicy.ts).
+  const problems = backendTLSPolicyProblems(p);
+  if (problems.length > 0) {
+    return reject(PolicyReason.Invalid, problems.map(pr => pr.message).join("; "));
   }
   if (refs.length > 0 && cas.length === 0) {
     return reject(

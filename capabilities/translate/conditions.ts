@@ -32,6 +32,7 @@ export const GatewayReason = {
 export const ListenerReason = {
   Accepted: "Accepted",
   PortUnavailable: "PortUnavailable",
+  UnsupportedValue: "UnsupportedValue",
   UnsupportedProtocol: "UnsupportedProtocol",
   Programmed: "Programmed",
   Invalid: "Invalid",

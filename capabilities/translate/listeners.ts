@@ -17,6 +17,8 @@ import {
 } from "../snapshot";
 import { Condition, ConditionType, ListenerReason, condition } from "./conditions";
 import { refPermitted } from "./refs";
+import { listenerProblems } from "../validation/gateway";
+import { problemText } from "../validation/message";
 
 export type RouteKind = "HTTPRoute" | "GRPCRoute" | "TLSRoute" | "TCPRoute" | "UDPRoute";
 
@@ -117,7 +119,7 @@ export function resolveListeners(
     generation: gw.metadata.generation,
     precedence: 0,
   };
-  for (const l of gw.spec.listeners ?? []) drafts.push(draft(s, gwOwner, l));
+  (gw.spec.listeners ?? []).forEach((l, i) => drafts.push(draft(s, gwOwner, l, i)));
   listenerSets.forEach((ls, i) => {
     const owner: ListenerOwner = {
       kind: "ListenerSet",
@@ -126,13 +128,13 @@ export function resolveListeners(
       generation: ls.metadata.generation,
       precedence: i + 1,
     };
-    for (const l of ls.spec?.listeners ?? []) drafts.push(draft(s, owner, l));
+    (ls.spec?.listeners ?? []).forEach((l, j) => drafts.push(draft(s, owner, l, j)));
   });
   markConflicts(drafts);
   return drafts.map(finish);
 }
 
-function draft(s: Snapshot, owner: ListenerOwner, l: Listener): Draft {
+function draft(s: Snapshot, owner: ListenerOwner, l: Listener, listenerIndex: number): Draft {
   const d: Draft = {
     owner,
     listener: l,
@@ -140,6 +142,17 @@ function draft(s: Snapshot, owner: ListenerOwner, l: Listener): Draft {
     supportedKinds: [],
     certificates: [],
   };
+  // Values no proxy of ours can run (the same rules admission applies).
+  const problems = listenerProblems(`spec.listeners[${listenerIndex}]`, l);
+  if (problems.length > 0) {
+    d.accepted = {
+      reason: problems.some(p => p.path.endsWith(".port"))
+        ? ListenerReason.PortUnavailable
+        : ListenerReason.UnsupportedValue,
+      message: problems.map(problemText).join("; "),
+    };
+    return d;
+  }
   const kinds = PROTOCOL_KINDS[l.protocol];
   if (!kinds) {
     d.accepted = {

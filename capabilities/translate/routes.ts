@@ -1,9 +1,11 @@
 /**
  * Compiles HTTPRoute and GRPCRoute rules, once per route, into listener-independent rules:
  * matches, header operations, rewrites, redirects (resolved per listener later) and
- * resolved backends. Rules the proxy cannot run are dropped with a message (the spec's
- * "Drop Rule" approach to PartiallyInvalid); backendRefs that do not resolve keep their
- * share of traffic and answer it with HTTP 500.
+ * resolved backends. Whether the proxy can run a rule is decided by the rules admission uses
+ * (validation/httproute.ts, validation/grpcroute.ts); a rule with problems is dropped with
+ * their messages (the spec's "Drop Rule" approach to PartiallyInvalid), so status and
+ * admission name the same problems. backendRefs that do not resolve keep their share of
+ * traffic and answer it with HTTP 500.
  */
 import { BackendIR, HTTPMatchIR, HeaderOpsIR, PathMatchIR, RewriteIR, ValueMatchIR } from "../ir";
 import {
@@ -16,7 +18,10 @@ import {
   HTTPRouteFilter,
   Snapshot,
 } from "../snapshot";
-import { checkRegex } from "../validation/regex";
+import { grpcRouteRuleProblems } from "../validation/grpcroute";
+import { httpRouteRuleProblems } from "../validation/httproute";
+import { problemText } from "../validation/message";
+import { FieldProblem } from "../validation/regex";
 import { resolveBackend } from "./backends";
 
 export type HTTPMatchTemplate = Omit<HTTPMatchIR, "hostname">;
@@ -55,6 +60,7 @@ const fail = (message: string): never => {
 
 export function compileHTTPRoute(s: Snapshot, route: HTTPRoute): CompiledRoute {
   return compile(s, "HTTPRoute", route, (rule, i) => {
+    unrunnable(httpRouteRuleProblems(rule, i));
     const filters = rule.filters ?? [];
     const matches = (rule.matches && rule.matches.length > 0 ? rule.matches : [{}]).map((m, j) => {
       const base = `spec.rules[${i}].matches[${j}]`;
@@ -63,10 +69,8 @@ export function compileHTTPRoute(s: Snapshot, route: HTTPRoute): CompiledRoute {
       let path: PathMatchIR;
       if (type === "Exact") path = { type, value };
       else if (type === "PathPrefix") path = { type, value: normalizePrefix(value) };
-      else if (type === "RegularExpression") {
-        regexOk(`${base}.path.value`, value);
-        path = { type, value };
-      } else return fail(`${base}.path.type ${type} is not supported`);
+      else if (type === "RegularExpression") path = { type, value };
+      else return fail(`${base}.path.type ${type} is not supported`);
       if (type !== "RegularExpression" && !value.startsWith("/"))
         fail(`${base}.path.value must start with "/"`);
       return {
@@ -76,34 +80,15 @@ export function compileHTTPRoute(s: Snapshot, route: HTTPRoute): CompiledRoute {
         queryParams: valueMatches(`${base}.queryParams`, m.queryParams, false),
       } satisfies HTTPMatchTemplate;
     });
-    // Timeouts. `request` (whole request, client to response) has no stock Caddy/Kengine
-    // equivalent (design §5b). `backendRequest` covers sending the request up to receiving the
-    // full response; reverse_proxy's dial_timeout and response_header_timeout stop at the
-    // response headers and read_timeout is per read, so a slowly streamed body would outlive
-    // the limit: no faithful mapping either. Both are reported, never approximated.
-    if (rule.timeouts?.request) {
-      fail(
-        `spec.rules[${i}].timeouts.request: not supported by the proxy (no per-route total request timeout in Caddy ≤ 2.11 or Kengine)`,
-      );
-    }
-    if (rule.timeouts?.backendRequest) {
-      fail(
-        `spec.rules[${i}].timeouts.backendRequest: not supported by the proxy (its upstream timeouts end at the response headers, not the full response)`,
-      );
-    }
-    // Retries: Caddy ≥ 2.11.3 can retry on response status (retry_match with {rp.status_code}),
-    // Kengine (Caddy 2.8) cannot, and the controller does not know the proxy's version yet.
-    if (rule.retry)
-      fail(
-        `spec.rules[${i}].retry: not supported by the proxy (retrying on status codes needs Caddy ≥ 2.11.3)`,
-      );
-    if (rule.sessionPersistence) fail(`spec.rules[${i}].sessionPersistence is not supported`);
+    // Timeouts, retry and sessionPersistence: validation/httproute.ts explains why the proxy
+    // cannot run them; such a rule never gets here.
     return { matches, filters, backendRefs: rule.backendRefs ?? [] };
   });
 }
 
 export function compileGRPCRoute(s: Snapshot, route: GRPCRoute): CompiledRoute {
   return compile(s, "GRPCRoute", route, (rule, i) => {
+    unrunnable(grpcRouteRuleProblems(rule, i));
     const matches = (rule.matches && rule.matches.length > 0 ? rule.matches : [{}]).map((m, j) => {
       const base = `spec.rules[${i}].matches[${j}]`;
       const type = m.method?.type ?? "Exact";
@@ -116,8 +101,6 @@ export function compileGRPCRoute(s: Snapshot, route: GRPCRoute): CompiledRoute {
         else if (service) path = { type: "PathPrefix", value: `/${service}` };
         else path = { type: "RegularExpression", value: `/[^/]+/${escapeRE(method!)}` };
       } else if (type === "RegularExpression") {
-        if (service) regexOk(`${base}.method.service`, service);
-        if (method) regexOk(`${base}.method.method`, method);
         path = {
           type: "RegularExpression",
           value: `/(?:${service ?? "[^/]+"})/(?:${method ?? "[^/]+"})`,
@@ -131,7 +114,6 @@ export function compileGRPCRoute(s: Snapshot, route: GRPCRoute): CompiledRoute {
         grpc: true,
       } satisfies HTTPMatchTemplate;
     });
-    if (rule.sessionPersistence) fail(`spec.rules[${i}].sessionPersistence is not supported`);
     return { matches, filters: rule.filters ?? [], backendRefs: rule.backendRefs ?? [] };
   });
 }
@@ -224,39 +206,21 @@ function buildRule(
         responseHeaders = mergeOps(responseHeaders, headerOps(f.responseHeaderModifier));
         break;
       case "RequestRedirect":
-        if (kind !== "HTTPRoute") fail(`${at(j)}: RequestRedirect is not allowed on ${kind}`);
         redirect = f.requestRedirect ?? {};
-        checkPathModifier(at(j), redirect.path, p.matches);
         break;
       case "URLRewrite":
-        if (kind !== "HTTPRoute") fail(`${at(j)}: URLRewrite is not allowed on ${kind}`);
-        checkPathModifier(at(j), f.urlRewrite?.path, p.matches);
         rewrite = {
           hostname: f.urlRewrite?.hostname,
           path: pathModifier(f.urlRewrite?.path),
         };
         break;
-      case "RequestMirror":
-        fail(`${at(j)}: RequestMirror is not supported by the proxy`);
-        break;
-      case "ExtensionRef":
-        fail(
-          `${at(j)}: ExtensionRef ${f.extensionRef?.kind ?? ""} ${f.extensionRef?.name ?? ""} is not supported`,
-        );
-        break;
       default:
         fail(`${at(j)}: filter type ${f.type} is not supported`);
     }
   });
-  if (redirect && rewrite)
-    fail(`spec.rules[${index}]: RequestRedirect and URLRewrite cannot be combined`);
-  // backendRef-level filters: supported when the rule has a single backendRef.
+  // backendRef-level filters: validation allows them only when the rule has a single backendRef.
   const withFilters = p.backendRefs.filter(b => (b.filters ?? []).length > 0);
   if (withFilters.length > 0) {
-    if (p.backendRefs.length > 1)
-      fail(
-        `spec.rules[${index}].backendRefs: filters on one of several backendRefs are not supported`,
-      );
     (withFilters[0].filters ?? []).forEach((f, j) => {
       const where = `spec.rules[${index}].backendRefs[0].filters[${j}]`;
       if (f.type === "RequestHeaderModifier")
@@ -275,22 +239,6 @@ function buildRule(
     redirect,
     backends,
   };
-}
-
-function checkPathModifier(
-  at: string,
-  path: HTTPRequestRedirectFilter["path"],
-  matches: readonly HTTPMatchTemplate[],
-): void {
-  if (!path) return;
-  if (path.type === "ReplacePrefixMatch") {
-    if (path.replacePrefixMatch === undefined)
-      fail(`${at}: ReplacePrefixMatch needs replacePrefixMatch`);
-    if (matches.some(m => m.path.type !== "PathPrefix"))
-      fail(`${at}: ReplacePrefixMatch needs PathPrefix matches only`);
-  } else if (path.type === "ReplaceFullPath") {
-    if (path.replaceFullPath === undefined) fail(`${at}: ReplaceFullPath needs replaceFullPath`);
-  } else fail(`${at}: path modifier type ${path.type} is not supported`);
 }
 
 export function pathModifier(path: HTTPRequestRedirectFilter["path"]): RewriteIR["path"] {
@@ -330,16 +278,15 @@ function valueMatches(
     if (seen.has(key)) return;
     seen.add(key);
     const type = m.type ?? "Exact";
-    if (type === "RegularExpression") regexOk(`${at}[${k}].value`, m.value);
-    else if (type !== "Exact") fail(`${at}[${k}].type ${type} is not supported`);
+    if (type !== "Exact" && type !== "RegularExpression") fail(`${at}[${k}].type ${type} is not supported`);
     out.push({ type: type as ValueMatchIR["type"], name: m.name, value: m.value });
   });
   return out;
 }
 
-function regexOk(at: string, value: string): void {
-  const problems = checkRegex(at, value);
-  if (problems.length > 0) fail(`${at}: ${problems[0].message}`);
+/** Drops the rule when the shared rules found problems (all of them named in status). */
+function unrunnable(problems: readonly FieldProblem[]): void {
+  if (problems.length > 0) fail(problems.map(problemText).join("; "));
 }
 
 /** `/foo/` and `/foo` are the same prefix (segment semantics); `/` stays `/`. */

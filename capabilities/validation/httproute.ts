@@ -1,42 +1,311 @@
 /**
- * Admission rules for one HTTPRoute: every problem the proxy would refuse, each with its field
- * path. Cross-object facts (missing backends, ReferenceGrants) are not checked here: the spec
- * wants them reported through status.
+ * Rules for HTTPRoute (and, through the shared helpers, GRPCRoute): everything in one route
+ * the proxy cannot run as written, each problem with its field path. Admission refuses a
+ * route with any problem; the translator (translate/routes.ts) calls the same per-rule
+ * function and drops a rule with problems, reporting them as UnsupportedValue, so admission
+ * and status always name the same problems.
+ *
+ * Not checked here (cross-object facts the spec wants reported through status): missing
+ * backends, backends in other namespaces without a ReferenceGrant, unknown parents or
+ * sections, hostname mismatches.
+ *
+ * Features the proxy cannot run (design §5b) are problems: filters other than the header
+ * modifiers, RequestRedirect and URLRewrite (RequestMirror, CORS, ExternalAuth, any
+ * ExtensionRef), rule timeouts, retry and sessionPersistence. All of them are Extended or
+ * implementation-specific in Gateway API v1.6.1 and not in our supportedFeatures, so the
+ * conformance suite never creates them for us.
  */
+import { Collector, items } from "./budget";
+import { checkHeaderName, checkHeaderValue, checkRemovedHeaderName, checkURLPath } from "./fields";
 import { FieldProblem, checkRegex } from "./regex";
 
-interface StringMatch {
+/* ------------------------------------------------------------------ loose shapes */
+// Admission sees raw JSON, translation sees snapshot objects: the rules read both.
+
+export interface StringMatch {
   readonly type?: string;
   readonly name?: string;
   readonly value?: string;
 }
-interface HTTPRouteMatch {
+export interface HeaderFilter {
+  readonly set?: readonly { readonly name?: string; readonly value?: string }[];
+  readonly add?: readonly { readonly name?: string; readonly value?: string }[];
+  readonly remove?: readonly string[];
+}
+export interface PathModifier {
+  readonly type?: string;
+  readonly replaceFullPath?: string;
+  readonly replacePrefixMatch?: string;
+}
+export interface RouteFilter {
+  readonly type?: string;
+  readonly requestHeaderModifier?: HeaderFilter;
+  readonly responseHeaderModifier?: HeaderFilter;
+  readonly requestRedirect?: { readonly path?: PathModifier; readonly hostname?: string };
+  readonly urlRewrite?: { readonly path?: PathModifier; readonly hostname?: string };
+  readonly extensionRef?: { readonly group?: string; readonly kind?: string; readonly name?: string };
+}
+export interface HTTPRouteMatchLike {
   readonly path?: StringMatch;
   readonly headers?: readonly StringMatch[];
   readonly queryParams?: readonly StringMatch[];
 }
+export interface BackendRefLike {
+  readonly filters?: readonly RouteFilter[];
+}
+export interface HTTPRouteRuleLike {
+  readonly matches?: readonly HTTPRouteMatchLike[];
+  readonly filters?: readonly RouteFilter[];
+  readonly backendRefs?: readonly BackendRefLike[];
+  readonly timeouts?: { readonly request?: string; readonly backendRequest?: string };
+  readonly retry?: unknown;
+  readonly sessionPersistence?: unknown;
+}
 export interface HTTPRouteLike {
-  readonly spec?: { readonly rules?: readonly { readonly matches?: readonly HTTPRouteMatch[] }[] };
+  readonly spec?: { readonly rules?: readonly HTTPRouteRuleLike[] };
 }
 
-/** Collects all problems of an HTTPRoute's spec (not just the first). */
-export function httpRouteProblems(route: HTTPRouteLike): FieldProblem[] {
-  const problems: FieldProblem[] = [];
-  (route.spec?.rules ?? []).forEach((rule, r) =>
-    (rule.matches ?? []).forEach((match, m) => {
-      const at = `spec.rules[${r}].matches[${m}]`;
-      if (match.path?.type === "RegularExpression") {
-        problems.push(...checkRegex(`${at}.path.value`, match.path.value ?? ""));
-      }
-      (match.headers ?? []).forEach((h, i) => {
-        if (h.type === "RegularExpression") problems.push(...checkRegex(`${at}.headers[${i}].value`, h.value ?? ""));
-      });
-      (match.queryParams ?? []).forEach((q, i) => {
-        if (q.type === "RegularExpression") {
-          problems.push(...checkRegex(`${at}.queryParams[${i}].value`, q.value ?? ""));
-        }
-      });
-    }),
-  );
-  return problems;
+/** Filters the proxy runs, per route kind (rule level). */
+export const SUPPORTED_FILTERS = {
+  HTTPRoute: ["RequestHeaderModifier", "ResponseHeaderModifier", "RequestRedirect", "URLRewrite"],
+  GRPCRoute: ["RequestHeaderModifier", "ResponseHeaderModifier"],
+} as const;
+/** Filters the proxy runs on a backendRef (only when the rule has a single backendRef). */
+export const SUPPORTED_BACKEND_FILTERS = ["RequestHeaderModifier", "ResponseHeaderModifier"] as const;
+
+export type RouteKind = keyof typeof SUPPORTED_FILTERS;
+
+/* ------------------------------------------------------------------ entry points */
+
+/** Collects every problem of an HTTPRoute's spec (not just the first), within the budget. */
+export function httpRouteProblems(route: HTTPRouteLike, c = new Collector()): FieldProblem[] {
+  items(route.spec?.rules).forEach((rule, r) => {
+    if (!c.done) httpRouteRuleProblems(rule, r, c);
+  });
+  return c.problems();
 }
+
+/** The problems of rule `index` of an HTTPRoute (used by the translator for one rule). */
+export function httpRouteRuleProblems(rule: HTTPRouteRuleLike, index: number, c = new Collector()): FieldProblem[] {
+  const at = `spec.rules[${index}]`;
+  items(rule.matches).forEach((m, j) => {
+    if (c.done) return;
+    const base = `${at}.matches[${j}]`;
+    const path = m.path;
+    if (path) {
+      const type = path.type ?? "PathPrefix";
+      if (type === "RegularExpression") regex(c, `${base}.path.value`, path.value);
+      else if (type !== "Exact" && type !== "PathPrefix") {
+        c.add([unsupportedType(`${base}.path.type`, type, ["Exact", "PathPrefix", "RegularExpression"])]);
+      }
+    }
+    headerMatches(c, `${base}.headers`, m.headers);
+    valueMatches(c, `${base}.queryParams`, m.queryParams, false);
+  });
+  routeFilters(c, "HTTPRoute", at, rule);
+  pathModifierUse(c, at, rule);
+  if (rule.timeouts?.request) {
+    c.add([
+      {
+        path: `${at}.timeouts.request`,
+        value: String(rule.timeouts.request),
+        message: "is not supported by the proxy (no per-route total request timeout in Caddy ≤ 2.11 or Kengine): remove it",
+      },
+    ]);
+  }
+  if (rule.timeouts?.backendRequest) {
+    c.add([
+      {
+        path: `${at}.timeouts.backendRequest`,
+        value: String(rule.timeouts.backendRequest),
+        message: "is not supported by the proxy (its upstream timeouts end at the response headers, not the full response): remove it",
+      },
+    ]);
+  }
+  if (rule.retry !== undefined && rule.retry !== null) {
+    c.add([
+      {
+        path: `${at}.retry`,
+        value: summary(rule.retry),
+        message: "is not supported by the proxy (retrying on status codes needs Caddy ≥ 2.11.3): remove it",
+      },
+    ]);
+  }
+  sessionPersistence(c, at, rule.sessionPersistence);
+  return c.problems();
+}
+
+/**
+ * Redirect and rewrite together, or ReplacePrefixMatch with matches other than PathPrefix,
+ * have no meaning the proxy could run (the CRD's CEL rules refuse them too).
+ */
+function pathModifierUse(c: Collector, at: string, rule: HTTPRouteRuleLike): void {
+  const filters = items(rule.filters);
+  const redirect = filters.findIndex(f => f?.type === "RequestRedirect");
+  const rewrite = filters.findIndex(f => f?.type === "URLRewrite");
+  if (redirect >= 0 && rewrite >= 0) {
+    c.add([
+      {
+        path: `${at}.filters[${rewrite}]`,
+        value: "URLRewrite",
+        message: "RequestRedirect and URLRewrite cannot be combined in one rule",
+      },
+    ]);
+  }
+  const matches = items(rule.matches);
+  filters.forEach((f, j) => {
+    const p = f?.type === "RequestRedirect" ? f.requestRedirect?.path : f?.type === "URLRewrite" ? f.urlRewrite?.path : undefined;
+    if (p?.type !== "ReplacePrefixMatch") return;
+    const bad = matches.findIndex(m => (m?.path?.type ?? "PathPrefix") !== "PathPrefix");
+    if (bad >= 0) {
+      c.add([
+        {
+          path: `${at}.filters[${j}].${f.type === "RequestRedirect" ? "requestRedirect" : "urlRewrite"}.path.type`,
+          value: "ReplacePrefixMatch",
+          message: `needs PathPrefix matches only (spec.rules[…].matches[${bad}] is ${matches[bad].path?.type})`,
+        },
+      ]);
+    }
+  });
+}
+
+/* ------------------------------------------------------------------ shared with GRPCRoute */
+
+export function sessionPersistence(c: Collector, at: string, sp: unknown): void {
+  if (sp === undefined || sp === null) return;
+  c.add([
+    {
+      path: `${at}.sessionPersistence`,
+      value: summary(sp),
+      message: "is not supported by the proxy: remove it",
+    },
+  ]);
+}
+
+export function regex(c: Collector, path: string, value: unknown): void {
+  const v = typeof value === "string" ? value : "";
+  if (!c.spend(path, v.length)) return;
+  c.add(checkRegex(path, v));
+}
+
+/** Header matches: names the proxy can receive, values a request can carry, regexes RE2 runs. */
+export function headerMatches(c: Collector, at: string, ms: readonly StringMatch[] | undefined): void {
+  valueMatches(c, at, ms, true);
+}
+
+function valueMatches(c: Collector, at: string, ms: readonly StringMatch[] | undefined, header: boolean): void {
+  items(ms).forEach((m, k) => {
+    if (c.done) return;
+    const type = m.type ?? "Exact";
+    if (header) {
+      if (!c.spend(`${at}[${k}].name`, String(m.name ?? "").length)) return;
+      c.add(checkHeaderName(`${at}[${k}].name`, m.name));
+    }
+    if (type === "RegularExpression") regex(c, `${at}[${k}].value`, m.value);
+    else if (type === "Exact") {
+      if (header && c.spend(`${at}[${k}].value`, String(m.value ?? "").length))
+        c.add(checkHeaderValue(`${at}[${k}].value`, m.value, "match"));
+    } else c.add([unsupportedType(`${at}[${k}].type`, type, ["Exact", "RegularExpression"])]);
+  });
+}
+
+/** Rule filters and backendRef filters of an HTTPRoute or GRPCRoute rule. */
+export function routeFilters(
+  c: Collector,
+  kind: RouteKind,
+  at: string,
+  rule: { readonly filters?: readonly RouteFilter[]; readonly backendRefs?: readonly BackendRefLike[] },
+): void {
+  const supported: readonly string[] = SUPPORTED_FILTERS[kind];
+  items(rule.filters).forEach((f, j) => {
+    if (!c.done) filter(c, `${at}.filters[${j}]`, f, supported, `on ${kind === "HTTPRoute" ? "an" : "a"} ${kind} rule`);
+  });
+  const refs = items(rule.backendRefs);
+  refs.forEach((b, k) => {
+    const fs = items(b?.filters);
+    if (fs.length === 0 || c.done) return;
+    if (refs.length > 1) {
+      c.add([
+        {
+          path: `${at}.backendRefs[${k}].filters`,
+          value: fs.map(f => f.type ?? "").join(", "),
+          message: "filters on one of several backendRefs are not supported by the proxy: move them to the rule's filters, or give the rule a single backendRef",
+        },
+      ]);
+      return;
+    }
+    fs.forEach((f, j) => {
+      if (!c.done) filter(c, `${at}.backendRefs[${k}].filters[${j}]`, f, SUPPORTED_BACKEND_FILTERS, "on a backendRef");
+    });
+  });
+}
+
+function filter(c: Collector, at: string, f: RouteFilter, supported: readonly string[], where: string): void {
+  const type = f?.type ?? "";
+  if (!supported.includes(type)) {
+    if (type === "ExtensionRef") {
+      const e = f.extensionRef ?? {};
+      c.add([
+        {
+          path: `${at}.extensionRef`,
+          value: `${e.group ?? ""}/${e.kind ?? ""} ${e.name ?? ""}`,
+          message: `the proxy implements no ExtensionRef filters (supported ${where}: ${supported.join(", ")})`,
+        },
+      ]);
+    } else {
+      c.add([
+        {
+          path: `${at}.type`,
+          value: type,
+          message: `${type} is not supported by the proxy (supported ${where}: ${supported.join(", ")})`,
+        },
+      ]);
+    }
+    return;
+  }
+  if (type === "RequestHeaderModifier") headerModifier(c, `${at}.requestHeaderModifier`, f.requestHeaderModifier);
+  else if (type === "ResponseHeaderModifier") headerModifier(c, `${at}.responseHeaderModifier`, f.responseHeaderModifier);
+  else if (type === "RequestRedirect") pathModifier(c, `${at}.requestRedirect.path`, f.requestRedirect?.path);
+  else if (type === "URLRewrite") pathModifier(c, `${at}.urlRewrite.path`, f.urlRewrite?.path);
+}
+
+function headerModifier(c: Collector, at: string, h: HeaderFilter | undefined): void {
+  for (const op of ["set", "add"] as const) {
+    items(h?.[op]).forEach((e, i) => {
+      const p = `${at}.${op}[${i}]`;
+      if (!c.spend(p, String(e?.name ?? "").length + String(e?.value ?? "").length)) return;
+      c.add(checkHeaderName(`${p}.name`, e?.name));
+      c.add(checkHeaderValue(`${p}.value`, e?.value, "modifier"));
+    });
+  }
+  items(h?.remove).forEach((name, i) => {
+    const p = `${at}.remove[${i}]`;
+    if (c.spend(p, String(name ?? "").length)) c.add(checkRemovedHeaderName(p, name));
+  });
+}
+
+function pathModifier(c: Collector, at: string, p: PathModifier | undefined): void {
+  if (!p) return;
+  if (p.type === "ReplaceFullPath") {
+    if (c.spend(`${at}.replaceFullPath`, String(p.replaceFullPath ?? "").length))
+      c.add(checkURLPath(`${at}.replaceFullPath`, p.replaceFullPath ?? ""));
+  } else if (p.type === "ReplacePrefixMatch") {
+    if (c.spend(`${at}.replacePrefixMatch`, String(p.replacePrefixMatch ?? "").length))
+      c.add(checkURLPath(`${at}.replacePrefixMatch`, p.replacePrefixMatch ?? ""));
+  } else c.add([unsupportedType(`${at}.type`, String(p.type ?? ""), ["ReplaceFullPath", "ReplacePrefixMatch"])]);
+}
+
+const unsupportedType = (path: string, type: string, accepted: readonly string[]): FieldProblem => ({
+  path,
+  value: type,
+  message: `${type} is not supported; accepted: ${accepted.join(", ")}`,
+});
+
+/** A short rendering of a structured value for a message. */
+const summary = (v: unknown): string => {
+  try {
+    return JSON.stringify(v) ?? String(v);
+  } catch {
+    return String(v);
+  }
+};

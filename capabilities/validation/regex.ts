@@ -27,8 +27,13 @@ export interface FieldProblem {
 }
 
 /** Cuts a value for display in an error message. */
-export const truncate = (value: string, max = 64): string =>
-  value.length <= max ? value : `${value.slice(0, max)}… (${value.length} characters)`;
+export const truncate = (value: string, max = 64): string => {
+  if (value.length <= max) return value;
+  // Already cut (values are cut where found, and again when shown): keep the first count.
+  const m = /… \(\d+ characters\)$/.exec(value);
+  if (m && m.index === max) return value;
+  return `${value.slice(0, max)}… (${value.length} characters)`;
+};
 
 /** The longest regular expression we accept (Gateway API: header values ≤ 4096, paths ≤ 1024). */
 export const MAX_REGEX_LENGTH = 4096;
