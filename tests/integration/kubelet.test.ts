@@ -202,6 +202,33 @@ describe("local kubelet", () => {
     expect(tail).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z Echoing back request made to /);
   });
 
+  it("follows a container's log (kubectl logs -f)", async () => {
+    const [p] = await readyEchoPods(ns, 2);
+    const f = spawn(kubectlBin, [
+      "--kubeconfig",
+      kubeconfigPath,
+      "logs",
+      "-f",
+      "--tail=0",
+      "-n",
+      ns,
+      p.metadata.name,
+    ]);
+    let out = "";
+    f.stdout.on("data", d => (out += String(d)));
+    try {
+      const marker = `/follow-${randomBytes(4).toString("hex")}`;
+      // Keep asking until the stream (which starts empty) shows a request made after it opened.
+      await eventually("the request in the followed log", async () => {
+        await getJson<EchoResponse>(`http://${p.status.podIP}:3000${marker}`);
+        return out.includes(`Echoing back request made to ${marker}`) ? true : undefined;
+      });
+      expect(out).not.toContain("Starting server");
+    } finally {
+      f.kill();
+    }
+  });
+
   it("serves a LoadBalancer Service's address from both pods", async () => {
     const names = new Set((await readyEchoPods(ns, 2)).map(p => p.metadata.name));
     const ip = await eventually("a load balancer ingress address", () => {
@@ -380,6 +407,15 @@ spec:
 ---
 apiVersion: v1
 kind: Pod
+metadata: {name: not-alive}
+spec:
+  containers:
+  - name: app
+    image: ${echoImage}
+    livenessProbe: {httpGet: {path: /status/500, port: 3000}, periodSeconds: 1, failureThreshold: 2}
+---
+apiVersion: v1
+kind: Pod
 metadata: {name: never-ready}
 spec:
   containers:
@@ -423,6 +459,32 @@ spec:
       });
       const previous = kubectlOk(["logs", "-n", bad, "crashing", "--previous"]);
       expect(previous).toContain("Failed to start listening");
+    });
+
+    it("restarts a container that fails its liveness probe", async () => {
+      const cs = await eventually(
+        "a liveness restart",
+        () => {
+          const s = pod(bad, "not-alive").status.containerStatuses?.[0];
+          return s && s.restartCount >= 1 && s.lastState.terminated ? s : undefined;
+        },
+        60_000,
+      );
+      expect(cs.lastState.terminated?.exitCode).not.toBe(0);
+      const events = kubectlOk([
+        "get",
+        "events",
+        "-n",
+        bad,
+        "--field-selector",
+        "involvedObject.name=not-alive",
+        "-o",
+        'jsonpath={range .items[*]}{.reason}: {.message}{"\\n"}{end}',
+      ]);
+      expect(events).toContain(
+        "Unhealthy: Liveness probe failed: HTTP probe failed with statuscode: 500",
+      );
+      expect(events).toContain("Killing: Container app failed liveness probe, will be restarted");
     });
 
     it("keeps a pod whose readiness probe fails Running but not Ready", async () => {
