@@ -39,6 +39,8 @@ for link in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f
   ip link delete "$link" 2>/dev/null || true
 done
 
+rm -f /run/kengine-local-kubelet.json
+
 # The routing guard for traffic from the pods (see network.ts).
 while ip rule del priority 27495 2>/dev/null; do :; done
 ip route flush table 27495 2>/dev/null || true

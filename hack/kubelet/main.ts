@@ -18,8 +18,31 @@ import { ensureBridge, netnsList, removeNetns } from "./network";
 import { NodeAgent } from "./node";
 import { PodManager } from "./pods";
 
+const machineLock = "/run/kengine-local-kubelet.json";
+
+/** The other live kubelet holding the machine lock, if any. */
+function runningKubelet(): { pid: number; state: string } | undefined {
+  try {
+    const held = JSON.parse(readFileSync(machineLock, "utf8")) as { pid: number; state: string };
+    if (held.pid === process.pid) return undefined;
+    const cmdline = readFileSync(`/proc/${held.pid}/cmdline`, "utf8");
+    return cmdline.includes("hack/kubelet/main.ts") ? held : undefined;
+  } catch {
+    return undefined; // no lock, or its process is gone
+  }
+}
+
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
+  // Pod networking (kg-br0, kg-* namespaces, 10.244.0.1:10250) is machine-wide: one kubelet only.
+  const other = runningKubelet();
+  if (other) {
+    throw new Error(
+      `another local kubelet (pid ${other.pid}, state ${other.state}) owns this machine's pod network; ` +
+        `stop it first (or start this cluster with KG_NO_KUBELET=1)`,
+    );
+  }
+  writeFileSync(machineLock, JSON.stringify({ pid: process.pid, state: args.state }));
   mkdirSync(args.state, { recursive: true });
   writeFileSync(join(args.state, "kubelet.pid"), String(process.pid));
   const creds = loadKubeconfig(args.kubeconfig);
