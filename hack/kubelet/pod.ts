@@ -210,10 +210,11 @@ export class PodWorker {
     }
     if (!this.initDone) {
       for (const c of this.pod.spec.initContainers ?? []) {
-        if (this.runners.has(c.name)) continue;
-        const r = this.prepare(c, src, true);
+        // An init container already started (by an earlier pass) is awaited, not skipped.
+        const existing = this.runners.get(c.name);
+        const r = existing ?? this.prepare(c, src, true);
         if (!r) return;
-        r.start();
+        if (!existing) r.start();
         const code = await r.finished;
         if (this.stopped) return;
         if (code !== 0) return; // restartPolicy Never: the pod fails (see status)
