@@ -1,12 +1,25 @@
 /**
  * Admission: Validate bindings for the Gateway API objects that belong to our GatewayClass.
- * Registration only; the rules live in validation/, the ownership look-ups in ownership/.
+ * Registration only; the rules live in validation/ (shared with the translator), the
+ * ownership look-ups in ownership/.
+ *
+ * Bound kinds are those with a rule the proxy needs: Gateway and ListenerSet (listeners),
+ * HTTPRoute and GRPCRoute (matches, filters, rule features). GatewayClass, ReferenceGrant,
+ * TLSRoute, TCPRoute and UDPRoute have nothing the proxy cannot run beyond the CRDs' own
+ * validation (a GatewayClass parametersRef may name any kind until our parameters resource
+ * exists), so a webhook for them would only add latency and a failure mode. BackendTLSPolicy
+ * is not bound: whether a policy concerns our proxies depends on routes admission cannot
+ * afford to look up, and another implementation may run what ours cannot; its status says
+ * so (validation/backendtlspolicy.ts).
  */
 import { Capability, K8s, PeprValidateRequest } from "pepr";
-import { Gateway, GatewayClass, HTTPRoute, ListenerSet } from "./generated";
-import { OwnershipLookups, cached, isOurRoute } from "./ownership";
+import { GRPCRoute, Gateway, GatewayClass, HTTPRoute, ListenerSet } from "./generated";
+import { OwnershipLookups, cached, isOurGateway, isOurGatewayClass, isOurRoute } from "./ownership";
+import { gatewayProblems } from "./validation/gateway";
+import { grpcRouteProblems } from "./validation/grpcroute";
 import { httpRouteProblems } from "./validation/httproute";
 import { denialMessage } from "./validation/message";
+import { FieldProblem } from "./validation/regex";
 
 export const Admission = new Capability({
   name: "kengine-admission",
@@ -42,13 +55,47 @@ const lookups: OwnershipLookups = {
   }, LOOKUP_TTL_MS),
 };
 
-export async function validateHTTPRoute(req: PeprValidateRequest<HTTPRoute>) {
-  const route = req.Raw;
-  const namespace = route.metadata?.namespace ?? "default";
-  if (!(await isOurRoute(namespace, route.spec?.parentRefs, lookups))) return req.Approve();
-  const problems = httpRouteProblems(route);
-  if (problems.length === 0) return req.Approve();
-  return req.Deny(denialMessage("HTTPRoute", namespace, route.metadata?.name ?? "", problems), 422);
+interface Meta {
+  readonly metadata?: { readonly namespace?: string; readonly name?: string };
 }
 
+/** Approve objects that are not ours or have no problem; otherwise deny with every problem. */
+async function decide<T extends Meta>(
+  req: PeprValidateRequest<T>,
+  kind: string,
+  ours: (obj: T, namespace: string) => Promise<boolean>,
+  problems: (obj: T) => FieldProblem[],
+) {
+  const obj = req.Raw;
+  const namespace = obj.metadata?.namespace ?? "default";
+  if (!(await ours(obj, namespace))) return req.Approve();
+  const found = problems(obj);
+  if (found.length === 0) return req.Approve();
+  return req.Deny(denialMessage(kind, namespace, obj.metadata?.name ?? "", found), 422);
+}
+
+export const validateHTTPRoute = (req: PeprValidateRequest<HTTPRoute>) =>
+  decide(req, "HTTPRoute", (r, ns) => isOurRoute(ns, r.spec?.parentRefs, lookups), httpRouteProblems);
+
+export const validateGRPCRoute = (req: PeprValidateRequest<GRPCRoute>) =>
+  decide(req, "GRPCRoute", (r, ns) => isOurRoute(ns, r.spec?.parentRefs, lookups), grpcRouteProblems);
+
+export const validateGateway = (req: PeprValidateRequest<Gateway>) =>
+  decide(req, "Gateway", g => isOurGatewayClass(g.spec?.gatewayClassName ?? "", lookups), gatewayProblems);
+
+/** A ListenerSet is ours when its parent Gateway is; a parent that does not exist yet is not. */
+export const validateListenerSet = (req: PeprValidateRequest<ListenerSet>) =>
+  decide(
+    req,
+    "ListenerSet",
+    (ls, ns) => {
+      const ref = ls.spec?.parentRef;
+      return ref ? isOurGateway({ namespace: ref.namespace ?? ns, name: ref.name }, lookups) : Promise.resolve(false);
+    },
+    gatewayProblems,
+  );
+
 When(HTTPRoute).IsCreatedOrUpdated().Validate(validateHTTPRoute);
+When(GRPCRoute).IsCreatedOrUpdated().Validate(validateGRPCRoute);
+When(Gateway).IsCreatedOrUpdated().Validate(validateGateway);
+When(ListenerSet).IsCreatedOrUpdated().Validate(validateListenerSet);

@@ -19,7 +19,7 @@ import {
   Snapshot,
 } from "../snapshot";
 import { grpcRouteRuleProblems } from "../validation/grpcroute";
-import { httpRouteRuleProblems } from "../validation/httproute";
+import { httpRouteRuleProblems, problemsPerRule } from "../validation/httproute";
 import { problemText } from "../validation/message";
 import { FieldProblem } from "../validation/regex";
 import { resolveBackend } from "./backends";
@@ -59,8 +59,9 @@ const fail = (message: string): never => {
 };
 
 export function compileHTTPRoute(s: Snapshot, route: HTTPRoute): CompiledRoute {
+  const problems = problemsPerRule(route.spec?.rules ?? [], httpRouteRuleProblems);
   return compile(s, "HTTPRoute", route, (rule, i) => {
-    unrunnable(httpRouteRuleProblems(rule, i));
+    unrunnable(problems[i]);
     const filters = rule.filters ?? [];
     const matches = (rule.matches && rule.matches.length > 0 ? rule.matches : [{}]).map((m, j) => {
       const base = `spec.rules[${i}].matches[${j}]`;
@@ -87,8 +88,9 @@ export function compileHTTPRoute(s: Snapshot, route: HTTPRoute): CompiledRoute {
 }
 
 export function compileGRPCRoute(s: Snapshot, route: GRPCRoute): CompiledRoute {
+  const problems = problemsPerRule(route.spec?.rules ?? [], grpcRouteRuleProblems);
   return compile(s, "GRPCRoute", route, (rule, i) => {
-    unrunnable(grpcRouteRuleProblems(rule, i));
+    unrunnable(problems[i]);
     const matches = (rule.matches && rule.matches.length > 0 ? rule.matches : [{}]).map((m, j) => {
       const base = `spec.rules[${i}].matches[${j}]`;
       const type = m.method?.type ?? "Exact";

@@ -15,8 +15,8 @@ import { FieldProblem } from "./regex";
 export const MAX_PROBLEMS = 32;
 /** At most this many values are inspected per object. */
 export const MAX_VALUES = 50_000;
-/** At most this many characters of values are inspected per object. */
-export const MAX_CHARACTERS = 4 * 1024 * 1024;
+/** At most this many characters of regular expressions are parsed per object. */
+export const MAX_CHARACTERS = 256 * 1024;
 
 export class Collector {
   private readonly list: FieldProblem[] = [];
@@ -34,18 +34,18 @@ export class Collector {
   }
 
   /**
-   * Charges the inspection of a value of `length` characters at `path`. False (and checking
-   * stops) when the budget does not cover it.
+   * Charges the inspection of one value at `path`, plus `regexCharacters` when it is a
+   * regular expression. False (and checking stops) when the budget does not cover it.
    */
-  spend(path: string, length: number): boolean {
+  spend(path: string, regexCharacters = 0): boolean {
     if (this.stopped) return false;
     this.values += 1;
-    this.characters += length;
+    this.characters += regexCharacters;
     if (this.values > this.limits.values || this.characters > this.limits.characters) {
       this.stop({
         path,
         value: "",
-        message: `the object is too large to check (more than ${this.limits.values} values or ${this.limits.characters} characters); nothing after this field was checked`,
+        message: `the object is too large to check (more than ${this.limits.values} values or ${this.limits.characters} characters of regular expressions); nothing from this field on was checked`,
       });
       return false;
     }

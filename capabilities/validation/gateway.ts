@@ -35,7 +35,7 @@ export function listenerProblems(at: string, l: ListenerLike, c = new Collector(
   const options = l?.tls?.options;
   if (options && typeof options === "object") {
     for (const key of Object.keys(options).slice(0, 64)) {
-      if (!c.spend(`${at}.tls.options`, key.length)) break;
+      if (!c.spend(`${at}.tls.options`)) break;
       c.add([
         {
           path: `${at}.tls.options[${JSON.stringify(truncate(key, 48))}]`,

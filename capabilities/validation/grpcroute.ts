@@ -30,8 +30,9 @@ export function grpcRouteProblems(route: GRPCRouteLike, c = new Collector()): Fi
 
 export function grpcRouteRuleProblems(rule: GRPCRouteRuleLike, index: number, c = new Collector()): FieldProblem[] {
   const at = `spec.rules[${index}]`;
+  if (!rule || typeof rule !== "object") return c.problems();
   items(rule.matches).forEach((m, j) => {
-    if (c.done) return;
+    if (c.done || !m || typeof m !== "object") return;
     const base = `${at}.matches[${j}]`;
     const type = m.method?.type ?? "Exact";
     if (type === "RegularExpression") {

@@ -17,7 +17,7 @@
  */
 import { Collector, items } from "./budget";
 import { checkHeaderName, checkHeaderValue, checkRemovedHeaderName, checkURLPath } from "./fields";
-import { FieldProblem, checkRegex } from "./regex";
+import { FieldProblem, MAX_REGEX_LENGTH, checkRegex } from "./regex";
 
 /* ------------------------------------------------------------------ loose shapes */
 // Admission sees raw JSON, translation sees snapshot objects: the rules read both.
@@ -88,8 +88,9 @@ export function httpRouteProblems(route: HTTPRouteLike, c = new Collector()): Fi
 /** The problems of rule `index` of an HTTPRoute (used by the translator for one rule). */
 export function httpRouteRuleProblems(rule: HTTPRouteRuleLike, index: number, c = new Collector()): FieldProblem[] {
   const at = `spec.rules[${index}]`;
+  if (!rule || typeof rule !== "object") return c.problems();
   items(rule.matches).forEach((m, j) => {
-    if (c.done) return;
+    if (c.done || !m || typeof m !== "object") return;
     const base = `${at}.matches[${j}]`;
     const path = m.path;
     if (path) {
@@ -184,7 +185,8 @@ export function sessionPersistence(c: Collector, at: string, sp: unknown): void 
 
 export function regex(c: Collector, path: string, value: unknown): void {
   const v = typeof value === "string" ? value : "";
-  if (!c.spend(path, v.length)) return;
+  // Longer than MAX_REGEX_LENGTH is refused without parsing: charge at most that.
+  if (!c.spend(path, Math.min(v.length, MAX_REGEX_LENGTH + 1))) return;
   c.add(checkRegex(path, v));
 }
 
@@ -195,21 +197,42 @@ export function headerMatches(c: Collector, at: string, ms: readonly StringMatch
 
 function valueMatches(c: Collector, at: string, ms: readonly StringMatch[] | undefined, header: boolean): void {
   items(ms).forEach((m, k) => {
-    if (c.done) return;
+    if (c.done || !m || typeof m !== "object") return;
     const type = m.type ?? "Exact";
     if (header) {
-      if (!c.spend(`${at}[${k}].name`, String(m.name ?? "").length)) return;
+      if (!c.spend(`${at}[${k}].name`)) return;
       c.add(checkHeaderName(`${at}[${k}].name`, m.name));
     }
     if (type === "RegularExpression") regex(c, `${at}[${k}].value`, m.value);
     else if (type === "Exact") {
-      if (header && c.spend(`${at}[${k}].value`, String(m.value ?? "").length))
+      if (header && c.spend(`${at}[${k}].value`))
         c.add(checkHeaderValue(`${at}[${k}].value`, m.value, "match"));
     } else c.add([unsupportedType(`${at}[${k}].type`, type, ["Exact", "RegularExpression"])]);
   });
 }
 
 /** Rule filters and backendRef filters of an HTTPRoute or GRPCRoute rule. */
+/**
+ * Problems per rule, for the translator: the rules of one route share one budget, as in
+ * admission, and once it runs out every later rule carries the closing problem (unchecked
+ * rules are not run).
+ */
+export function problemsPerRule<R>(
+  rules: readonly R[],
+  check: (rule: R, index: number, c: Collector) => unknown,
+): FieldProblem[][] {
+  const c = new Collector();
+  const out: FieldProblem[][] = [];
+  let seen = 0;
+  rules.forEach((rule, i) => {
+    if (!c.done) check(rule, i, c);
+    const all = c.problems();
+    out.push(c.done && all.length === seen ? [all[all.length - 1]] : all.slice(seen));
+    seen = all.length;
+  });
+  return out;
+}
+
 export function routeFilters(
   c: Collector,
   kind: RouteKind,
@@ -273,24 +296,24 @@ function headerModifier(c: Collector, at: string, h: HeaderFilter | undefined): 
   for (const op of ["set", "add"] as const) {
     items(h?.[op]).forEach((e, i) => {
       const p = `${at}.${op}[${i}]`;
-      if (!c.spend(p, String(e?.name ?? "").length + String(e?.value ?? "").length)) return;
+      if (!e || typeof e !== "object" || !c.spend(p)) return;
       c.add(checkHeaderName(`${p}.name`, e?.name));
       c.add(checkHeaderValue(`${p}.value`, e?.value, "modifier"));
     });
   }
   items(h?.remove).forEach((name, i) => {
     const p = `${at}.remove[${i}]`;
-    if (c.spend(p, String(name ?? "").length)) c.add(checkRemovedHeaderName(p, name));
+    if (c.spend(p)) c.add(checkRemovedHeaderName(p, name));
   });
 }
 
 function pathModifier(c: Collector, at: string, p: PathModifier | undefined): void {
   if (!p) return;
   if (p.type === "ReplaceFullPath") {
-    if (c.spend(`${at}.replaceFullPath`, String(p.replaceFullPath ?? "").length))
+    if (c.spend(`${at}.replaceFullPath`))
       c.add(checkURLPath(`${at}.replaceFullPath`, p.replaceFullPath ?? ""));
   } else if (p.type === "ReplacePrefixMatch") {
-    if (c.spend(`${at}.replacePrefixMatch`, String(p.replacePrefixMatch ?? "").length))
+    if (c.spend(`${at}.replacePrefixMatch`))
       c.add(checkURLPath(`${at}.replacePrefixMatch`, p.replacePrefixMatch ?? ""));
   } else c.add([unsupportedType(`${at}.type`, String(p.type ?? ""), ["ReplaceFullPath", "ReplacePrefixMatch"])]);
 }
