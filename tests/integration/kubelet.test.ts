@@ -407,6 +407,15 @@ spec:
 ---
 apiVersion: v1
 kind: Pod
+metadata: {name: late-config}
+spec:
+  containers:
+  - name: app
+    image: ${echoImage}
+    env: [{name: POD_NAME, valueFrom: {configMapKeyRef: {name: late, key: name}}}]
+---
+apiVersion: v1
+kind: Pod
 metadata: {name: not-alive}
 spec:
   containers:
@@ -498,6 +507,25 @@ spec:
       expect(isReady(p)).toBe(false);
       expect(p.status.containerStatuses?.[0].ready).toBe(false);
       expect(p.status.containerStatuses?.[0].restartCount).toBe(0);
+    });
+
+    it("waits with CreateContainerConfigError for a missing ConfigMap, then runs once it exists", async () => {
+      const cs = await eventually("CreateContainerConfigError", () => {
+        const s = pod(bad, "late-config").status.containerStatuses?.[0];
+        return s?.state.waiting?.reason === "CreateContainerConfigError" ? s : undefined;
+      });
+      expect(cs.state.waiting?.message).toContain("late");
+      kubectlOk(["create", "configmap", "-n", bad, "late", "--from-literal=name=from-configmap"]);
+      const p = await eventually(
+        "late-config running",
+        () => {
+          const x = pod(bad, "late-config");
+          return isReady(x) ? x : undefined;
+        },
+        60_000,
+      );
+      const body = await getJson<EchoResponse>(`http://${p.status.podIP}:3000/`);
+      expect(body.pod).toBe("from-configmap");
     });
 
     it("does not disturb healthy pods", async () => {
