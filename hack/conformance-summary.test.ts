@@ -1,4 +1,9 @@
-import { diagnoseLog, formatSummary, summarizeReportYaml } from "./conformance-summary";
+import {
+  diagnoseLog,
+  failureReasons,
+  formatSummary,
+  summarizeReportYaml,
+} from "./conformance-summary";
 
 // The shape sigs.k8s.io/gateway-api/conformance v1.6.1 writes (apis/v1 ConformanceReport,
 // marshalled with sigs.k8s.io/yaml): Statistics fields carry no JSON tags, so Passed/Failed/
@@ -170,5 +175,34 @@ describe("diagnoseLog", () => {
     expect(diagnoseLog(log)).toEqual([
       'GatewayClass "kengine" (controllerName kengine.io/gateway-controller) has an empty status.supportedFeatures: the controller must advertise',
     ]);
+  });
+});
+
+describe("failureReasons", () => {
+  it("takes the first testify error of each failed test, following RUN/CONT/NAME headers", () => {
+    const log = [
+      "=== RUN   TestConformance/GatewayModifyListeners",
+      "=== RUN   TestConformance/GatewayModifyListeners/should_add",
+      "    helpers.go:304: 2026-11-21T08:30:38Z: Pod gateway-conformance-infra/coredns-x not ready yet",
+      "=== PAUSE TestConformance/HTTPRouteWeight",
+      "=== NAME  TestConformance/GatewayModifyListeners/should_add",
+      "    helpers.go:312: ",
+      "        \tError Trace:\t/x/helpers.go:312",
+      "        \tError:      \tReceived unexpected error:",
+      "        \t            \tcontext deadline exceeded",
+      "        \tTest:       \tTestConformance/GatewayModifyListeners/should_add",
+      "        \tMessages:   \terror waiting for gateway-conformance-infra namespaces to be ready",
+      "        \tError:      \tsecond error, ignored",
+      "=== CONT  TestConformance/HTTPRouteWeight",
+      "        \tError:      \tShould be true",
+      "        \tTest:       \tTestConformance/HTTPRouteWeight",
+      "--- FAIL: TestConformance/HTTPRouteWeight (3.00s)",
+    ].join("\n");
+    const r = failureReasons(log, ["GatewayModifyListeners", "HTTPRouteWeight", "Missing"]);
+    expect(r.get("GatewayModifyListeners")).toBe(
+      "Received unexpected error: context deadline exceeded error waiting for gateway-conformance-infra namespaces to be ready",
+    );
+    expect(r.get("HTTPRouteWeight")).toBe("Should be true");
+    expect(r.get("Missing")).toBe("");
   });
 });

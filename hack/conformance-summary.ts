@@ -228,3 +228,49 @@ export function diagnoseLog(log: string, max = 20): string[] {
   const distinct = [...lastIndex.entries()].sort((a, b) => a[1] - b[1]).map(([l]) => l);
   return distinct.slice(-max);
 }
+
+/**
+ * The first error of each failed test, from the suite's `go test -v` log: lines belong to the
+ * test named by the latest `=== RUN|CONT|NAME|PAUSE  TestConformance/<test>[/sub]` header;
+ * the first testify `Error:` (with its continuation lines) and `Messages:` of a test are its
+ * reason. Tests without a recognisable error get "".
+ */
+export function failureReasons(log: string, tests: readonly string[]): Map<string, string> {
+  const wanted = new Set(tests);
+  const reasons = new Map<string, string[]>();
+  let current = "";
+  let collecting = false;
+  for (const raw of log.split(/\r?\n/)) {
+    const header = /^=== (?:RUN|CONT|NAME|PAUSE)\s+TestConformance\/([^/\s]+)/.exec(raw);
+    if (header) {
+      current = header[1];
+      collecting = false;
+      continue;
+    }
+    if (!wanted.has(current)) continue;
+    const line = raw.trim();
+    const got = reasons.get(current);
+    if (got && !collecting) continue; // first error only
+    const err = /^Error:\s+(.*)$/.exec(line);
+    if (err) {
+      reasons.set(current, [err[1].trim()]);
+      collecting = true;
+      continue;
+    }
+    if (!collecting) continue;
+    const msg = /^Messages:\s+(.*)$/.exec(line);
+    if (msg) {
+      got?.push(msg[1].trim());
+      collecting = false;
+    } else if (/^(Test|Error Trace):/.test(line) || line === "" || /^[-=]{3} /.test(line)) {
+      if (/^Test:/.test(line)) continue;
+      collecting = false;
+    } else {
+      got?.push(line);
+    }
+  }
+  const out = new Map<string, string>();
+  for (const t of tests)
+    out.set(t, (reasons.get(t) ?? []).join(" ").replace(/\s+/g, " ").slice(0, 300));
+  return out;
+}

@@ -33,7 +33,12 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { diagnoseLog, formatSummary, summarizeReportYaml } from "./conformance-summary";
+import {
+  diagnoseLog,
+  failureReasons,
+  formatSummary,
+  summarizeReportYaml,
+} from "./conformance-summary";
 import { PeprDev, startPeprDev } from "./pepr-dev";
 import pkg from "../package.json";
 
@@ -530,6 +535,13 @@ async function main(): Promise<number> {
     const summary = summarizeReportYaml(readFileSync(reportPath, "utf8"));
     process.stdout.write(`\n${formatSummary(summary)}\n\n`);
     const logText = readFileSync(logPath, "utf8");
+    if (summary.failedTests.length > 0) {
+      const reasons = failureReasons(logText, summary.failedTests);
+      process.stdout.write("first error of each failed test (full output in the log):\n");
+      for (const [t, r] of reasons)
+        process.stdout.write(`  ${t}: ${r || "(no testify error found)"}\n`);
+      process.stdout.write("\n");
+    }
     if (logText.includes(setupFailedMarker)) {
       const why = diagnoseLog(logText.slice(0, logText.indexOf(setupFailedMarker)));
       say(
