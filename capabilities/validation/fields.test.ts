@@ -1,4 +1,4 @@
-import { checkHeaderName, checkHeaderValue, checkRemovedHeaderName, checkURLPath } from "./fields";
+import { checkHeaderName, checkHeaderValue, checkMatchedHeaderName, checkRemovedHeaderName, checkURLPath } from "./fields";
 
 describe("checkHeaderName", () => {
   it.each(["X-Test", "x", "a!#$%&'*+-.^_`|~9", "Set-Cookie"])("accepts the token %j", n =>
@@ -21,6 +21,15 @@ describe("checkHeaderName", () => {
   it("refuses an empty or missing name", () => {
     expect(checkHeaderName("p", "")[0].message).toBe("must be a non-empty header name");
     expect(checkHeaderName("p", undefined)[0].message).toBe("must be a non-empty header name");
+  });
+});
+
+describe("checkMatchedHeaderName", () => {
+  it("refuses underscores and dots, which the proxy drops from requests", () => {
+    expect(checkMatchedHeaderName("m", "x_y")[0].message).toMatch(/^contains "_" or "."/);
+    expect(checkMatchedHeaderName("m", "x.y")[0].path).toBe("m");
+    expect(checkMatchedHeaderName("m", "X-Y")).toEqual([]);
+    expect(checkMatchedHeaderName("m", "X Y")[0].message).toMatch(/^is not a valid header name/);
   });
 });
 

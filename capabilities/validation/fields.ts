@@ -14,6 +14,11 @@
  *   in a match, no request can carry it.
  * - `{…}` in a value is not a problem: Caddy would expand it as a placeholder, but the
  *   translator escapes braces (caddy/config.ts escapePlaceholders), so the value stays literal.
+ * - In a match, a name with "_" or "." can never match either: Caddy (≥ 2.11.9, the pinned
+ *   test proxy) drops every incoming request header whose name holds an underscore or a dot
+ *   (advisories GHSA-f59h-q822-g45g, GHSA-49wc-4hcv-v58q) unless its server lists the name,
+ *   which Kengine (Caddy 2.8) would refuse as an unknown field. Found by the differential
+ *   test; refused for both flavours so a route means the same on either.
  * - In `remove`, Caddy treats `*` as a wildcard (`*` deletes every header, `X-*` a prefix),
  *   though `*` is a valid token character: such a name cannot be removed literally.
  */
@@ -41,6 +46,20 @@ export function checkHeaderName(path: string, name: unknown): FieldProblem[] {
       path,
       value: truncate(name),
       message: `is not a valid header name (character ${JSON.stringify(bad)}): only letters, digits and !#$%&'*+-.^_\`|~ are accepted`,
+    },
+  ];
+}
+
+/** A header name a request match compares: a token without "_" or "." (see above). */
+export function checkMatchedHeaderName(path: string, name: unknown): FieldProblem[] {
+  const base = checkHeaderName(path, name);
+  if (base.length > 0 || typeof name !== "string" || !/[_.]/.test(name)) return base;
+  return [
+    {
+      path,
+      value: truncate(name),
+      message:
+        'contains "_" or ".": the proxy drops request headers with such names (a CGI-confusion safeguard), so the match could never be true: use "-" instead',
     },
   ];
 }

@@ -16,7 +16,7 @@
  * conformance suite never creates them for us.
  */
 import { Collector, items } from "./budget";
-import { checkHeaderName, checkHeaderValue, checkRemovedHeaderName, checkURLPath } from "./fields";
+import { checkHeaderName, checkHeaderValue, checkMatchedHeaderName, checkRemovedHeaderName, checkURLPath } from "./fields";
 import { FieldProblem, MAX_REGEX_LENGTH, checkRegex } from "./regex";
 
 /* ------------------------------------------------------------------ loose shapes */
@@ -201,7 +201,7 @@ function valueMatches(c: Collector, at: string, ms: readonly StringMatch[] | und
     const type = m.type ?? "Exact";
     if (header) {
       if (!c.spend(`${at}[${k}].name`)) return;
-      c.add(checkHeaderName(`${at}[${k}].name`, m.name));
+      c.add(checkMatchedHeaderName(`${at}[${k}].name`, m.name));
     }
     if (type === "RegularExpression") regex(c, `${at}[${k}].value`, m.value);
     else if (type === "Exact") {

@@ -1,7 +1,7 @@
 /** Single-object rules shared by admission and translation (design §2, style habit 5). */
 export { FieldProblem, checkRegex, re2Problem, quoteRE2, truncate, MAX_REGEX_LENGTH } from "./regex";
 export { Collector, MAX_CHARACTERS, MAX_PROBLEMS, MAX_VALUES } from "./budget";
-export { checkHeaderName, checkHeaderValue, checkRemovedHeaderName, checkURLPath } from "./fields";
+export { checkHeaderName, checkHeaderValue, checkMatchedHeaderName, checkRemovedHeaderName, checkURLPath } from "./fields";
 export { httpRouteProblems, httpRouteRuleProblems, SUPPORTED_FILTERS, SUPPORTED_BACKEND_FILTERS } from "./httproute";
 export { grpcRouteProblems, grpcRouteRuleProblems } from "./grpcroute";
 export { gatewayProblems, listenerProblems } from "./gateway";
