@@ -1,3 +1,4 @@
 export * from "./names";
 export * from "./settings";
 export * from "./objects";
+export * from "./parameters";

@@ -102,63 +102,76 @@ export function bootstrapConfigMap(gw: GatewayRef, bootstrap: CaddyConfig): Kube
   };
 }
 
-export function proxyDeployment(gw: GatewayRef, s: ProxySettings, names: ProxyNames = proxyNames(gw.name)): KubeManifest {
+/** The proxies' workload: a Deployment (default) or a DaemonSet, as the settings say. */
+export function proxyWorkload(gw: GatewayRef, s: ProxySettings, names: ProxyNames = proxyNames(gw.name)): KubeManifest {
   const selector = podSelector(gw.name);
   const container = proxyContainer({ image: s.image, command: s.command });
-  return {
-    apiVersion: "apps/v1",
-    kind: "Deployment",
-    metadata: meta(gw, names.proxy, "proxy"),
-    spec: {
-      replicas: s.replicas,
-      selector: { matchLabels: selector },
-      strategy: { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
-      template: {
-        metadata: {
-          labels: { ...(gw.infrastructure?.labels ?? {}), ...selector },
-          ...(gw.infrastructure?.annotations ? { annotations: { ...gw.infrastructure.annotations } } : {}),
-        },
-        spec: {
-          automountServiceAccountToken: false,
-          enableServiceLinks: false,
-          terminationGracePeriodSeconds: 30,
-          affinity: {
-            podAntiAffinity: {
-              preferredDuringSchedulingIgnoredDuringExecution: [
-                { weight: 100, podAffinityTerm: { topologyKey: "kubernetes.io/hostname", labelSelector: { matchLabels: selector } } },
-              ],
-            },
-          },
-          containers: [
-            {
-              ...container,
-              ports: [
-                ...servicePorts(gw.listeners).map(p => ({ name: p.name, containerPort: p.port, protocol: p.protocol })),
-                ...(container.ports ?? []),
-              ],
-              livenessProbe: { tcpSocket: { port: DEFAULT_MANAGEMENT_PORT }, periodSeconds: 10, failureThreshold: 3 },
-            },
-          ],
-          volumes: proxyVolumes(gw.name),
-        },
+  const podSpec = {
+    automountServiceAccountToken: false,
+    enableServiceLinks: false,
+    terminationGracePeriodSeconds: 30,
+    affinity: s.affinity ?? {
+      podAntiAffinity: {
+        preferredDuringSchedulingIgnoredDuringExecution: [
+          { weight: 100, podAffinityTerm: { topologyKey: "kubernetes.io/hostname", labelSelector: { matchLabels: selector } } },
+        ],
       },
     },
+    ...(s.nodeSelector ? { nodeSelector: { ...s.nodeSelector } } : {}),
+    ...(s.tolerations ? { tolerations: s.tolerations.map(t => ({ ...t })) } : {}),
+    containers: [
+      {
+        ...container,
+        ports: [
+          ...servicePorts(gw.listeners).map(p => ({ name: p.name, containerPort: p.port, protocol: p.protocol })),
+          ...(container.ports ?? []),
+        ],
+        ...(s.resources ? { resources: { ...s.resources } } : {}),
+        livenessProbe: { tcpSocket: { port: DEFAULT_MANAGEMENT_PORT }, periodSeconds: 10, failureThreshold: 3 },
+      },
+    ],
+    volumes: proxyVolumes(gw.name),
   };
+  const template = {
+    metadata: {
+      labels: { ...(gw.infrastructure?.labels ?? {}), ...selector },
+      ...(gw.infrastructure?.annotations ? { annotations: { ...gw.infrastructure.annotations } } : {}),
+    },
+    spec: podSpec,
+  };
+  // maxUnavailable 0 / maxSurge 1: a new proxy is programmed and Ready before an old one goes.
+  const rollingUpdate = { maxUnavailable: 0, maxSurge: 1 };
+  return s.kind === "DaemonSet"
+    ? {
+        apiVersion: "apps/v1",
+        kind: "DaemonSet",
+        metadata: meta(gw, names.proxy, "proxy"),
+        spec: { selector: { matchLabels: selector }, updateStrategy: { type: "RollingUpdate", rollingUpdate }, template },
+      }
+    : {
+        apiVersion: "apps/v1",
+        kind: "Deployment",
+        metadata: meta(gw, names.proxy, "proxy"),
+        spec: { replicas: s.replicas, selector: { matchLabels: selector }, strategy: { type: "RollingUpdate", rollingUpdate }, template },
+      };
 }
 
 /** The data-plane Service: the Gateway's address comes from its load balancer. */
 export function proxyService(gw: GatewayRef, s: ProxySettings, names: ProxyNames = proxyNames(gw.name)): KubeManifest {
   const ports = servicePorts(gw.listeners);
+  const m = meta(gw, names.proxy, "proxy");
+  const annotations = { ...(m.annotations ?? {}), ...(s.service.annotations ?? {}) };
   return {
     apiVersion: "v1",
     kind: "Service",
-    metadata: meta(gw, names.proxy, "proxy"),
+    metadata: { ...m, ...(Object.keys(annotations).length ? { annotations } : {}) },
     spec: {
       type: s.serviceType,
       selector: podSelector(gw.name),
       // A Service needs a port; a Gateway without listeners keeps a placeholder.
       ports: ports.length ? ports : [{ name: "none", port: 1, protocol: "TCP", targetPort: 1 }],
-      ...(s.serviceType === "ClusterIP" ? {} : { externalTrafficPolicy: "Cluster" }),
+      ...(s.serviceType === "ClusterIP" ? {} : { externalTrafficPolicy: s.service.externalTrafficPolicy ?? "Cluster" }),
+      ...(s.serviceType === "LoadBalancer" && s.service.loadBalancerClass ? { loadBalancerClass: s.service.loadBalancerClass } : {}),
     },
   };
 }

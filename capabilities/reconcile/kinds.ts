@@ -19,6 +19,7 @@ export const LIST_PATHS: Readonly<Record<Kind, string>> = {
   Secret: "/api/v1/secrets",
   ConfigMap: "/api/v1/configmaps",
   Namespace: "/api/v1/namespaces",
+  KengineParameters: "/apis/gateway.kengine.io/v1alpha1/kengineparameters",
 };
 
 /** The API path of a namespaced object we provision (server-side apply target). */

@@ -33,8 +33,9 @@ import {
   adminService,
   bootstrapConfigMap,
   managementSecret,
-  proxyDeployment,
   proxyNames,
+  proxyWorkload,
+  resolveSettings,
   proxyService,
 } from "../provision";
 import type { KubeObject, Snapshot } from "../snapshot";
@@ -52,6 +53,10 @@ export interface GatewayPlan {
   readonly configProblem: string | undefined;
   readonly addresses: readonly GatewayAddress[];
   readonly serviceExists: boolean;
+  /** Objects of ours that must not exist any more (e.g. the Deployment after a switch to DaemonSet). */
+  readonly stale: readonly { readonly apiVersion: string; readonly kind: string; readonly namespace: string; readonly name: string }[];
+  /** Parameters references that did not resolve (the defaults were used instead). */
+  readonly settingsProblems: readonly string[];
 }
 
 export type IssueServing = (ca: Authority, dnsNames: readonly string[], now: Date) => ManagementSecretData;
@@ -71,7 +76,9 @@ export const issueServing: IssueServing = (ca, dnsNames, now) => {
 interface GatewayObject extends KubeObject {
   readonly spec: {
     readonly listeners?: readonly { readonly port: number; readonly protocol: string }[];
-    readonly infrastructure?: GatewayRef["infrastructure"];
+    readonly infrastructure?: GatewayRef["infrastructure"] & {
+      readonly parametersRef?: { readonly group?: string; readonly kind?: string; readonly name?: string };
+    };
   };
 }
 
@@ -135,7 +142,8 @@ export interface PlanInput {
   readonly ir: GatewayIR;
   readonly snapshot: Snapshot;
   readonly ca: Authority;
-  readonly settings: ProxySettings;
+  /** Settings before any KengineParameters apply. */
+  readonly defaults?: ProxySettings;
   readonly now: Date;
   /** Serving data made earlier by this replica but not yet seen in the snapshot. */
   readonly pendingServing?: ManagementSecretData;
@@ -143,7 +151,7 @@ export interface PlanInput {
 }
 
 export function planGateway(input: PlanInput): GatewayPlan & { readonly serving: ManagementSecretData } {
-  const { ir, snapshot, ca, settings, now } = input;
+  const { ir, snapshot, ca, now } = input;
   const key = `${ir.namespace}/${ir.name}`;
   const gw = snapshot.objects.Gateway.get(key) as GatewayObject | undefined;
   const names = proxyNames(ir.name);
@@ -154,6 +162,8 @@ export function planGateway(input: PlanInput): GatewayPlan & { readonly serving:
     listeners: (gw?.spec.listeners ?? []).map(l => ({ port: l.port, protocol: l.protocol })),
     infrastructure: gw?.spec.infrastructure,
   };
+  const gatewayClass = snapshot.objects.GatewayClass.get(ir.gatewayClassName);
+  const { settings, problems: settingsProblems } = resolveSettings(snapshot, gatewayClass, gw ?? { metadata: {} }, input.defaults);
   const spec: ManagementSpec = podManagementSpec(ca.certificatePem);
   const serving =
     reusableServing(storedServing(snapshot, ir.namespace, ir.name), ca, now) ??
@@ -165,7 +175,7 @@ export function planGateway(input: PlanInput): GatewayPlan & { readonly serving:
   const manifests = [
     managementSecret(ref, serving),
     bootstrapConfigMap(ref, boot.value),
-    proxyDeployment(ref, settings),
+    proxyWorkload(ref, settings),
     proxyService(ref, settings),
     adminService(ref),
   ];
@@ -200,6 +210,8 @@ export function planGateway(input: PlanInput): GatewayPlan & { readonly serving:
     configProblem: sealed.ok ? undefined : `the proxy configuration is not safe to load: ${sealed.error.join("; ")}`,
     addresses: serviceAddresses(svc as Parameters<typeof serviceAddresses>[0]),
     serviceExists: svc !== undefined,
+    stale: [{ apiVersion: "apps/v1", kind: settings.kind === "DaemonSet" ? "Deployment" : "DaemonSet", namespace: ir.namespace, name: names.proxy }],
+    settingsProblems,
     serving,
   };
 }

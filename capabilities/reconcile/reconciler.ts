@@ -6,7 +6,7 @@
  */
 import { createHash } from "node:crypto";
 import { ElectionConfig, DEFAULT_ELECTION, LeaderElector, kubeLeaseStore } from "../election";
-import { KubeClient } from "../kube/client";
+import { KubeClient, statusOf } from "../kube/client";
 import { AdminClient, Authority, Fleet, FleetEvent, ProxyState } from "../proxies";
 import { DEFAULT_PROXY_SETTINGS, GATEWAY_NAME_LABEL, KubeManifest, MANAGED_BY, MANAGED_BY_LABEL, ManagementSecretData, ProxySettings } from "../provision";
 import { Batcher, KINDS, Kind, KubeObject, SnapshotEvent, Snapshot, apply, emptySnapshot, isSynced } from "../snapshot";
@@ -41,7 +41,8 @@ export interface ReconcilerOptions {
   readonly namespace: string;
   readonly identity: string;
   readonly election?: Partial<Omit<ElectionConfig, "namespace" | "identity">>;
-  readonly settings?: ProxySettings;
+  /** Proxy settings before any KengineParameters apply (default: provision/settings.ts). */
+  readonly defaults?: ProxySettings;
   /** How often programmed proxies are asked whether they still run their config. */
   readonly verifyIntervalMs?: number;
   /** How often provisioned objects are re-applied even if unchanged (repairs deletions). */
@@ -248,11 +249,12 @@ export class Reconciler {
           ir,
           snapshot,
           ca: this.#ca,
-          settings: this.o.settings ?? DEFAULT_PROXY_SETTINGS,
+          defaults: this.o.defaults ?? DEFAULT_PROXY_SETTINGS,
           now,
           pendingServing: this.#pendingServing.get(key),
         });
         this.#pendingServing.set(key, plan.serving);
+        for (const problem of plan.settingsProblems) this.o.log.warn("proxy settings", { gateway: key, problem });
         plans.push(plan);
       } catch (e) {
         this.o.log.error("cannot plan gateway", { gateway: key, error: e instanceof Error ? e.message : String(e) });
@@ -262,6 +264,7 @@ export class Reconciler {
 
     if (!leader) return;
     await this.#provision(plans.flatMap(p => p.manifests));
+    await this.#removeStale(plans.flatMap(p => p.stale));
     this.#fleet.update(plans.flatMap(p => p.targets));
 
     // Status: the translator's results with Programmed and addresses decided by the fleet.
@@ -339,6 +342,24 @@ export class Reconciler {
       ),
     );
     for (const name of [...this.#proxyWritten.keys()]) if (!seen.has(name)) this.#proxyWritten.delete(name);
+  }
+
+  /** Deletes objects of ours that the settings no longer call for (once per leader term). */
+  async #removeStale(stale: GatewayPlan["stale"]): Promise<void> {
+    for (const o of stale) {
+      const path = objectPath(o.apiVersion, o.kind, o.namespace, o.name);
+      if (this.#applied.get(path) === "deleted") continue;
+      try {
+        await this.o.kube.request("DELETE", path);
+        this.o.log.info("removed", { kind: o.kind, object: `${o.namespace}/${o.name}` });
+      } catch (e) {
+        if (statusOf(e) !== 404) {
+          this.o.log.warn("cannot remove", { kind: o.kind, object: `${o.namespace}/${o.name}`, error: String(e) });
+          continue;
+        }
+      }
+      this.#applied.set(path, "deleted");
+    }
   }
 
   /** Server-side applies what changed since it was last applied (and what went missing). */

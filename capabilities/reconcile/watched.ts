@@ -1,5 +1,5 @@
 /** The kinds the controller watches, with the model Pepr (or any kubernetes-fluent-client watch) uses. */
-import { GenericClass, kind as k8s } from "kubernetes-fluent-client";
+import { GenericClass, GenericKind, RegisterKind, kind as k8s } from "kubernetes-fluent-client";
 import {
   BackendTLSPolicy,
   GRPCRoute,
@@ -13,6 +13,12 @@ import {
   UDPRoute,
 } from "../generated";
 import type { Kind } from "../snapshot";
+
+/** Our parameters resource (deploy/crds/gateway.kengine.io_kengineparameters.yaml). */
+export class KengineParameters extends GenericKind {
+  declare spec?: Record<string, unknown>;
+}
+RegisterKind(KengineParameters, { group: "gateway.kengine.io", version: "v1alpha1", kind: "KengineParameters", plural: "kengineparameters" });
 
 export const WATCHED: readonly (readonly [Kind, GenericClass])[] = [
   ["GatewayClass", GatewayClass],
@@ -30,4 +36,5 @@ export const WATCHED: readonly (readonly [Kind, GenericClass])[] = [
   ["Secret", k8s.Secret],
   ["ConfigMap", k8s.ConfigMap],
   ["Namespace", k8s.Namespace],
+  ["KengineParameters", KengineParameters],
 ];

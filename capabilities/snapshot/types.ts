@@ -331,6 +331,11 @@ export interface ConfigMap extends KubeObject {
 
 export type Namespace = KubeObject;
 
+/** Our own parameters resource (gateway.kengine.io/v1alpha1), see provision/parameters.ts. */
+export interface KengineParameters extends KubeObject {
+  readonly spec?: Readonly<Record<string, unknown>>;
+}
+
 /** Every kind the snapshot holds, with the object type of each. */
 export interface KindMap {
   readonly GatewayClass: GatewayClass;
@@ -348,6 +353,7 @@ export interface KindMap {
   readonly Secret: Secret;
   readonly ConfigMap: ConfigMap;
   readonly Namespace: Namespace;
+  readonly KengineParameters: KengineParameters;
 }
 
 export type Kind = keyof KindMap;
@@ -368,6 +374,7 @@ export const KINDS: readonly Kind[] = [
   "Secret",
   "ConfigMap",
   "Namespace",
+  "KengineParameters",
 ];
 
 export const GATEWAY_GROUP = "gateway.networking.k8s.io";

@@ -4,6 +4,7 @@
  * proxies without reloading them, and the Gateway's status does not flap.
  */
 import { KubeClient, kubeClient } from "../../capabilities/kube/client";
+import { DEFAULT_PROXY_SETTINGS } from "../../capabilities/provision";
 import { Reconciler } from "../../capabilities/reconcile";
 import { createNamespace, deleteNamespace, eventually, kubectl, kubectlOk } from "../support/kube";
 import { feed } from "../support/feed";
@@ -37,7 +38,7 @@ describe("two controller instances", () => {
       namespace: ns,
       identity,
       election: { name: "handover", leaseDurationMs: 4000, renewDeadlineMs: 3000, retryPeriodMs: 500 },
-      settings: { replicas: 1, image: "ghcr.io/kengine-gateway/kengine:0.1.0", command: ["caddy"], serviceType: "LoadBalancer" },
+      defaults: { ...DEFAULT_PROXY_SETTINGS, replicas: 1 },
     });
     const unfeed = await feed(r);
     await r.start();

@@ -1,0 +1,51 @@
+import { snapshotOf } from "../snapshot";
+import { DEFAULT_PROXY_SETTINGS, resolveSettings } from "./index";
+
+const params = (namespace: string, name: string, spec: object) => ({
+  apiVersion: "gateway.kengine.io/v1alpha1",
+  kind: "KengineParameters",
+  metadata: { namespace, name },
+  spec,
+});
+const ref = (name: string, namespace?: string) => ({ group: "gateway.kengine.io", kind: "KengineParameters", name, namespace });
+
+describe("resolveSettings", () => {
+  const snapshot = snapshotOf([
+    params("infra", "class-defaults", { proxy: { replicas: 3, image: "example/kengine:1" }, service: { type: "NodePort", annotations: { a: "1" } } }),
+    params("apps", "mine", { proxy: { replicas: 5, kind: "DaemonSet" }, service: { annotations: { b: "2" } } }),
+  ] as never);
+
+  it("uses the defaults without references", () => {
+    expect(resolveSettings(snapshot, { spec: {} }, { metadata: { namespace: "apps" } })).toEqual({ settings: DEFAULT_PROXY_SETTINGS, problems: [] });
+  });
+
+  it("layers class parameters, then the Gateway's, field by field", () => {
+    const r = resolveSettings(
+      snapshot,
+      { spec: { parametersRef: ref("class-defaults", "infra") } },
+      { metadata: { namespace: "apps" }, spec: { infrastructure: { parametersRef: ref("mine") } } },
+    );
+    expect(r.problems).toEqual([]);
+    expect(r.settings).toMatchObject({
+      kind: "DaemonSet",
+      replicas: 5,
+      image: "example/kengine:1",
+      command: ["caddy"],
+      serviceType: "NodePort",
+      service: { annotations: { b: "2" } },
+    });
+  });
+
+  it("reports references that do not resolve and keeps going with what resolves", () => {
+    const r = resolveSettings(
+      snapshot,
+      { spec: { parametersRef: { group: "", kind: "ConfigMap", name: "x", namespace: "infra" } } },
+      { metadata: { namespace: "apps" }, spec: { infrastructure: { parametersRef: ref("missing") } } },
+    );
+    expect(r.settings).toEqual(DEFAULT_PROXY_SETTINGS);
+    expect(r.problems).toEqual([
+      "GatewayClass parametersRef: core/ConfigMap is not supported (use gateway.kengine.io/KengineParameters)",
+      "Gateway infrastructure.parametersRef: KengineParameters apps/missing not found",
+    ]);
+  });
+});

@@ -1,0 +1,65 @@
+/**
+ * A Gateway's proxy settings: defaults, then the GatewayClass's KengineParameters
+ * (spec.parametersRef), then the Gateway's own (spec.infrastructure.parametersRef), field by
+ * field. Pure; a reference that does not resolve is reported, never a crash.
+ */
+import type { KubeObject, Snapshot } from "../snapshot";
+import { DEFAULT_PROXY_SETTINGS, ProxySettings } from "./settings";
+
+export const PARAMETERS_GROUP = "gateway.kengine.io";
+export const PARAMETERS_KIND = "KengineParameters";
+
+interface Ref {
+  readonly group?: string;
+  readonly kind?: string;
+  readonly name?: string;
+  readonly namespace?: string;
+}
+
+interface ParametersSpec {
+  readonly proxy?: Partial<Pick<ProxySettings, "kind" | "replicas" | "image" | "command" | "resources" | "nodeSelector" | "tolerations" | "affinity">>;
+  readonly service?: Partial<ProxySettings["service"]> & { readonly type?: ProxySettings["serviceType"] };
+}
+
+export interface ResolvedSettings {
+  readonly settings: ProxySettings;
+  /** Why a reference was ignored, e.g. "GatewayClass parametersRef: KengineParameters ns/x not found". */
+  readonly problems: readonly string[];
+}
+
+function lookup(snapshot: Snapshot, ref: Ref | undefined, namespace: string | undefined, where: string): { spec?: ParametersSpec; problem?: string } {
+  if (!ref) return {};
+  if (ref.group !== PARAMETERS_GROUP || ref.kind !== PARAMETERS_KIND) {
+    return { problem: `${where}: ${ref.group || "core"}/${ref.kind} is not supported (use ${PARAMETERS_GROUP}/${PARAMETERS_KIND})` };
+  }
+  if (!namespace) return { problem: `${where}: ${PARAMETERS_KIND} is namespaced; set parametersRef.namespace` };
+  const obj = snapshot.objects.KengineParameters.get(`${namespace}/${ref.name}`) as (KubeObject & { spec?: ParametersSpec }) | undefined;
+  if (!obj) return { problem: `${where}: ${PARAMETERS_KIND} ${namespace}/${ref.name} not found` };
+  return { spec: obj.spec ?? {} };
+}
+
+const merge = (base: ProxySettings, p: ParametersSpec | undefined): ProxySettings =>
+  p
+    ? {
+        ...base,
+        ...Object.fromEntries(Object.entries(p.proxy ?? {}).filter(([, v]) => v !== undefined)),
+        serviceType: p.service?.type ?? base.serviceType,
+        service: { ...base.service, ...Object.fromEntries(Object.entries(p.service ?? {}).filter(([k, v]) => k !== "type" && v !== undefined)) },
+      }
+    : base;
+
+export function resolveSettings(
+  snapshot: Snapshot,
+  gatewayClass: { readonly spec?: { readonly parametersRef?: Ref } } | undefined,
+  gateway: { readonly metadata: { readonly namespace?: string }; readonly spec?: { readonly infrastructure?: { readonly parametersRef?: Ref } } },
+  defaults: ProxySettings = DEFAULT_PROXY_SETTINGS,
+): ResolvedSettings {
+  const classRef = gatewayClass?.spec?.parametersRef;
+  const gwRef = gateway.spec?.infrastructure?.parametersRef;
+  const fromClass = lookup(snapshot, classRef, classRef?.namespace, "GatewayClass parametersRef");
+  const fromGateway = lookup(snapshot, gwRef, gateway.metadata.namespace, "Gateway infrastructure.parametersRef");
+  return {
+    settings: merge(merge(defaults, fromClass.spec), fromGateway.spec),
+    problems: [fromClass.problem, fromGateway.problem].filter((p): p is string => p !== undefined),
+  };
+}
