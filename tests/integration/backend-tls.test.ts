@@ -5,20 +5,19 @@
  * proxy speaks TLS with the policy's hostname as SNI, verifies against the ConfigMap's CA (not
  * the system store, not skip-verify), and answers 500 where the policy cannot be applied.
  */
-import { ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { createServer as createHTTPServer } from "node:http";
 import { Server as HTTPSServer, createServer as createHTTPSServer } from "node:https";
-import { AddressInfo, Server, createServer as createNetServer } from "node:net";
-import { tmpdir } from "node:os";
+import { AddressInfo, Server } from "node:net";
 import { join } from "node:path";
 import { TLSSocket } from "node:tls";
 import { request } from "undici";
-import { peerBin } from "../../hack/peers";
 import { parseSnapshotYAML } from "../../hack/translate";
 import { renderCaddyJSON, toCaddyConfig } from "../../capabilities/caddy";
-import { EndpointSlice, KubeObject, Secret, snapshotOf } from "../../capabilities/snapshot";
+import { Secret, snapshotOf } from "../../capabilities/snapshot";
 import { translate } from "../../capabilities/translate";
+import { Caddy, freePort, startCaddy } from "../support/caddy";
+import { withLoopbackEndpoints } from "../support/loopback";
 
 const LOCAL = "127.0.0.1";
 const PORT_OFFSET = 43000;
@@ -32,34 +31,8 @@ const key = Buffer.from(serving.data!["tls.key"], "base64").toString();
 /** Services whose endpoints speak plain HTTP; every other one serves HTTPS. */
 const PLAIN = new Set(["default/plain-1"]);
 
-let caddy: ChildProcess | undefined;
-let adminAddr = "";
+let caddy: Caddy | undefined;
 const servers: (Server | HTTPSServer)[] = [];
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createNetServer();
-    s.once("error", reject);
-    s.listen(0, LOCAL, () => {
-      const port = (s.address() as AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-async function admin(
-  method: "GET" | "POST",
-  path: string,
-  body?: string,
-): Promise<{ status: number; text: string }> {
-  const res = await request(`http://${adminAddr}${path}`, {
-    method,
-    reset: true,
-    headers: body ? { "content-type": "application/json" } : {},
-    body,
-  });
-  return { status: res.statusCode, text: await res.body.text() };
-}
 
 async function backend(name: string): Promise<number> {
   const handler = (
@@ -102,55 +75,21 @@ async function get(
 }
 
 beforeAll(async () => {
-  adminAddr = `${LOCAL}:${await freePort()}`;
-  const dir = mkdtempSync(join(tmpdir(), "kg-backend-tls-"));
-  const initial = join(dir, "initial.json");
-  writeFileSync(
-    initial,
-    JSON.stringify({ admin: { listen: adminAddr, config: { persist: false } } }),
-  );
-  caddy = spawn(peerBin("caddy"), ["run", "--config", initial], {
-    stdio: ["ignore", "ignore", "pipe"],
-    env: { ...process.env, HOME: dir, XDG_DATA_HOME: dir, XDG_CONFIG_HOME: dir },
-  });
-  let log = "";
-  caddy.stderr?.on("data", (d: Buffer) => (log = (log + d.toString()).slice(-4000)));
-  for (let i = 0; ; i++) {
-    try {
-      if ((await admin("GET", "/config/")).status === 200) break;
-    } catch {
-      // not up yet
-    }
-    if (i > 200) throw new Error(`caddy did not start: ${log}`);
-    await new Promise(r => setTimeout(r, 50));
-  }
-  const out: KubeObject[] = [];
-  for (const o of objects) {
-    if (o.kind !== "EndpointSlice") {
-      out.push(o);
-      continue;
-    }
-    const slice = o as EndpointSlice;
-    const port = await backend(`${slice.metadata.namespace}/${slice.metadata.name}`);
-    out.push({
-      ...slice,
-      ports: (slice.ports ?? []).map(p => ({ ...p, port })),
-      endpoints: (slice.endpoints ?? []).map(e => ({ ...e, addresses: [LOCAL] })),
-    } as EndpointSlice);
-  }
+  caddy = await startCaddy({ host: LOCAL, name: "backend-tls" });
+  const out = await withLoopbackEndpoints(objects, backend, { host: LOCAL, allEndpoints: true });
   const result = translate(snapshotOf(out));
   const config = toCaddyConfig(result.gateways[0], {
     bindHost: LOCAL,
     portOffset: PORT_OFFSET,
-    errorResponderListen: `${LOCAL}:${await freePort()}`,
-    management: { adminListen: adminAddr },
+    errorResponderListen: `${LOCAL}:${await freePort(LOCAL)}`,
+    management: { adminListen: caddy.adminAddress },
   });
-  const res = await admin("POST", "/load", renderCaddyJSON(config));
+  const res = await caddy.load(renderCaddyJSON(config));
   if (res.status !== 200) throw new Error(`Caddy refused the config (${res.status}): ${res.text}`);
 }, 120_000);
 
 afterAll(async () => {
-  if (caddy?.pid) caddy.kill("SIGTERM");
+  await caddy?.stop();
   await Promise.all(servers.map(s => new Promise(r => s.close(r))));
 });
 

@@ -5,38 +5,25 @@
  * the backend saw and what the client got. Only loopback addresses are used: each
  * EndpointSlice of a golden is pointed at its own echo server on 127.0.0.1.
  */
-import { ChildProcess, spawn } from "node:child_process";
-import { readFileSync, readdirSync, writeFileSync, mkdtempSync } from "node:fs";
+import { readFileSync, readdirSync } from "node:fs";
 import { IncomingMessage, Server, ServerResponse, createServer } from "node:http";
-import { AddressInfo, createServer as createNetServer } from "node:net";
-import { tmpdir } from "node:os";
+import { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { request } from "undici";
-import { peerBin } from "../../hack/peers";
 import { parseSnapshotYAML } from "../../hack/translate";
 import { renderCaddyJSON, toCaddyConfig } from "../../capabilities/caddy";
-import { EndpointSlice, KubeObject, snapshotOf } from "../../capabilities/snapshot";
+import { KubeObject, snapshotOf } from "../../capabilities/snapshot";
 import { translate } from "../../capabilities/translate";
+import { Caddy, freePort, startCaddy } from "../support/caddy";
+import { withLoopbackEndpoints } from "../support/loopback";
 
 const goldenDir = join(__dirname, "..", "golden");
 const cases = readdirSync(goldenDir).filter(f => f.endsWith(".in.yaml")).map(f => f.slice(0, -".in.yaml".length)).sort();
 const PORT_OFFSET = 41000;
 
-let caddy: ChildProcess | undefined;
-let adminAddr = "";
+let caddy: Caddy | undefined;
 let errorAddr = "";
 const backends: Server[] = [];
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createNetServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 async function echoServer(name: string): Promise<number> {
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
@@ -49,34 +36,10 @@ async function echoServer(name: string): Promise<number> {
   return (server.address() as AddressInfo).port;
 }
 
-async function admin(method: string, path: string, body?: string): Promise<{ status: number; text: string }> {
-  const res = await request(`http://${adminAddr}${path}`, {
-    method: method as "GET" | "POST",
-    reset: true,
-    headers: body ? { "content-type": "application/json" } : {},
-    body,
-  });
-  return { status: res.statusCode, text: await res.body.text() };
-}
-
 /** The golden's objects, with every EndpointSlice pointed at its own echo server. */
 async function loopbackObjects(name: string): Promise<KubeObject[]> {
   const objects = parseSnapshotYAML(readFileSync(join(goldenDir, `${name}.in.yaml`), "utf8"));
-  const out: KubeObject[] = [];
-  for (const o of objects) {
-    if (o.kind !== "EndpointSlice") {
-      out.push(o);
-      continue;
-    }
-    const slice = o as EndpointSlice;
-    const port = await echoServer(`${slice.metadata.namespace}/${slice.metadata.name}`);
-    out.push({
-      ...slice,
-      ports: (slice.ports ?? []).map(p => ({ ...p, port })),
-      endpoints: (slice.endpoints ?? []).slice(0, 1).map(e => ({ ...e, addresses: ["127.0.0.1"] })),
-    } as EndpointSlice);
-  }
-  return out;
+  return withLoopbackEndpoints(objects, echoServer);
 }
 
 async function load(name: string): Promise<void> {
@@ -86,9 +49,9 @@ async function load(name: string): Promise<void> {
       bindHost: "127.0.0.1",
       portOffset: PORT_OFFSET,
       errorResponderListen: errorAddr,
-      management: { adminListen: adminAddr },
+      management: { adminListen: caddy!.adminAddress },
     });
-    const res = await admin("POST", "/load", renderCaddyJSON(config));
+    const res = await caddy!.load(renderCaddyJSON(config));
     if (res.status !== 200) throw new Error(`${name} ${ir.namespace}/${ir.name}: Caddy refused the config (${res.status}): ${res.text}`);
   }
 }
@@ -116,31 +79,12 @@ async function get(port: number, host: string, path: string, init: { method?: st
 }
 
 beforeAll(async () => {
-  const adminPort = await freePort();
-  adminAddr = `127.0.0.1:${adminPort}`;
+  caddy = await startCaddy({ name: "golden-caddy" });
   errorAddr = `127.0.0.1:${await freePort()}`;
-  const dir = mkdtempSync(join(tmpdir(), "kg-golden-caddy-"));
-  const initial = join(dir, "initial.json");
-  writeFileSync(initial, JSON.stringify({ admin: { listen: adminAddr, config: { persist: false } } }));
-  caddy = spawn(peerBin("caddy"), ["run", "--config", initial], {
-    stdio: ["ignore", "ignore", "pipe"],
-    env: { ...process.env, HOME: dir, XDG_DATA_HOME: dir, XDG_CONFIG_HOME: dir },
-  });
-  let log = "";
-  caddy.stderr?.on("data", (d: Buffer) => (log = (log + d.toString()).slice(-4000)));
-  for (let i = 0; ; i++) {
-    try {
-      if ((await admin("GET", "/config/")).status === 200) break;
-    } catch {
-      // not up yet
-    }
-    if (i > 200) throw new Error(`caddy did not start: ${log}`);
-    await new Promise(r => setTimeout(r, 50));
-  }
 });
 
 afterAll(async () => {
-  if (caddy?.pid) caddy.kill("SIGTERM");
+  await caddy?.stop();
   await Promise.all(backends.map(s => new Promise(r => s.close(r))));
 });
 

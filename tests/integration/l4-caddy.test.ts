@@ -4,9 +4,8 @@
  * passthrough by SNI, TLS termination on a TLS listener, TCP and UDP. Each golden's
  * EndpointSlices are pointed at small servers on 127.0.0.1 that report what they saw.
  */
-import { ChildProcess, spawn } from "node:child_process";
 import { Socket as UDPSocket, createSocket } from "node:dgram";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { Server as HTTPServer, createServer as createHTTPServer } from "node:http";
 import {
   ClientHttp2Session,
@@ -22,15 +21,14 @@ import {
   connect as netConnect,
   createServer as createNetServer,
 } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { TLSSocket, connect as tlsConnect, createServer as createTLSServer } from "node:tls";
-import { request } from "undici";
-import { peerBin } from "../../hack/peers";
 import { parseSnapshotYAML } from "../../hack/translate";
 import { renderCaddyJSON, toCaddyConfig } from "../../capabilities/caddy";
-import { EndpointSlice, KubeObject, Secret, snapshotOf } from "../../capabilities/snapshot";
+import { Secret, snapshotOf } from "../../capabilities/snapshot";
 import { translate } from "../../capabilities/translate";
+import { Caddy, freePort, startCaddy } from "../support/caddy";
+import { withLoopbackEndpoints } from "../support/loopback";
 
 const goldenDir = join(__dirname, "..", "golden");
 const PORT_OFFSET = 42000;
@@ -38,35 +36,9 @@ const LOCAL = "127.0.0.1";
 
 type BackendKind = "http" | "tls" | "tcp+udp" | "h2c" | "https";
 
-let caddy: ChildProcess | undefined;
-let adminAddr = "";
+let caddy: Caddy | undefined;
 let errorAddr = "";
 const closers: (() => Promise<void>)[] = [];
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createNetServer();
-    s.once("error", reject);
-    s.listen(0, LOCAL, () => {
-      const port = (s.address() as AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-async function admin(
-  method: "GET" | "POST",
-  path: string,
-  body?: string,
-): Promise<{ status: number; text: string }> {
-  const res = await request(`http://${adminAddr}${path}`, {
-    method,
-    reset: true,
-    headers: body ? { "content-type": "application/json" } : {},
-    body,
-  });
-  return { status: res.statusCode, text: await res.body.text() };
-}
 
 /** The certificate and key of a golden's Secret (the goldens use one self-signed example.com cert). */
 function secretPem(golden: string, name: string): { cert: string; key: string } {
@@ -152,30 +124,16 @@ async function load(
   kindOf: (slice: string) => BackendKind = () => "http",
 ): Promise<void> {
   const objects = parseSnapshotYAML(readFileSync(join(goldenDir, `${golden}.in.yaml`), "utf8"));
-  const out: KubeObject[] = [];
-  for (const o of objects) {
-    if (o.kind !== "EndpointSlice") {
-      out.push(o);
-      continue;
-    }
-    const slice = o as EndpointSlice;
-    const id = `${slice.metadata.namespace}/${slice.metadata.name}`;
-    const port = await backend(id, kindOf(id));
-    out.push({
-      ...slice,
-      ports: (slice.ports ?? []).map(p => ({ ...p, port })),
-      endpoints: (slice.endpoints ?? []).slice(0, 1).map(e => ({ ...e, addresses: [LOCAL] })),
-    } as EndpointSlice);
-  }
+  const out = await withLoopbackEndpoints(objects, id => backend(id, kindOf(id)), { host: LOCAL });
   const result = translate(snapshotOf(out));
   expect(result.gateways).toHaveLength(1);
   const config = toCaddyConfig(result.gateways[0], {
     bindHost: LOCAL,
     portOffset: PORT_OFFSET,
     errorResponderListen: errorAddr,
-    management: { adminListen: adminAddr },
+    management: { adminListen: caddy!.adminAddress },
   });
-  const res = await admin("POST", "/load", renderCaddyJSON(config));
+  const res = await caddy!.load(renderCaddyJSON(config));
   if (res.status !== 200)
     throw new Error(`${golden}: Caddy refused the config (${res.status}): ${res.text}`);
 }
@@ -227,14 +185,11 @@ function tlsExchange(port: number, servername: string, send = ""): Promise<strin
   });
 }
 
-/** TLS to listener `port` (trusting the golden's CA), sends `send`, waits for its echo; or the error. */
-function tlsEcho(port: number, servername: string, send: string): Promise<string> {
+/** Sends `send` once `open` has connected, and returns what came back up to its echo; or the error. */
+function echoExchange(open: (onConnect: () => void) => Socket, send: string): Promise<string> {
   return new Promise(resolve => {
     let data = "";
-    const s = tlsConnect(
-      { host: LOCAL, port: port + PORT_OFFSET, servername, ca: EXAMPLE.cert },
-      () => s.write(send),
-    );
+    const s = open(() => s.write(send));
     s.setTimeout(5000, () => s.destroy(new Error("timeout")));
     s.on("data", d => {
       data += d.toString();
@@ -245,18 +200,23 @@ function tlsEcho(port: number, servername: string, send: string): Promise<string
   });
 }
 
+/** TLS to listener `port` (trusting the golden's CA), sends `send`, waits for its echo; or the error. */
+function tlsEcho(port: number, servername: string, send: string): Promise<string> {
+  return echoExchange(
+    onConnect =>
+      tlsConnect(
+        { host: LOCAL, port: port + PORT_OFFSET, servername, ca: EXAMPLE.cert },
+        onConnect,
+      ),
+    send,
+  );
+}
+
 function tcpExchange(port: number, send: string): Promise<string> {
-  return new Promise(resolve => {
-    let data = "";
-    const s = netConnect({ host: LOCAL, port: port + PORT_OFFSET }, () => s.write(send));
-    s.setTimeout(5000, () => s.destroy(new Error("timeout")));
-    s.on("data", d => {
-      data += d.toString();
-      if (data.endsWith(send)) s.end();
-    });
-    s.on("close", () => resolve(data));
-    s.on("error", (e: Error & { code?: string }) => resolve(`error:${e.code ?? e.message}`));
-  });
+  return echoExchange(
+    onConnect => netConnect({ host: LOCAL, port: port + PORT_OFFSET }, onConnect),
+    send,
+  );
 }
 
 function udpExchange(port: number, send: string): Promise<string> {
@@ -309,33 +269,12 @@ async function grpcCall(
 }
 
 beforeAll(async () => {
-  adminAddr = `${LOCAL}:${await freePort()}`;
-  errorAddr = `${LOCAL}:${await freePort()}`;
-  const dir = mkdtempSync(join(tmpdir(), "kg-l4-caddy-"));
-  const initial = join(dir, "initial.json");
-  writeFileSync(
-    initial,
-    JSON.stringify({ admin: { listen: adminAddr, config: { persist: false } } }),
-  );
-  caddy = spawn(peerBin("caddy"), ["run", "--config", initial], {
-    stdio: ["ignore", "ignore", "pipe"],
-    env: { ...process.env, HOME: dir, XDG_DATA_HOME: dir, XDG_CONFIG_HOME: dir },
-  });
-  let log = "";
-  caddy.stderr?.on("data", (d: Buffer) => (log = (log + d.toString()).slice(-4000)));
-  for (let i = 0; ; i++) {
-    try {
-      if ((await admin("GET", "/config/")).status === 200) break;
-    } catch {
-      // not up yet
-    }
-    if (i > 200) throw new Error(`caddy did not start: ${log}`);
-    await new Promise(r => setTimeout(r, 50));
-  }
+  caddy = await startCaddy({ host: LOCAL, name: "l4-caddy" });
+  errorAddr = `${LOCAL}:${await freePort(LOCAL)}`;
 }, 120_000);
 
 afterAll(async () => {
-  if (caddy?.pid) caddy.kill("SIGTERM");
+  await caddy?.stop();
   await Promise.all(closers.map(c => c()));
 });
 

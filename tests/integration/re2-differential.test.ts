@@ -10,17 +10,12 @@
  * expressions longer than MAX_REGEX_LENGTH (no Gateway API field can hold them) and Unicode
  * class names that only newer Go versions know (Kengine is built with an older Go).
  */
-import { ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { AddressInfo, createServer as createNetServer } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { request } from "undici";
-import { peerBin } from "../../hack/peers";
 import { renderCaddyJSON, toCaddyConfig } from "../../capabilities/caddy";
 import { CaddyHTTPServer } from "../../capabilities/caddy/types";
 import { GatewayIR } from "../../capabilities/ir";
 import { MAX_REGEX_LENGTH, checkRegex } from "../../capabilities/validation/regex";
+import { Caddy, freePort, startCaddy } from "../support/caddy";
 
 /** Expressions whose verdict must equal Caddy's (valid and invalid alike). */
 const corpus: string[] = [
@@ -259,34 +254,8 @@ const policyOnly: [string, string][] = [
   ["Unicode name in lower case", "\\p{greek}"],
 ];
 
-let caddy: ChildProcess | undefined;
-let adminAddr = "";
+let caddy: Caddy | undefined;
 let httpPort = 0;
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createNetServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-async function admin(
-  method: "GET" | "POST",
-  path: string,
-  body?: string,
-): Promise<{ status: number; text: string }> {
-  const res = await request(`http://${adminAddr}${path}`, {
-    method,
-    reset: true,
-    headers: body ? { "content-type": "application/json" } : {},
-    body,
-  });
-  return { status: res.statusCode, text: await res.body.text() };
-}
 
 /** The translator's config for a route using `re` as path and header regex, plus a raw header_regexp. */
 function configFor(re: string): string {
@@ -322,7 +291,7 @@ function configFor(re: string): string {
   };
   const config = toCaddyConfig(ir, {
     bindHost: "127.0.0.1",
-    management: { adminListen: adminAddr },
+    management: { adminListen: caddy!.adminAddress },
   });
   const server = (config.apps.http as { servers: Record<string, CaddyHTTPServer> }).servers[
     `http-${httpPort}`
@@ -336,41 +305,18 @@ function configFor(re: string): string {
 
 /** Whether real Caddy runs `re`: true on 200; false on a refusal that names the regexp. */
 async function caddyAccepts(re: string): Promise<boolean> {
-  const res = await admin("POST", "/load", configFor(re));
+  const res = await caddy!.load(configFor(re));
   if (res.status === 200) return true;
   expect(res.text).toMatch(/regexp|regular expression/i); // refused for the expression, not for something else
   return false;
 }
 
 beforeAll(async () => {
-  adminAddr = `127.0.0.1:${await freePort()}`;
+  caddy = await startCaddy({ name: "re2" });
   httpPort = await freePort();
-  const dir = mkdtempSync(join(tmpdir(), "kg-re2-"));
-  const initial = join(dir, "initial.json");
-  writeFileSync(
-    initial,
-    JSON.stringify({ admin: { listen: adminAddr, config: { persist: false } } }),
-  );
-  caddy = spawn(peerBin("caddy"), ["run", "--config", initial], {
-    stdio: ["ignore", "ignore", "pipe"],
-    env: { ...process.env, HOME: dir, XDG_DATA_HOME: dir, XDG_CONFIG_HOME: dir },
-  });
-  let log = "";
-  caddy.stderr?.on("data", (d: Buffer) => (log = (log + d.toString()).slice(-4000)));
-  for (let i = 0; ; i++) {
-    try {
-      if ((await admin("GET", "/config/")).status === 200) break;
-    } catch {
-      // not up yet
-    }
-    if (i > 200) throw new Error(`caddy did not start: ${log}`);
-    await new Promise(r => setTimeout(r, 50));
-  }
 }, 120_000);
 
-afterAll(() => {
-  if (caddy?.pid) caddy.kill("SIGTERM");
-});
+afterAll(() => caddy?.stop());
 
 describe("checkRegex agrees with real Caddy", () => {
   it("has a corpus of valid and invalid expressions without duplicates", () => {

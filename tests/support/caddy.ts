@@ -1,0 +1,146 @@
+/**
+ * A real Caddy process for integration tests: started empty with its admin API on a free
+ * loopback port, configured through that API, stopped at the end of the file.
+ *
+ *   let caddy: Caddy | undefined;
+ *   beforeAll(async () => { caddy = await startCaddy({ name: "my-test" }); }, 120_000);
+ *   afterAll(() => caddy?.stop());
+ *
+ * Requests go through undici's `request`, not `fetch`: Caddy ≥ 2.11 refuses admin requests
+ * carrying fetch's Sec-Fetch-Mode header.
+ */
+import { ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { AddressInfo, createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Dispatcher, request } from "undici";
+import { peerBin } from "../../hack/peers";
+
+export interface AdminReply {
+  status: number;
+  text: string;
+}
+
+export interface Caddy {
+  /** host:port of the admin API (what a config's `admin.listen` must keep). */
+  readonly adminAddress: string;
+  /** A request to the admin API; `body` is sent as JSON. */
+  admin(method: Dispatcher.HttpMethod, path: string, body?: string): Promise<AdminReply>;
+  /** POST /load: a config object (serialised here) or its JSON text, sent as is. */
+  load(config: object | string): Promise<AdminReply>;
+  /** The tail of Caddy's stderr (its log), at most 4000 characters. */
+  log(): string;
+  /** Kills Caddy, waits for it to exit and removes its temporary directory. */
+  stop(): Promise<void>;
+}
+
+export interface StartCaddyOptions {
+  /** Interface for the admin API (default 127.0.0.1). */
+  host?: string;
+  /** Names the temporary directory: kg-<name>-XXXXXX (default "caddy"). */
+  name?: string;
+}
+
+const LOG_TAIL = 4000;
+const START_POLLS = 200;
+const POLL_INTERVAL_MS = 50;
+const STOP_GRACE_MS = 10_000;
+
+/** A TCP port that was free on `host` a moment ago. */
+export async function freePort(host = "127.0.0.1"): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once("error", reject);
+    s.listen(0, host, () => {
+      const port = (s.address() as AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function adminRequest(
+  adminAddress: string,
+  method: Dispatcher.HttpMethod,
+  path: string,
+  body?: string,
+): Promise<AdminReply> {
+  const res = await request(`http://${adminAddress}${path}`, {
+    method,
+    reset: true,
+    headers: body ? { "content-type": "application/json" } : {},
+    body,
+  });
+  return { status: res.statusCode, text: await res.body.text() };
+}
+
+/** Resolves when `child` has exited; SIGKILLs it if it is still running after `timeoutMs`. */
+function exited(child: ChildProcess, timeoutMs: number): Promise<void> {
+  if (!child.pid || child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise(resolve => {
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+    }, timeoutMs);
+    child.once("exit", () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
+/**
+ * Starts `caddy run` with only an admin API (config not persisted), HOME and the XDG
+ * directories in a fresh temporary directory, and waits until GET /config/ answers 200
+ * (polling every 50 ms; after about 200 polls it fails with the tail of Caddy's log).
+ */
+export async function startCaddy(opts: StartCaddyOptions = {}): Promise<Caddy> {
+  const host = opts.host ?? "127.0.0.1";
+  const adminAddress = `${host}:${await freePort(host)}`;
+  const dir = mkdtempSync(join(tmpdir(), `kg-${opts.name ?? "caddy"}-`));
+  const initial = join(dir, "initial.json");
+  writeFileSync(
+    initial,
+    JSON.stringify({ admin: { listen: adminAddress, config: { persist: false } } }),
+  );
+  const child = spawn(peerBin("caddy"), ["run", "--config", initial], {
+    stdio: ["ignore", "ignore", "pipe"],
+    env: { ...process.env, HOME: dir, XDG_DATA_HOME: dir, XDG_CONFIG_HOME: dir },
+  });
+  let log = "";
+  child.stderr?.on("data", (d: Buffer) => (log = (log + d.toString()).slice(-LOG_TAIL)));
+  child.on("error", e => (log = (log + `${e.message}\n`).slice(-LOG_TAIL)));
+
+  let stopping: Promise<void> | undefined;
+  const caddy: Caddy = {
+    adminAddress,
+    admin: (method, path, body) => adminRequest(adminAddress, method, path, body),
+    load: config =>
+      adminRequest(
+        adminAddress,
+        "POST",
+        "/load",
+        typeof config === "string" ? config : JSON.stringify(config),
+      ),
+    log: () => log,
+    stop: () =>
+      (stopping ??= (async () => {
+        if (child.pid) child.kill("SIGTERM");
+        await exited(child, STOP_GRACE_MS);
+        rmSync(dir, { recursive: true, force: true });
+      })()),
+  };
+
+  for (let i = 0; ; i++) {
+    try {
+      if ((await caddy.admin("GET", "/config/")).status === 200) return caddy;
+    } catch {
+      // not up yet
+    }
+    if (i > START_POLLS) {
+      const tail = log;
+      await caddy.stop();
+      throw new Error(`caddy did not start: ${tail}`);
+    }
+    await new Promise(r => setTimeout(r, POLL_INTERVAL_MS));
+  }
+}
