@@ -74,3 +74,15 @@ describe("resolveContainer", () => {
     expect(r).toMatchObject({ ok: false, reason: "CreateContainerError" });
   });
 });
+
+describe("stand-ins", () => {
+  it("maps CoreDNS to its binary, with the TypeScript stand-in as fallback", () => {
+    expect(
+      resolveContainer({
+        image: "registry.k8s.io/coredns/coredns:v1.12.2",
+        args: ["-conf", "/root/Corefile"],
+      }),
+    ).toEqual({ ok: true, binary: "coredns", args: ["-conf", "/root/Corefile"], standIn: "dns" });
+    expect(resolveContainer({ image: "caddy:2" })).not.toHaveProperty("standIn");
+  });
+});

@@ -12,6 +12,8 @@ export interface ImageRule {
   readonly binary: string;
   /** What the image runs when the container sets neither command nor args. */
   readonly defaultArgs: readonly string[];
+  /** A TypeScript stand-in (hack/kubelet/standins/<name>.ts) used while the binary is not built. */
+  readonly standIn?: string;
 }
 
 export const imageTable: readonly ImageRule[] = [
@@ -22,11 +24,12 @@ export const imageTable: readonly ImageRule[] = [
     defaultArgs: [],
   },
   {
-    // The conformance suite's UDP backend. hack/build-peers.sh does not build it yet; until it
-    // does, such pods report CreateContainerError naming the missing binary.
+    // The conformance suite's UDP backend. hack/build-peers.sh does not build CoreDNS yet; until
+    // it does, standins/dns.ts answers in its place.
     repository: /^registry\.k8s\.io\/coredns\/coredns$/,
     binary: "coredns",
     defaultArgs: [],
+    standIn: "dns",
   },
   {
     // caddy, docker.io/library/caddy, ghcr.io/kengine/kengine, …/caddy, …/kengine
@@ -49,7 +52,12 @@ export function repositoryOf(image: string): string {
 }
 
 export type Resolved =
-  | { readonly ok: true; readonly binary: string; readonly args: readonly string[] }
+  | {
+      readonly ok: true;
+      readonly binary: string;
+      readonly args: readonly string[];
+      readonly standIn?: string;
+    }
   | { readonly ok: false; readonly reason: string; readonly message: string };
 
 /**
@@ -82,11 +90,19 @@ export function resolveContainer(c: {
         message: `command "${c.command[0]}" is not available in the local image for "${image}" (can run: ${commandBinaries.join(", ")})`,
       };
     }
+    const binary = commandAlias[name] ?? name;
+    const standIn = imageTable.find(r => r.binary === binary)?.standIn;
     return {
       ok: true,
-      binary: commandAlias[name] ?? name,
+      binary,
       args: [...c.command.slice(1), ...(c.args ?? [])],
+      ...(standIn ? { standIn } : {}),
     };
   }
-  return { ok: true, binary: rule.binary, args: c.args ?? rule.defaultArgs };
+  return {
+    ok: true,
+    binary: rule.binary,
+    args: c.args ?? rule.defaultArgs,
+    ...(rule.standIn ? { standIn: rule.standIn } : {}),
+  };
 }

@@ -254,7 +254,13 @@ export class PodWorker {
     };
     const image = resolveContainer(c);
     if (!image.ok) return block(image.reason, image.message);
-    const binaryPath = join(this.deps.peersBin, image.binary);
+    let binaryPath = join(this.deps.peersBin, image.binary);
+    let args = image.args;
+    if (!existsSync(binaryPath) && image.standIn) {
+      // Run the TypeScript stand-in with this node and its tsx loader flags.
+      args = [...process.execArgv, join(__dirname, "standins", `${image.standIn}.ts`), ...args];
+      binaryPath = process.execPath;
+    }
     if (!existsSync(binaryPath)) {
       return block(
         "CreateContainerError",
@@ -298,7 +304,7 @@ export class PodWorker {
         netnsPath: `/run/netns/${podNetNames(this.uid).netns}`,
         podIP: this.podIP ?? "",
         binaryPath,
-        args: image.args,
+        args,
         env: {
           PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
           HOSTNAME: this.pod.metadata.name,

@@ -779,6 +779,73 @@ spec:
     expect(seen).toEqual(names);
   });
 
+  it("runs the conformance suite's CoreDNS image (stand-in while CoreDNS is not built)", async () => {
+    kubectlOk(
+      ["apply", "-n", ns, "-f", "-"],
+      `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: coredns}
+data:
+  Corefile: |
+    foo.bar.com:53 {
+      whoami
+    }
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: coredns}
+spec:
+  containers:
+  - name: coredns
+    image: registry.k8s.io/coredns/coredns:v1.12.2
+    args: [-conf, /root/Corefile]
+    volumeMounts: [{mountPath: /root, name: conf}]
+  volumes: [{name: conf, configMap: {name: coredns}}]
+`,
+    );
+    const p = await eventually("coredns ready", () => {
+      const x = pod(ns, "coredns");
+      return isReady(x) ? x : undefined;
+    });
+    // A DNS query for foo.bar.com A, id 0x1234.
+    const q = Buffer.concat([
+      Buffer.from([0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0]),
+      Buffer.from([
+        3,
+        ...Buffer.from("foo"),
+        3,
+        ...Buffer.from("bar"),
+        3,
+        ...Buffer.from("com"),
+        0,
+      ]),
+      Buffer.from([0, 1, 0, 1]),
+    ]);
+    const answer = await eventually(
+      "a DNS answer",
+      () =>
+        new Promise<Buffer>((resolve, reject) => {
+          const sock = createSocket("udp4");
+          const timer = setTimeout(() => {
+            sock.close();
+            reject(new Error("no DNS answer"));
+          }, 2000);
+          sock.on("message", m => {
+            clearTimeout(timer);
+            sock.close();
+            resolve(m);
+          });
+          sock.send(q, 53, p.status.podIP!);
+        }),
+    );
+    expect(answer.readUInt16BE(0)).toBe(0x1234);
+    expect(answer.readUInt16BE(2) & 0x8000).toBe(0x8000);
+    expect(answer.readUInt16BE(6)).toBe(1);
+    expect([...answer.subarray(answer.length - 4)]).toEqual([10, 244, 0, 1]);
+    kubectlOk(["delete", "pod", "-n", ns, "coredns", "--wait=false"]);
+  });
+
   it("stops containers with SIGTERM and SIGKILLs them after the grace period", async () => {
     // A backend on the host bridge that accepts and never answers keeps a request in flight,
     // and Caddy waits for in-flight requests on SIGTERM.
