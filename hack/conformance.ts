@@ -39,7 +39,7 @@ import {
   formatSummary,
   summarizeReportYaml,
 } from "./conformance-summary";
-import { PeprDev, startPeprDev } from "./pepr-dev";
+import { PeprDev, startPeprDev, webhookName } from "./pepr-dev";
 import pkg from "../package.json";
 
 const root = join(__dirname, "..");
@@ -272,6 +272,58 @@ async function waitForGatewayClass(name: string, timeoutS: number): Promise<stri
   );
 }
 
+/** Pids of `pepr dev` processes other than ours (and their parents: npx, sh). */
+function otherPeprDevs(exclude: ReadonlySet<number> = new Set()): number[] {
+  const r = run("pgrep", ["-f", "pepr/dist/cli\\.js dev"], { timeoutMs: 10_000 });
+  return r.stdout
+    .split("\n")
+    .map(Number)
+    .filter(p => p > 0 && p !== process.pid && !exclude.has(p));
+}
+
+/** What identifies our controller's webhook registration: its caBundle(s). */
+function webhookFingerprint(): string {
+  const r = kubectl([
+    "get",
+    "validatingwebhookconfiguration",
+    webhookName,
+    "--ignore-not-found",
+    "-o",
+    "jsonpath={.metadata.uid}{range .webhooks[*]}/{.clientConfig.caBundle}{end}",
+  ]);
+  return r.code === 0 ? r.stdout.trim() : "";
+}
+
+/**
+ * Watches, during the run, that nobody else's pepr dev starts and that our webhook
+ * registration stays ours. Returns a function giving the first disturbance seen, if any.
+ */
+function watchForInterference(
+  ourPeprPids: ReadonlySet<number>,
+  external: boolean,
+): { stop(): string | undefined } {
+  const fingerprint = external ? "" : webhookFingerprint();
+  let disturbance: string | undefined;
+  const check = () => {
+    if (disturbance) return;
+    const at = new Date().toISOString();
+    const others = external ? [] : otherPeprDevs(ourPeprPids);
+    if (others.length > 0)
+      disturbance = `${at}: another pepr dev started (pid ${others.join(", ")})`;
+    else if (!external && webhookFingerprint() !== fingerprint)
+      disturbance = `${at}: the webhook registration ${webhookName} was replaced or removed by someone else`;
+    if (disturbance) say(`WARNING: ${disturbance}; the results of this run are not reliable`);
+  };
+  const timer = setInterval(check, 5000);
+  return {
+    stop() {
+      clearInterval(timer);
+      check();
+      return disturbance;
+    },
+  };
+}
+
 /** The suite's base namespaces must not be terminating (left over from a previous run). */
 async function waitForOldNamespaces(timeoutS: number): Promise<void> {
   const names = [
@@ -438,9 +490,18 @@ async function main(): Promise<number> {
     const bin = buildTestBinary();
 
     let controller: PeprDev | undefined;
+    const ourPeprPids = new Set<number>();
     if (process.env.KG_CONTROLLER === "external") {
       say("controller: KG_CONTROLLER=external, not starting pepr dev");
     } else {
+      // Another pepr dev (someone's test) would replace our webhook registration mid-run.
+      const others = otherPeprDevs();
+      if (others.length > 0) {
+        throw new RunError(
+          `another pepr dev is running (pid ${others.join(", ")}): it would take over the webhook during the run. ` +
+            "Wait for it to finish, or set KG_CONTROLLER=external to measure the controller that is already running.",
+        );
+      }
       // pepr dev serves its webhooks on port 3000; a second one would fail to start.
       const busy = run("ss", ["-Hltn", "sport = :3000"], { timeoutMs: 10_000 });
       if (busy.code === 0 && busy.stdout.trim() !== "") {
@@ -454,6 +515,7 @@ async function main(): Promise<number> {
       const t0 = Date.now();
       const out = createWriteStream(controllerLog);
       controller = await startPeprDev({ kubeconfig, kubectl: kubectlBin, echo: out });
+      for (const p of otherPeprDevs()) ourPeprPids.add(p);
       cleanups.push(async () => {
         say("controller: stopping pepr dev");
         await controller?.stop();
@@ -515,10 +577,12 @@ async function main(): Promise<number> {
     say(
       `suite: running profiles ${opts.profiles}${opts.runTest ? `, test ${opts.runTest}` : ""} (log: ${logPath})`,
     );
+    const watch = watchForInterference(ourPeprPids, process.env.KG_CONTROLLER === "external");
     const t0 = Date.now();
     const code = await runSuite(bin, args, logPath, c => (child = c), !opts.runTest);
     child = undefined;
     const suiteTime = elapsed(t0);
+    const disturbed = watch.stop();
     say(`suite: exited ${code} after ${suiteTime} (total ${elapsed(started)})`);
 
     if (!existsSync(reportTmp)) {
@@ -530,7 +594,11 @@ async function main(): Promise<number> {
             : `see ${logPath}`),
       );
     }
-    const reportPath = join(reportsDir, "conformance-report.yaml");
+    // A disturbed run's report must not replace the last good one.
+    const reportPath = join(
+      reportsDir,
+      disturbed ? "conformance-report.disturbed.yaml" : "conformance-report.yaml",
+    );
     copyFileSync(reportTmp, reportPath);
     const summary = summarizeReportYaml(readFileSync(reportPath, "utf8"));
     process.stdout.write(`\n${formatSummary(summary)}\n\n`);
@@ -551,6 +619,11 @@ async function main(): Promise<number> {
       );
     }
     say(`report: ${reportPath}; suite ran ${suiteTime}`);
+    if (disturbed) {
+      throw new RunError(
+        `the run was disturbed (${disturbed}); its report is in ${reportPath}, reports/conformance-report.yaml is unchanged`,
+      );
+    }
     if (opts.strict && summary.totalFailed > 0) {
       say(`--strict: ${summary.failedTests.length} test(s) failed`);
       return 1;
