@@ -9,14 +9,24 @@ export interface KubectlResult {
   readonly stderr: string;
 }
 
-/** Runs kubectl against the local cluster; never throws on a non-zero exit. */
+const sleepSync = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+
+/**
+ * Runs kubectl against the local cluster; never throws on a non-zero exit. While the module's
+ * webhook cannot be reached ("failed calling webhook": `pepr dev` starting or reloading), the
+ * call is repeated for up to 30 s; a denial ("denied the request") is returned at once.
+ */
 export function kubectl(args: readonly string[], input?: string): KubectlResult {
-  const r = spawnSync(kubectlBin, ["--kubeconfig", kubeconfigPath, ...args], {
-    input,
-    encoding: "utf8",
-    timeout: 120_000,
-  });
-  return { code: r.status ?? -1, stdout: r.stdout ?? "", stderr: r.stderr ?? String(r.error ?? "") };
+  for (let attempt = 0; ; attempt++) {
+    const r = spawnSync(kubectlBin, ["--kubeconfig", kubeconfigPath, ...args], {
+      input,
+      encoding: "utf8",
+      timeout: 120_000,
+    });
+    const result = { code: r.status ?? -1, stdout: r.stdout ?? "", stderr: r.stderr ?? String(r.error ?? "") };
+    if (result.code === 0 || !result.stderr.includes("failed calling webhook") || attempt >= 30) return result;
+    sleepSync(1000);
+  }
 }
 
 /** Runs kubectl and throws with its stderr when it fails. */
