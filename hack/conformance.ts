@@ -427,6 +427,7 @@ function runSuite(
       // Top-level results of each conformance test, and the suite's setup steps.
       if (
         /^\s*--- (PASS|FAIL): TestConformance\/\S+/.test(l) ||
+        /^=== RUN\s+TestConformance\/[^/\s]+$/.test(l) ||
         (showSkips && /^\s*--- SKIP: TestConformance\/\S+/.test(l)) ||
         l.includes(setupFailedMarker) ||
         /Test Setup: /.test(l) ||

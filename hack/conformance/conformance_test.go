@@ -13,6 +13,8 @@
 //   - fails with a clear message when the GatewayClass advertises no features;
 //   - timeouts for a small (2-core) machine that runs every pod as a local process, applied
 //     under any -timeout-config-overrides the caller gives;
+//   - every test runs sequentially, so that the report records each test's real result
+//     (v1.6.1 reports tests marked Parallel as passed before they run; see sequentialTests);
 //   - an HTTP dialer (the suite's own DefaultRoundTripper.CustomDialContext option) that only
 //     lets the suite reach loopback and the local pod network, so a wrong Gateway address can
 //     never send test traffic anywhere else.
@@ -147,30 +149,47 @@ func TestConformance(t *testing.T) {
 	// Otherwise SupportedFeatures stays empty and the suite infers it from the same status.
 
 	t.Logf("timeouts: %+v", opts.TimeoutConfig)
-	if !*continueAfterSetupFailure {
-		conformance.RunConformanceWithOptions(t, opts)
-		return
-	}
-	runTolerant(t, opts)
+	run(t, opts, *continueAfterSetupFailure)
 }
 
-// runTolerant is the suite's own RunConformanceWithOptions (same public calls, same report)
-// except that Setup runs as a subtest, so a setup failure is recorded and the tests still run.
-// Setup's cleanups would run when that subtest ends, so the suite's base-resource cleanup is
-// off and the base namespaces are deleted here at the end instead.
-func runTolerant(t *testing.T, opts suite.ConformanceOptions) {
+// sequentialTests is the suite's test list with every test run sequentially.
+//
+// v1.6.1's runner records a test's result from t.Run's return value, and writes the report
+// before the parent test returns; a test that calls t.Parallel() makes t.Run return true at
+// once and only runs after the report is written, so it is reported as passed whatever
+// happens (kubernetes-sigs/gateway-api issue 5142, fixed upstream after v1.6.1 by PR 5143).
+// Run sequentially, every test's recorded result is its real result. The tests themselves
+// are unchanged.
+func sequentialTests() []suite.ConformanceTest {
+	out := make([]suite.ConformanceTest, len(tests.ConformanceTests))
+	copy(out, tests.ConformanceTests)
+	for i := range out {
+		out[i].Parallel = false
+	}
+	return out
+}
+
+// run is the suite's own RunConformanceWithOptions (same public calls, same report), with the
+// tests run sequentially (see sequentialTests). With tolerateSetupFailure, Setup runs as a
+// subtest, so a setup failure is recorded and the tests still run; Setup's cleanups would run
+// when that subtest ends, so the suite's base-resource cleanup is off and the base namespaces
+// are deleted here at the end instead.
+func run(t *testing.T, opts suite.ConformanceOptions, tolerateSetupFailure bool) {
+	testList := sequentialTests()
 	if opts.ReportOutputPath != "" {
 		if err := opts.Implementation.Validate(); err != nil {
 			t.Fatalf("supplied Implementation details are not valid: %v", err)
 		}
 	}
 	cleanupBase := opts.CleanupBaseResources
-	opts.CleanupBaseResources = false
+	if tolerateSetupFailure {
+		opts.CleanupBaseResources = false
+	}
 	cSuite, err := suite.NewConformanceTestSuite(opts)
 	if err != nil {
 		t.Fatalf("error initializing conformance suite: %v", err)
 	}
-	if cleanupBase {
+	if tolerateSetupFailure && cleanupBase {
 		t.Cleanup(func() {
 			for _, ns := range []string{suite.InfrastructureNamespace, suite.AppBackendNamespace, suite.WebBackendNamespace} {
 				obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
@@ -180,10 +199,12 @@ func runTolerant(t *testing.T, opts suite.ConformanceOptions) {
 			}
 		})
 	}
-	if !t.Run("Setup", func(t *testing.T) { cSuite.Setup(t, tests.ConformanceTests) }) {
+	if !tolerateSetupFailure {
+		cSuite.Setup(t, testList)
+	} else if !t.Run("Setup", func(t *testing.T) { cSuite.Setup(t, testList) }) {
 		t.Logf("%s: running the tests anyway (-kengine.continue-after-setup-failure)", setupFailedMarker)
 	}
-	if err := cSuite.Run(t, tests.ConformanceTests); err != nil {
+	if err := cSuite.Run(t, testList); err != nil {
 		t.Fatalf("running the suite: %v", err)
 	}
 	if opts.ReportOutputPath == "" {
