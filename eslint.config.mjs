@@ -16,7 +16,7 @@ const compat = new FlatCompat({
 
 export default [
   {
-    ignores: ["**/node_modules", "**/dist"],
+    ignores: ["**/node_modules", "**/dist", "jest.config.cjs", "capabilities/generated/**"],
   },
   ...compat.extends("eslint:recommended", "plugin:@typescript-eslint/recommended"),
   {
@@ -40,6 +40,11 @@ export default [
 
     rules: {
       "@typescript-eslint/no-floating-promises": "error",
+      // `_name` marks a binding that exists only to be left out (destructuring, loops).
+      "@typescript-eslint/no-unused-vars": [
+        "error",
+        { argsIgnorePattern: "^_", varsIgnorePattern: "^_", destructuredArrayIgnorePattern: "^_" },
+      ],
     },
   },
 ];

@@ -27,6 +27,7 @@ import { FieldProblem, truncate } from "./regex";
 /** RFC 7230 tchar: "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." / "^" / "_" / "`" / "|" / "~" / DIGIT / ALPHA */
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 /** Go's httpguts.ValidHeaderFieldValue: no CTL except HTAB. */
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
 const BAD_VALUE_CHAR = /[\u0000-\u0008\u000a-\u001f\u007f]/;
 
 const describeChar = (c: string): string => {
