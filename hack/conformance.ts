@@ -21,12 +21,14 @@
  *        --gateway-class=kengine  --gwc-timeout=SECONDS  --help
  */
 import { ChildProcess, spawn, spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import {
   copyFileSync,
   createWriteStream,
   existsSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
   renameSync,
   rmSync,
@@ -364,7 +366,17 @@ function buildTestBinary(): string {
   });
   if (r.code !== 0) throw new RunError(`hack/build-peers.sh failed:\n${r.stderr.slice(-3000)}`);
   const cache = r.stdout.trim().split("\n").pop() ?? "";
-  const bin = join(cache, "bin", "conformance.test");
+  // The peers' hash does not cover hack/conformance: name the binary by its own inputs.
+  const h = createHash("sha256");
+  h.update(run("go", ["version"], { cwd: hack }).stdout);
+  for (const f of ["go.mod", "go.sum"]) h.update(readFileSync(join(hack, f)));
+  for (const f of readdirSync(join(hack, "conformance"))
+    .filter(n => n.endsWith(".go"))
+    .sort()) {
+    h.update(f);
+    h.update(readFileSync(join(hack, "conformance", f)));
+  }
+  const bin = join(cache, "bin", `conformance-${h.digest("hex").slice(0, 16)}.test`);
   if (existsSync(bin)) return bin;
   say("building hack/conformance (go test -c) ...");
   const start = Date.now();
