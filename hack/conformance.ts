@@ -598,6 +598,19 @@ async function main(): Promise<number> {
     const disturbed = watch.stop();
     say(`suite: exited ${code} after ${suiteTime} (total ${elapsed(started)})`);
 
+    if (interrupted && opts.cleanup) {
+      // The suite was killed before its own cleanup: remove its base namespaces.
+      say("interrupted: deleting the suite's namespaces");
+      kubectl([
+        "delete",
+        "namespace",
+        "gateway-conformance-infra",
+        "gateway-conformance-app-backend",
+        "gateway-conformance-web-backend",
+        "--ignore-not-found",
+        "--wait=false",
+      ]);
+    }
     if (!existsSync(reportTmp)) {
       const why = diagnoseLog(readFileSync(logPath, "utf8"));
       throw new RunError(
