@@ -200,9 +200,27 @@ describe("failureReasons", () => {
     ].join("\n");
     const r = failureReasons(log, ["GatewayModifyListeners", "HTTPRouteWeight", "Missing"]);
     expect(r.get("GatewayModifyListeners")).toBe(
-      "Received unexpected error: context deadline exceeded error waiting for gateway-conformance-infra namespaces to be ready",
+      "Received unexpected error: context deadline exceeded error waiting for gateway-conformance-infra namespaces to be ready " +
+        "(last logged: Pod gateway-conformance-infra/coredns-x not ready yet)",
     );
     expect(r.get("HTTPRouteWeight")).toBe("Should be true");
     expect(r.get("Missing")).toBe("");
+  });
+
+  it("falls back to the last two log messages of a test that failed without a testify error", () => {
+    const log = [
+      "=== RUN   TestConformance/TLSRouteHostnameIntersection",
+      "=== NAME  TestConformance/TLSRouteHostnameIntersection/sub",
+      '    tls.go:78: 2026-11-21T08:54:01Z: Request failed, not ready yet: Get "https://127.20.0.9/": EOF (after 1.0s)',
+      '    tls.go:78: 2026-11-21T08:54:02Z: Request failed, not ready yet: Get "https://127.20.0.9/": EOF (after 2.0s)',
+      "    http.go:306: 2026-11-21T08:54:30Z: timeout while waiting after 30 attempts, 0/3 successes",
+      "=== NAME  TestConformance/TLSRouteHostnameIntersection",
+      "    apply.go:279: 2026-11-21T08:54:30Z: Deleting tlsroute-x TLSRoute",
+    ].join("\n");
+    expect(
+      failureReasons(log, ["TLSRouteHostnameIntersection"]).get("TLSRouteHostnameIntersection"),
+    ).toBe(
+      'Request failed, not ready yet: Get "https://127.20.0.9/": EOF timeout while waiting after 30 attempts, 0/3 successes',
+    );
   });
 });

@@ -233,11 +233,14 @@ export function diagnoseLog(log: string, max = 20): string[] {
  * The first error of each failed test, from the suite's `go test -v` log: lines belong to the
  * test named by the latest `=== RUN|CONT|NAME|PAUSE  TestConformance/<test>[/sub]` header;
  * the first testify `Error:` (with its continuation lines) and `Messages:` of a test are its
- * reason. Tests without a recognisable error get "".
+ * reason. Without one (the suite's request helpers fail with a plain t.Fatalf), the test's
+ * last two distinct log messages before its cleanup are its reason; with one, the test's last
+ * log message is appended (a status wait logs what it saw). Otherwise "".
  */
 export function failureReasons(log: string, tests: readonly string[]): Map<string, string> {
   const wanted = new Set(tests);
   const reasons = new Map<string, string[]>();
+  const lastLogs = new Map<string, string[]>();
   let current = "";
   let collecting = false;
   for (const raw of log.split(/\r?\n/)) {
@@ -249,6 +252,12 @@ export function failureReasons(log: string, tests: readonly string[]): Map<strin
     }
     if (!wanted.has(current)) continue;
     const line = raw.trim();
+    const logged = /^\S+\.go:\d+: (?:\d{4}-\d\d-\d\dT\S+: )?(.*)$/.exec(line);
+    if (logged && !/^apply\.go:/.test(line) && logged[1].trim() !== "") {
+      const msg = logged[1].replace(/ \(after [^)]*\)$/, "").trim();
+      const prev = lastLogs.get(current) ?? [];
+      if (prev[prev.length - 1] !== msg) lastLogs.set(current, [...prev, msg].slice(-2));
+    }
     const got = reasons.get(current);
     if (got && !collecting) continue; // first error only
     const err = /^Error:\s+(.*)$/.exec(line);
@@ -270,7 +279,14 @@ export function failureReasons(log: string, tests: readonly string[]): Map<strin
     }
   }
   const out = new Map<string, string>();
-  for (const t of tests)
-    out.set(t, (reasons.get(t) ?? []).join(" ").replace(/\s+/g, " ").slice(0, 300));
+  for (const t of tests) {
+    const err = reasons.get(t);
+    const logs = lastLogs.get(t) ?? [];
+    // A status wait's last poll says what was seen instead ("... expected Status False").
+    const r = err
+      ? [...err, ...(logs.length ? [`(last logged: ${logs[logs.length - 1]})`] : [])]
+      : logs;
+    out.set(t, r.join(" ").replace(/\s+/g, " ").slice(0, 500));
+  }
   return out;
 }
