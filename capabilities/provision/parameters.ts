@@ -27,6 +27,11 @@ export interface ResolvedSettings {
   readonly problems: readonly string[];
 }
 
+/** Why a parametersRef does not resolve to usable KengineParameters (undefined: it does, or there is none). */
+export function parametersRefProblem(snapshot: Snapshot, ref: Ref | undefined, namespace: string | undefined, where: string): string | undefined {
+  return lookup(snapshot, ref, namespace, where).problem;
+}
+
 function lookup(snapshot: Snapshot, ref: Ref | undefined, namespace: string | undefined, where: string): { spec?: ParametersSpec; problem?: string } {
   if (!ref) return {};
   if (ref.group !== PARAMETERS_GROUP || ref.kind !== PARAMETERS_KIND) {

@@ -90,6 +90,11 @@ export interface Gateway extends KubeObject {
     readonly allowedListeners?: {
       readonly namespaces?: { readonly from?: string; readonly selector?: LabelSelector };
     };
+    readonly infrastructure?: {
+      readonly labels?: Readonly<Record<string, string>>;
+      readonly annotations?: Readonly<Record<string, string>>;
+      readonly parametersRef?: LocalObjectReference;
+    };
   };
 }
 

@@ -21,6 +21,7 @@ export const GatewayClassReason = {
 
 export const GatewayReason = {
   Accepted: "Accepted",
+  InvalidParameters: "InvalidParameters",
   ListenersNotValid: "ListenersNotValid",
   Invalid: "Invalid",
   Programmed: "Programmed",

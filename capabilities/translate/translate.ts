@@ -33,6 +33,7 @@ import {
   condition,
 } from "./conditions";
 import { SUPPORTED_FEATURES } from "./features";
+import { parametersRefProblem } from "../provision/parameters";
 import { compareHostSpecificity, intersectHostnames } from "./hostnames";
 import {
   ResolvedListener,
@@ -99,19 +100,25 @@ export function translate(s: Snapshot, options: TranslateOptions = {}): Translat
     .filter(gc => gc.spec?.controllerName === controllerName)
     .sort(byKey);
   const classNames = new Set(classes.map(c => c.metadata.name));
-  const gatewayClasses: GatewayClassStatusResult[] = classes.map(gc => ({
-    name: gc.metadata.name,
-    conditions: [
-      condition(
-        ConditionType.Accepted,
-        true,
-        GatewayClassReason.Accepted,
-        "accepted by " + controllerName,
-        gc.metadata.generation,
-      ),
-    ],
-    supportedFeatures: SUPPORTED_FEATURES.map(name => ({ name })),
-  }));
+  const gatewayClasses: GatewayClassStatusResult[] = classes.map(gc => {
+    const ref = gc.spec?.parametersRef;
+    const problem = parametersRefProblem(s, ref, ref?.namespace, "spec.parametersRef");
+    return {
+      name: gc.metadata.name,
+      conditions: [
+        problem
+          ? condition(ConditionType.Accepted, false, GatewayClassReason.InvalidParameters, problem, gc.metadata.generation)
+          : condition(
+              ConditionType.Accepted,
+              true,
+              GatewayClassReason.Accepted,
+              "accepted by " + controllerName,
+              gc.metadata.generation,
+            ),
+      ],
+      supportedFeatures: SUPPORTED_FEATURES.map(name => ({ name })),
+    };
+  });
 
   // Gateways of our classes, with their listeners.
   const contexts = new Map<string, GatewayContext>();
@@ -164,14 +171,27 @@ export function translate(s: Snapshot, options: TranslateOptions = {}): Translat
   const gatewayStatuses: GatewayStatusResult[] = [];
   const listenerSetStatuses: ListenerSetStatusResult[] = [];
   for (const ctx of contexts.values()) {
-    gateways.push(buildIR(ctx));
     const gw = ctx.gateway;
     const gen = gw.metadata.generation;
     const own = ctx.listeners.filter(l => l.owner.kind === "Gateway");
+    // A Gateway whose parameters do not resolve is not accepted and gets no proxies (spec:
+    // Accepted=False, reason InvalidParameters).
+    const badParameters = parametersRefProblem(
+      s,
+      gw.spec?.infrastructure?.parametersRef,
+      gw.metadata.namespace,
+      "spec.infrastructure.parametersRef",
+    );
+    if (!badParameters) gateways.push(buildIR(ctx));
     gatewayStatuses.push({
       namespace: gw.metadata.namespace ?? "",
       name: gw.metadata.name,
-      conditions: gatewayConditions(own, gen),
+      conditions: badParameters
+        ? [
+            condition(ConditionType.Accepted, false, GatewayReason.InvalidParameters, badParameters, gen),
+            condition(ConditionType.Programmed, false, GatewayReason.Invalid, "not accepted: invalid parameters", gen),
+          ]
+        : gatewayConditions(own, gen),
       listeners: own.map(l => listenerStatus(l, ctx)),
     });
     for (const ls of ctx.listenerSets) {
