@@ -26,6 +26,7 @@ import {
   CaddyL4Server,
   CaddyMatcherSet,
   CaddyRoute,
+  CaddySNIMatch,
   CaddyTLSConnectionPolicy,
   JsonObject,
   MANAGEMENT_SERVER_NAME,
@@ -135,7 +136,7 @@ function httpServer(ctx: Ctx, s: HTTPServerIR): CaddyHTTPServer {
 
 function connectionPolicies(s: HTTPServerIR): CaddyTLSConnectionPolicy[] {
   return s.listeners.map(l => ({
-    ...(l.hostname !== undefined && { match: { sni: [l.hostname] } }),
+    ...(l.hostname !== undefined && { match: sniMatch(l.hostname) }),
     certificate_selection: { any_tag: [...l.certificateIds] },
   }));
 }
@@ -158,6 +159,15 @@ function listenerRoute(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR): CaddyRoute
 function hostMatcher(hostname: string): CaddyMatcherSet {
   if (!hostname.startsWith("*.")) return { host: [hostname] };
   return { header_regexp: { Host: { pattern: hostPattern(hostname) } } };
+}
+
+/**
+ * A TLS handshake matcher for one server name. Caddy's `sni` wildcard covers exactly one label,
+ * the Gateway API's any number of them, so wildcards become `sni_regexp`.
+ */
+function sniMatch(name: string): CaddySNIMatch {
+  if (!name.startsWith("*.")) return { sni: [name] };
+  return { sni_regexp: { pattern: `(?i)^[^.]+(?:\\.[^.]+)*${quoteRE2(name.slice(1))}$` } };
 }
 
 /** `*.example.com` matches any number of labels left of `example.com` (spec), with an optional port. */
@@ -426,7 +436,8 @@ function l4Server(ctx: Ctx, s: L4ServerIR): CaddyL4Server {
         ],
       });
     handle.push(proxy);
-    return { ...(r.serverNames && { match: [{ tls: { sni: [...r.serverNames] } }] }), handle };
+    // One matcher set per name: caddy-l4 matches a route when any of its sets matches.
+    return { ...(r.serverNames && { match: r.serverNames.map(n => ({ tls: sniMatch(n) })) }), handle };
   });
   return { listen: [listenAddress(ctx, s.port, network)], routes };
 }

@@ -72,8 +72,11 @@ export interface CaddyRoute {
   readonly terminal?: boolean;
 }
 
+/** A TLS handshake matcher: exact server names, or a regular expression (for wildcards). */
+export type CaddySNIMatch = { readonly sni: readonly string[] } | { readonly sni_regexp: { readonly pattern: string } };
+
 export interface CaddyTLSConnectionPolicy {
-  readonly match?: { readonly sni?: readonly string[] };
+  readonly match?: CaddySNIMatch;
   readonly certificate_selection?: { readonly any_tag: readonly string[] };
 }
 
@@ -95,7 +98,7 @@ export type CaddyL4Handler =
   | { readonly handler: "tls"; readonly connection_policies: readonly CaddyTLSConnectionPolicy[] };
 
 export interface CaddyL4Route {
-  readonly match?: readonly { readonly tls?: { readonly sni: readonly string[] } }[];
+  readonly match?: readonly { readonly tls?: CaddySNIMatch }[];
   readonly handle: readonly CaddyL4Handler[];
 }
 

@@ -22,4 +22,7 @@ export const SUPPORTED_FEATURES: readonly string[] = [
   "HTTPRoute308RedirectStatusCode",
   "ReferenceGrant",
   "TLSRoute",
+  // Terminate-mode TLS listeners (caddy-l4 tls handler), also sharing a port with Passthrough.
+  "TLSRouteModeMixed",
+  "TLSRouteModeTerminate",
 ].slice().sort();
