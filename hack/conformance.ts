@@ -14,10 +14,12 @@
  *
  * Exit code: 0 when the suite completed and wrote its report (whatever the results), 1 with
  * --strict when any test failed, 2 when the run could not complete (cluster, controller,
- * GatewayClass, build, or the suite stopped before writing a report).
+ * GatewayClass, build, the suite stopped before writing a report, or another pepr dev
+ * disturbed the run).
  *
  * Flags: --profiles=GATEWAY-HTTP,GATEWAY-GRPC,GATEWAY-TLS  --run-test=NAME  --skip-tests=A,B
- *        --strict  --debug  --no-cleanup  --timeout-overrides='Name:secs;...'
+ *        --strict  --debug  --no-cleanup  --continue-after-setup-failure
+ *        --timeout-overrides='Name:secs;...'
  *        --gateway-class=kengine  --gwc-timeout=SECONDS  --help
  */
 import { ChildProcess, spawn, spawnSync } from "node:child_process";
