@@ -525,6 +525,11 @@ async function main(): Promise<number> {
             "or set KG_CONTROLLER=external to measure the controller that is already running.",
         );
       }
+      // Status left by an earlier controller (e.g. an older supportedFeatures list) would satisfy
+      // the wait below before this controller has written its own: clear it first.
+      if (readGatewayClass(opts.gatewayClass).exists) {
+        kubectl(["patch", "gatewayclass", opts.gatewayClass, "--subresource=status", "--type=merge", "-p", '{"status":null}']);
+      }
       const controllerLog = join(reportsDir, "conformance-controller.log");
       say(`controller: starting npx pepr dev (output in ${controllerLog})`);
       const t0 = Date.now();

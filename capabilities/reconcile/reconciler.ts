@@ -57,21 +57,6 @@ const rvOf = (o: KubeObject): bigint | undefined => {
 };
 const ownedByUs = (o: KubeObject): boolean =>
   o.metadata.labels?.[MANAGED_BY_LABEL] === MANAGED_BY && o.metadata.labels?.[GATEWAY_NAME_LABEL] !== undefined;
-const GATEWAY_API_KINDS = new Set<Kind>(["GatewayClass", "Gateway", "ListenerSet", "HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute", "BackendTLSPolicy", "ReferenceGrant"]);
-
-/** An update of a Gateway API object that changed only its status (e.g. our own write). */
-function statusOnly(before: KubeObject | undefined, after: KubeObject): boolean {
-  if (!before) return false;
-  const g1 = before.metadata.generation;
-  const g2 = after.metadata.generation;
-  return (
-    g1 !== undefined &&
-    g1 === g2 &&
-    JSON.stringify(before.metadata.labels ?? {}) === JSON.stringify(after.metadata.labels ?? {}) &&
-    JSON.stringify(before.metadata.annotations ?? {}) === JSON.stringify(after.metadata.annotations ?? {})
-  );
-}
-
 export class Reconciler {
   #snapshot: Snapshot = emptySnapshot();
   readonly #seen = new Map<string, bigint>();
@@ -150,15 +135,17 @@ export class Reconciler {
     const last = this.#seen.get(id);
     if (rv !== undefined && last !== undefined && rv < last) return;
     if (rv !== undefined) this.#seen.set(id, rv);
-    const key = object.metadata.namespace ? `${object.metadata.namespace}/${object.metadata.name}` : object.metadata.name;
-    const before = this.#snapshot.objects[kind].get(key);
-    this.#apply({ type, kind, object }, () => type === "upsert" && GATEWAY_API_KINDS.has(kind) && statusOnly(before, object), ownedByUs(object));
+    this.#apply({ type, kind, object }, ownedByUs(object));
   }
 
-  #apply(event: SnapshotEvent, ignorable: () => boolean = () => false, ours = false): void {
+  /**
+   * Status-only updates stay relevant: a status someone else changed (e.g. an earlier leader's)
+   * is rewritten; our own writes cost one more build that finds nothing to write.
+   */
+  #apply(event: SnapshotEvent, ours = false): void {
     const r = apply(this.#snapshot, event);
     this.#snapshot = r.snapshot;
-    if ((r.relevant && !ignorable()) || (ours && isSynced(r.snapshot))) this.#batcher.notify();
+    if (r.relevant || (ours && isSynced(r.snapshot))) this.#batcher.notify();
   }
 
   /** Lists every kind once (the "synced" signal), then starts election, pushing and building. */

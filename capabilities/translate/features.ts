@@ -25,4 +25,15 @@ export const SUPPORTED_FEATURES: readonly string[] = [
   // Terminate-mode TLS listeners (caddy-l4 tls handler), also sharing a port with Passthrough.
   "TLSRouteModeMixed",
   "TLSRouteModeTerminate",
+  // Passed the conformance suite on 2026-11-21 (BackendTLSPolicy, misdirected-request detection
+  // and backend request header modification did not, and are not advertised):
+  "GatewayHTTPListenerIsolation",
+  "GatewayInfrastructurePropagation",
+  "GRPCRouteNamedRouteRule",
+  "HTTPRouteBackendProtocolH2C",
+  "HTTPRouteBackendProtocolWebSocket",
+  "HTTPRouteNamedRouteRule",
+  "HTTPRouteParentRefPort",
+  "TCPRoute",
+  "UDPRoute",
 ].slice().sort();

@@ -147,6 +147,47 @@ describe("a Gateway of our class on the local cluster", () => {
     expect(failed).toEqual([]);
   });
 
+  it("follows its KengineParameters: 3 proxies, then 5, all programmed, no failed request", async () => {
+    kubectlOk(
+      ["apply", "-f", "-"],
+      `apiVersion: gateway.kengine.io/v1alpha1
+kind: KengineParameters
+metadata: {name: fleet, namespace: ${ns}}
+spec:
+  proxy: {replicas: 3}
+`,
+    );
+    kubectlOk(["patch", "gateway", "demo", "-n", ns, "--type=merge", "-p", JSON.stringify({ spec: { infrastructure: { parametersRef: { group: "gateway.kengine.io", kind: "KengineParameters", name: "fleet" } } } })]);
+    const synced = (n: number) =>
+      eventually(
+        `${n} proxies programmed and ${n} Synced KengineProxy rows with one hash`,
+        () => {
+          const m = kubectl(["get", "gateway", "demo", "-n", ns, "-o", "jsonpath={.status.conditions[?(@.type=='Programmed')].message}"]).stdout;
+          const rows = kubectl(["get", "kengineproxies", "-n", ns, "-o", "jsonpath={range .items[*]}{.status.conditions[0].status},{.status.appliedHash} {end}"]).stdout.trim().split(" ").filter(Boolean);
+          const hashes = new Set(rows.map(r => r.split(",")[1]));
+          return m.startsWith(`${n}/${n} `) && rows.length === n && rows.every(r => r.startsWith("True,")) && hashes.size === 1 ? rows : undefined;
+        },
+        180_000,
+        500,
+      );
+    await synced(3);
+
+    let stop = false;
+    const results: { status: number; error?: string }[] = [];
+    const client = (async () => {
+      for (let i = 0; i < 5000 && !stop; i++) {
+        results.push(await get(address, host));
+        await new Promise(r => setTimeout(r, 20));
+      }
+    })();
+    kubectlOk(["patch", "kengineparameters", "fleet", "-n", ns, "--type=merge", "-p", '{"spec":{"proxy":{"replicas":5}}}']);
+    await synced(5);
+    stop = true;
+    await client;
+    expect(results.length).toBeGreaterThan(10);
+    expect(results.filter(r => r.status !== 200)).toEqual([]);
+  });
+
   it("refuses the management port to a client without a certificate", async () => {
     const ip = kubectlOk(["get", "pods", "-n", ns, "-l", "app.kubernetes.io/component=proxy", "-o", "jsonpath={.items[0].status.podIP}"]);
     const outcome = await new Promise<string>(resolve => {
