@@ -45,7 +45,9 @@ const lookups: OwnershipLookups = {
     LOOKUP_TTL_MS,
   ),
   gatewayClassOf: cached(
-    async key => (await get(() => K8s(Gateway).InNamespace(key.namespace).Get(key.name)))?.spec?.gatewayClassName,
+    async key =>
+      (await get(() => K8s(Gateway).InNamespace(key.namespace).Get(key.name)))?.spec
+        ?.gatewayClassName,
     LOOKUP_TTL_MS,
   ),
   listenerSetParent: cached(async key => {
@@ -75,13 +77,28 @@ async function decide<T extends Meta>(
 }
 
 export const validateHTTPRoute = (req: PeprValidateRequest<HTTPRoute>) =>
-  decide(req, "HTTPRoute", (r, ns) => isOurRoute(ns, r.spec?.parentRefs, lookups), httpRouteProblems);
+  decide(
+    req,
+    "HTTPRoute",
+    (r, ns) => isOurRoute(ns, r.spec?.parentRefs, lookups),
+    httpRouteProblems,
+  );
 
 export const validateGRPCRoute = (req: PeprValidateRequest<GRPCRoute>) =>
-  decide(req, "GRPCRoute", (r, ns) => isOurRoute(ns, r.spec?.parentRefs, lookups), grpcRouteProblems);
+  decide(
+    req,
+    "GRPCRoute",
+    (r, ns) => isOurRoute(ns, r.spec?.parentRefs, lookups),
+    grpcRouteProblems,
+  );
 
 export const validateGateway = (req: PeprValidateRequest<Gateway>) =>
-  decide(req, "Gateway", g => isOurGatewayClass(g.spec?.gatewayClassName ?? "", lookups), gatewayProblems);
+  decide(
+    req,
+    "Gateway",
+    g => isOurGatewayClass(g.spec?.gatewayClassName ?? "", lookups),
+    gatewayProblems,
+  );
 
 /** A ListenerSet is ours when its parent Gateway is; a parent that does not exist yet is not. */
 export const validateListenerSet = (req: PeprValidateRequest<ListenerSet>) =>
@@ -90,7 +107,9 @@ export const validateListenerSet = (req: PeprValidateRequest<ListenerSet>) =>
     "ListenerSet",
     (ls, ns) => {
       const ref = ls.spec?.parentRef;
-      return ref ? isOurGateway({ namespace: ref.namespace ?? ns, name: ref.name }, lookups) : Promise.resolve(false);
+      return ref
+        ? isOurGateway({ namespace: ref.namespace ?? ns, name: ref.name }, lookups)
+        : Promise.resolve(false);
     },
     gatewayProblems,
   );

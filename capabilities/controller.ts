@@ -18,7 +18,9 @@ export const Controller = new Capability({
 const { When } = Controller;
 
 /** Runs only where Pepr runs watches (the watcher pod, or `pepr dev`), never during `pepr build`. */
-const runsWatches = (process.env.PEPR_WATCH_MODE === "true" || process.env.PEPR_MODE === "dev") && process.env.PEPR_MODE !== "build";
+const runsWatches =
+  (process.env.PEPR_WATCH_MODE === "true" || process.env.PEPR_MODE === "dev") &&
+  process.env.PEPR_MODE !== "build";
 
 let reconciler: Reconciler | undefined;
 if (runsWatches) {
@@ -29,7 +31,9 @@ if (runsWatches) {
     identity: process.env.POD_NAME ?? `${hostname()}-${process.pid}`,
   });
   reconciler.start().catch(e => {
-    log.error("controller failed to start", { error: e instanceof Error ? e.stack ?? e.message : String(e) });
+    log.error("controller failed to start", {
+      error: e instanceof Error ? (e.stack ?? e.message) : String(e),
+    });
     process.exitCode = 1;
   });
   const shutdown = () => void reconciler?.stop().finally(() => process.exit(0));

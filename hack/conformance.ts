@@ -528,7 +528,15 @@ async function main(): Promise<number> {
       // Status left by an earlier controller (e.g. an older supportedFeatures list) would satisfy
       // the wait below before this controller has written its own: clear it first.
       if (readGatewayClass(opts.gatewayClass).exists) {
-        kubectl(["patch", "gatewayclass", opts.gatewayClass, "--subresource=status", "--type=merge", "-p", '{"status":null}']);
+        kubectl([
+          "patch",
+          "gatewayclass",
+          opts.gatewayClass,
+          "--subresource=status",
+          "--type=merge",
+          "-p",
+          '{"status":null}',
+        ]);
       }
       const controllerLog = join(reportsDir, "conformance-controller.log");
       say(`controller: starting npx pepr dev (output in ${controllerLog})`);

@@ -39,7 +39,9 @@ const header =
 rmSync(out, { recursive: true, force: true });
 mkdirSync(out, { recursive: true });
 const exports: string[] = [];
-for (const file of readdirSync(crdDir).filter(f => f.endsWith(".yaml")).sort()) {
+for (const file of readdirSync(crdDir)
+  .filter(f => f.endsWith(".yaml"))
+  .sort()) {
   for (const doc of parseAllDocuments(readFileSync(join(crdDir, file), "utf8"))) {
     const crd = doc.toJS() as Crd | null;
     if (crd?.kind !== "CustomResourceDefinition") continue;
@@ -54,7 +56,10 @@ for (const file of readdirSync(crdDir).filter(f => f.endsWith(".yaml")).sort()) 
       stdio: ["ignore", "ignore", "inherit"],
     });
     const base = `${kind.toLowerCase()}-${version}`;
-    const text = readFileSync(join(tmp, `${base}.ts`), "utf8").replace(/^\/\/ This file is auto-generated.*\n/, "");
+    const text = readFileSync(join(tmp, `${base}.ts`), "utf8").replace(
+      /^\/\/ This file is auto-generated.*\n/,
+      "",
+    );
     rmSync(tmp, { recursive: true, force: true });
     writeFileSync(join(out, `${base}.ts`), header + text, { flag: "w" });
     exports.push(`export { ${kind} } from "./${base}";`);

@@ -32,11 +32,20 @@ export interface PeprDevOptions {
 export async function startPeprDev(opts: PeprDevOptions): Promise<PeprDev> {
   const { kubeconfig, readyTimeoutMs = 240_000 } = opts;
   const kubectl = (args: string[]) =>
-    spawnSync(opts.kubectl, ["--kubeconfig", kubeconfig, ...args], { stdio: "ignore", timeout: 60_000 });
+    spawnSync(opts.kubectl, ["--kubeconfig", kubeconfig, ...args], {
+      stdio: "ignore",
+      timeout: 60_000,
+    });
   let out = "";
   const child: ChildProcess = spawn(
     process.execPath,
-    [join(repoRoot, "node_modules", "pepr", "dist", "cli.js"), "dev", "--host", "localhost", "--yes"],
+    [
+      join(repoRoot, "node_modules", "pepr", "dist", "cli.js"),
+      "dev",
+      "--host",
+      "localhost",
+      "--yes",
+    ],
     {
       cwd: repoRoot,
       env: { ...process.env, KUBECONFIG: kubeconfig },
@@ -55,8 +64,12 @@ export async function startPeprDev(opts: PeprDevOptions): Promise<PeprDev> {
   const waitForOutput = async (pattern: RegExp, timeoutMs = 30_000): Promise<void> => {
     const deadline = Date.now() + timeoutMs;
     while (!pattern.test(out)) {
-      if (child.exitCode !== null) throw new Error(`pepr dev exited (${child.exitCode}):\n${out.slice(-4000)}`);
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${pattern} in pepr dev output:\n${out.slice(-4000)}`);
+      if (child.exitCode !== null)
+        throw new Error(`pepr dev exited (${child.exitCode}):\n${out.slice(-4000)}`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `timed out waiting for ${pattern} in pepr dev output:\n${out.slice(-4000)}`,
+        );
       await new Promise(r => setTimeout(r, 200));
     }
   };
@@ -85,7 +98,10 @@ export async function startPeprDev(opts: PeprDevOptions): Promise<PeprDev> {
   try {
     // The webhook server is up and the watch on Gateways is connected.
     await waitForOutput(/Server listening on port/, readyTimeoutMs);
-    await waitForOutput(/Watch event connect received\. \/apis\/gateway\.networking\.k8s\.io\/v1\/gateways/, 60_000);
+    await waitForOutput(
+      /Watch event connect received\. \/apis\/gateway\.networking\.k8s\.io\/v1\/gateways/,
+      60_000,
+    );
   } catch (e) {
     await stop();
     throw e;

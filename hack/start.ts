@@ -17,14 +17,21 @@ const cluster = (cmd: "up" | "down") => {
   if (r.status !== 0) throw new Error(`hack/cluster.sh ${cmd} failed (exit ${r.status})`);
 };
 const kubectl = (...args: string[]) =>
-  spawnSync(kubectlBin, ["--kubeconfig", kubeconfig, ...args], { encoding: "utf8", timeout: 180_000 });
+  spawnSync(kubectlBin, ["--kubeconfig", kubeconfig, ...args], {
+    encoding: "utf8",
+    timeout: 180_000,
+  });
 const sleep = (ms: number) => new Promise(r => setTimeout(r, ms));
 
 async function main(): Promise<void> {
   say("bringing up the local cluster (first run builds the test peers: several minutes)");
   cluster("up");
   say("starting the controller with `pepr dev` (builds the module)");
-  const dev = await startPeprDev({ kubeconfig, kubectl: kubectlBin, echo: process.env.KG_VERBOSE ? process.stdout : undefined });
+  const dev = await startPeprDev({
+    kubeconfig,
+    kubectl: kubectlBin,
+    echo: process.env.KG_VERBOSE ? process.stdout : undefined,
+  });
 
   let stopping = false;
   const stop = async (code: number) => {
@@ -50,24 +57,59 @@ async function main(): Promise<void> {
     say("no local kubelet yet: pods will not run. Press Ctrl-C to stop.");
     return;
   }
-  const avail = kubectl("wait", "-n", "kengine-demo", "--for=condition=Available", "deployment/echo", "--timeout=120s");
+  const avail = kubectl(
+    "wait",
+    "-n",
+    "kengine-demo",
+    "--for=condition=Available",
+    "deployment/echo",
+    "--timeout=120s",
+  );
   if (avail.status !== 0) say(`echo backend not available yet: ${avail.stderr.trim()}`);
 
   // The controller provisions the Gateway's proxies; it is ready when they run its config.
   say("waiting for the Gateway's proxies to be programmed");
   for (let i = 0; i < 180; i++) {
-    const programmed = kubectl("get", "gateway", "demo", "-n", "kengine-demo", "-o", "jsonpath={.status.conditions[?(@.type=='Programmed')].status}").stdout.trim();
-    const addr = kubectl("get", "gateway", "demo", "-n", "kengine-demo", "-o", "jsonpath={.status.addresses[0].value}").stdout.trim();
+    const programmed = kubectl(
+      "get",
+      "gateway",
+      "demo",
+      "-n",
+      "kengine-demo",
+      "-o",
+      "jsonpath={.status.conditions[?(@.type=='Programmed')].status}",
+    ).stdout.trim();
+    const addr = kubectl(
+      "get",
+      "gateway",
+      "demo",
+      "-n",
+      "kengine-demo",
+      "-o",
+      "jsonpath={.status.addresses[0].value}",
+    ).stdout.trim();
     if (programmed === "True" && addr) {
       say(`ready. Try:\n\n  curl -H 'Host: demo.kengine.local' http://${addr}/\n`);
-      say("inspect: kubectl --kubeconfig .local/kubeconfig get gateway,httproute,pods -n kengine-demo");
+      say(
+        "inspect: kubectl --kubeconfig .local/kubeconfig get gateway,httproute,pods -n kengine-demo",
+      );
       say("Ctrl-C stops everything.");
       return;
     }
     await sleep(1000);
   }
-  const why = kubectl("get", "gateway", "demo", "-n", "kengine-demo", "-o", "jsonpath={.status.conditions[?(@.type=='Programmed')].message}").stdout.trim();
-  say(`the Gateway is not programmed after 3 minutes: ${why || "no status yet"}. Logs: .local/logs/, KG_VERBOSE=1 shows the module's.`);
+  const why = kubectl(
+    "get",
+    "gateway",
+    "demo",
+    "-n",
+    "kengine-demo",
+    "-o",
+    "jsonpath={.status.conditions[?(@.type=='Programmed')].message}",
+  ).stdout.trim();
+  say(
+    `the Gateway is not programmed after 3 minutes: ${why || "no status yet"}. Logs: .local/logs/, KG_VERBOSE=1 shows the module's.`,
+  );
   say("Ctrl-C stops everything.");
 }
 

@@ -34,7 +34,13 @@ export interface GoldenOutput {
 export function renderGolden(objects: readonly KubeObject[]): GoldenOutput {
   const result = translate(snapshotOf(objects));
   const out = stringify(
-    { statuses: result.statuses, gateways: result.gateways.map(ir => ({ ...ir, certificates: ir.certificates.map(c => ({ id: c.id })) })) },
+    {
+      statuses: result.statuses,
+      gateways: result.gateways.map(ir => ({
+        ...ir,
+        certificates: ir.certificates.map(c => ({ id: c.id })),
+      })),
+    },
     { lineWidth: 0, sortMapEntries: false },
   );
   const configs: Record<string, unknown> = {};

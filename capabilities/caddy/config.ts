@@ -437,7 +437,10 @@ function l4Server(ctx: Ctx, s: L4ServerIR): CaddyL4Server {
       });
     handle.push(proxy);
     // One matcher set per name: caddy-l4 matches a route when any of its sets matches.
-    return { ...(r.serverNames && { match: r.serverNames.map(n => ({ tls: sniMatch(n) })) }), handle };
+    return {
+      ...(r.serverNames && { match: r.serverNames.map(n => ({ tls: sniMatch(n) })) }),
+      handle,
+    };
   });
   return { listen: [listenAddress(ctx, s.port, network)], routes };
 }

@@ -73,7 +73,9 @@ export interface CaddyRoute {
 }
 
 /** A TLS handshake matcher: exact server names, or a regular expression (for wildcards). */
-export type CaddySNIMatch = { readonly sni: readonly string[] } | { readonly sni_regexp: { readonly pattern: string } };
+export type CaddySNIMatch =
+  | { readonly sni: readonly string[] }
+  | { readonly sni_regexp: { readonly pattern: string } };
 
 export interface CaddyTLSConnectionPolicy {
   readonly match?: CaddySNIMatch;

@@ -21,7 +21,11 @@ describe("decide", () => {
     expect(decide("a", { record: rec(""), observedAt: 1000 }, 1000)).toEqual({ op: "takeover" });
   });
   it("follows a live leader until leaseDuration after it last saw a change, on its own clock", () => {
-    expect(decide("a", { record: rec("b"), observedAt: 1000 }, 15_999)).toEqual({ op: "follow", leader: "b", retryAt: 16_000 });
+    expect(decide("a", { record: rec("b"), observedAt: 1000 }, 15_999)).toEqual({
+      op: "follow",
+      leader: "b",
+      retryAt: 16_000,
+    });
     expect(decide("a", { record: rec("b"), observedAt: 1000 }, 16_000)).toEqual({ op: "takeover" });
   });
 });

@@ -4,7 +4,13 @@
  * releases the Lease so a successor starts at once.
  */
 import { Observation, changed, decide } from "./decide";
-import { ElectionConfig, LeaseRecord, LeaseStore, LeaseWrite, electionConfigProblems } from "./types";
+import {
+  ElectionConfig,
+  LeaseRecord,
+  LeaseStore,
+  LeaseWrite,
+  electionConfigProblems,
+} from "./types";
 
 export interface ElectorEvents {
   /** This replica became leader: start writing status and pushing config. */
@@ -28,7 +34,8 @@ export const realClock: ElectorClock = {
 };
 
 /** Lease times are MicroTime: RFC 3339 with six fractional digits. */
-export const microTime = (ms: number): string => new Date(ms).toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
+export const microTime = (ms: number): string =>
+  new Date(ms).toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
 
 export class LeaderElector {
   #observed: Observation = { record: undefined, observedAt: 0 };
@@ -82,7 +89,8 @@ export class LeaderElector {
       this.events.onError?.(e);
       return false;
     }
-    if (changed(this.#observed.record, current)) this.#observed = { record: current, observedAt: now };
+    if (changed(this.#observed.record, current))
+      this.#observed = { record: current, observedAt: now };
     const d = decide(this.cfg.identity, this.#observed, now);
     const duration = Math.ceil(this.cfg.leaseDurationMs / 1000);
     try {
@@ -101,7 +109,10 @@ export class LeaderElector {
           });
           break;
         case "renew":
-          written = await this.store.update({ ...strip(current!), leaseDurationSeconds: duration, renewTime: microTime(now) }, current!.resourceVersion);
+          written = await this.store.update(
+            { ...strip(current!), leaseDurationSeconds: duration, renewTime: microTime(now) },
+            current!.resourceVersion,
+          );
           break;
         case "takeover":
           written = await this.store.update(
@@ -153,7 +164,12 @@ export class LeaderElector {
     const current = await this.store.get();
     if (current?.holderIdentity !== this.cfg.identity) return;
     await this.store.update(
-      { ...strip(current), holderIdentity: "", leaseDurationSeconds: 1, renewTime: microTime(this.clock.now()) },
+      {
+        ...strip(current),
+        holderIdentity: "",
+        leaseDurationSeconds: 1,
+        renewTime: microTime(this.clock.now()),
+      },
       current.resourceVersion,
     );
   }

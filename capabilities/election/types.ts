@@ -55,7 +55,9 @@ export function electionConfigProblems(c: ElectionConfig): string[] {
   if (!c.identity) p.push("identity must not be empty");
   if (!c.name || !c.namespace) p.push("the Lease's name and namespace must not be empty");
   if (!(c.retryPeriodMs > 0)) p.push("retryPeriod must be positive");
-  if (!(c.renewDeadlineMs > c.retryPeriodMs)) p.push("renewDeadline must be longer than retryPeriod");
-  if (!(c.leaseDurationMs > c.renewDeadlineMs)) p.push("leaseDuration must be longer than renewDeadline");
+  if (!(c.renewDeadlineMs > c.retryPeriodMs))
+    p.push("renewDeadline must be longer than retryPeriod");
+  if (!(c.leaseDurationMs > c.renewDeadlineMs))
+    p.push("leaseDuration must be longer than renewDeadline");
   return p;
 }

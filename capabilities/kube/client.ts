@@ -28,13 +28,21 @@ export function kubeClient(kc: KubeConfig = loadDefault()): KubeClient {
   if (!cluster) throw new Error("no current cluster in the kubeconfig");
   const base = new URL(cluster.server);
   return {
-    async request<T>(method: string, path: string, body?: unknown, contentType = "application/json"): Promise<T> {
+    async request<T>(
+      method: string,
+      path: string,
+      body?: unknown,
+      contentType = "application/json",
+    ): Promise<T> {
       const opts: RequestOptions = {
         method,
         hostname: base.hostname.replace(/^\[|\]$/g, ""),
         port: base.port || 443,
         path,
-        headers: { Accept: "application/json", ...(body !== undefined ? { "Content-Type": contentType } : {}) },
+        headers: {
+          Accept: "application/json",
+          ...(body !== undefined ? { "Content-Type": contentType } : {}),
+        },
         timeout: 30_000,
       };
       await kc.applyToHTTPSOptions(opts);
@@ -70,4 +78,5 @@ function loadDefault(): KubeConfig {
   return kc;
 }
 
-export const statusOf = (e: unknown): number | undefined => (e as { status?: number } | null)?.status;
+export const statusOf = (e: unknown): number | undefined =>
+  (e as { status?: number } | null)?.status;

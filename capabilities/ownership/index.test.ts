@@ -45,7 +45,12 @@ describe("cached", () => {
   it("reuses an answer within the TTL and asks again after it", async () => {
     let t = 0;
     let calls = 0;
-    const f = cached(async (k: string) => `${k}${++calls}`, 100, k => k, () => t);
+    const f = cached(
+      async (k: string) => `${k}${++calls}`,
+      100,
+      k => k,
+      () => t,
+    );
     expect(await f("a")).toBe("a1");
     t = 99;
     expect(await f("a")).toBe("a1");
@@ -55,14 +60,11 @@ describe("cached", () => {
   });
   it("does not remember failures", async () => {
     let calls = 0;
-    const f = cached(
-      async () => {
-        calls++;
-        if (calls === 1) throw new Error("boom");
-        return "ok";
-      },
-      1000,
-    );
+    const f = cached(async () => {
+      calls++;
+      if (calls === 1) throw new Error("boom");
+      return "ok";
+    }, 1000);
     await expect(f("k")).rejects.toThrow("boom");
     await new Promise(r => setImmediate(r));
     expect(await f("k")).toBe("ok");

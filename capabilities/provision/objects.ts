@@ -11,7 +11,15 @@ import {
   proxyContainer,
   proxyVolumes,
 } from "../proxies";
-import { COMPONENT_LABEL, GATEWAY_NAME_LABEL, MANAGED_BY, MANAGED_BY_LABEL, ProxyNames, podSelector, proxyNames } from "./names";
+import {
+  COMPONENT_LABEL,
+  GATEWAY_NAME_LABEL,
+  MANAGED_BY,
+  MANAGED_BY_LABEL,
+  ProxyNames,
+  podSelector,
+  proxyNames,
+} from "./names";
 import { ProxySettings } from "./settings";
 
 export interface GatewayRef {
@@ -74,11 +82,20 @@ function meta(gw: GatewayRef, name: string, component: string) {
 
 /** Distinct data-plane ports of the listeners, sorted: one Service port each. */
 export function servicePorts(listeners: GatewayRef["listeners"]) {
-  const seen = new Map<string, { name: string; port: number; protocol: "TCP" | "UDP"; targetPort: number }>();
+  const seen = new Map<
+    string,
+    { name: string; port: number; protocol: "TCP" | "UDP"; targetPort: number }
+  >();
   for (const l of listeners) {
     const protocol = l.protocol === "UDP" ? "UDP" : "TCP";
     const key = `${protocol}/${l.port}`;
-    if (!seen.has(key)) seen.set(key, { name: `${protocol.toLowerCase()}-${l.port}`, port: l.port, protocol, targetPort: l.port });
+    if (!seen.has(key))
+      seen.set(key, {
+        name: `${protocol.toLowerCase()}-${l.port}`,
+        port: l.port,
+        protocol,
+        targetPort: l.port,
+      });
   }
   return [...seen.values()].sort((a, b) => a.port - b.port || a.protocol.localeCompare(b.protocol));
 }
@@ -103,7 +120,11 @@ export function bootstrapConfigMap(gw: GatewayRef, bootstrap: CaddyConfig): Kube
 }
 
 /** The proxies' workload: a Deployment (default) or a DaemonSet, as the settings say. */
-export function proxyWorkload(gw: GatewayRef, s: ProxySettings, names: ProxyNames = proxyNames(gw.name)): KubeManifest {
+export function proxyWorkload(
+  gw: GatewayRef,
+  s: ProxySettings,
+  names: ProxyNames = proxyNames(gw.name),
+): KubeManifest {
   const selector = podSelector(gw.name);
   const container = proxyContainer({ image: s.image, command: s.command });
   const podSpec = {
@@ -113,7 +134,13 @@ export function proxyWorkload(gw: GatewayRef, s: ProxySettings, names: ProxyName
     affinity: s.affinity ?? {
       podAntiAffinity: {
         preferredDuringSchedulingIgnoredDuringExecution: [
-          { weight: 100, podAffinityTerm: { topologyKey: "kubernetes.io/hostname", labelSelector: { matchLabels: selector } } },
+          {
+            weight: 100,
+            podAffinityTerm: {
+              topologyKey: "kubernetes.io/hostname",
+              labelSelector: { matchLabels: selector },
+            },
+          },
         ],
       },
     },
@@ -123,11 +150,19 @@ export function proxyWorkload(gw: GatewayRef, s: ProxySettings, names: ProxyName
       {
         ...container,
         ports: [
-          ...servicePorts(gw.listeners).map(p => ({ name: p.name, containerPort: p.port, protocol: p.protocol })),
+          ...servicePorts(gw.listeners).map(p => ({
+            name: p.name,
+            containerPort: p.port,
+            protocol: p.protocol,
+          })),
           ...(container.ports ?? []),
         ],
         ...(s.resources ? { resources: { ...s.resources } } : {}),
-        livenessProbe: { tcpSocket: { port: DEFAULT_MANAGEMENT_PORT }, periodSeconds: 10, failureThreshold: 3 },
+        livenessProbe: {
+          tcpSocket: { port: DEFAULT_MANAGEMENT_PORT },
+          periodSeconds: 10,
+          failureThreshold: 3,
+        },
       },
     ],
     volumes: proxyVolumes(gw.name),
@@ -135,7 +170,9 @@ export function proxyWorkload(gw: GatewayRef, s: ProxySettings, names: ProxyName
   const template = {
     metadata: {
       labels: { ...(gw.infrastructure?.labels ?? {}), ...selector },
-      ...(gw.infrastructure?.annotations ? { annotations: { ...gw.infrastructure.annotations } } : {}),
+      ...(gw.infrastructure?.annotations
+        ? { annotations: { ...gw.infrastructure.annotations } }
+        : {}),
     },
     spec: podSpec,
   };
@@ -146,18 +183,31 @@ export function proxyWorkload(gw: GatewayRef, s: ProxySettings, names: ProxyName
         apiVersion: "apps/v1",
         kind: "DaemonSet",
         metadata: meta(gw, names.proxy, "proxy"),
-        spec: { selector: { matchLabels: selector }, updateStrategy: { type: "RollingUpdate", rollingUpdate }, template },
+        spec: {
+          selector: { matchLabels: selector },
+          updateStrategy: { type: "RollingUpdate", rollingUpdate },
+          template,
+        },
       }
     : {
         apiVersion: "apps/v1",
         kind: "Deployment",
         metadata: meta(gw, names.proxy, "proxy"),
-        spec: { replicas: s.replicas, selector: { matchLabels: selector }, strategy: { type: "RollingUpdate", rollingUpdate }, template },
+        spec: {
+          replicas: s.replicas,
+          selector: { matchLabels: selector },
+          strategy: { type: "RollingUpdate", rollingUpdate },
+          template,
+        },
       };
 }
 
 /** The data-plane Service: the Gateway's address comes from its load balancer. */
-export function proxyService(gw: GatewayRef, s: ProxySettings, names: ProxyNames = proxyNames(gw.name)): KubeManifest {
+export function proxyService(
+  gw: GatewayRef,
+  s: ProxySettings,
+  names: ProxyNames = proxyNames(gw.name),
+): KubeManifest {
   const ports = servicePorts(gw.listeners);
   const m = meta(gw, names.proxy, "proxy");
   const annotations = { ...(m.annotations ?? {}), ...(s.service.annotations ?? {}) };
@@ -170,14 +220,21 @@ export function proxyService(gw: GatewayRef, s: ProxySettings, names: ProxyNames
       selector: podSelector(gw.name),
       // A Service needs a port; a Gateway without listeners keeps a placeholder.
       ports: ports.length ? ports : [{ name: "none", port: 1, protocol: "TCP", targetPort: 1 }],
-      ...(s.serviceType === "ClusterIP" ? {} : { externalTrafficPolicy: s.service.externalTrafficPolicy ?? "Cluster" }),
-      ...(s.serviceType === "LoadBalancer" && s.service.loadBalancerClass ? { loadBalancerClass: s.service.loadBalancerClass } : {}),
+      ...(s.serviceType === "ClusterIP"
+        ? {}
+        : { externalTrafficPolicy: s.service.externalTrafficPolicy ?? "Cluster" }),
+      ...(s.serviceType === "LoadBalancer" && s.service.loadBalancerClass
+        ? { loadBalancerClass: s.service.loadBalancerClass }
+        : {}),
     },
   };
 }
 
 /** Headless admin Service: its EndpointSlices list every proxy pod, programmed or not. */
-export function adminService(gw: GatewayRef, names: ProxyNames = proxyNames(gw.name)): KubeManifest {
+export function adminService(
+  gw: GatewayRef,
+  names: ProxyNames = proxyNames(gw.name),
+): KubeManifest {
   return {
     apiVersion: "v1",
     kind: "Service",
@@ -186,7 +243,14 @@ export function adminService(gw: GatewayRef, names: ProxyNames = proxyNames(gw.n
       clusterIP: "None",
       publishNotReadyAddresses: true,
       selector: podSelector(gw.name),
-      ports: [{ name: "admin", port: DEFAULT_MANAGEMENT_PORT, protocol: "TCP", targetPort: DEFAULT_MANAGEMENT_PORT }],
+      ports: [
+        {
+          name: "admin",
+          port: DEFAULT_MANAGEMENT_PORT,
+          protocol: "TCP",
+          targetPort: DEFAULT_MANAGEMENT_PORT,
+        },
+      ],
     },
   };
 }

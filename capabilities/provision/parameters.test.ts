@@ -7,16 +7,30 @@ const params = (namespace: string, name: string, spec: object) => ({
   metadata: { namespace, name },
   spec,
 });
-const ref = (name: string, namespace?: string) => ({ group: "gateway.kengine.io", kind: "KengineParameters", name, namespace });
+const ref = (name: string, namespace?: string) => ({
+  group: "gateway.kengine.io",
+  kind: "KengineParameters",
+  name,
+  namespace,
+});
 
 describe("resolveSettings", () => {
   const snapshot = snapshotOf([
-    params("infra", "class-defaults", { proxy: { replicas: 3, image: "example/kengine:1" }, service: { type: "NodePort", annotations: { a: "1" } } }),
-    params("apps", "mine", { proxy: { replicas: 5, kind: "DaemonSet" }, service: { annotations: { b: "2" } } }),
+    params("infra", "class-defaults", {
+      proxy: { replicas: 3, image: "example/kengine:1" },
+      service: { type: "NodePort", annotations: { a: "1" } },
+    }),
+    params("apps", "mine", {
+      proxy: { replicas: 5, kind: "DaemonSet" },
+      service: { annotations: { b: "2" } },
+    }),
   ] as never);
 
   it("uses the defaults without references", () => {
-    expect(resolveSettings(snapshot, { spec: {} }, { metadata: { namespace: "apps" } })).toEqual({ settings: DEFAULT_PROXY_SETTINGS, problems: [] });
+    expect(resolveSettings(snapshot, { spec: {} }, { metadata: { namespace: "apps" } })).toEqual({
+      settings: DEFAULT_PROXY_SETTINGS,
+      problems: [],
+    });
   });
 
   it("layers class parameters, then the Gateway's, field by field", () => {
@@ -40,7 +54,10 @@ describe("resolveSettings", () => {
     const r = resolveSettings(
       snapshot,
       { spec: { parametersRef: { group: "", kind: "ConfigMap", name: "x", namespace: "infra" } } },
-      { metadata: { namespace: "apps" }, spec: { infrastructure: { parametersRef: ref("missing") } } },
+      {
+        metadata: { namespace: "apps" },
+        spec: { infrastructure: { parametersRef: ref("missing") } },
+      },
     );
     expect(r.settings).toEqual(DEFAULT_PROXY_SETTINGS);
     expect(r.problems).toEqual([

@@ -17,8 +17,22 @@ interface Ref {
 }
 
 interface ParametersSpec {
-  readonly proxy?: Partial<Pick<ProxySettings, "kind" | "replicas" | "image" | "command" | "resources" | "nodeSelector" | "tolerations" | "affinity">>;
-  readonly service?: Partial<ProxySettings["service"]> & { readonly type?: ProxySettings["serviceType"] };
+  readonly proxy?: Partial<
+    Pick<
+      ProxySettings,
+      | "kind"
+      | "replicas"
+      | "image"
+      | "command"
+      | "resources"
+      | "nodeSelector"
+      | "tolerations"
+      | "affinity"
+    >
+  >;
+  readonly service?: Partial<ProxySettings["service"]> & {
+    readonly type?: ProxySettings["serviceType"];
+  };
 }
 
 export interface ResolvedSettings {
@@ -28,17 +42,32 @@ export interface ResolvedSettings {
 }
 
 /** Why a parametersRef does not resolve to usable KengineParameters (undefined: it does, or there is none). */
-export function parametersRefProblem(snapshot: Snapshot, ref: Ref | undefined, namespace: string | undefined, where: string): string | undefined {
+export function parametersRefProblem(
+  snapshot: Snapshot,
+  ref: Ref | undefined,
+  namespace: string | undefined,
+  where: string,
+): string | undefined {
   return lookup(snapshot, ref, namespace, where).problem;
 }
 
-function lookup(snapshot: Snapshot, ref: Ref | undefined, namespace: string | undefined, where: string): { spec?: ParametersSpec; problem?: string } {
+function lookup(
+  snapshot: Snapshot,
+  ref: Ref | undefined,
+  namespace: string | undefined,
+  where: string,
+): { spec?: ParametersSpec; problem?: string } {
   if (!ref) return {};
   if (ref.group !== PARAMETERS_GROUP || ref.kind !== PARAMETERS_KIND) {
-    return { problem: `${where}: ${ref.group || "core"}/${ref.kind} is not supported (use ${PARAMETERS_GROUP}/${PARAMETERS_KIND})` };
+    return {
+      problem: `${where}: ${ref.group || "core"}/${ref.kind} is not supported (use ${PARAMETERS_GROUP}/${PARAMETERS_KIND})`,
+    };
   }
-  if (!namespace) return { problem: `${where}: ${PARAMETERS_KIND} is namespaced; set parametersRef.namespace` };
-  const obj = snapshot.objects.KengineParameters.get(`${namespace}/${ref.name}`) as (KubeObject & { spec?: ParametersSpec }) | undefined;
+  if (!namespace)
+    return { problem: `${where}: ${PARAMETERS_KIND} is namespaced; set parametersRef.namespace` };
+  const obj = snapshot.objects.KengineParameters.get(`${namespace}/${ref.name}`) as
+    | (KubeObject & { spec?: ParametersSpec })
+    | undefined;
   if (!obj) return { problem: `${where}: ${PARAMETERS_KIND} ${namespace}/${ref.name} not found` };
   return { spec: obj.spec ?? {} };
 }
@@ -49,20 +78,33 @@ const merge = (base: ProxySettings, p: ParametersSpec | undefined): ProxySetting
         ...base,
         ...Object.fromEntries(Object.entries(p.proxy ?? {}).filter(([, v]) => v !== undefined)),
         serviceType: p.service?.type ?? base.serviceType,
-        service: { ...base.service, ...Object.fromEntries(Object.entries(p.service ?? {}).filter(([k, v]) => k !== "type" && v !== undefined)) },
+        service: {
+          ...base.service,
+          ...Object.fromEntries(
+            Object.entries(p.service ?? {}).filter(([k, v]) => k !== "type" && v !== undefined),
+          ),
+        },
       }
     : base;
 
 export function resolveSettings(
   snapshot: Snapshot,
   gatewayClass: { readonly spec?: { readonly parametersRef?: Ref } } | undefined,
-  gateway: { readonly metadata: { readonly namespace?: string }; readonly spec?: { readonly infrastructure?: { readonly parametersRef?: Ref } } },
+  gateway: {
+    readonly metadata: { readonly namespace?: string };
+    readonly spec?: { readonly infrastructure?: { readonly parametersRef?: Ref } };
+  },
   defaults: ProxySettings = DEFAULT_PROXY_SETTINGS,
 ): ResolvedSettings {
   const classRef = gatewayClass?.spec?.parametersRef;
   const gwRef = gateway.spec?.infrastructure?.parametersRef;
   const fromClass = lookup(snapshot, classRef, classRef?.namespace, "GatewayClass parametersRef");
-  const fromGateway = lookup(snapshot, gwRef, gateway.metadata.namespace, "Gateway infrastructure.parametersRef");
+  const fromGateway = lookup(
+    snapshot,
+    gwRef,
+    gateway.metadata.namespace,
+    "Gateway infrastructure.parametersRef",
+  );
   return {
     settings: merge(merge(defaults, fromClass.spec), fromGateway.spec),
     problems: [fromClass.problem, fromGateway.problem].filter((p): p is string => p !== undefined),

@@ -337,8 +337,14 @@ describe("Fleet with adoptRunning (a new leader)", () => {
       onEvent: e => events.push(e),
     });
     const [a, b] = [endpoint(1), endpoint(2)];
-    agent.get(originOf(a)).intercept({ path: markerPath(v1.hash), method: "GET" }).reply(200, '"x"');
-    agent.get(originOf(b)).intercept({ path: markerPath(v1.hash), method: "GET" }).reply(404, "{}");
+    agent
+      .get(originOf(a))
+      .intercept({ path: markerPath(v1.hash), method: "GET" })
+      .reply(200, '"x"');
+    agent
+      .get(originOf(b))
+      .intercept({ path: markerPath(v1.hash), method: "GET" })
+      .reply(404, "{}");
     acceptLoad(b);
     adopting.update([a, b].map(e => ({ endpoint: e, config: v1 })));
     await adopting.settled();

@@ -34,14 +34,22 @@ async function readAuthority(kube: KubeClient, namespace: string): Promise<Autho
   }
   const cert = secret.data?.["tls.crt"];
   const key = secret.data?.["tls.key"];
-  if (!cert || !key) throw new Error(`Secret ${namespace}/${CA_SECRET_NAME} lacks tls.crt or tls.key`);
-  const loaded = loadAuthority(Buffer.from(cert, "base64").toString("utf8"), Buffer.from(key, "base64").toString("utf8"));
+  if (!cert || !key)
+    throw new Error(`Secret ${namespace}/${CA_SECRET_NAME} lacks tls.crt or tls.key`);
+  const loaded = loadAuthority(
+    Buffer.from(cert, "base64").toString("utf8"),
+    Buffer.from(key, "base64").toString("utf8"),
+  );
   if (!loaded.ok) throw new Error(`Secret ${namespace}/${CA_SECRET_NAME}: ${loaded.error}`);
   return loaded.value;
 }
 
 /** Reads the CA from its Secret, creating both if missing. */
-export async function ensureAuthority(kube: KubeClient, namespace: string, now = new Date()): Promise<Authority> {
+export async function ensureAuthority(
+  kube: KubeClient,
+  namespace: string,
+  now = new Date(),
+): Promise<Authority> {
   const existing = await readAuthority(kube, namespace);
   if (existing) return existing;
   const created = createAuthority({
@@ -56,7 +64,11 @@ export async function ensureAuthority(kube: KubeClient, namespace: string, now =
     await kube.request("POST", secretPath(namespace), {
       apiVersion: "v1",
       kind: "Secret",
-      metadata: { name: CA_SECRET_NAME, namespace, labels: { "app.kubernetes.io/managed-by": "kengine-gateway" } },
+      metadata: {
+        name: CA_SECRET_NAME,
+        namespace,
+        labels: { "app.kubernetes.io/managed-by": "kengine-gateway" },
+      },
       type: "kubernetes.io/tls",
       stringData: { "tls.crt": ca.certificatePem, "tls.key": ca.privateKey.reveal() },
     });
@@ -64,19 +76,31 @@ export async function ensureAuthority(kube: KubeClient, namespace: string, now =
   } catch (e) {
     if (statusOf(e) !== 409) throw e;
     const theirs = await readAuthority(kube, namespace);
-    if (!theirs) throw new Error(`Secret ${namespace}/${CA_SECRET_NAME} vanished while creating it`, { cause: e });
+    if (!theirs)
+      throw new Error(`Secret ${namespace}/${CA_SECRET_NAME} vanished while creating it`, {
+        cause: e,
+      });
     return theirs;
   }
 }
 
 /** This replica's client identity for the admin channel (valid 30 days; re-issued on restart). */
-export function clientCredentials(ca: Authority, identity: string, now = new Date()): ClientCredentials {
+export function clientCredentials(
+  ca: Authority,
+  identity: string,
+  now = new Date(),
+): ClientCredentials {
   const issued = issueClientCertificate(ca, {
     commonName: `kengine-gateway controller ${identity}`.slice(0, 64),
     keys: generateKeyPair(),
     notBefore: new Date(now.getTime() - CLOCK_SKEW_MS),
     lifetimeDays: 30,
   });
-  if (!issued.ok) throw new Error(`cannot issue the controller's client certificate: ${issued.error}`);
-  return { caPem: ca.certificatePem, certificatePem: issued.value.certificatePem, privateKey: issued.value.privateKey };
+  if (!issued.ok)
+    throw new Error(`cannot issue the controller's client certificate: ${issued.error}`);
+  return {
+    caPem: ca.certificatePem,
+    certificatePem: issued.value.certificatePem,
+    privateKey: issued.value.privateKey,
+  };
 }

@@ -23,7 +23,12 @@ export const LIST_PATHS: Readonly<Record<Kind, string>> = {
 };
 
 /** The API path of a namespaced object we provision (server-side apply target). */
-export function objectPath(apiVersion: string, kind: string, namespace: string, name: string): string {
+export function objectPath(
+  apiVersion: string,
+  kind: string,
+  namespace: string,
+  name: string,
+): string {
   const plural = `${kind.toLowerCase()}s`; // Secret, Service, Deployment, ConfigMap: regular plurals
   const base = apiVersion.includes("/") ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
   return `${base}/namespaces/${encodeURIComponent(namespace)}/${plural}/${encodeURIComponent(name)}`;

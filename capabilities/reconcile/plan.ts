@@ -48,18 +48,32 @@ export interface GatewayPlan {
   readonly manifests: readonly KubeManifest[];
   readonly targets: readonly Target[];
   /** The proxy pods found (also when no config could be made). */
-  readonly proxies: readonly { readonly name: string; readonly pod: string; readonly uid?: string; readonly address: string }[];
+  readonly proxies: readonly {
+    readonly name: string;
+    readonly pod: string;
+    readonly uid?: string;
+    readonly address: string;
+  }[];
   readonly desiredHash: string | undefined;
   readonly configProblem: string | undefined;
   readonly addresses: readonly GatewayAddress[];
   readonly serviceExists: boolean;
   /** Objects of ours that must not exist any more (e.g. the Deployment after a switch to DaemonSet). */
-  readonly stale: readonly { readonly apiVersion: string; readonly kind: string; readonly namespace: string; readonly name: string }[];
+  readonly stale: readonly {
+    readonly apiVersion: string;
+    readonly kind: string;
+    readonly namespace: string;
+    readonly name: string;
+  }[];
   /** Parameters references that did not resolve (the defaults were used instead). */
   readonly settingsProblems: readonly string[];
 }
 
-export type IssueServing = (ca: Authority, dnsNames: readonly string[], now: Date) => ManagementSecretData;
+export type IssueServing = (
+  ca: Authority,
+  dnsNames: readonly string[],
+  now: Date,
+) => ManagementSecretData;
 
 export const issueServing: IssueServing = (ca, dnsNames, now) => {
   const issued = issueServerCertificate(ca, {
@@ -70,14 +84,22 @@ export const issueServing: IssueServing = (ca, dnsNames, now) => {
     lifetimeDays: LEAF_LIFETIME_DAYS,
   });
   if (!issued.ok) throw new Error(`cannot issue the proxies' serving certificate: ${issued.error}`);
-  return { "tls.crt": issued.value.certificatePem, "tls.key": issued.value.privateKey.reveal(), "ca.crt": ca.certificatePem };
+  return {
+    "tls.crt": issued.value.certificatePem,
+    "tls.key": issued.value.privateKey.reveal(),
+    "ca.crt": ca.certificatePem,
+  };
 };
 
 interface GatewayObject extends KubeObject {
   readonly spec: {
     readonly listeners?: readonly { readonly port: number; readonly protocol: string }[];
     readonly infrastructure?: GatewayRef["infrastructure"] & {
-      readonly parametersRef?: { readonly group?: string; readonly kind?: string; readonly name?: string };
+      readonly parametersRef?: {
+        readonly group?: string;
+        readonly kind?: string;
+        readonly name?: string;
+      };
     };
   };
 }
@@ -91,7 +113,8 @@ interface EndpointSliceObject extends KubeObject {
   }[];
 }
 
-const decode = (b64: string | undefined) => (b64 === undefined ? undefined : Buffer.from(b64, "base64").toString("utf8"));
+const decode = (b64: string | undefined) =>
+  b64 === undefined ? undefined : Buffer.from(b64, "base64").toString("utf8");
 
 /** The serving certificate already in the cluster (or made earlier), if it is still good. */
 function reusableServing(
@@ -99,11 +122,13 @@ function reusableServing(
   ca: Authority,
   now: Date,
 ): ManagementSecretData | undefined {
-  if (!stored?.["tls.crt"] || !stored["tls.key"] || stored["ca.crt"] !== ca.certificatePem) return undefined;
+  if (!stored?.["tls.crt"] || !stored["tls.key"] || stored["ca.crt"] !== ca.certificatePem)
+    return undefined;
   try {
     const cert = new X509Certificate(stored["tls.crt"]);
     if (!cert.verify(createPublicKey(ca.signingKey))) return undefined;
-    if (renewalDue({ notBefore: new Date(cert.validFrom), notAfter: new Date(cert.validTo) }, now)) return undefined;
+    if (renewalDue({ notBefore: new Date(cert.validFrom), notAfter: new Date(cert.validTo) }, now))
+      return undefined;
     return stored;
   } catch {
     return undefined;
@@ -111,12 +136,20 @@ function reusableServing(
 }
 
 /** The management TLS data stored in the cluster for a Gateway (decoded), if any. */
-export function storedServing(snapshot: Snapshot, namespace: string, gatewayName: string): ManagementSecretData | undefined {
+export function storedServing(
+  snapshot: Snapshot,
+  namespace: string,
+  gatewayName: string,
+): ManagementSecretData | undefined {
   const s = snapshot.objects.Secret.get(`${namespace}/${managementSecretName(gatewayName)}`) as
     | (KubeObject & { data?: Record<string, string> })
     | undefined;
   if (!s?.data) return undefined;
-  const [crt, key, ca] = [decode(s.data["tls.crt"]), decode(s.data["tls.key"]), decode(s.data["ca.crt"])];
+  const [crt, key, ca] = [
+    decode(s.data["tls.crt"]),
+    decode(s.data["tls.key"]),
+    decode(s.data["ca.crt"]),
+  ];
   return crt && key && ca ? { "tls.crt": crt, "tls.key": key, "ca.crt": ca } : undefined;
 }
 
@@ -150,7 +183,9 @@ export interface PlanInput {
   readonly issue?: IssueServing;
 }
 
-export function planGateway(input: PlanInput): GatewayPlan & { readonly serving: ManagementSecretData } {
+export function planGateway(
+  input: PlanInput,
+): GatewayPlan & { readonly serving: ManagementSecretData } {
   const { ir, snapshot, ca, now } = input;
   const key = `${ir.namespace}/${ir.name}`;
   const gw = snapshot.objects.Gateway.get(key) as GatewayObject | undefined;
@@ -163,7 +198,12 @@ export function planGateway(input: PlanInput): GatewayPlan & { readonly serving:
     infrastructure: gw?.spec.infrastructure,
   };
   const gatewayClass = snapshot.objects.GatewayClass.get(ir.gatewayClassName);
-  const { settings, problems: settingsProblems } = resolveSettings(snapshot, gatewayClass, gw ?? { metadata: {} }, input.defaults);
+  const { settings, problems: settingsProblems } = resolveSettings(
+    snapshot,
+    gatewayClass,
+    gw ?? { metadata: {} },
+    input.defaults,
+  );
   const spec: ManagementSpec = podManagementSpec(ca.certificatePem);
   const serving =
     reusableServing(storedServing(snapshot, ir.namespace, ir.name), ca, now) ??
@@ -205,12 +245,26 @@ export function planGateway(input: PlanInput): GatewayPlan & { readonly serving:
     key,
     manifests,
     targets,
-    proxies: endpoints.map(e => ({ name: `${ir.namespace}/${e.pod}`, pod: e.pod, uid: e.uid, address: `${e.address}:${e.port}` })),
+    proxies: endpoints.map(e => ({
+      name: `${ir.namespace}/${e.pod}`,
+      pod: e.pod,
+      uid: e.uid,
+      address: `${e.address}:${e.port}`,
+    })),
     desiredHash: sealed.ok ? sealed.value.hash : undefined,
-    configProblem: sealed.ok ? undefined : `the proxy configuration is not safe to load: ${sealed.error.join("; ")}`,
+    configProblem: sealed.ok
+      ? undefined
+      : `the proxy configuration is not safe to load: ${sealed.error.join("; ")}`,
     addresses: serviceAddresses(svc as Parameters<typeof serviceAddresses>[0]),
     serviceExists: svc !== undefined,
-    stale: [{ apiVersion: "apps/v1", kind: settings.kind === "DaemonSet" ? "Deployment" : "DaemonSet", namespace: ir.namespace, name: names.proxy }],
+    stale: [
+      {
+        apiVersion: "apps/v1",
+        kind: settings.kind === "DaemonSet" ? "Deployment" : "DaemonSet",
+        namespace: ir.namespace,
+        name: names.proxy,
+      },
+    ],
     settingsProblems,
     serving,
   };

@@ -8,7 +8,11 @@ import type { GatewayAddress } from "../status";
 
 interface ServiceLike {
   readonly spec?: { readonly type?: string; readonly clusterIP?: string };
-  readonly status?: { readonly loadBalancer?: { readonly ingress?: readonly { readonly ip?: string; readonly hostname?: string }[] } };
+  readonly status?: {
+    readonly loadBalancer?: {
+      readonly ingress?: readonly { readonly ip?: string; readonly hostname?: string }[];
+    };
+  };
 }
 
 /** Addresses of the proxies' Service: load-balancer ingress, or the cluster IP for ClusterIP. */
@@ -16,10 +20,16 @@ export function serviceAddresses(svc: ServiceLike | undefined): GatewayAddress[]
   if (!svc) return [];
   const ingress = svc.status?.loadBalancer?.ingress ?? [];
   const fromLb = ingress.flatMap(i =>
-    i.ip ? [{ type: "IPAddress", value: i.ip }] : i.hostname ? [{ type: "Hostname", value: i.hostname }] : [],
+    i.ip
+      ? [{ type: "IPAddress", value: i.ip }]
+      : i.hostname
+        ? [{ type: "Hostname", value: i.hostname }]
+        : [],
   );
   if (fromLb.length || svc.spec?.type === "LoadBalancer") return fromLb;
-  return svc.spec?.clusterIP && svc.spec.clusterIP !== "None" ? [{ type: "IPAddress", value: svc.spec.clusterIP }] : [];
+  return svc.spec?.clusterIP && svc.spec.clusterIP !== "None"
+    ? [{ type: "IPAddress", value: svc.spec.clusterIP }]
+    : [];
 }
 
 export interface FleetView {
@@ -35,7 +45,12 @@ export interface FleetView {
   readonly stored?: Condition;
 }
 
-const programmed = (ok: boolean, reason: string, message: string, generation?: number): Condition => ({
+const programmed = (
+  ok: boolean,
+  reason: string,
+  message: string,
+  generation?: number,
+): Condition => ({
   type: "Programmed",
   status: ok ? "True" : "False",
   reason,
@@ -52,21 +67,48 @@ export function programmedCondition(
 ): Condition {
   if (translated && translated.status === "False") return translated;
   if (view.configProblem) return programmed(false, "Invalid", view.configProblem, generation);
-  if (!view.serviceExists) return programmed(false, "AddressNotAssigned", "the proxies' Service does not exist (yet)", generation);
-  if (addresses.length === 0) return programmed(false, "AddressNotAssigned", "waiting for the proxies' Service to get an address", generation);
+  if (!view.serviceExists)
+    return programmed(
+      false,
+      "AddressNotAssigned",
+      "the proxies' Service does not exist (yet)",
+      generation,
+    );
+  if (addresses.length === 0)
+    return programmed(
+      false,
+      "AddressNotAssigned",
+      "waiting for the proxies' Service to get an address",
+      generation,
+    );
   const total = view.proxies.length;
-  const unknown = total > 0 && view.proxies.every(p => p.phase === "Pending" && p.applied === undefined);
+  const unknown =
+    total > 0 && view.proxies.every(p => p.phase === "Pending" && p.applied === undefined);
   if (unknown && view.stored) return view.stored;
-  const current = view.proxies.filter(p => p.phase === "Programmed" && p.hash === view.desiredHash).length;
+  const current = view.proxies.filter(
+    p => p.phase === "Programmed" && p.hash === view.desiredHash,
+  ).length;
   if (total === 0) return programmed(false, "Pending", "no proxy pods are running yet", generation);
   if (current === 0) {
     const failed = view.proxies.find(p => p.phase === "Failed");
     const why = failed && failed.phase === "Failed" ? `: ${failed.message}` : "";
-    return programmed(false, "Pending", `0/${total} proxies run the current configuration${why}`, generation);
+    return programmed(
+      false,
+      "Pending",
+      `0/${total} proxies run the current configuration${why}`,
+      generation,
+    );
   }
   const failing = view.proxies.filter(p => p.phase === "Failed");
-  const named = failing.length ? `; failing: ${failing.map(f => (f.phase === "Failed" ? f.message : "")).join("; ")}` : "";
-  return programmed(true, "Programmed", `${current}/${total} proxies run the current configuration${named}`, generation);
+  const named = failing.length
+    ? `; failing: ${failing.map(f => (f.phase === "Failed" ? f.message : "")).join("; ")}`
+    : "";
+  return programmed(
+    true,
+    "Programmed",
+    `${current}/${total} proxies run the current configuration${named}`,
+    generation,
+  );
 }
 
 /** The Gateway's status result with Programmed (Gateway and listeners) decided by the fleet. */
@@ -77,7 +119,12 @@ export function withFleet(
   generation?: number,
 ): GatewayStatusResult {
   const translated = result.conditions.find(c => c.type === "Programmed");
-  const gw = programmedCondition(translated, view, addresses, generation ?? translated?.observedGeneration);
+  const gw = programmedCondition(
+    translated,
+    view,
+    addresses,
+    generation ?? translated?.observedGeneration,
+  );
   const conditions = [...result.conditions.filter(c => c.type !== "Programmed"), gw];
   const listeners = result.listeners.map(l => {
     const lp = l.conditions.find(c => c.type === "Programmed");
@@ -86,7 +133,9 @@ export function withFleet(
       ...l,
       // Listeners have no AddressNotAssigned reason: they are Pending until the Gateway is programmed.
       conditions: l.conditions.map(c =>
-        c.type === "Programmed" ? { ...gw, reason: "Pending", observedGeneration: lp.observedGeneration } : c,
+        c.type === "Programmed"
+          ? { ...gw, reason: "Pending", observedGeneration: lp.observedGeneration }
+          : c,
       ),
     };
   });

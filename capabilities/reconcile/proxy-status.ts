@@ -30,7 +30,9 @@ export function kengineProxyObject(r: ProxyRecord) {
       name: r.pod,
       namespace: r.namespace,
       labels: { [GATEWAY_NAME_LABEL]: r.gateway, [MANAGED_BY_LABEL]: MANAGED_BY },
-      ...(r.podUid ? { ownerReferences: [{ apiVersion: "v1", kind: "Pod", name: r.pod, uid: r.podUid }] } : {}),
+      ...(r.podUid
+        ? { ownerReferences: [{ apiVersion: "v1", kind: "Pod", name: r.pod, uid: r.podUid }] }
+        : {}),
     },
     spec: { gateway: r.gateway, pod: r.pod, address: r.address },
   };
@@ -42,12 +44,25 @@ export interface KengineProxyStatus {
   readonly lastSyncTime?: string;
   readonly lastError: string;
   readonly attempts: number;
-  readonly channel: { readonly state: "Verified" | "Unreachable" | "Unknown"; readonly serverCertificateNotAfter?: string };
-  readonly conditions: readonly { type: "Synced"; status: "True" | "False" | "Unknown"; reason: string; message: string; lastTransitionTime: string }[];
+  readonly channel: {
+    readonly state: "Verified" | "Unreachable" | "Unknown";
+    readonly serverCertificateNotAfter?: string;
+  };
+  readonly conditions: readonly {
+    type: "Synced";
+    status: "True" | "False" | "Unknown";
+    reason: string;
+    message: string;
+    lastTransitionTime: string;
+  }[];
 }
 
 /** The status to store; lastTransitionTime of Synced moves only when its status changes. */
-export function kengineProxyStatus(r: ProxyRecord, previous: KengineProxyStatus | undefined, now: Date): KengineProxyStatus {
+export function kengineProxyStatus(
+  r: ProxyRecord,
+  previous: KengineProxyStatus | undefined,
+  now: Date,
+): KengineProxyStatus {
   const s = r.state;
   let synced: { status: "True" | "False" | "Unknown"; reason: string; message: string };
   let applied: string | undefined;
@@ -55,19 +70,29 @@ export function kengineProxyStatus(r: ProxyRecord, previous: KengineProxyStatus 
   let lastError = "";
   let attempts = 0;
   let channel: KengineProxyStatus["channel"]["state"] = "Unknown";
-  if (!s) synced = { status: "Unknown", reason: "NotTracked", message: "the controller does not push to this proxy (not leader, or no config)" };
+  if (!s)
+    synced = {
+      status: "Unknown",
+      reason: "NotTracked",
+      message: "the controller does not push to this proxy (not leader, or no config)",
+    };
   else if (s.phase === "Programmed") {
     applied = s.hash;
     lastSync = s.at;
     channel = "Verified";
-    synced = s.hash === s.desiredHash
-      ? { status: "True", reason: "Synced", message: "runs the current configuration" }
-      : { status: "False", reason: "Pending", message: "a newer configuration is being pushed" };
+    synced =
+      s.hash === s.desiredHash
+        ? { status: "True", reason: "Synced", message: "runs the current configuration" }
+        : { status: "False", reason: "Pending", message: "a newer configuration is being pushed" };
   } else if (s.phase === "Pending") {
     applied = s.applied?.hash;
     lastSync = s.applied?.at;
     channel = s.applied ? "Verified" : "Unknown";
-    synced = { status: "False", reason: "Pending", message: "the current configuration is being pushed" };
+    synced = {
+      status: "False",
+      reason: "Pending",
+      message: "the current configuration is being pushed",
+    };
   } else {
     applied = s.applied?.hash;
     lastSync = s.applied?.at;
@@ -78,11 +103,14 @@ export function kengineProxyStatus(r: ProxyRecord, previous: KengineProxyStatus 
     synced = {
       status: "False",
       reason: rejected ? "Rejected" : "Unreachable",
-      message: rejected ? "the proxy refused the configuration; it keeps serving the previous one" : "the proxy's management listener cannot be reached",
+      message: rejected
+        ? "the proxy refused the configuration; it keeps serving the previous one"
+        : "the proxy's management listener cannot be reached",
     };
   }
   const old = previous?.conditions.find(c => c.type === "Synced");
-  const lastTransitionTime = old && old.status === synced.status ? old.lastTransitionTime : iso(now.getTime());
+  const lastTransitionTime =
+    old && old.status === synced.status ? old.lastTransitionTime : iso(now.getTime());
   return {
     desiredHash: short(s?.desiredHash),
     appliedHash: short(applied),
@@ -91,7 +119,9 @@ export function kengineProxyStatus(r: ProxyRecord, previous: KengineProxyStatus 
     attempts,
     channel: {
       state: channel,
-      ...(r.serverCertificateNotAfter ? { serverCertificateNotAfter: iso(r.serverCertificateNotAfter.getTime()) } : {}),
+      ...(r.serverCertificateNotAfter
+        ? { serverCertificateNotAfter: iso(r.serverCertificateNotAfter.getTime()) }
+        : {}),
     },
     conditions: [{ type: "Synced", ...synced, lastTransitionTime }],
   };

@@ -8,8 +8,26 @@ import { createHash } from "node:crypto";
 import { ElectionConfig, DEFAULT_ELECTION, LeaderElector, kubeLeaseStore } from "../election";
 import { KubeClient, statusOf } from "../kube/client";
 import { AdminClient, Authority, Fleet, FleetEvent, ProxyState } from "../proxies";
-import { DEFAULT_PROXY_SETTINGS, GATEWAY_NAME_LABEL, KubeManifest, MANAGED_BY, MANAGED_BY_LABEL, ManagementSecretData, ProxySettings } from "../provision";
-import { Batcher, KINDS, Kind, KubeObject, SnapshotEvent, Snapshot, apply, emptySnapshot, isSynced } from "../snapshot";
+import {
+  DEFAULT_PROXY_SETTINGS,
+  GATEWAY_NAME_LABEL,
+  KubeManifest,
+  MANAGED_BY,
+  MANAGED_BY_LABEL,
+  ManagementSecretData,
+  ProxySettings,
+} from "../provision";
+import {
+  Batcher,
+  KINDS,
+  Kind,
+  KubeObject,
+  SnapshotEvent,
+  Snapshot,
+  apply,
+  emptySnapshot,
+  isSynced,
+} from "../snapshot";
 import {
   GatewayAddress,
   StatusKind,
@@ -22,7 +40,13 @@ import { clientCredentials, ensureAuthority } from "./authority";
 import { LIST_PATHS, objectPath } from "./kinds";
 import { GatewayPlan, planGateway } from "./plan";
 import { withFleet } from "./programmed";
-import { KENGINE_PROXY_API, KengineProxyStatus, ProxyRecord, kengineProxyObject, kengineProxyStatus } from "./proxy-status";
+import {
+  KENGINE_PROXY_API,
+  KengineProxyStatus,
+  ProxyRecord,
+  kengineProxyObject,
+  kengineProxyStatus,
+} from "./proxy-status";
 
 export const CONTROLLER_NAME = "kengine.io/gateway-controller";
 const FIELD_MANAGER = "kengine-gateway";
@@ -56,7 +80,8 @@ const rvOf = (o: KubeObject): bigint | undefined => {
   return rv && /^\d+$/.test(rv) ? BigInt(rv) : undefined;
 };
 const ownedByUs = (o: KubeObject): boolean =>
-  o.metadata.labels?.[MANAGED_BY_LABEL] === MANAGED_BY && o.metadata.labels?.[GATEWAY_NAME_LABEL] !== undefined;
+  o.metadata.labels?.[MANAGED_BY_LABEL] === MANAGED_BY &&
+  o.metadata.labels?.[GATEWAY_NAME_LABEL] !== undefined;
 export class Reconciler {
   #snapshot: Snapshot = emptySnapshot();
   readonly #seen = new Map<string, bigint>();
@@ -70,7 +95,9 @@ export class Reconciler {
   #ca: Authority | undefined;
   readonly #applied = new Map<string, string>();
   readonly #pendingServing = new Map<string, ManagementSecretData>();
-  #lastResults: { results: StatusResults; addresses: Map<string, readonly GatewayAddress[]> } | undefined;
+  #lastResults:
+    | { results: StatusResults; addresses: Map<string, readonly GatewayAddress[]> }
+    | undefined;
   #building: Promise<void> | undefined;
   #again = false;
   #timers: NodeJS.Timeout[] = [];
@@ -87,13 +114,17 @@ export class Reconciler {
     };
     this.#elector = new LeaderElector(kubeLeaseStore(o.namespace, election.name), election, {
       onStartedLeading: () => {
-        o.log.info("became leader: provisioning, pushing and writing status", { identity: o.identity });
+        o.log.info("became leader: provisioning, pushing and writing status", {
+          identity: o.identity,
+        });
         this.#applied.clear(); // re-apply and rewrite everything we own
         this.#proxyWritten.clear();
         this.requestBuild();
       },
       onStoppedLeading: () => {
-        o.log.warn("lost leadership: stopped provisioning, pushing and writing", { identity: o.identity });
+        o.log.warn("lost leadership: stopped provisioning, pushing and writing", {
+          identity: o.identity,
+        });
         this.#fleet?.update([]);
       },
       onNewLeader: id => o.log.info("following", { leader: id }),
@@ -107,7 +138,8 @@ export class Reconciler {
         if (!last) return undefined;
         return computeStatusUpdates({
           results: last.results,
-          current: (k, ns, n) => (k === stale.kind && ns === stale.namespace && n === stale.name ? fresh : undefined),
+          current: (k, ns, n) =>
+            k === stale.kind && ns === stale.namespace && n === stale.name ? fresh : undefined,
           controllerName: CONTROLLER_NAME,
           addresses: last.addresses,
           now: new Date().toISOString().replace(/\.\d{3}Z$/, "Z"),
@@ -163,7 +195,10 @@ export class Reconciler {
       for (const item of list.items ?? []) this.ingest(kind, "upsert", item);
       this.#apply({ type: "synced", kind });
     }
-    this.o.log.info("snapshot synced", Object.fromEntries(KINDS.map(k => [k, this.#snapshot.objects[k].size])));
+    this.o.log.info(
+      "snapshot synced",
+      Object.fromEntries(KINDS.map(k => [k, this.#snapshot.objects[k].size])),
+    );
     this.#elector.start();
     const resync = setInterval(() => {
       this.#applied.clear();
@@ -191,7 +226,11 @@ export class Reconciler {
       return;
     }
     this.#building = this.#build()
-      .catch(e => this.o.log.error("build failed", { error: e instanceof Error ? e.stack ?? e.message : String(e) }))
+      .catch(e =>
+        this.o.log.error("build failed", {
+          error: e instanceof Error ? (e.stack ?? e.message) : String(e),
+        }),
+      )
       .finally(() => {
         this.#building = undefined;
         if (this.#again) {
@@ -215,7 +254,9 @@ export class Reconciler {
     const { type, name } = e;
     this.o.log[level]("proxy " + type, {
       proxy: name,
-      ...(e.type === "failed" ? { error: e.error.message, attempts: e.attempts, retryInMs: e.retryInMs } : {}),
+      ...(e.type === "failed"
+        ? { error: e.error.message, attempts: e.attempts, retryInMs: e.retryInMs }
+        : {}),
       ...(e.type === "pushed" ? { hash: e.hash.slice(0, 12), ms: e.durationMs } : {}),
     });
     // Programmed status follows what proxies run.
@@ -241,13 +282,18 @@ export class Reconciler {
           pendingServing: this.#pendingServing.get(key),
         });
         this.#pendingServing.set(key, plan.serving);
-        for (const problem of plan.settingsProblems) this.o.log.warn("proxy settings", { gateway: key, problem });
+        for (const problem of plan.settingsProblems)
+          this.o.log.warn("proxy settings", { gateway: key, problem });
         plans.push(plan);
       } catch (e) {
-        this.o.log.error("cannot plan gateway", { gateway: key, error: e instanceof Error ? e.message : String(e) });
+        this.o.log.error("cannot plan gateway", {
+          gateway: key,
+          error: e instanceof Error ? e.message : String(e),
+        });
       }
     }
-    for (const key of [...this.#pendingServing.keys()]) if (!plans.some(p => p.key === key)) this.#pendingServing.delete(key);
+    for (const key of [...this.#pendingServing.keys()])
+      if (!plans.some(p => p.key === key)) this.#pendingServing.delete(key);
 
     if (!leader) return;
     await this.#provision(plans.flatMap(p => p.manifests));
@@ -263,11 +309,21 @@ export class Reconciler {
         const plan = byKey.get(`${g.namespace}/${g.name}`);
         if (!plan) return g;
         addresses.set(plan.key, plan.addresses);
-        const proxies = plan.targets.map(t => this.#fleet!.state(t.endpoint.name)).filter((s): s is ProxyState => s !== undefined);
-        const stored = (snapshot.objects.Gateway.get(plan.key) as { status?: { conditions?: Condition[] } } | undefined)?.status?.conditions?.find(
-          c => c.type === "Programmed",
-        );
-        const view = { proxies, desiredHash: plan.desiredHash, configProblem: plan.configProblem, serviceExists: plan.serviceExists, stored };
+        const proxies = plan.targets
+          .map(t => this.#fleet!.state(t.endpoint.name))
+          .filter((s): s is ProxyState => s !== undefined);
+        const stored = (
+          snapshot.objects.Gateway.get(plan.key) as
+            | { status?: { conditions?: Condition[] } }
+            | undefined
+        )?.status?.conditions?.find(c => c.type === "Programmed");
+        const view = {
+          proxies,
+          desiredHash: plan.desiredHash,
+          configProblem: plan.configProblem,
+          serviceExists: plan.serviceExists,
+          stored,
+        };
         return withFleet(g, view, plan.addresses);
       }),
     };
@@ -275,7 +331,8 @@ export class Reconciler {
     await this.#writeProxyStatus(plans, now);
     const updates = computeStatusUpdates({
       results,
-      current: (kind: StatusKind, ns, name) => snapshot.objects[kind].get(ns ? `${ns}/${name}` : name),
+      current: (kind: StatusKind, ns, name) =>
+        snapshot.objects[kind].get(ns ? `${ns}/${name}` : name),
       controllerName: CONTROLLER_NAME,
       addresses,
       now: now.toISOString().replace(/\.\d{3}Z$/, "Z"),
@@ -283,7 +340,11 @@ export class Reconciler {
     if (updates.length) {
       const report = await this.#writer.write(updates);
       if (report.failed.length) {
-        this.o.log.warn("status writes failed", { failed: report.failed.map(f => `${f.update.kind} ${f.update.namespace ?? ""}/${f.update.name}: ${f.error}`) });
+        this.o.log.warn("status writes failed", {
+          failed: report.failed.map(
+            f => `${f.update.kind} ${f.update.namespace ?? ""}/${f.update.name}: ${f.error}`,
+          ),
+        });
       }
       this.o.log.debug("status written", { written: report.written, conflicts: report.conflicts });
     }
@@ -305,7 +366,9 @@ export class Reconciler {
             podUid: p.uid,
             address: p.address,
             state: this.#fleet?.state(p.name),
-            serverCertificateNotAfter: target ? this.#admin?.peerCertificate(target.endpoint)?.notAfter : undefined,
+            serverCertificateNotAfter: target
+              ? this.#admin?.peerCertificate(target.endpoint)?.notAfter
+              : undefined,
           };
           const base = `/apis/${KENGINE_PROXY_API}/namespaces/${encodeURIComponent(namespace)}/kengineproxies/${encodeURIComponent(p.pod)}`;
           const written = this.#proxyWritten.get(p.name);
@@ -313,22 +376,36 @@ export class Reconciler {
           const objectJson = JSON.stringify(object);
           try {
             if (written?.object !== objectJson) {
-              await this.o.kube.request("PATCH", `${base}?fieldManager=${FIELD_MANAGER}&force=true`, object, "application/apply-patch+yaml");
+              await this.o.kube.request(
+                "PATCH",
+                `${base}?fieldManager=${FIELD_MANAGER}&force=true`,
+                object,
+                "application/apply-patch+yaml",
+              );
               this.#proxyWritten.set(p.name, { object: objectJson, status: written?.status });
             }
             const status = kengineProxyStatus(record, written?.status, now);
             if (JSON.stringify(status) !== JSON.stringify(written?.status)) {
-              await this.o.kube.request("PATCH", `${base}/status`, { status }, "application/merge-patch+json");
+              await this.o.kube.request(
+                "PATCH",
+                `${base}/status`,
+                { status },
+                "application/merge-patch+json",
+              );
               this.#proxyWritten.set(p.name, { object: objectJson, status });
             }
           } catch (e) {
             this.#proxyWritten.delete(p.name);
-            this.o.log.debug("cannot write KengineProxy", { proxy: p.name, error: e instanceof Error ? e.message : String(e) });
+            this.o.log.debug("cannot write KengineProxy", {
+              proxy: p.name,
+              error: e instanceof Error ? e.message : String(e),
+            });
           }
         }),
       ),
     );
-    for (const name of [...this.#proxyWritten.keys()]) if (!seen.has(name)) this.#proxyWritten.delete(name);
+    for (const name of [...this.#proxyWritten.keys()])
+      if (!seen.has(name)) this.#proxyWritten.delete(name);
   }
 
   /** Deletes objects of ours that the settings no longer call for (once per leader term). */
@@ -341,7 +418,11 @@ export class Reconciler {
         this.o.log.info("removed", { kind: o.kind, object: `${o.namespace}/${o.name}` });
       } catch (e) {
         if (statusOf(e) !== 404) {
-          this.o.log.warn("cannot remove", { kind: o.kind, object: `${o.namespace}/${o.name}`, error: String(e) });
+          this.o.log.warn("cannot remove", {
+            kind: o.kind,
+            object: `${o.namespace}/${o.name}`,
+            error: String(e),
+          });
           continue;
         }
       }
@@ -358,15 +439,29 @@ export class Reconciler {
         const body = JSON.stringify(m);
         const hash = createHash("sha256").update(body).digest("hex");
         const watched = m.kind === "Service" || m.kind === "ConfigMap" || m.kind === "Secret";
-        const present = !watched || snapshot.objects[m.kind as "Service"].has(`${m.metadata.namespace}/${m.metadata.name}`);
+        const present =
+          !watched ||
+          snapshot.objects[m.kind as "Service"].has(`${m.metadata.namespace}/${m.metadata.name}`);
         if (this.#applied.get(path) === hash && present) return;
         try {
-          await this.o.kube.request("PATCH", `${path}?fieldManager=${FIELD_MANAGER}&force=true`, m, "application/apply-patch+yaml");
+          await this.o.kube.request(
+            "PATCH",
+            `${path}?fieldManager=${FIELD_MANAGER}&force=true`,
+            m,
+            "application/apply-patch+yaml",
+          );
           this.#applied.set(path, hash);
-          this.o.log.debug("applied", { kind: m.kind, object: `${m.metadata.namespace}/${m.metadata.name}` });
+          this.o.log.debug("applied", {
+            kind: m.kind,
+            object: `${m.metadata.namespace}/${m.metadata.name}`,
+          });
         } catch (e) {
           this.#applied.delete(path);
-          this.o.log.error("cannot apply", { kind: m.kind, object: `${m.metadata.namespace}/${m.metadata.name}`, error: e instanceof Error ? e.message : String(e) });
+          this.o.log.error("cannot apply", {
+            kind: m.kind,
+            object: `${m.metadata.namespace}/${m.metadata.name}`,
+            error: e instanceof Error ? e.message : String(e),
+          });
         }
       }),
     );

@@ -18,7 +18,12 @@ import type { Kind } from "../snapshot";
 export class KengineParameters extends GenericKind {
   declare spec?: Record<string, unknown>;
 }
-RegisterKind(KengineParameters, { group: "gateway.kengine.io", version: "v1alpha1", kind: "KengineParameters", plural: "kengineparameters" });
+RegisterKind(KengineParameters, {
+  group: "gateway.kengine.io",
+  version: "v1alpha1",
+  kind: "KengineParameters",
+  plural: "kengineparameters",
+});
 
 export const WATCHED: readonly (readonly [Kind, GenericClass])[] = [
   ["GatewayClass", GatewayClass],

@@ -25,8 +25,11 @@ export const batchNotify = (state: BatchState | undefined, now: number): BatchSt
 export const batchDeadline = (state: BatchState, o: BatchOptions = DEFAULT_BATCH): number =>
   Math.min(state.lastAt + o.holdOffMs, state.firstAt + o.maxWaitMs);
 
-export const batchDue = (state: BatchState | undefined, now: number, o: BatchOptions = DEFAULT_BATCH): boolean =>
-  state !== undefined && now >= batchDeadline(state, o);
+export const batchDue = (
+  state: BatchState | undefined,
+  now: number,
+  o: BatchOptions = DEFAULT_BATCH,
+): boolean => state !== undefined && now >= batchDeadline(state, o);
 
 export interface Clock {
   now(): number;

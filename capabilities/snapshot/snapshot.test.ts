@@ -2,15 +2,38 @@ import { KINDS, KubeObject } from "./types";
 import { apply, applyAll, emptySnapshot, isSynced, snapshotOf } from "./snapshot";
 import { Batcher, Clock, batchDeadline, batchDue, batchNotify } from "./batch";
 
-const obj = (kind: string, name: string, extra: Record<string, unknown> = {}, namespace = "default", rv = "1"): KubeObject => {
+const obj = (
+  kind: string,
+  name: string,
+  extra: Record<string, unknown> = {},
+  namespace = "default",
+  rv = "1",
+): KubeObject => {
   const { metadata, ...rest } = extra;
-  return { kind, ...rest, metadata: { name, namespace, resourceVersion: rv, ...((metadata as object) ?? {}) } } as KubeObject;
+  return {
+    kind,
+    ...rest,
+    metadata: { name, namespace, resourceVersion: rv, ...((metadata as object) ?? {}) },
+  } as KubeObject;
 };
 
 const base = (): KubeObject[] => [
-  { kind: "GatewayClass", metadata: { name: "k", resourceVersion: "1" }, spec: { controllerName: "kengine.io/gateway-controller" } } as KubeObject,
-  obj("Gateway", "gw", { spec: { gatewayClassName: "k", listeners: [{ name: "h", port: 443, protocol: "HTTPS", tls: { certificateRefs: [{ name: "cert" }] } }] } }),
-  obj("HTTPRoute", "r", { spec: { parentRefs: [{ name: "gw" }], rules: [{ backendRefs: [{ name: "web", port: 80 }] }] } }),
+  {
+    kind: "GatewayClass",
+    metadata: { name: "k", resourceVersion: "1" },
+    spec: { controllerName: "kengine.io/gateway-controller" },
+  } as KubeObject,
+  obj("Gateway", "gw", {
+    spec: {
+      gatewayClassName: "k",
+      listeners: [
+        { name: "h", port: 443, protocol: "HTTPS", tls: { certificateRefs: [{ name: "cert" }] } },
+      ],
+    },
+  }),
+  obj("HTTPRoute", "r", {
+    spec: { parentRefs: [{ name: "gw" }], rules: [{ backendRefs: [{ name: "web", port: 80 }] }] },
+  }),
 ];
 
 describe("snapshot", () => {
@@ -39,37 +62,91 @@ describe("snapshot", () => {
 
   it("ignores unreferenced Services, EndpointSlices and Secrets, and replays of the same version", () => {
     const s = snapshotOf(base());
-    expect(apply(s, { type: "upsert", kind: "Service", object: obj("Service", "other") }).relevant).toBe(false);
-    expect(apply(s, { type: "upsert", kind: "Secret", object: obj("Secret", "unrelated") }).relevant).toBe(false);
     expect(
-      apply(s, { type: "upsert", kind: "EndpointSlice", object: obj("EndpointSlice", "other-x", { metadata: { labels: { "kubernetes.io/service-name": "other" } } }) }).relevant,
+      apply(s, { type: "upsert", kind: "Service", object: obj("Service", "other") }).relevant,
+    ).toBe(false);
+    expect(
+      apply(s, { type: "upsert", kind: "Secret", object: obj("Secret", "unrelated") }).relevant,
+    ).toBe(false);
+    expect(
+      apply(s, {
+        type: "upsert",
+        kind: "EndpointSlice",
+        object: obj("EndpointSlice", "other-x", {
+          metadata: { labels: { "kubernetes.io/service-name": "other" } },
+        }),
+      }).relevant,
     ).toBe(false);
     expect(apply(s, { type: "upsert", kind: "HTTPRoute", object: base()[2] }).relevant).toBe(false);
   });
 
   it("rebuilds for referenced Services, their EndpointSlices, certificate Secrets and our routes", () => {
     const s = snapshotOf(base());
-    expect(apply(s, { type: "upsert", kind: "Service", object: obj("Service", "web") }).relevant).toBe(true);
     expect(
-      apply(s, { type: "upsert", kind: "EndpointSlice", object: obj("EndpointSlice", "web-x", { metadata: { labels: { "kubernetes.io/service-name": "web" } } }) }).relevant,
+      apply(s, { type: "upsert", kind: "Service", object: obj("Service", "web") }).relevant,
     ).toBe(true);
-    expect(apply(s, { type: "upsert", kind: "Secret", object: obj("Secret", "cert") }).relevant).toBe(true);
-    expect(apply(s, { type: "upsert", kind: "HTTPRoute", object: obj("HTTPRoute", "r", { spec: { parentRefs: [{ name: "gw" }] } }, "default", "2") }).relevant).toBe(true);
+    expect(
+      apply(s, {
+        type: "upsert",
+        kind: "EndpointSlice",
+        object: obj("EndpointSlice", "web-x", {
+          metadata: { labels: { "kubernetes.io/service-name": "web" } },
+        }),
+      }).relevant,
+    ).toBe(true);
+    expect(
+      apply(s, { type: "upsert", kind: "Secret", object: obj("Secret", "cert") }).relevant,
+    ).toBe(true);
+    expect(
+      apply(s, {
+        type: "upsert",
+        kind: "HTTPRoute",
+        object: obj("HTTPRoute", "r", { spec: { parentRefs: [{ name: "gw" }] } }, "default", "2"),
+      }).relevant,
+    ).toBe(true);
   });
 
   it("ignores routes and Gateways of other controllers", () => {
     const s = snapshotOf(base());
-    expect(apply(s, { type: "upsert", kind: "HTTPRoute", object: obj("HTTPRoute", "x", { spec: { parentRefs: [{ name: "elsewhere" }] } }) }).relevant).toBe(false);
-    expect(apply(s, { type: "upsert", kind: "Gateway", object: obj("Gateway", "g2", { spec: { gatewayClassName: "other" } }) }).relevant).toBe(false);
+    expect(
+      apply(s, {
+        type: "upsert",
+        kind: "HTTPRoute",
+        object: obj("HTTPRoute", "x", { spec: { parentRefs: [{ name: "elsewhere" }] } }),
+      }).relevant,
+    ).toBe(false);
+    expect(
+      apply(s, {
+        type: "upsert",
+        kind: "Gateway",
+        object: obj("Gateway", "g2", { spec: { gatewayClassName: "other" } }),
+      }).relevant,
+    ).toBe(false);
   });
 
   it("counts a route that stops referencing a Service: the old state matters", () => {
     const s = snapshotOf([...base(), obj("Service", "web")]);
     const r = applyAll(s, [
-      { type: "upsert", kind: "HTTPRoute", object: obj("HTTPRoute", "r", { spec: { parentRefs: [{ name: "gw" }], rules: [] } }, "default", "2") },
+      {
+        type: "upsert",
+        kind: "HTTPRoute",
+        object: obj(
+          "HTTPRoute",
+          "r",
+          { spec: { parentRefs: [{ name: "gw" }], rules: [] } },
+          "default",
+          "2",
+        ),
+      },
     ]);
     expect(r.relevant).toBe(true);
-    expect(apply(r.snapshot, { type: "upsert", kind: "Service", object: obj("Service", "web", {}, "default", "9") }).relevant).toBe(false);
+    expect(
+      apply(r.snapshot, {
+        type: "upsert",
+        kind: "Service",
+        object: obj("Service", "web", {}, "default", "9"),
+      }).relevant,
+    ).toBe(false);
   });
 
   it("cares about Namespace labels only when a listener selects namespaces", () => {
@@ -78,7 +155,21 @@ describe("snapshot", () => {
     expect(apply(s, { type: "upsert", kind: "Namespace", object: ns }).relevant).toBe(false);
     const sel = snapshotOf([
       ...base(),
-      obj("Gateway", "gw2", { spec: { gatewayClassName: "k", listeners: [{ name: "h", port: 80, protocol: "HTTP", allowedRoutes: { namespaces: { from: "Selector", selector: { matchLabels: { a: "1" } } } } }] } }),
+      obj("Gateway", "gw2", {
+        spec: {
+          gatewayClassName: "k",
+          listeners: [
+            {
+              name: "h",
+              port: 80,
+              protocol: "HTTP",
+              allowedRoutes: {
+                namespaces: { from: "Selector", selector: { matchLabels: { a: "1" } } },
+              },
+            },
+          ],
+        },
+      }),
     ]);
     expect(apply(sel, { type: "upsert", kind: "Namespace", object: ns }).relevant).toBe(true);
   });

@@ -92,7 +92,9 @@ export function applyAll(snapshot: Snapshot, events: readonly SnapshotEvent[]): 
       continue;
     }
     const key = keyOf(e.object);
-    const current = (maps.get(e.kind) ?? snapshot.objects[e.kind]).get(key) as KubeObject | undefined;
+    const current = (maps.get(e.kind) ?? snapshot.objects[e.kind]).get(key) as
+      | KubeObject
+      | undefined;
     if (e.type === "delete") {
       if (!current) continue;
       mapFor(e.kind).delete(key);
@@ -112,7 +114,9 @@ export function applyAll(snapshot: Snapshot, events: readonly SnapshotEvent[]): 
   if (!isSynced(next)) return { snapshot: next, relevant: false };
   if (!wasSynced) return { snapshot: next, relevant: true };
   // Judge references against both states: an object that stops being referenced matters too.
-  const relevant = changes.some(c => matters(snapshot, c.kind, c.before, c.after) || matters(next, c.kind, c.before, c.after));
+  const relevant = changes.some(
+    c => matters(snapshot, c.kind, c.before, c.after) || matters(next, c.kind, c.before, c.after),
+  );
   return { snapshot: next, relevant };
 }
 
@@ -178,7 +182,8 @@ function buildIndex(s: Snapshot): ReferenceIndex {
   let namespaceSelectors = false;
   const addListenerRefs = (ns: string, listeners: Gateway["spec"]["listeners"]): void => {
     for (const l of listeners ?? []) {
-      for (const ref of l.tls?.certificateRefs ?? []) secrets.add(`${ref.namespace ?? ns}/${ref.name}`);
+      for (const ref of l.tls?.certificateRefs ?? [])
+        secrets.add(`${ref.namespace ?? ns}/${ref.name}`);
       if (l.allowedRoutes?.namespaces?.from === "Selector") namespaceSelectors = true;
     }
   };
@@ -197,7 +202,8 @@ function buildIndex(s: Snapshot): ReferenceIndex {
       const ns = r.metadata.namespace ?? "";
       for (const rule of (r.spec?.rules ?? []) as HTTPRoute["spec"]["rules"] & object) {
         for (const b of rule.backendRefs ?? []) {
-          if ((b.group ?? "") === "" && (b.kind ?? "Service") === "Service") services.add(`${b.namespace ?? ns}/${b.name}`);
+          if ((b.group ?? "") === "" && (b.kind ?? "Service") === "Service")
+            services.add(`${b.namespace ?? ns}/${b.name}`);
         }
         for (const f of rule.filters ?? []) {
           const m = f.requestMirror?.backendRef;
@@ -216,13 +222,18 @@ function buildIndex(s: Snapshot): ReferenceIndex {
   return { ourClasses, ourGateways, services, secrets, configMaps, namespaceSelectors };
 }
 
-function parentIsOurs(idx: ReferenceIndex, routeNs: string, refs: readonly ParentReference[] | undefined): boolean {
+function parentIsOurs(
+  idx: ReferenceIndex,
+  routeNs: string,
+  refs: readonly ParentReference[] | undefined,
+): boolean {
   for (const p of refs ?? []) {
     const group = p.group ?? GATEWAY_GROUP;
     const kind = p.kind ?? "Gateway";
     if (group !== GATEWAY_GROUP) continue;
     if (kind === "ListenerSet") return true; // resolved through the ListenerSet: be conservative
-    if (kind === "Gateway" && idx.ourGateways.has(`${p.namespace ?? routeNs}/${p.name}`)) return true;
+    if (kind === "Gateway" && idx.ourGateways.has(`${p.namespace ?? routeNs}/${p.name}`))
+      return true;
   }
   return false;
 }
@@ -233,7 +244,9 @@ function matters(s: Snapshot, kind: Kind, before?: KubeObject, after?: KubeObjec
   const key = keyOf(objs[0]);
   switch (kind) {
     case "GatewayClass":
-      return objs.some(o => (o as KindMap["GatewayClass"]).spec?.controllerName === CONTROLLER_NAME);
+      return objs.some(
+        o => (o as KindMap["GatewayClass"]).spec?.controllerName === CONTROLLER_NAME,
+      );
     case "Gateway":
       return objs.some(o => idx.ourClasses.has((o as Gateway).spec?.gatewayClassName));
     case "HTTPRoute":
@@ -263,16 +276,23 @@ function matters(s: Snapshot, kind: Kind, before?: KubeObject, after?: KubeObjec
   }
 }
 
-function sameLabels(a?: Readonly<Record<string, string>>, b?: Readonly<Record<string, string>>): boolean {
+function sameLabels(
+  a?: Readonly<Record<string, string>>,
+  b?: Readonly<Record<string, string>>,
+): boolean {
   const ka = Object.keys(a ?? {});
   const kb = Object.keys(b ?? {});
   return ka.length === kb.length && ka.every(k => (a ?? {})[k] === (b ?? {})[k]);
 }
 
 /** Whether labels satisfy a Kubernetes label selector (an empty selector selects everything). */
-export function selectorMatches(selector: LabelSelector | undefined, labels: Readonly<Record<string, string>> = {}): boolean {
+export function selectorMatches(
+  selector: LabelSelector | undefined,
+  labels: Readonly<Record<string, string>> = {},
+): boolean {
   if (!selector) return true;
-  for (const [k, v] of Object.entries(selector.matchLabels ?? {})) if (labels[k] !== v) return false;
+  for (const [k, v] of Object.entries(selector.matchLabels ?? {}))
+    if (labels[k] !== v) return false;
   for (const e of selector.matchExpressions ?? []) {
     const has = Object.prototype.hasOwnProperty.call(labels, e.key);
     const vals = e.values ?? [];

@@ -261,17 +261,31 @@ export interface TLSRoute extends KubeObject {
 }
 
 export interface TCPRoute extends KubeObject {
-  readonly spec: { readonly parentRefs?: readonly ParentReference[]; readonly rules?: readonly L4RouteRule[] };
+  readonly spec: {
+    readonly parentRefs?: readonly ParentReference[];
+    readonly rules?: readonly L4RouteRule[];
+  };
 }
 
 export interface UDPRoute extends KubeObject {
-  readonly spec: { readonly parentRefs?: readonly ParentReference[]; readonly rules?: readonly L4RouteRule[] };
+  readonly spec: {
+    readonly parentRefs?: readonly ParentReference[];
+    readonly rules?: readonly L4RouteRule[];
+  };
 }
 
 export interface ReferenceGrant extends KubeObject {
   readonly spec: {
-    readonly from: readonly { readonly group: string; readonly kind: string; readonly namespace: string }[];
-    readonly to: readonly { readonly group: string; readonly kind: string; readonly name?: string }[];
+    readonly from: readonly {
+      readonly group: string;
+      readonly kind: string;
+      readonly namespace: string;
+    }[];
+    readonly to: readonly {
+      readonly group: string;
+      readonly kind: string;
+      readonly name?: string;
+    }[];
   };
 }
 
@@ -316,7 +330,11 @@ export interface EndpointPort {
 
 export interface Endpoint {
   readonly addresses: readonly string[];
-  readonly conditions?: { readonly ready?: boolean; readonly serving?: boolean; readonly terminating?: boolean };
+  readonly conditions?: {
+    readonly ready?: boolean;
+    readonly serving?: boolean;
+    readonly terminating?: boolean;
+  };
 }
 
 export interface EndpointSlice extends KubeObject {

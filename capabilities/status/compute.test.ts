@@ -1,5 +1,11 @@
 import { StatusResults } from "../translate";
-import { StoredObject, computeStatusUpdates, policyStatus, routeStatus, stampConditions } from "./compute";
+import {
+  StoredObject,
+  computeStatusUpdates,
+  policyStatus,
+  routeStatus,
+  stampConditions,
+} from "./compute";
 
 const CTRL = "kengine.io/gateway-controller";
 const T0 = "2026-01-01T00:00:00Z";
@@ -15,7 +21,10 @@ const accepted = (status: "True" | "False", gen = 1) => ({
 describe("stampConditions", () => {
   it("keeps lastTransitionTime while the status stays, moves it when the status changes", () => {
     const stored = [{ ...accepted("True"), lastTransitionTime: T0 }];
-    expect(stampConditions(stored, [accepted("True", 2)], T1)[0]).toMatchObject({ lastTransitionTime: T0, observedGeneration: 2 });
+    expect(stampConditions(stored, [accepted("True", 2)], T1)[0]).toMatchObject({
+      lastTransitionTime: T0,
+      observedGeneration: 2,
+    });
     expect(stampConditions(stored, [accepted("False")], T1)[0].lastTransitionTime).toBe(T1);
     expect(stampConditions(undefined, [accepted("True")], T1)[0].lastTransitionTime).toBe(T1);
   });
@@ -26,15 +35,30 @@ describe("routeStatus", () => {
     const current: StoredObject = {
       status: {
         parents: [
-          { parentRef: { name: "theirs" }, controllerName: "example.com/other", conditions: [{ ...accepted("True"), lastTransitionTime: T0 }] },
-          { parentRef: { name: "gw" }, controllerName: CTRL, conditions: [{ ...accepted("True"), lastTransitionTime: T0 }] },
+          {
+            parentRef: { name: "theirs" },
+            controllerName: "example.com/other",
+            conditions: [{ ...accepted("True"), lastTransitionTime: T0 }],
+          },
+          {
+            parentRef: { name: "gw" },
+            controllerName: CTRL,
+            conditions: [{ ...accepted("True"), lastTransitionTime: T0 }],
+          },
           { parentRef: { name: "gone" }, controllerName: CTRL, conditions: [] },
         ],
       },
     };
     const next = routeStatus(
       current,
-      { kind: "HTTPRoute", namespace: "ns", name: "r", parents: [{ parentRef: { name: "gw" }, controllerName: CTRL, conditions: [accepted("True")] }] },
+      {
+        kind: "HTTPRoute",
+        namespace: "ns",
+        name: "r",
+        parents: [
+          { parentRef: { name: "gw" }, controllerName: CTRL, conditions: [accepted("True")] },
+        ],
+      },
       CTRL,
       T1,
     );
@@ -50,13 +74,22 @@ describe("routeStatus", () => {
 
 describe("computeStatusUpdates", () => {
   const results: StatusResults = {
-    gatewayClasses: [{ name: "kengine", conditions: [accepted("True")], supportedFeatures: [{ name: "Gateway" }] }],
+    gatewayClasses: [
+      { name: "kengine", conditions: [accepted("True")], supportedFeatures: [{ name: "Gateway" }] },
+    ],
     gateways: [
       {
         namespace: "ns",
         name: "gw",
         conditions: [accepted("True")],
-        listeners: [{ name: "http", supportedKinds: [{ group: "gateway.networking.k8s.io", kind: "HTTPRoute" }], attachedRoutes: 1, conditions: [accepted("True")] }],
+        listeners: [
+          {
+            name: "http",
+            supportedKinds: [{ group: "gateway.networking.k8s.io", kind: "HTTPRoute" }],
+            attachedRoutes: 1,
+            conditions: [accepted("True")],
+          },
+        ],
       },
     ],
     listenerSets: [],
@@ -64,9 +97,13 @@ describe("computeStatusUpdates", () => {
   };
   const objects: Record<string, StoredObject> = {
     "GatewayClass//kengine": { metadata: { name: "kengine", resourceVersion: "5" }, status: {} },
-    "Gateway/ns/gw": { metadata: { name: "gw", namespace: "ns", resourceVersion: "7" }, status: {} },
+    "Gateway/ns/gw": {
+      metadata: { name: "gw", namespace: "ns", resourceVersion: "7" },
+      status: {},
+    },
   };
-  const current = (k: string, ns: string | undefined, n: string) => objects[`${k}/${ns ?? ""}/${n}`];
+  const current = (k: string, ns: string | undefined, n: string) =>
+    objects[`${k}/${ns ?? ""}/${n}`];
 
   it("writes every object whose status differs, conditional on the version it read", () => {
     const updates = computeStatusUpdates({
@@ -76,7 +113,10 @@ describe("computeStatusUpdates", () => {
       addresses: new Map([["ns/gw", [{ value: "127.20.0.1" }]]]),
       now: T0,
     });
-    expect(updates.map(u => `${u.kind}/${u.name}@${u.resourceVersion}`)).toEqual(["GatewayClass/kengine@5", "Gateway/gw@7"]);
+    expect(updates.map(u => `${u.kind}/${u.name}@${u.resourceVersion}`)).toEqual([
+      "GatewayClass/kengine@5",
+      "Gateway/gw@7",
+    ]);
     expect(updates[1].status).toMatchObject({
       addresses: [{ type: "IPAddress", value: "127.20.0.1" }],
       listeners: [{ name: "http", attachedRoutes: 1 }],
@@ -86,21 +126,47 @@ describe("computeStatusUpdates", () => {
   it("writes nothing when the stored status already matches", () => {
     const first = computeStatusUpdates({ results, current, controllerName: CTRL, now: T0 });
     const stored: Record<string, StoredObject> = {};
-    for (const u of first) stored[`${u.kind}/${u.namespace ?? ""}/${u.name}`] = { metadata: { name: u.name }, status: u.status };
-    const again = computeStatusUpdates({ results, current: (k, ns, n) => stored[`${k}/${ns ?? ""}/${n}`], controllerName: CTRL, now: T1 });
+    for (const u of first)
+      stored[`${u.kind}/${u.namespace ?? ""}/${u.name}`] = {
+        metadata: { name: u.name },
+        status: u.status,
+      };
+    const again = computeStatusUpdates({
+      results,
+      current: (k, ns, n) => stored[`${k}/${ns ?? ""}/${n}`],
+      controllerName: CTRL,
+      now: T1,
+    });
     expect(again).toEqual([]);
   });
 });
 
 describe("policyStatus", () => {
   it("replaces our ancestor entries and keeps other controllers'", () => {
-    const theirs = { ancestorRef: { name: "other-gw" }, controllerName: "example.com/other", conditions: [] };
+    const theirs = {
+      ancestorRef: { name: "other-gw" },
+      controllerName: "example.com/other",
+      conditions: [],
+    };
     const next = policyStatus(
-      { status: { ancestors: [theirs, { ancestorRef: { name: "gone" }, controllerName: CTRL, conditions: [] }] } },
+      {
+        status: {
+          ancestors: [
+            theirs,
+            { ancestorRef: { name: "gone" }, controllerName: CTRL, conditions: [] },
+          ],
+        },
+      },
       {
         namespace: "ns",
         name: "p",
-        ancestors: [{ ancestorRef: { namespace: "ns", name: "gw" }, controllerName: CTRL, conditions: [accepted("True")] }],
+        ancestors: [
+          {
+            ancestorRef: { namespace: "ns", name: "gw" },
+            controllerName: CTRL,
+            conditions: [accepted("True")],
+          },
+        ],
       },
       CTRL,
       T1,
@@ -108,7 +174,12 @@ describe("policyStatus", () => {
     expect(next.ancestors).toEqual([
       theirs,
       {
-        ancestorRef: { group: "gateway.networking.k8s.io", kind: "Gateway", namespace: "ns", name: "gw" },
+        ancestorRef: {
+          group: "gateway.networking.k8s.io",
+          kind: "Gateway",
+          namespace: "ns",
+          name: "gw",
+        },
         controllerName: CTRL,
         conditions: [{ ...accepted("True"), lastTransitionTime: T1 }],
       },

@@ -27,12 +27,21 @@ export interface GatewayAddress {
 
 /** The parts of a stored object the writer needs. */
 export interface StoredObject {
-  readonly metadata?: { readonly name?: string; readonly namespace?: string; readonly resourceVersion?: string };
+  readonly metadata?: {
+    readonly name?: string;
+    readonly namespace?: string;
+    readonly resourceVersion?: string;
+  };
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   readonly status?: any;
 }
 
-export type StatusKind = "GatewayClass" | "Gateway" | "ListenerSet" | "BackendTLSPolicy" | RouteStatusResult["kind"];
+export type StatusKind =
+  | "GatewayClass"
+  | "Gateway"
+  | "ListenerSet"
+  | "BackendTLSPolicy"
+  | RouteStatusResult["kind"];
 
 export interface StatusUpdate {
   readonly kind: StatusKind;
@@ -44,7 +53,11 @@ export interface StatusUpdate {
 }
 
 /** Looks up the current stored object (from the watch snapshot, or a fresh read). */
-export type CurrentObject = (kind: StatusKind, namespace: string | undefined, name: string) => StoredObject | undefined;
+export type CurrentObject = (
+  kind: StatusKind,
+  namespace: string | undefined,
+  name: string,
+) => StoredObject | undefined;
 
 export function stampConditions(
   existing: readonly StoredCondition[] | undefined,
@@ -53,7 +66,8 @@ export function stampConditions(
 ): StoredCondition[] {
   return desired.map(d => {
     const old = existing?.find(c => c.type === d.type);
-    const lastTransitionTime = old && old.status === d.status && old.lastTransitionTime ? old.lastTransitionTime : now;
+    const lastTransitionTime =
+      old && old.status === d.status && old.lastTransitionTime ? old.lastTransitionTime : now;
     return {
       type: d.type,
       status: d.status,
@@ -74,10 +88,18 @@ const listenerStatuses = (
     name: l.name,
     supportedKinds: l.supportedKinds.map(k => ({ group: k.group, kind: k.kind })),
     attachedRoutes: l.attachedRoutes,
-    conditions: stampConditions(existing?.find(e => e.name === l.name)?.conditions, l.conditions, now),
+    conditions: stampConditions(
+      existing?.find(e => e.name === l.name)?.conditions,
+      l.conditions,
+      now,
+    ),
   }));
 
-export function gatewayClassStatus(current: StoredObject | undefined, r: GatewayClassStatusResult, now: string) {
+export function gatewayClassStatus(
+  current: StoredObject | undefined,
+  r: GatewayClassStatusResult,
+  now: string,
+) {
   return {
     conditions: stampConditions(current?.status?.conditions, r.conditions, now),
     supportedFeatures: r.supportedFeatures.map(f => ({ name: f.name })),
@@ -91,7 +113,9 @@ export function gatewayStatus(
   addresses?: readonly GatewayAddress[],
 ) {
   return {
-    ...(addresses !== undefined ? { addresses: addresses.map(a => ({ type: a.type ?? "IPAddress", value: a.value })) } : {}),
+    ...(addresses !== undefined
+      ? { addresses: addresses.map(a => ({ type: a.type ?? "IPAddress", value: a.value })) }
+      : {}),
     conditions: stampConditions(current?.status?.conditions, r.conditions, now),
     listeners: listenerStatuses(current?.status?.listeners, r.listeners, now),
   };
@@ -116,12 +140,19 @@ const sameParent = (a: Ref, b: Ref): boolean =>
   (a.sectionName ?? "") === (b.sectionName ?? "") &&
   (a.port ?? 0) === (b.port ?? 0);
 
-export function routeStatus(current: StoredObject | undefined, r: RouteStatusResult, controllerName: string, now: string) {
+export function routeStatus(
+  current: StoredObject | undefined,
+  r: RouteStatusResult,
+  controllerName: string,
+  now: string,
+) {
   const existing: { controllerName: string; parentRef: Ref; conditions?: StoredCondition[] }[] =
     current?.status?.parents ?? [];
   const others = existing.filter(p => p.controllerName !== controllerName);
   const ours = r.parents.map(p => {
-    const old = existing.find(e => e.controllerName === controllerName && sameParent(e.parentRef, p.parentRef));
+    const old = existing.find(
+      e => e.controllerName === controllerName && sameParent(e.parentRef, p.parentRef),
+    );
     return {
       // Written with the API's defaults filled in, as the server would store it.
       parentRef: { group: GATEWAY_GROUP, kind: "Gateway", ...p.parentRef },
@@ -133,11 +164,19 @@ export function routeStatus(current: StoredObject | undefined, r: RouteStatusRes
 }
 
 /** Policy status: our ancestor entries replaced, other controllers' entries kept. */
-export function policyStatus(current: StoredObject | undefined, r: BackendTLSPolicyStatusResult, controllerName: string, now: string) {
-  const existing: { controllerName: string; ancestorRef: Ref; conditions?: StoredCondition[] }[] = current?.status?.ancestors ?? [];
+export function policyStatus(
+  current: StoredObject | undefined,
+  r: BackendTLSPolicyStatusResult,
+  controllerName: string,
+  now: string,
+) {
+  const existing: { controllerName: string; ancestorRef: Ref; conditions?: StoredCondition[] }[] =
+    current?.status?.ancestors ?? [];
   const others = existing.filter(a => a.controllerName !== controllerName);
   const ours = r.ancestors.map(a => {
-    const old = existing.find(e => e.controllerName === controllerName && sameParent(e.ancestorRef, a.ancestorRef));
+    const old = existing.find(
+      e => e.controllerName === controllerName && sameParent(e.ancestorRef, a.ancestorRef),
+    );
     return {
       ancestorRef: { group: GATEWAY_GROUP, kind: "Gateway", ...a.ancestorRef },
       controllerName,
@@ -166,19 +205,29 @@ export interface ComputeInput {
 export function computeStatusUpdates(input: ComputeInput): StatusUpdate[] {
   const { results, current, controllerName, addresses, now } = input;
   const updates: StatusUpdate[] = [];
-  const push = (kind: StatusKind, namespace: string | undefined, name: string, f: (c: StoredObject | undefined) => Record<string, unknown>) => {
+  const push = (
+    kind: StatusKind,
+    namespace: string | undefined,
+    name: string,
+    f: (c: StoredObject | undefined) => Record<string, unknown>,
+  ) => {
     const cur = current(kind, namespace, name);
     if (!cur) return; // deleted meanwhile: nothing to write
     const status = f(cur);
     if (unchanged(cur, status)) return;
     updates.push({ kind, namespace, name, resourceVersion: cur.metadata?.resourceVersion, status });
   };
-  for (const r of results.gatewayClasses) push("GatewayClass", undefined, r.name, c => gatewayClassStatus(c, r, now));
+  for (const r of results.gatewayClasses)
+    push("GatewayClass", undefined, r.name, c => gatewayClassStatus(c, r, now));
   for (const r of results.gateways) {
-    push("Gateway", r.namespace, r.name, c => gatewayStatus(c, r, now, addresses?.get(`${r.namespace}/${r.name}`)));
+    push("Gateway", r.namespace, r.name, c =>
+      gatewayStatus(c, r, now, addresses?.get(`${r.namespace}/${r.name}`)),
+    );
   }
-  for (const r of results.listenerSets) push("ListenerSet", r.namespace, r.name, c => gatewayStatus(c, r, now));
-  for (const r of results.routes) push(r.kind, r.namespace, r.name, c => routeStatus(c, r, controllerName, now));
+  for (const r of results.listenerSets)
+    push("ListenerSet", r.namespace, r.name, c => gatewayStatus(c, r, now));
+  for (const r of results.routes)
+    push(r.kind, r.namespace, r.name, c => routeStatus(c, r, controllerName, now));
   for (const r of results.backendTLSPolicies ?? []) {
     push("BackendTLSPolicy", r.namespace, r.name, c => policyStatus(c, r, controllerName, now));
   }

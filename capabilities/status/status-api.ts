@@ -34,7 +34,10 @@ export function kubeStatusApi(client: KubeClient): StatusApi {
       client.request<StoredObject>(
         "PATCH",
         `${objectPath(u.kind, u.namespace, u.name)}/status`,
-        { metadata: u.resourceVersion ? { resourceVersion: u.resourceVersion } : {}, status: u.status },
+        {
+          metadata: u.resourceVersion ? { resourceVersion: u.resourceVersion } : {},
+          status: u.status,
+        },
         "application/merge-patch+json",
       ),
   };

@@ -8,7 +8,11 @@ import { StatusKind, StatusUpdate, StoredObject } from "./compute";
 
 /** Where statuses are read and written (status-api.ts talks to the API server). */
 export interface StatusApi {
-  read(kind: StatusKind, namespace: string | undefined, name: string): Promise<StoredObject | undefined>;
+  read(
+    kind: StatusKind,
+    namespace: string | undefined,
+    name: string,
+  ): Promise<StoredObject | undefined>;
   /** Conditional on resourceVersion; rejects with an error whose `status` is 409 on conflict. */
   writeStatus(update: StatusUpdate): Promise<StoredObject>;
 }
@@ -54,7 +58,10 @@ export class StatusWriter {
 
   async #writeOne(
     first: StatusUpdate,
-  ): Promise<{ ok: true; wrote: boolean; conflicts: number } | { ok: false; error: string; conflicts: number }> {
+  ): Promise<
+    | { ok: true; wrote: boolean; conflicts: number }
+    | { ok: false; error: string; conflicts: number }
+  > {
     let u: StatusUpdate | undefined = first;
     let conflicts = 0;
     for (let attempt = 0; u; attempt++) {

@@ -36,4 +36,6 @@ export const SUPPORTED_FEATURES: readonly string[] = [
   "HTTPRouteParentRefPort",
   "TCPRoute",
   "UDPRoute",
-].slice().sort();
+]
+  .slice()
+  .sort();

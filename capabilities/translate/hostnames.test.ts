@@ -27,10 +27,9 @@ describe("intersectHostnames", () => {
   });
   it("narrows a wildcard route to an exact listener and keeps deeper route wildcards", () => {
     expect(intersectHostnames("foo.example.com", ["*.example.com"])).toEqual(["foo.example.com"]);
-    expect(intersectHostnames("*.example.com", ["*.a.example.com", "x.example.com", "other.org"])).toEqual([
-      "*.a.example.com",
-      "x.example.com",
-    ]);
+    expect(
+      intersectHostnames("*.example.com", ["*.a.example.com", "x.example.com", "other.org"]),
+    ).toEqual(["*.a.example.com", "x.example.com"]);
   });
   it("is empty when nothing intersects", () => {
     expect(intersectHostnames("foo.example.com", ["bar.example.com", "example.com"])).toEqual([]);
@@ -40,7 +39,13 @@ describe("intersectHostnames", () => {
 
 describe("compareHostSpecificity", () => {
   it("orders exact, then wildcards by depth, then none", () => {
-    const hosts = [undefined, "*.example.com", "a.example.com", "*.a.example.com", "long-name.example.com"];
+    const hosts = [
+      undefined,
+      "*.example.com",
+      "a.example.com",
+      "*.a.example.com",
+      "long-name.example.com",
+    ];
     expect([...hosts].sort(compareHostSpecificity)).toEqual([
       "long-name.example.com",
       "a.example.com",

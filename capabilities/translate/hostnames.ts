@@ -22,7 +22,10 @@ export function covers(pattern: string, name: string): boolean {
  * and the route's hostnames. `undefined` means "any host" (neither side restricts);
  * an empty array means the route does not match the listener.
  */
-export function intersectHostnames(listener: string | undefined, route: readonly string[] | undefined): string[] | undefined {
+export function intersectHostnames(
+  listener: string | undefined,
+  route: readonly string[] | undefined,
+): string[] | undefined {
   const routeHosts = route ?? [];
   if (!listener) return routeHosts.length === 0 ? undefined : dedupe(routeHosts);
   if (routeHosts.length === 0) return [lower(listener)];

@@ -1,20 +1,29 @@
 import { HTTPMatchIR } from "../ir";
 import { RankedMatch, comparePrecedence } from "./precedence";
 
-const m = (name: string, match: Partial<HTTPMatchIR>, created = "2026-01-01T00:00:00Z", rule = 0, idx = 0): RankedMatch => ({
+const m = (
+  name: string,
+  match: Partial<HTTPMatchIR>,
+  created = "2026-01-01T00:00:00Z",
+  rule = 0,
+  idx = 0,
+): RankedMatch => ({
   match: { path: { type: "PathPrefix", value: "/" }, headers: [], queryParams: [], ...match },
   route: { kind: "HTTPRoute", namespace: "default", name, rule, match: idx },
   created,
 });
-const order = (xs: RankedMatch[]): string[] => [...xs].sort(comparePrecedence).map(x => `${x.route.name}/${x.route.rule}/${x.route.match}`);
+const order = (xs: RankedMatch[]): string[] =>
+  [...xs].sort(comparePrecedence).map(x => `${x.route.name}/${x.route.rule}/${x.route.match}`);
 
 describe("comparePrecedence", () => {
   it("puts hostname specificity before path", () => {
-    expect(order([m("any", { path: { type: "Exact", value: "/x" } }), m("wild", { hostname: "*.e.com" }), m("exact", { hostname: "a.e.com" })])).toEqual([
-      "exact/0/0",
-      "wild/0/0",
-      "any/0/0",
-    ]);
+    expect(
+      order([
+        m("any", { path: { type: "Exact", value: "/x" } }),
+        m("wild", { hostname: "*.e.com" }),
+        m("exact", { hostname: "a.e.com" }),
+      ]),
+    ).toEqual(["exact/0/0", "wild/0/0", "any/0/0"]);
   });
   it("orders Exact, RegularExpression, then PathPrefix, longer first", () => {
     expect(

@@ -31,8 +31,10 @@ export function comparePrecedence(a: RankedMatch, b: RankedMatch): number {
   const ma = a.match.method ? 1 : 0;
   const mb = b.match.method ? 1 : 0;
   if (ma !== mb) return mb - ma;
-  if (a.match.headers.length !== b.match.headers.length) return b.match.headers.length - a.match.headers.length;
-  if (a.match.queryParams.length !== b.match.queryParams.length) return b.match.queryParams.length - a.match.queryParams.length;
+  if (a.match.headers.length !== b.match.headers.length)
+    return b.match.headers.length - a.match.headers.length;
+  if (a.match.queryParams.length !== b.match.queryParams.length)
+    return b.match.queryParams.length - a.match.queryParams.length;
   const ga = a.match.grpc ? 1 : 0;
   const gb = b.match.grpc ? 1 : 0;
   if (ga !== gb) return gb - ga;

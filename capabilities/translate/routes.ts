@@ -280,7 +280,8 @@ function valueMatches(
     if (seen.has(key)) return;
     seen.add(key);
     const type = m.type ?? "Exact";
-    if (type !== "Exact" && type !== "RegularExpression") fail(`${at}[${k}].type ${type} is not supported`);
+    if (type !== "Exact" && type !== "RegularExpression")
+      fail(`${at}[${k}].type ${type} is not supported`);
     out.push({ type: type as ValueMatchIR["type"], name: m.name, value: m.value });
   });
   return out;

@@ -107,7 +107,13 @@ export function translate(s: Snapshot, options: TranslateOptions = {}): Translat
       name: gc.metadata.name,
       conditions: [
         problem
-          ? condition(ConditionType.Accepted, false, GatewayClassReason.InvalidParameters, problem, gc.metadata.generation)
+          ? condition(
+              ConditionType.Accepted,
+              false,
+              GatewayClassReason.InvalidParameters,
+              problem,
+              gc.metadata.generation,
+            )
           : condition(
               ConditionType.Accepted,
               true,
@@ -188,8 +194,20 @@ export function translate(s: Snapshot, options: TranslateOptions = {}): Translat
       name: gw.metadata.name,
       conditions: badParameters
         ? [
-            condition(ConditionType.Accepted, false, GatewayReason.InvalidParameters, badParameters, gen),
-            condition(ConditionType.Programmed, false, GatewayReason.Invalid, "not accepted: invalid parameters", gen),
+            condition(
+              ConditionType.Accepted,
+              false,
+              GatewayReason.InvalidParameters,
+              badParameters,
+              gen,
+            ),
+            condition(
+              ConditionType.Programmed,
+              false,
+              GatewayReason.Invalid,
+              "not accepted: invalid parameters",
+              gen,
+            ),
           ]
         : gatewayConditions(own, gen),
       listeners: own.map(l => listenerStatus(l, ctx)),

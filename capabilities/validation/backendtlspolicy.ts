@@ -34,7 +34,8 @@ export function backendTLSPolicyProblems(p: BackendTLSPolicyLike): FieldProblem[
     problems.push({
       path: "spec.validation.subjectAltNames",
       value: JSON.stringify(v.subjectAltNames),
-      message: "subjectAltNames are not supported by the proxy: it verifies the certificate against hostname only",
+      message:
+        "subjectAltNames are not supported by the proxy: it verifies the certificate against hostname only",
     });
   }
   return problems;

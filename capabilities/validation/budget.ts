@@ -25,7 +25,11 @@ export class Collector {
   private stopped = false;
 
   constructor(
-    private readonly limits = { problems: MAX_PROBLEMS, values: MAX_VALUES, characters: MAX_CHARACTERS },
+    private readonly limits = {
+      problems: MAX_PROBLEMS,
+      values: MAX_VALUES,
+      characters: MAX_CHARACTERS,
+    },
   ) {}
 
   /** True once a budget ran out: callers stop walking. */
@@ -78,4 +82,5 @@ export class Collector {
 }
 
 /** The elements of a field that should be an array; anything else counts as empty. */
-export const items = <T>(v: readonly T[] | undefined | null): readonly T[] => (Array.isArray(v) ? v : []);
+export const items = <T>(v: readonly T[] | undefined | null): readonly T[] =>
+  Array.isArray(v) ? v : [];

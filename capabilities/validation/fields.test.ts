@@ -1,4 +1,10 @@
-import { checkHeaderName, checkHeaderValue, checkMatchedHeaderName, checkRemovedHeaderName, checkURLPath } from "./fields";
+import {
+  checkHeaderName,
+  checkHeaderValue,
+  checkMatchedHeaderName,
+  checkRemovedHeaderName,
+  checkURLPath,
+} from "./fields";
 
 describe("checkHeaderName", () => {
   it.each(["X-Test", "x", "a!#$%&'*+-.^_`|~9", "Set-Cookie"])("accepts the token %j", n =>
@@ -35,16 +41,23 @@ describe("checkMatchedHeaderName", () => {
 
 describe("checkRemovedHeaderName", () => {
   it("refuses Caddy's wildcard", () => {
-    for (const n of ["*", "X-*", "*-Id"]) expect(checkRemovedHeaderName("r", n)[0].message).toMatch(/wildcard/);
+    for (const n of ["*", "X-*", "*-Id"])
+      expect(checkRemovedHeaderName("r", n)[0].message).toMatch(/wildcard/);
     expect(checkRemovedHeaderName("r", "X-Id")).toEqual([]);
   });
 });
 
 describe("checkHeaderValue", () => {
-  it.each(["plain", "with space", "tab\there", "{http.request.host}", "a\\{b}", "é ü 😀", "  trimmed  ", "\u0080\u00ff"])(
-    "accepts %j",
-    v => expect(checkHeaderValue("p", v, "modifier")).toEqual([]),
-  );
+  it.each([
+    "plain",
+    "with space",
+    "tab\there",
+    "{http.request.host}",
+    "a\\{b}",
+    "é ü 😀",
+    "  trimmed  ",
+    "\u0080\u00ff",
+  ])("accepts %j", v => expect(checkHeaderValue("p", v, "modifier")).toEqual([]));
   it.each([
     ["a\r\nX-Injected: 1", "CR"],
     ["a\nb", "LF"],
@@ -71,7 +84,9 @@ describe("checkHeaderValue", () => {
 });
 
 describe("checkURLPath", () => {
-  it.each(["/", "/a/b", "/%20x", "/a:b@c;d=e", ""])("accepts %j", v => expect(checkURLPath("p", v)).toEqual([]));
+  it.each(["/", "/a/b", "/%20x", "/a:b@c;d=e", ""])("accepts %j", v =>
+    expect(checkURLPath("p", v)).toEqual([]),
+  );
   it("refuses a relative path", () =>
     expect(checkURLPath("p", "a/b")[0].message).toBe('must start with "/" to form a URL path'));
   it.each(["/a b", "/a?b", "/a#b", "/{x}", "/a\nb", "/%zz", "/é"])("refuses %j", v =>

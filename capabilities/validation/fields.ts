@@ -74,14 +74,19 @@ export function checkRemovedHeaderName(path: string, name: unknown): FieldProble
       path,
       value: truncate(name),
       message:
-        "contains \"*\", which the proxy treats as a wildcard (\"*\" removes every header): name the header literally, without \"*\"",
+        'contains "*", which the proxy treats as a wildcard ("*" removes every header): name the header literally, without "*"',
     },
   ];
 }
 
 /** A header value the proxy can send (modifiers) or a request can carry (matches). */
-export function checkHeaderValue(path: string, value: unknown, use: "match" | "modifier"): FieldProblem[] {
-  if (typeof value !== "string") return [{ path, value: String(value ?? ""), message: "must be a string" }];
+export function checkHeaderValue(
+  path: string,
+  value: unknown,
+  use: "match" | "modifier",
+): FieldProblem[] {
+  if (typeof value !== "string")
+    return [{ path, value: String(value ?? ""), message: "must be a string" }];
   const m = BAD_VALUE_CHAR.exec(value);
   if (!m) return [];
   const what = describeChar(m[0]);
@@ -102,7 +107,8 @@ const URL_PATH = /^(?:[-A-Za-z0-9/._~!$&'()*+,;=:@]|%[0-9a-fA-F]{2})*$/;
 
 /** A path a redirect or rewrite writes into the URL: URL path characters, starting with "/". */
 export function checkURLPath(path: string, value: unknown): FieldProblem[] {
-  if (typeof value !== "string") return [{ path, value: String(value ?? ""), message: "must be a string" }];
+  if (typeof value !== "string")
+    return [{ path, value: String(value ?? ""), message: "must be a string" }];
   if (value !== "" && !value.startsWith("/"))
     return [{ path, value: truncate(value), message: 'must start with "/" to form a URL path' }];
   if (URL_PATH.test(value)) return [];
@@ -111,7 +117,7 @@ export function checkURLPath(path: string, value: unknown): FieldProblem[] {
       path,
       value: truncate(value),
       message:
-        "cannot form a URL path: only letters, digits, -._~!$&'()*+,;=:@/ and %XX escapes are accepted (no spaces, \"?\", \"#\" or braces)",
+        'cannot form a URL path: only letters, digits, -._~!$&\'()*+,;=:@/ and %XX escapes are accepted (no spaces, "?", "#" or braces)',
     },
   ];
 }

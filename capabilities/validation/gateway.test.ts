@@ -7,7 +7,11 @@ describe("gatewayProblems", () => {
         listeners: [
           { name: "ok", port: 80 },
           { name: "admin", port: 2019 },
-          { name: "mgmt", port: 19443, tls: { options: { "example.com/cipher": "x", other: "y" } } },
+          {
+            name: "mgmt",
+            port: 19443,
+            tls: { options: { "example.com/cipher": "x", other: "y" } },
+          },
           { name: "ready", port: 19080 },
         ],
       },
@@ -28,7 +32,12 @@ describe("gatewayProblems", () => {
       gatewayProblems({
         spec: {
           listeners: [
-            { name: "a", port: 443, protocol: "HTTPS", tls: { certificateRefs: [{ name: "missing" }] } },
+            {
+              name: "a",
+              port: 443,
+              protocol: "HTTPS",
+              tls: { certificateRefs: [{ name: "missing" }] },
+            },
             { name: "b", port: 443, protocol: "HTTP" },
             { name: "c", port: 9, protocol: "example.com/custom" },
           ] as never,

@@ -40,7 +40,8 @@ export function listenerProblems(at: string, l: ListenerLike, c = new Collector(
         {
           path: `${at}.tls.options[${JSON.stringify(truncate(key, 48))}]`,
           value: String(options[key] ?? ""),
-          message: "is not a TLS option the Kengine proxy understands (it supports none yet): remove it",
+          message:
+            "is not a TLS option the Kengine proxy understands (it supports none yet): remove it",
         },
       ]);
     }

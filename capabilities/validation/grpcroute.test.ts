@@ -5,9 +5,18 @@ describe("grpcRouteProblems", () => {
     const problems = grpcRouteProblems({
       spec: {
         rules: [
-          { matches: [{ method: { type: "RegularExpression", service: "foo\\.(?=Bar)", method: "Get.*" } }] },
           {
-            matches: [{ method: { type: "Exact", service: "a.B", method: "C" }, headers: [{ name: "x", value: "\u0001" }] }],
+            matches: [
+              { method: { type: "RegularExpression", service: "foo\\.(?=Bar)", method: "Get.*" } },
+            ],
+          },
+          {
+            matches: [
+              {
+                method: { type: "Exact", service: "a.B", method: "C" },
+                headers: [{ name: "x", value: "\u0001" }],
+              },
+            ],
             filters: [{ type: "RequestMirror" }, { type: "URLRewrite" }],
             sessionPersistence: { type: "Cookie" },
           },
@@ -26,6 +35,22 @@ describe("grpcRouteProblems", () => {
     );
   });
   it("accepts a plain GRPCRoute", () => {
-    expect(grpcRouteProblems({ spec: { rules: [{ matches: [{ method: { service: "a.B", method: "C" } }], filters: [{ type: "RequestHeaderModifier", requestHeaderModifier: { set: [{ name: "x", value: "y" }] } }] }] } })).toEqual([]);
+    expect(
+      grpcRouteProblems({
+        spec: {
+          rules: [
+            {
+              matches: [{ method: { service: "a.B", method: "C" } }],
+              filters: [
+                {
+                  type: "RequestHeaderModifier",
+                  requestHeaderModifier: { set: [{ name: "x", value: "y" }] },
+                },
+              ],
+            },
+          ],
+        },
+      }),
+    ).toEqual([]);
   });
 });

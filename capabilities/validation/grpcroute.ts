@@ -4,12 +4,24 @@
  * translator (translate/routes.ts) per rule, like the HTTPRoute rules.
  */
 import { Collector, items } from "./budget";
-import { HeaderFilter, RouteFilter, StringMatch, headerMatches, regex, routeFilters, sessionPersistence } from "./httproute";
+import {
+  HeaderFilter,
+  RouteFilter,
+  StringMatch,
+  headerMatches,
+  regex,
+  routeFilters,
+  sessionPersistence,
+} from "./httproute";
 import { FieldProblem } from "./regex";
 
 export interface GRPCRouteRuleLike {
   readonly matches?: readonly {
-    readonly method?: { readonly type?: string; readonly service?: string; readonly method?: string };
+    readonly method?: {
+      readonly type?: string;
+      readonly service?: string;
+      readonly method?: string;
+    };
     readonly headers?: readonly StringMatch[];
   }[];
   readonly filters?: readonly RouteFilter[];
@@ -28,7 +40,11 @@ export function grpcRouteProblems(route: GRPCRouteLike, c = new Collector()): Fi
   return c.problems();
 }
 
-export function grpcRouteRuleProblems(rule: GRPCRouteRuleLike, index: number, c = new Collector()): FieldProblem[] {
+export function grpcRouteRuleProblems(
+  rule: GRPCRouteRuleLike,
+  index: number,
+  c = new Collector(),
+): FieldProblem[] {
   const at = `spec.rules[${index}]`;
   if (!rule || typeof rule !== "object") return c.problems();
   items(rule.matches).forEach((m, j) => {
@@ -39,7 +55,13 @@ export function grpcRouteRuleProblems(rule: GRPCRouteRuleLike, index: number, c 
       if (m.method?.service !== undefined) regex(c, `${base}.method.service`, m.method.service);
       if (m.method?.method !== undefined) regex(c, `${base}.method.method`, m.method.method);
     } else if (type !== "Exact") {
-      c.add([{ path: `${base}.method.type`, value: type, message: `${type} is not supported; accepted: Exact, RegularExpression` }]);
+      c.add([
+        {
+          path: `${base}.method.type`,
+          value: type,
+          message: `${type} is not supported; accepted: Exact, RegularExpression`,
+        },
+      ]);
     }
     headerMatches(c, `${base}.headers`, m.headers);
   });

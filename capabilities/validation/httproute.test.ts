@@ -12,7 +12,12 @@ describe("httpRouteProblems", () => {
           {
             matches: [
               { path: { type: "RegularExpression", value: "" } },
-              { headers: [{ type: "Exact", name: "a", value: "" }, { type: "RegularExpression", name: "b", value: "" }] },
+              {
+                headers: [
+                  { type: "Exact", name: "a", value: "" },
+                  { type: "RegularExpression", name: "b", value: "" },
+                ],
+              },
               { queryParams: [{ type: "RegularExpression", name: "q", value: "" }] },
             ],
           },
@@ -27,7 +32,11 @@ describe("httpRouteProblems", () => {
   });
 
   it("accepts a route without regular expressions or without rules", () => {
-    expect(httpRouteProblems({ spec: { rules: [{ matches: [{ path: { type: "Exact", value: "/x" } }] }] } })).toEqual([]);
+    expect(
+      httpRouteProblems({
+        spec: { rules: [{ matches: [{ path: { type: "Exact", value: "/x" } }] }] },
+      }),
+    ).toEqual([]);
     expect(httpRouteProblems({})).toEqual([]);
   });
 
@@ -37,12 +46,38 @@ describe("httpRouteProblems", () => {
         spec: {
           rules: [
             {
-              matches: [{ path: { type: "RegularExpression", value: "/v[0-9]+" }, headers: [{ name: "X-A", value: "{x}" }] }],
-              filters: [
-                { type: "RequestHeaderModifier", requestHeaderModifier: { set: [{ name: "X-B", value: "{http.request.host}" }], remove: ["X-C"] } },
-                { type: "URLRewrite", urlRewrite: { hostname: "a.example", path: { type: "ReplaceFullPath", replaceFullPath: "/new" } } },
+              matches: [
+                {
+                  path: { type: "RegularExpression", value: "/v[0-9]+" },
+                  headers: [{ name: "X-A", value: "{x}" }],
+                },
               ],
-              backendRefs: [{ filters: [{ type: "ResponseHeaderModifier", responseHeaderModifier: { add: [{ name: "X-D", value: "1" }] } }] }],
+              filters: [
+                {
+                  type: "RequestHeaderModifier",
+                  requestHeaderModifier: {
+                    set: [{ name: "X-B", value: "{http.request.host}" }],
+                    remove: ["X-C"],
+                  },
+                },
+                {
+                  type: "URLRewrite",
+                  urlRewrite: {
+                    hostname: "a.example",
+                    path: { type: "ReplaceFullPath", replaceFullPath: "/new" },
+                  },
+                },
+              ],
+              backendRefs: [
+                {
+                  filters: [
+                    {
+                      type: "ResponseHeaderModifier",
+                      responseHeaderModifier: { add: [{ name: "X-D", value: "1" }] },
+                    },
+                  ],
+                },
+              ],
             },
           ],
         },
@@ -55,10 +90,27 @@ describe("httpRouteProblems", () => {
       spec: {
         rules: [
           {
-            matches: [{ headers: [{ name: "X A", value: "ok" }, { name: "X-B", value: "a\nb" }] }],
+            matches: [
+              {
+                headers: [
+                  { name: "X A", value: "ok" },
+                  { name: "X-B", value: "a\nb" },
+                ],
+              },
+            ],
             filters: [
-              { type: "RequestHeaderModifier", requestHeaderModifier: { set: [{ name: "X-S", value: "a\r\nInjected: 1" }], add: [{ name: "X:A", value: "v" }], remove: ["*"] } },
-              { type: "ResponseHeaderModifier", responseHeaderModifier: { set: [{ name: "X-R", value: "\u0000" }] } },
+              {
+                type: "RequestHeaderModifier",
+                requestHeaderModifier: {
+                  set: [{ name: "X-S", value: "a\r\nInjected: 1" }],
+                  add: [{ name: "X:A", value: "v" }],
+                  remove: ["*"],
+                },
+              },
+              {
+                type: "ResponseHeaderModifier",
+                responseHeaderModifier: { set: [{ name: "X-R", value: "\u0000" }] },
+              },
             ],
           },
         ],
@@ -81,7 +133,10 @@ describe("httpRouteProblems", () => {
           { type: "RequestMirror" },
           { type: "CORS" },
           { type: "ExternalAuth" },
-          { type: "ExtensionRef", extensionRef: { group: "example.com", kind: "Plugin", name: "p" } },
+          {
+            type: "ExtensionRef",
+            extensionRef: { group: "example.com", kind: "Plugin", name: "p" },
+          },
         ],
       },
       2,
@@ -106,26 +161,44 @@ describe("httpRouteProblems", () => {
 
   it("refuses backendRef filters on one of several backendRefs and unsupported backendRef filters", () => {
     expect(
-      paths(httpRouteRuleProblems({ backendRefs: [{ filters: [{ type: "RequestHeaderModifier" }] }, {}] }, 0)),
+      paths(
+        httpRouteRuleProblems(
+          { backendRefs: [{ filters: [{ type: "RequestHeaderModifier" }] }, {}] },
+          0,
+        ),
+      ),
     ).toEqual(["spec.rules[0].backendRefs[0].filters"]);
-    expect(httpRouteRuleProblems({ backendRefs: [{ filters: [{ type: "RequestRedirect" }] }] }, 0)[0]).toMatchObject({
+    expect(
+      httpRouteRuleProblems({ backendRefs: [{ filters: [{ type: "RequestRedirect" }] }] }, 0)[0],
+    ).toMatchObject({
       path: "spec.rules[0].backendRefs[0].filters[0].type",
-      message: "RequestRedirect is not supported by the proxy (supported on a backendRef: RequestHeaderModifier, ResponseHeaderModifier)",
+      message:
+        "RequestRedirect is not supported by the proxy (supported on a backendRef: RequestHeaderModifier, ResponseHeaderModifier)",
     });
   });
 
   it("splits a route's problems per rule for the translator, sharing one budget", () => {
-    const rules = Array.from({ length: 40 }, (_, i) => ({ matches: [{ path: { type: "RegularExpression", value: i === 0 ? "/ok" : "(?=x)" } }] }));
+    const rules = Array.from({ length: 40 }, (_, i) => ({
+      matches: [{ path: { type: "RegularExpression", value: i === 0 ? "/ok" : "(?=x)" } }],
+    }));
     const per = problemsPerRule(rules, httpRouteRuleProblems);
     expect(per[0]).toEqual([]);
     expect(per[1].map(p => p.path)).toEqual(["spec.rules[1].matches[0].path.value"]);
-    expect(per[39]).toEqual([expect.objectContaining({ message: `more than ${MAX_PROBLEMS} problems; the rest were not checked` })]);
+    expect(per[39]).toEqual([
+      expect.objectContaining({
+        message: `more than ${MAX_PROBLEMS} problems; the rest were not checked`,
+      }),
+    ]);
     expect(per.flat().length).toBeGreaterThan(MAX_PROBLEMS);
   });
 
   it("refuses timeouts, retry and sessionPersistence with the reason", () => {
     const problems = httpRouteRuleProblems(
-      { timeouts: { request: "10s", backendRequest: "2s" }, retry: { attempts: 2 }, sessionPersistence: { type: "Cookie" } },
+      {
+        timeouts: { request: "10s", backendRequest: "2s" },
+        retry: { attempts: 2 },
+        sessionPersistence: { type: "Cookie" },
+      },
       1,
     );
     expect(problems.map(p => [p.path, p.value])).toEqual([
@@ -134,17 +207,31 @@ describe("httpRouteProblems", () => {
       ["spec.rules[1].retry", '{"attempts":2}'],
       ["spec.rules[1].sessionPersistence", '{"type":"Cookie"}'],
     ]);
-    expect(problems[2].message).toBe("is not supported by the proxy (retrying on status codes needs Caddy ≥ 2.11.3): remove it");
+    expect(problems[2].message).toBe(
+      "is not supported by the proxy (retrying on status codes needs Caddy ≥ 2.11.3): remove it",
+    );
   });
 
   it("refuses redirect and rewrite paths that cannot form a URL, and prefix replacement without prefix matches", () => {
     const problems = httpRouteProblems({
       spec: {
         rules: [
-          { filters: [{ type: "RequestRedirect", requestRedirect: { path: { type: "ReplaceFullPath", replaceFullPath: "/a b?c" } } }] },
+          {
+            filters: [
+              {
+                type: "RequestRedirect",
+                requestRedirect: { path: { type: "ReplaceFullPath", replaceFullPath: "/a b?c" } },
+              },
+            ],
+          },
           {
             matches: [{ path: { type: "Exact", value: "/x" } }],
-            filters: [{ type: "URLRewrite", urlRewrite: { path: { type: "ReplacePrefixMatch", replacePrefixMatch: "new" } } }],
+            filters: [
+              {
+                type: "URLRewrite",
+                urlRewrite: { path: { type: "ReplacePrefixMatch", replacePrefixMatch: "new" } },
+              },
+            ],
           },
         ],
       },
@@ -157,18 +244,30 @@ describe("httpRouteProblems", () => {
   });
 
   it("denies hostile input quickly: a 1 MB regex, 10,000 rules, deep nesting", () => {
-    const huge = httpRouteProblems({ spec: { rules: [{ matches: [{ path: { type: "RegularExpression", value: "(a|b)*".repeat(200_000) } }] }] } });
+    const huge = httpRouteProblems({
+      spec: {
+        rules: [
+          { matches: [{ path: { type: "RegularExpression", value: "(a|b)*".repeat(200_000) } }] },
+        ],
+      },
+    });
     expect(huge).toHaveLength(1);
     expect(huge[0].message).toBe("is 1200000 characters long; at most 4096 are accepted");
     expect(huge[0].value).toMatch(/… \(1200000 characters\)$/);
 
-    const rules = Array.from({ length: 10_000 }, () => ({ matches: [{ path: { type: "RegularExpression", value: "(?=x)" } }] }));
+    const rules = Array.from({ length: 10_000 }, () => ({
+      matches: [{ path: { type: "RegularExpression", value: "(?=x)" } }],
+    }));
     const many = httpRouteProblems({ spec: { rules } });
     expect(many).toHaveLength(MAX_PROBLEMS + 1);
-    expect(many[MAX_PROBLEMS].message).toBe(`more than ${MAX_PROBLEMS} problems; the rest were not checked`);
+    expect(many[MAX_PROBLEMS].message).toBe(
+      `more than ${MAX_PROBLEMS} problems; the rest were not checked`,
+    );
 
     // Valid but enormous: the character budget stops the walk and refuses.
-    const big = Array.from({ length: 10_000 }, () => ({ matches: [{ path: { type: "RegularExpression", value: "[a-z]".repeat(800) } }] }));
+    const big = Array.from({ length: 10_000 }, () => ({
+      matches: [{ path: { type: "RegularExpression", value: "[a-z]".repeat(800) } }],
+    }));
     const budget = httpRouteProblems({ spec: { rules: big } });
     expect(budget).toHaveLength(1);
     expect(budget[0].message).toMatch(/^the object is too large to check/);
@@ -176,8 +275,26 @@ describe("httpRouteProblems", () => {
     // Nesting in fields no rule reads costs nothing; malformed shapes do not throw.
     let deep: Record<string, unknown> = {};
     for (let i = 0; i < 10_000; i++) deep = { x: deep };
-    expect(httpRouteProblems({ spec: { rules: [{ matches: [deep as never], filters: [deep as never] }] } } as never)).toHaveLength(1);
+    expect(
+      httpRouteProblems({
+        spec: { rules: [{ matches: [deep as never], filters: [deep as never] }] },
+      } as never),
+    ).toHaveLength(1);
     expect(httpRouteProblems({ spec: { rules: "x" as never } })).toEqual([]);
-    expect(httpRouteProblems({ spec: { rules: [null as never, { matches: [null as never], filters: [{ type: "RequestHeaderModifier", requestHeaderModifier: { set: "x" as never } }] }] } })).toEqual([]);
+    expect(
+      httpRouteProblems({
+        spec: {
+          rules: [
+            null as never,
+            {
+              matches: [null as never],
+              filters: [
+                { type: "RequestHeaderModifier", requestHeaderModifier: { set: "x" as never } },
+              ],
+            },
+          ],
+        },
+      }),
+    ).toEqual([]);
   });
 });

@@ -16,7 +16,13 @@
  * conformance suite never creates them for us.
  */
 import { Collector, items } from "./budget";
-import { checkHeaderName, checkHeaderValue, checkMatchedHeaderName, checkRemovedHeaderName, checkURLPath } from "./fields";
+import {
+  checkHeaderName,
+  checkHeaderValue,
+  checkMatchedHeaderName,
+  checkRemovedHeaderName,
+  checkURLPath,
+} from "./fields";
 import { FieldProblem, MAX_REGEX_LENGTH, checkRegex } from "./regex";
 
 /* ------------------------------------------------------------------ loose shapes */
@@ -43,7 +49,11 @@ export interface RouteFilter {
   readonly responseHeaderModifier?: HeaderFilter;
   readonly requestRedirect?: { readonly path?: PathModifier; readonly hostname?: string };
   readonly urlRewrite?: { readonly path?: PathModifier; readonly hostname?: string };
-  readonly extensionRef?: { readonly group?: string; readonly kind?: string; readonly name?: string };
+  readonly extensionRef?: {
+    readonly group?: string;
+    readonly kind?: string;
+    readonly name?: string;
+  };
 }
 export interface HTTPRouteMatchLike {
   readonly path?: StringMatch;
@@ -71,7 +81,10 @@ export const SUPPORTED_FILTERS = {
   GRPCRoute: ["RequestHeaderModifier", "ResponseHeaderModifier"],
 } as const;
 /** Filters the proxy runs on a backendRef (only when the rule has a single backendRef). */
-export const SUPPORTED_BACKEND_FILTERS = ["RequestHeaderModifier", "ResponseHeaderModifier"] as const;
+export const SUPPORTED_BACKEND_FILTERS = [
+  "RequestHeaderModifier",
+  "ResponseHeaderModifier",
+] as const;
 
 export type RouteKind = keyof typeof SUPPORTED_FILTERS;
 
@@ -86,7 +99,11 @@ export function httpRouteProblems(route: HTTPRouteLike, c = new Collector()): Fi
 }
 
 /** The problems of rule `index` of an HTTPRoute (used by the translator for one rule). */
-export function httpRouteRuleProblems(rule: HTTPRouteRuleLike, index: number, c = new Collector()): FieldProblem[] {
+export function httpRouteRuleProblems(
+  rule: HTTPRouteRuleLike,
+  index: number,
+  c = new Collector(),
+): FieldProblem[] {
   const at = `spec.rules[${index}]`;
   if (!rule || typeof rule !== "object") return c.problems();
   items(rule.matches).forEach((m, j) => {
@@ -97,7 +114,9 @@ export function httpRouteRuleProblems(rule: HTTPRouteRuleLike, index: number, c 
       const type = path.type ?? "PathPrefix";
       if (type === "RegularExpression") regex(c, `${base}.path.value`, path.value);
       else if (type !== "Exact" && type !== "PathPrefix") {
-        c.add([unsupportedType(`${base}.path.type`, type, ["Exact", "PathPrefix", "RegularExpression"])]);
+        c.add([
+          unsupportedType(`${base}.path.type`, type, ["Exact", "PathPrefix", "RegularExpression"]),
+        ]);
       }
     }
     headerMatches(c, `${base}.headers`, m.headers);
@@ -110,7 +129,8 @@ export function httpRouteRuleProblems(rule: HTTPRouteRuleLike, index: number, c 
       {
         path: `${at}.timeouts.request`,
         value: String(rule.timeouts.request),
-        message: "is not supported by the proxy (no per-route total request timeout in Caddy ≤ 2.11 or Kengine): remove it",
+        message:
+          "is not supported by the proxy (no per-route total request timeout in Caddy ≤ 2.11 or Kengine): remove it",
       },
     ]);
   }
@@ -119,7 +139,8 @@ export function httpRouteRuleProblems(rule: HTTPRouteRuleLike, index: number, c 
       {
         path: `${at}.timeouts.backendRequest`,
         value: String(rule.timeouts.backendRequest),
-        message: "is not supported by the proxy (its upstream timeouts end at the response headers, not the full response): remove it",
+        message:
+          "is not supported by the proxy (its upstream timeouts end at the response headers, not the full response): remove it",
       },
     ]);
   }
@@ -128,7 +149,8 @@ export function httpRouteRuleProblems(rule: HTTPRouteRuleLike, index: number, c 
       {
         path: `${at}.retry`,
         value: summary(rule.retry),
-        message: "is not supported by the proxy (retrying on status codes needs Caddy ≥ 2.11.3): remove it",
+        message:
+          "is not supported by the proxy (retrying on status codes needs Caddy ≥ 2.11.3): remove it",
       },
     ]);
   }
@@ -155,7 +177,12 @@ function pathModifierUse(c: Collector, at: string, rule: HTTPRouteRuleLike): voi
   }
   const matches = items(rule.matches);
   filters.forEach((f, j) => {
-    const p = f?.type === "RequestRedirect" ? f.requestRedirect?.path : f?.type === "URLRewrite" ? f.urlRewrite?.path : undefined;
+    const p =
+      f?.type === "RequestRedirect"
+        ? f.requestRedirect?.path
+        : f?.type === "URLRewrite"
+          ? f.urlRewrite?.path
+          : undefined;
     if (p?.type !== "ReplacePrefixMatch") return;
     const bad = matches.findIndex(m => (m?.path?.type ?? "PathPrefix") !== "PathPrefix");
     if (bad >= 0) {
@@ -191,11 +218,20 @@ export function regex(c: Collector, path: string, value: unknown): void {
 }
 
 /** Header matches: names the proxy can receive, values a request can carry, regexes RE2 runs. */
-export function headerMatches(c: Collector, at: string, ms: readonly StringMatch[] | undefined): void {
+export function headerMatches(
+  c: Collector,
+  at: string,
+  ms: readonly StringMatch[] | undefined,
+): void {
   valueMatches(c, at, ms, true);
 }
 
-function valueMatches(c: Collector, at: string, ms: readonly StringMatch[] | undefined, header: boolean): void {
+function valueMatches(
+  c: Collector,
+  at: string,
+  ms: readonly StringMatch[] | undefined,
+  header: boolean,
+): void {
   items(ms).forEach((m, k) => {
     if (c.done || !m || typeof m !== "object") return;
     const type = m.type ?? "Exact";
@@ -237,11 +273,21 @@ export function routeFilters(
   c: Collector,
   kind: RouteKind,
   at: string,
-  rule: { readonly filters?: readonly RouteFilter[]; readonly backendRefs?: readonly BackendRefLike[] },
+  rule: {
+    readonly filters?: readonly RouteFilter[];
+    readonly backendRefs?: readonly BackendRefLike[];
+  },
 ): void {
   const supported: readonly string[] = SUPPORTED_FILTERS[kind];
   items(rule.filters).forEach((f, j) => {
-    if (!c.done) filter(c, `${at}.filters[${j}]`, f, supported, `on ${kind === "HTTPRoute" ? "an" : "a"} ${kind} rule`);
+    if (!c.done)
+      filter(
+        c,
+        `${at}.filters[${j}]`,
+        f,
+        supported,
+        `on ${kind === "HTTPRoute" ? "an" : "a"} ${kind} rule`,
+      );
   });
   const refs = items(rule.backendRefs);
   refs.forEach((b, k) => {
@@ -252,18 +298,32 @@ export function routeFilters(
         {
           path: `${at}.backendRefs[${k}].filters`,
           value: fs.map(f => f.type ?? "").join(", "),
-          message: "filters on one of several backendRefs are not supported by the proxy: move them to the rule's filters, or give the rule a single backendRef",
+          message:
+            "filters on one of several backendRefs are not supported by the proxy: move them to the rule's filters, or give the rule a single backendRef",
         },
       ]);
       return;
     }
     fs.forEach((f, j) => {
-      if (!c.done) filter(c, `${at}.backendRefs[${k}].filters[${j}]`, f, SUPPORTED_BACKEND_FILTERS, "on a backendRef");
+      if (!c.done)
+        filter(
+          c,
+          `${at}.backendRefs[${k}].filters[${j}]`,
+          f,
+          SUPPORTED_BACKEND_FILTERS,
+          "on a backendRef",
+        );
     });
   });
 }
 
-function filter(c: Collector, at: string, f: RouteFilter, supported: readonly string[], where: string): void {
+function filter(
+  c: Collector,
+  at: string,
+  f: RouteFilter,
+  supported: readonly string[],
+  where: string,
+): void {
   const type = f?.type ?? "";
   if (!supported.includes(type)) {
     if (type === "ExtensionRef") {
@@ -286,9 +346,12 @@ function filter(c: Collector, at: string, f: RouteFilter, supported: readonly st
     }
     return;
   }
-  if (type === "RequestHeaderModifier") headerModifier(c, `${at}.requestHeaderModifier`, f.requestHeaderModifier);
-  else if (type === "ResponseHeaderModifier") headerModifier(c, `${at}.responseHeaderModifier`, f.responseHeaderModifier);
-  else if (type === "RequestRedirect") pathModifier(c, `${at}.requestRedirect.path`, f.requestRedirect?.path);
+  if (type === "RequestHeaderModifier")
+    headerModifier(c, `${at}.requestHeaderModifier`, f.requestHeaderModifier);
+  else if (type === "ResponseHeaderModifier")
+    headerModifier(c, `${at}.responseHeaderModifier`, f.responseHeaderModifier);
+  else if (type === "RequestRedirect")
+    pathModifier(c, `${at}.requestRedirect.path`, f.requestRedirect?.path);
   else if (type === "URLRewrite") pathModifier(c, `${at}.urlRewrite.path`, f.urlRewrite?.path);
 }
 
@@ -315,10 +378,20 @@ function pathModifier(c: Collector, at: string, p: PathModifier | undefined): vo
   } else if (p.type === "ReplacePrefixMatch") {
     if (c.spend(`${at}.replacePrefixMatch`))
       c.add(checkURLPath(`${at}.replacePrefixMatch`, p.replacePrefixMatch ?? ""));
-  } else c.add([unsupportedType(`${at}.type`, String(p.type ?? ""), ["ReplaceFullPath", "ReplacePrefixMatch"])]);
+  } else
+    c.add([
+      unsupportedType(`${at}.type`, String(p.type ?? ""), [
+        "ReplaceFullPath",
+        "ReplacePrefixMatch",
+      ]),
+    ]);
 }
 
-const unsupportedType = (path: string, type: string, accepted: readonly string[]): FieldProblem => ({
+const unsupportedType = (
+  path: string,
+  type: string,
+  accepted: readonly string[],
+): FieldProblem => ({
   path,
   value: type,
   message: `${type} is not supported; accepted: ${accepted.join(", ")}`,

@@ -1,8 +1,26 @@
 /** Single-object rules shared by admission and translation (design §2, style habit 5). */
-export { FieldProblem, checkRegex, re2Problem, quoteRE2, truncate, MAX_REGEX_LENGTH } from "./regex";
+export {
+  FieldProblem,
+  checkRegex,
+  re2Problem,
+  quoteRE2,
+  truncate,
+  MAX_REGEX_LENGTH,
+} from "./regex";
 export { Collector, MAX_CHARACTERS, MAX_PROBLEMS, MAX_VALUES } from "./budget";
-export { checkHeaderName, checkHeaderValue, checkMatchedHeaderName, checkRemovedHeaderName, checkURLPath } from "./fields";
-export { httpRouteProblems, httpRouteRuleProblems, SUPPORTED_FILTERS, SUPPORTED_BACKEND_FILTERS } from "./httproute";
+export {
+  checkHeaderName,
+  checkHeaderValue,
+  checkMatchedHeaderName,
+  checkRemovedHeaderName,
+  checkURLPath,
+} from "./fields";
+export {
+  httpRouteProblems,
+  httpRouteRuleProblems,
+  SUPPORTED_FILTERS,
+  SUPPORTED_BACKEND_FILTERS,
+} from "./httproute";
 export { grpcRouteProblems, grpcRouteRuleProblems } from "./grpcroute";
 export { gatewayProblems, listenerProblems } from "./gateway";
 export { backendTLSPolicyProblems } from "./backendtlspolicy";

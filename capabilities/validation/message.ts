@@ -8,7 +8,12 @@ export const problemText = (p: FieldProblem): string =>
  * One denial message naming every problem: kind, object, and per problem the field path, the
  * offending value (cut) and what would be accepted.
  */
-export function denialMessage(kind: string, namespace: string | undefined, name: string, problems: readonly FieldProblem[]): string {
+export function denialMessage(
+  kind: string,
+  namespace: string | undefined,
+  name: string,
+  problems: readonly FieldProblem[],
+): string {
   const object = namespace ? `${namespace}/${name}` : name;
   return `${kind} ${object} cannot be run by the Kengine proxy: ${problems.map(problemText).join("; ")}`;
 }

@@ -19,19 +19,25 @@ interface Echo {
 }
 
 /** One GET through the Gateway; resolves with the status and body, never rejects. */
-function get(address: string, host: string, path = "/"): Promise<{ status: number; body: string; error?: string }> {
+function get(
+  address: string,
+  host: string,
+  path = "/",
+): Promise<{ status: number; body: string; error?: string }> {
   return new Promise(resolve => {
-    const req = request({ host: address, port: 80, path, headers: { Host: host }, timeout: 5000, agent: false }, res => {
-      let body = "";
-      res.on("data", d => (body += d));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
-    });
+    const req = request(
+      { host: address, port: 80, path, headers: { Host: host }, timeout: 5000, agent: false },
+      res => {
+        let body = "";
+        res.on("data", d => (body += d));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+      },
+    );
     req.on("timeout", () => req.destroy(new Error("timeout")));
     req.on("error", e => resolve({ status: 0, body: "", error: e.message }));
     req.end();
   });
 }
-
 
 describe("a Gateway of our class on the local cluster", () => {
   let dev: PeprDev;
@@ -61,17 +67,49 @@ describe("a Gateway of our class on the local cluster", () => {
     await eventually(
       "the Gateway to be Programmed",
       () => {
-        const s = kubectl(["get", "gateway", "demo", "-n", ns, "-o", "jsonpath={.status.conditions[?(@.type=='Programmed')].status}"]).stdout;
+        const s = kubectl([
+          "get",
+          "gateway",
+          "demo",
+          "-n",
+          ns,
+          "-o",
+          "jsonpath={.status.conditions[?(@.type=='Programmed')].status}",
+        ]).stdout;
         return s === "True" ? s : undefined;
       },
       180_000,
       500,
     );
-    address = kubectlOk(["get", "gateway", "demo", "-n", ns, "-o", "jsonpath={.status.addresses[0].value}"]);
+    address = kubectlOk([
+      "get",
+      "gateway",
+      "demo",
+      "-n",
+      ns,
+      "-o",
+      "jsonpath={.status.addresses[0].value}",
+    ]);
     expect(address).toMatch(/^127\./);
-    const message = kubectlOk(["get", "gateway", "demo", "-n", ns, "-o", "jsonpath={.status.conditions[?(@.type=='Programmed')].message}"]);
+    const message = kubectlOk([
+      "get",
+      "gateway",
+      "demo",
+      "-n",
+      ns,
+      "-o",
+      "jsonpath={.status.conditions[?(@.type=='Programmed')].message}",
+    ]);
     expect(message).toMatch(/^2\/2 proxies/);
-    const route = kubectlOk(["get", "httproute", "echo", "-n", ns, "-o", "jsonpath={.status.parents[0].conditions[?(@.type=='Accepted')].status}"]);
+    const route = kubectlOk([
+      "get",
+      "httproute",
+      "echo",
+      "-n",
+      ns,
+      "-o",
+      "jsonpath={.status.parents[0].conditions[?(@.type=='Accepted')].status}",
+    ]);
     expect(route).toBe("True");
   });
 
@@ -80,9 +118,16 @@ describe("a Gateway of our class on the local cluster", () => {
       "two Synced KengineProxy objects",
       () => {
         const out = kubectl([
-          "get", "kengineproxies", "-n", ns,
-          "-o", "jsonpath={range .items[*]}{.spec.gateway},{.status.conditions[0].status},{.status.appliedHash},{.status.desiredHash},{.status.channel.state}{\"\\n\"}{end}",
-        ]).stdout.trim().split("\n").filter(Boolean);
+          "get",
+          "kengineproxies",
+          "-n",
+          ns,
+          "-o",
+          'jsonpath={range .items[*]}{.spec.gateway},{.status.conditions[0].status},{.status.appliedHash},{.status.desiredHash},{.status.channel.state}{"\\n"}{end}',
+        ])
+          .stdout.trim()
+          .split("\n")
+          .filter(Boolean);
         return out.length === 2 && out.every(r => r.split(",")[1] === "True") ? out : undefined;
       },
       60_000,
@@ -96,7 +141,9 @@ describe("a Gateway of our class on the local cluster", () => {
     }
     expect(fields[0][2]).toBe(fields[1][2]);
     // The printer columns are what an operator sees.
-    expect(kubectlOk(["get", "kengineproxies", "-n", ns])).toMatch(/GATEWAY\s+SYNCED\s+APPLIED\s+DESIRED\s+CHANNEL/);
+    expect(kubectlOk(["get", "kengineproxies", "-n", ns])).toMatch(
+      /GATEWAY\s+SYNCED\s+APPLIED\s+DESIRED\s+CHANNEL/,
+    );
   });
 
   it("routes traffic through the Gateway's address to the backend", async () => {
@@ -109,11 +156,20 @@ describe("a Gateway of our class on the local cluster", () => {
     expect(echo.pod).toMatch(/^echo-/);
     expect(echo.path).toBe("/hello");
     // A host no route serves gets 404 from the proxy, not the backend.
-    expect((await get(address, "nobody.example"))).toMatchObject({ status: 404 });
+    expect(await get(address, "nobody.example")).toMatchObject({ status: 404 });
   });
 
   it("programs a replacement proxy pod by itself while a steady client sees no failure", async () => {
-    const pods = kubectlOk(["get", "pods", "-n", ns, "-l", "app.kubernetes.io/component=proxy", "-o", "jsonpath={.items[*].metadata.name}"]).split(" ");
+    const pods = kubectlOk([
+      "get",
+      "pods",
+      "-n",
+      ns,
+      "-l",
+      "app.kubernetes.io/component=proxy",
+      "-o",
+      "jsonpath={.items[*].metadata.name}",
+    ]).split(" ");
     expect(pods).toHaveLength(2);
     let stop = false;
     const results: { status: number; error?: string }[] = [];
@@ -128,18 +184,39 @@ describe("a Gateway of our class on the local cluster", () => {
       "two ready proxy pods again, none of them the deleted one",
       () => {
         const ready = kubectl([
-          "get", "pods", "-n", ns, "-l", "app.kubernetes.io/component=proxy",
-          "-o", "jsonpath={range .items[*]}{.metadata.name}={.status.conditions[?(@.type=='Ready')].status} {end}",
-        ]).stdout.trim().split(" ").filter(p => p.endsWith("=True") && !p.startsWith(`${pods[0]}=`));
+          "get",
+          "pods",
+          "-n",
+          ns,
+          "-l",
+          "app.kubernetes.io/component=proxy",
+          "-o",
+          "jsonpath={range .items[*]}{.metadata.name}={.status.conditions[?(@.type=='Ready')].status} {end}",
+        ])
+          .stdout.trim()
+          .split(" ")
+          .filter(p => p.endsWith("=True") && !p.startsWith(`${pods[0]}=`));
         return ready.length === 2 ? ready : undefined;
       },
       120_000,
       500,
     );
-    await eventually("the Gateway to say 2/2 again", () => {
-      const m = kubectl(["get", "gateway", "demo", "-n", ns, "-o", "jsonpath={.status.conditions[?(@.type=='Programmed')].message}"]).stdout;
-      return m.startsWith("2/2") ? m : undefined;
-    }, 60_000);
+    await eventually(
+      "the Gateway to say 2/2 again",
+      () => {
+        const m = kubectl([
+          "get",
+          "gateway",
+          "demo",
+          "-n",
+          ns,
+          "-o",
+          "jsonpath={.status.conditions[?(@.type=='Programmed')].message}",
+        ]).stdout;
+        return m.startsWith("2/2") ? m : undefined;
+      },
+      60_000,
+    );
     stop = true;
     await client;
     const failed = results.filter(r => r.status !== 200);
@@ -157,15 +234,57 @@ spec:
   proxy: {replicas: 3}
 `,
     );
-    kubectlOk(["patch", "gateway", "demo", "-n", ns, "--type=merge", "-p", JSON.stringify({ spec: { infrastructure: { parametersRef: { group: "gateway.kengine.io", kind: "KengineParameters", name: "fleet" } } } })]);
+    kubectlOk([
+      "patch",
+      "gateway",
+      "demo",
+      "-n",
+      ns,
+      "--type=merge",
+      "-p",
+      JSON.stringify({
+        spec: {
+          infrastructure: {
+            parametersRef: {
+              group: "gateway.kengine.io",
+              kind: "KengineParameters",
+              name: "fleet",
+            },
+          },
+        },
+      }),
+    ]);
     const synced = (n: number) =>
       eventually(
         `${n} proxies programmed and ${n} Synced KengineProxy rows with one hash`,
         () => {
-          const m = kubectl(["get", "gateway", "demo", "-n", ns, "-o", "jsonpath={.status.conditions[?(@.type=='Programmed')].message}"]).stdout;
-          const rows = kubectl(["get", "kengineproxies", "-n", ns, "-o", "jsonpath={range .items[*]}{.status.conditions[0].status},{.status.appliedHash} {end}"]).stdout.trim().split(" ").filter(Boolean);
+          const m = kubectl([
+            "get",
+            "gateway",
+            "demo",
+            "-n",
+            ns,
+            "-o",
+            "jsonpath={.status.conditions[?(@.type=='Programmed')].message}",
+          ]).stdout;
+          const rows = kubectl([
+            "get",
+            "kengineproxies",
+            "-n",
+            ns,
+            "-o",
+            "jsonpath={range .items[*]}{.status.conditions[0].status},{.status.appliedHash} {end}",
+          ])
+            .stdout.trim()
+            .split(" ")
+            .filter(Boolean);
           const hashes = new Set(rows.map(r => r.split(",")[1]));
-          return m.startsWith(`${n}/${n} `) && rows.length === n && rows.every(r => r.startsWith("True,")) && hashes.size === 1 ? rows : undefined;
+          return m.startsWith(`${n}/${n} `) &&
+            rows.length === n &&
+            rows.every(r => r.startsWith("True,")) &&
+            hashes.size === 1
+            ? rows
+            : undefined;
         },
         180_000,
         500,
@@ -180,7 +299,16 @@ spec:
         await new Promise(r => setTimeout(r, 20));
       }
     })();
-    kubectlOk(["patch", "kengineparameters", "fleet", "-n", ns, "--type=merge", "-p", '{"spec":{"proxy":{"replicas":5}}}']);
+    kubectlOk([
+      "patch",
+      "kengineparameters",
+      "fleet",
+      "-n",
+      ns,
+      "--type=merge",
+      "-p",
+      '{"spec":{"proxy":{"replicas":5}}}',
+    ]);
     await synced(5);
     stop = true;
     await client;
@@ -189,12 +317,29 @@ spec:
   });
 
   it("refuses the management port to a client without a certificate", async () => {
-    const ip = kubectlOk(["get", "pods", "-n", ns, "-l", "app.kubernetes.io/component=proxy", "-o", "jsonpath={.items[0].status.podIP}"]);
+    const ip = kubectlOk([
+      "get",
+      "pods",
+      "-n",
+      ns,
+      "-l",
+      "app.kubernetes.io/component=proxy",
+      "-o",
+      "jsonpath={.items[0].status.podIP}",
+    ]);
     const outcome = await new Promise<string>(resolve => {
-      const s = connect({ host: ip, port: 19443, servername: `x.demo-kengine-admin.${ns}.svc`, rejectUnauthorized: false }, () => {
-        // TLS 1.3 reports a missing client certificate after the handshake: try to use the channel.
-        s.write("GET /config/ HTTP/1.1\r\nHost: 127.0.0.1:2019\r\n\r\n");
-      });
+      const s = connect(
+        {
+          host: ip,
+          port: 19443,
+          servername: `x.demo-kengine-admin.${ns}.svc`,
+          rejectUnauthorized: false,
+        },
+        () => {
+          // TLS 1.3 reports a missing client certificate after the handshake: try to use the channel.
+          s.write("GET /config/ HTTP/1.1\r\nHost: 127.0.0.1:2019\r\n\r\n");
+        },
+      );
       let data = "";
       s.on("data", d => (data += d));
       s.on("error", e => resolve(`error: ${e.message}`));

@@ -14,13 +14,38 @@ const theirs = `other-adm-${suffix}`;
 
 const yaml = (o: object): string => JSON.stringify(o);
 const gatewayClass = (name: string, controllerName: string) =>
-  yaml({ apiVersion: "gateway.networking.k8s.io/v1", kind: "GatewayClass", metadata: { name }, spec: { controllerName } });
-const gateway = (ns: string, name: string, cls: string, listeners: object[] = [{ name: "http", port: 80, protocol: "HTTP", hostname: "app.example.com" }]) =>
-  yaml({ apiVersion: "gateway.networking.k8s.io/v1", kind: "Gateway", metadata: { name, namespace: ns }, spec: { gatewayClassName: cls, listeners } });
+  yaml({
+    apiVersion: "gateway.networking.k8s.io/v1",
+    kind: "GatewayClass",
+    metadata: { name },
+    spec: { controllerName },
+  });
+const gateway = (
+  ns: string,
+  name: string,
+  cls: string,
+  listeners: object[] = [{ name: "http", port: 80, protocol: "HTTP", hostname: "app.example.com" }],
+) =>
+  yaml({
+    apiVersion: "gateway.networking.k8s.io/v1",
+    kind: "Gateway",
+    metadata: { name, namespace: ns },
+    spec: { gatewayClassName: cls, listeners },
+  });
 const httpRoute = (ns: string, name: string, spec: object) =>
-  yaml({ apiVersion: "gateway.networking.k8s.io/v1", kind: "HTTPRoute", metadata: { name, namespace: ns }, spec });
+  yaml({
+    apiVersion: "gateway.networking.k8s.io/v1",
+    kind: "HTTPRoute",
+    metadata: { name, namespace: ns },
+    spec,
+  });
 const grpcRoute = (ns: string, name: string, spec: object) =>
-  yaml({ apiVersion: "gateway.networking.k8s.io/v1", kind: "GRPCRoute", metadata: { name, namespace: ns }, spec });
+  yaml({
+    apiVersion: "gateway.networking.k8s.io/v1",
+    kind: "GRPCRoute",
+    metadata: { name, namespace: ns },
+    spec,
+  });
 
 describe("admission through kubectl", () => {
   let dev: PeprDev;
@@ -65,11 +90,16 @@ describe("admission through kubectl", () => {
       apiVersion: "gateway.networking.k8s.io/v1",
       kind: "ListenerSet",
       metadata: { name: "ls", namespace: ns },
-      spec: { parentRef: { name: "gw" }, listeners: [{ name: "mgmt", port: 19443, protocol: "HTTP" }] },
+      spec: {
+        parentRef: { name: "gw" },
+        listeners: [{ name: "mgmt", port: 19443, protocol: "HTTP" }],
+      },
     });
     const r = kubectl(["apply", "-f", "-"], ls);
     expect(r.code).not.toBe(0);
-    expect(r.stderr).toContain(`ListenerSet ${ns}/ls cannot be run by the Kengine proxy: spec.listeners[0].port`);
+    expect(r.stderr).toContain(
+      `ListenerSet ${ns}/ls cannot be run by the Kengine proxy: spec.listeners[0].port`,
+    );
   });
 
   // (Header values with control characters are refused by the experimental channel's CRD
@@ -117,23 +147,60 @@ describe("admission through kubectl", () => {
         hostnames: ["app.example.com"],
         rules: [
           {
-            matches: [{ path: { type: "RegularExpression", value: "/api/v[0-9]+" }, headers: [{ name: "X-Env", value: "{prod}" }] }],
-            filters: [{ type: "ResponseHeaderModifier", responseHeaderModifier: { set: [{ name: "X-Served", value: "{http.request.host}" }] } }],
+            matches: [
+              {
+                path: { type: "RegularExpression", value: "/api/v[0-9]+" },
+                headers: [{ name: "X-Env", value: "{prod}" }],
+              },
+            ],
+            filters: [
+              {
+                type: "ResponseHeaderModifier",
+                responseHeaderModifier: {
+                  set: [{ name: "X-Served", value: "{http.request.host}" }],
+                },
+              },
+            ],
             backendRefs: [{ name: "svc", port: 80 }],
           },
         ],
       }),
     );
-    kubectlOk(["apply", "-f", "-"], grpcRoute(ns, "good-grpc", { parentRefs: [{ name: "gw" }], rules: [{ matches: [{ method: { service: "a.B" } }] }] }));
-    expect(kubectlOk(["get", "httproute", "good", "-n", ns, "-o", "jsonpath={.metadata.name}"])).toBe("good");
-    expect(kubectlOk(["get", "grpcroute", "good-grpc", "-n", ns, "-o", "jsonpath={.metadata.name}"])).toBe("good-grpc");
+    kubectlOk(
+      ["apply", "-f", "-"],
+      grpcRoute(ns, "good-grpc", {
+        parentRefs: [{ name: "gw" }],
+        rules: [{ matches: [{ method: { service: "a.B" } }] }],
+      }),
+    );
+    expect(
+      kubectlOk(["get", "httproute", "good", "-n", ns, "-o", "jsonpath={.metadata.name}"]),
+    ).toBe("good");
+    expect(
+      kubectlOk(["get", "grpcroute", "good-grpc", "-n", ns, "-o", "jsonpath={.metadata.name}"]),
+    ).toBe("good-grpc");
   });
 
   it("admits what the spec wants reported in status", () => {
     const cases: [string, object][] = [
-      ["missing-backend", { parentRefs: [{ name: "gw" }], rules: [{ backendRefs: [{ name: "does-not-exist", port: 80 }] }] }],
-      ["cross-ns-no-grant", { parentRefs: [{ name: "gw" }], rules: [{ backendRefs: [{ name: "svc", namespace: other, port: 80 }] }] }],
-      ["hostname-mismatch", { parentRefs: [{ name: "gw" }], hostnames: ["other.example.org"], rules: [{}] }],
+      [
+        "missing-backend",
+        {
+          parentRefs: [{ name: "gw" }],
+          rules: [{ backendRefs: [{ name: "does-not-exist", port: 80 }] }],
+        },
+      ],
+      [
+        "cross-ns-no-grant",
+        {
+          parentRefs: [{ name: "gw" }],
+          rules: [{ backendRefs: [{ name: "svc", namespace: other, port: 80 }] }],
+        },
+      ],
+      [
+        "hostname-mismatch",
+        { parentRefs: [{ name: "gw" }], hostnames: ["other.example.org"], rules: [{}] },
+      ],
       ["unknown-section", { parentRefs: [{ name: "gw", sectionName: "nope" }], rules: [{}] }],
     ];
     for (const [name, spec] of cases) {
@@ -143,8 +210,24 @@ describe("admission through kubectl", () => {
   });
 
   it("leaves other controllers' objects alone", () => {
-    kubectlOk(["apply", "-f", "-"], gateway(ns, "foreign-2019", theirs, [{ name: "admin", port: 2019, protocol: "HTTP" }]));
-    kubectlOk(["apply", "-f", "-"], httpRoute(ns, "foreign-mirror", { parentRefs: [{ name: "foreign" }], rules: [{ filters: [{ type: "RequestMirror", requestMirror: { backendRef: { name: "svc", port: 80 } } }], backendRefs: [{ name: "svc", port: 80 }] }] }));
+    kubectlOk(
+      ["apply", "-f", "-"],
+      gateway(ns, "foreign-2019", theirs, [{ name: "admin", port: 2019, protocol: "HTTP" }]),
+    );
+    kubectlOk(
+      ["apply", "-f", "-"],
+      httpRoute(ns, "foreign-mirror", {
+        parentRefs: [{ name: "foreign" }],
+        rules: [
+          {
+            filters: [
+              { type: "RequestMirror", requestMirror: { backendRef: { name: "svc", port: 80 } } },
+            ],
+            backendRefs: [{ name: "svc", port: 80 }],
+          },
+        ],
+      }),
+    );
     expect(kubectl(["get", "gateway", "foreign-2019", "-n", ns]).code).toBe(0);
     expect(kubectl(["get", "httproute", "foreign-mirror", "-n", ns]).code).toBe(0);
   });

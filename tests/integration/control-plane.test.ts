@@ -3,7 +3,14 @@ import { kubectl, kubectlOk } from "../support/kube";
 describe("local control plane", () => {
   it("serves the Gateway API kinds", () => {
     const out = kubectlOk(["api-resources", "--api-group=gateway.networking.k8s.io", "-o", "name"]);
-    for (const r of ["gatewayclasses", "gateways", "httproutes", "grpcroutes", "tlsroutes", "referencegrants"]) {
+    for (const r of [
+      "gatewayclasses",
+      "gateways",
+      "httproutes",
+      "grpcroutes",
+      "tlsroutes",
+      "referencegrants",
+    ]) {
       expect(out).toContain(`${r}.gateway.networking.k8s.io`);
     }
   });

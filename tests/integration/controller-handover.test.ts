@@ -21,7 +21,12 @@ function counting(inner: KubeClient) {
   return { client, writes };
 }
 
-const quiet = { info: () => {}, warn: () => {}, error: (m: string, meta?: object) => console.error(m, meta), debug: () => {} };
+const quiet = {
+  info: () => {},
+  warn: () => {},
+  error: (m: string, meta?: object) => console.error(m, meta),
+  debug: () => {},
+};
 
 describe("two controller instances", () => {
   let ns: string;
@@ -37,7 +42,12 @@ describe("two controller instances", () => {
       log: quiet,
       namespace: ns,
       identity,
-      election: { name: "handover", leaseDurationMs: 4000, renewDeadlineMs: 3000, retryPeriodMs: 500 },
+      election: {
+        name: "handover",
+        leaseDurationMs: 4000,
+        renewDeadlineMs: 3000,
+        retryPeriodMs: 500,
+      },
       defaults: { ...DEFAULT_PROXY_SETTINGS, replicas: 1 },
     });
     const unfeed = await feed(r);
@@ -46,7 +56,15 @@ describe("two controller instances", () => {
     return { r, writes: c.writes, unfeed, fleetEvents };
   };
   const programmed = () =>
-    kubectl(["get", "gateway", "gw", "-n", ns, "-o", "jsonpath={.status.conditions[?(@.type=='Programmed')].status}|{.status.conditions[?(@.type=='Programmed')].lastTransitionTime}"]).stdout;
+    kubectl([
+      "get",
+      "gateway",
+      "gw",
+      "-n",
+      ns,
+      "-o",
+      "jsonpath={.status.conditions[?(@.type=='Programmed')].status}|{.status.conditions[?(@.type=='Programmed')].lastTransitionTime}",
+    ]).stdout;
 
   beforeAll(() => {
     ns = createNamespace("handover");
@@ -75,10 +93,19 @@ spec:
   it("only the leader writes; the successor adopts the proxies and status does not flap", async () => {
     const a = await instance("a");
     const b = await instance("b");
-    await eventually("one leader", () => (a.r.isLeader() !== b.r.isLeader() ? true : undefined), 30_000);
+    await eventually(
+      "one leader",
+      () => (a.r.isLeader() !== b.r.isLeader() ? true : undefined),
+      30_000,
+    );
     const [leader, follower] = a.r.isLeader() ? [a, b] : [b, a];
 
-    const before = await eventually("the Gateway to be Programmed", () => (programmed().startsWith("True|") ? programmed() : undefined), 120_000, 500);
+    const before = await eventually(
+      "the Gateway to be Programmed",
+      () => (programmed().startsWith("True|") ? programmed() : undefined),
+      120_000,
+      500,
+    );
     expect(follower.writes).toEqual([]);
     expect(leader.writes.some(w => w.endsWith("/gateways/gw/status"))).toBe(true);
     expect(leader.writes.some(w => w.includes("/deployments/"))).toBe(true);
@@ -86,11 +113,18 @@ spec:
     // The leader shuts down gracefully: it releases the Lease, the follower takes over.
     await leader.r.stop();
     leader.unfeed();
-    await eventually("the follower to lead", () => (follower.r.isLeader() ? true : undefined), 15_000);
+    await eventually(
+      "the follower to lead",
+      () => (follower.r.isLeader() ? true : undefined),
+      15_000,
+    );
     // It adopts the proxy (already running the config): no reload, and the status stays as it was.
     await eventually(
       "the new leader to know the proxy's state",
-      () => ([...follower.r.proxyStates().values()].some(s => s.phase === "Programmed") ? true : undefined),
+      () =>
+        [...follower.r.proxyStates().values()].some(s => s.phase === "Programmed")
+          ? true
+          : undefined,
       30_000,
     );
     await follower.r.idle();

@@ -2,7 +2,12 @@
  * Leader election against the real API server: one leader at a time, hand-over on release,
  * and a partitioned leader stops leading before anyone else starts.
  */
-import { ElectionConfig, LeaderElector, LeaseStore, kubeLeaseStore } from "../../capabilities/election";
+import {
+  ElectionConfig,
+  LeaderElector,
+  LeaseStore,
+  kubeLeaseStore,
+} from "../../capabilities/election";
 import { createNamespace, deleteNamespace, eventually, kubectlOk } from "../support/kube";
 
 const timing = { leaseDurationMs: 3000, renewDeadlineMs: 2000, retryPeriodMs: 250 };
@@ -51,7 +56,15 @@ describe("leader election on a Lease", () => {
     b.start();
     await eventually("a leader", () => (a.isLeader() || b.isLeader() ? true : undefined));
     expect([a.isLeader(), b.isLeader()].filter(Boolean)).toHaveLength(1);
-    const holder = kubectlOk(["get", "lease", "race", "-n", ns, "-o", "jsonpath={.spec.holderIdentity}"]);
+    const holder = kubectlOk([
+      "get",
+      "lease",
+      "race",
+      "-n",
+      ns,
+      "-o",
+      "jsonpath={.spec.holderIdentity}",
+    ]);
     expect(holder).toBe(a.isLeader() ? "a" : "b");
     const follower = a.isLeader() ? b : a;
     await eventually("the follower to see the leader", () => follower.leader() ?? undefined);
@@ -68,7 +81,17 @@ describe("leader election on a Lease", () => {
     await a.stop();
     expect(a.isLeader()).toBe(false);
     await eventually("b to lead", () => (b.isLeader() ? true : undefined));
-    expect(kubectlOk(["get", "lease", "handover", "-n", ns, "-o", "jsonpath={.spec.holderIdentity}/{.spec.leaseTransitions}"])).toBe("b/1");
+    expect(
+      kubectlOk([
+        "get",
+        "lease",
+        "handover",
+        "-n",
+        ns,
+        "-o",
+        "jsonpath={.spec.holderIdentity}/{.spec.leaseTransitions}",
+      ]),
+    ).toBe("b/1");
   });
 
   it("a partitioned leader stops leading before another replica starts", async () => {

@@ -18,7 +18,10 @@ import { Caddy, freePort, startCaddy } from "../support/caddy";
 import { withLoopbackEndpoints } from "../support/loopback";
 
 const goldenDir = join(__dirname, "..", "golden");
-const cases = readdirSync(goldenDir).filter(f => f.endsWith(".in.yaml")).map(f => f.slice(0, -".in.yaml".length)).sort();
+const cases = readdirSync(goldenDir)
+  .filter(f => f.endsWith(".in.yaml"))
+  .map(f => f.slice(0, -".in.yaml".length))
+  .sort();
 const PORT_OFFSET = 41000;
 
 let caddy: Caddy | undefined;
@@ -29,7 +32,9 @@ async function echoServer(name: string): Promise<number> {
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     res.setHeader("content-type", "application/json");
     res.setHeader("server", "echo");
-    res.end(JSON.stringify({ backend: name, method: req.method, url: req.url, headers: req.headers }));
+    res.end(
+      JSON.stringify({ backend: name, method: req.method, url: req.url, headers: req.headers }),
+    );
   });
   backends.push(server);
   await new Promise<void>(r => server.listen(0, "127.0.0.1", () => r()));
@@ -52,7 +57,10 @@ async function load(name: string): Promise<void> {
       management: { adminListen: caddy!.adminAddress },
     });
     const res = await caddy!.load(renderCaddyJSON(config));
-    if (res.status !== 200) throw new Error(`${name} ${ir.namespace}/${ir.name}: Caddy refused the config (${res.status}): ${res.text}`);
+    if (res.status !== 200)
+      throw new Error(
+        `${name} ${ir.namespace}/${ir.name}: Caddy refused the config (${res.status}): ${res.text}`,
+      );
   }
 }
 
@@ -62,7 +70,12 @@ interface Reply {
   json?: { backend: string; method: string; url: string; headers: Record<string, string> };
 }
 
-async function get(port: number, host: string, path: string, init: { method?: string; headers?: Record<string, string> } = {}): Promise<Reply> {
+async function get(
+  port: number,
+  host: string,
+  path: string,
+  init: { method?: string; headers?: Record<string, string> } = {},
+): Promise<Reply> {
   const send = () =>
     request(`http://127.0.0.1:${port + PORT_OFFSET}${path}`, {
       method: (init.method ?? "GET") as "GET",
@@ -124,10 +137,19 @@ describe("requests through real Caddy", () => {
     await load("precedence");
     expect((await get(80, "x.test", "/api")).json?.backend).toBe("default/b-1"); // Exact /api (new)
     expect((await get(80, "x.test", "/api/x")).json?.backend).toBe("default/a-1"); // /api + GET (old)
-    expect((await get(80, "x.test", "/api/x", { method: "POST" })).json?.backend).toBe("default/a-1"); // "/" of the older route
-    expect((await get(80, "x.test", "/api/x", { method: "POST", headers: { "x-version": "2" } })).json?.backend).toBe("default/a-1");
-    expect((await get(80, "x.test", "/api/v1/x", { method: "POST" })).json?.backend).toBe("default/b-1");
-    expect((await get(80, "x.test", "/apix", { method: "POST" })).json?.backend).toBe("default/a-1"); // not /api: segment semantics
+    expect((await get(80, "x.test", "/api/x", { method: "POST" })).json?.backend).toBe(
+      "default/a-1",
+    ); // "/" of the older route
+    expect(
+      (await get(80, "x.test", "/api/x", { method: "POST", headers: { "x-version": "2" } })).json
+        ?.backend,
+    ).toBe("default/a-1");
+    expect((await get(80, "x.test", "/api/v1/x", { method: "POST" })).json?.backend).toBe(
+      "default/b-1",
+    );
+    expect((await get(80, "x.test", "/apix", { method: "POST" })).json?.backend).toBe(
+      "default/a-1",
+    ); // not /api: segment semantics
     expect((await get(80, "api.example.com", "/anything")).json?.backend).toBe("default/b-1"); // hostname first
   });
 
@@ -209,8 +231,12 @@ describe("requests through real Caddy", () => {
     expect((await get(80, "x.test", "/re/abc")).status).toBe(200);
     expect((await get(80, "x.test", "/re/ABC")).status).toBe(404);
     expect((await get(80, "x.test", "/other", { method: "DELETE" })).status).toBe(200);
-    expect((await get(80, "x.test", "/other", { headers: { "x-exact": "a*b", "x-re": "v1" } })).status).toBe(200);
-    expect((await get(80, "x.test", "/other", { headers: { "x-exact": "aXb", "x-re": "v1" } })).status).toBe(404);
+    expect(
+      (await get(80, "x.test", "/other", { headers: { "x-exact": "a*b", "x-re": "v1" } })).status,
+    ).toBe(200);
+    expect(
+      (await get(80, "x.test", "/other", { headers: { "x-exact": "aXb", "x-re": "v1" } })).status,
+    ).toBe(404);
     expect((await get(80, "x.test", "/other?q=%7Bx%7D")).status).toBe(200);
     expect((await get(80, "x.test", "/other?page=12")).status).toBe(200);
     expect((await get(80, "x.test", "/other?page=x")).status).toBe(404);

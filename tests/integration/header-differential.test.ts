@@ -26,12 +26,37 @@ import { request } from "undici";
 import { peerBin } from "../../hack/peers";
 import { escapePlaceholders } from "../../capabilities/caddy";
 import { quoteRE2 } from "../../capabilities/validation/regex";
-import { checkHeaderName, checkHeaderValue, checkMatchedHeaderName, checkRemovedHeaderName } from "../../capabilities/validation/fields";
+import {
+  checkHeaderName,
+  checkHeaderValue,
+  checkMatchedHeaderName,
+  checkRemovedHeaderName,
+} from "../../capabilities/validation/fields";
 
 const goodNames = ["X-Test", "x_y", "a!#$%&'*+-.^_`|~9", "X-Kengine-1", "x.y", "X-A*", "~`|^"];
 const badNames = ["X Test", "X:Test", "X{a}", "Ü-X", 'X"Q', "X(1)", "X/Y", "X@Y", "X\tY", "X,Y"];
-const goodValues = ["plain", "with space", "tab\there", "{http.request.host}", "a\\{b}", "{file./etc/hostname}", "é ü 😀", "%00", "a=b; c", "}{"];
-const badValues = ["a\r\nX-Injected: 1", "a\nb", "a\rb", "a\u0000b", "a\u0001b", "a\u001fb", "a\u007fb", "a\u000bb"];
+const goodValues = [
+  "plain",
+  "with space",
+  "tab\there",
+  "{http.request.host}",
+  "a\\{b}",
+  "{file./etc/hostname}",
+  "é ü 😀",
+  "%00",
+  "a=b; c",
+  "}{",
+];
+const badValues = [
+  "a\r\nX-Injected: 1",
+  "a\nb",
+  "a\rb",
+  "a\u0000b",
+  "a\u0001b",
+  "a\u001fb",
+  "a\u007fb",
+  "a\u000bb",
+];
 const removeNames = ["X-Gone", "*", "X-*", "*-Gone", "*Gon*"];
 
 let caddy: ChildProcess | undefined;
@@ -83,12 +108,21 @@ const proxy = { handler: "reverse_proxy", upstreams: [{ dial: "" }] };
 const toUpstream = () => ({ ...proxy, upstreams: [{ dial: `127.0.0.1:${upstreamPort}` }] });
 
 /** GET through Caddy with Node's (strict) client: status, raw headers, or the client's error. */
-function fetchRaw(path: string, headers: Record<string, string> = {}): Promise<{ status: number; raw: string[]; body: string } | { error: string }> {
+function fetchRaw(
+  path: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; raw: string[]; body: string } | { error: string }> {
   return new Promise(resolve => {
     const req = get({ host: "127.0.0.1", port: httpPort, path, headers, agent: false }, res => {
       const chunks: Buffer[] = [];
       res.on("data", (d: Buffer) => chunks.push(d));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, raw: res.rawHeaders, body: Buffer.concat(chunks).toString("utf8") }));
+      res.on("end", () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          raw: res.rawHeaders,
+          body: Buffer.concat(chunks).toString("utf8"),
+        }),
+      );
     });
     req.on("error", e => resolve({ error: String(e) }));
   });
@@ -98,7 +132,13 @@ function fetchRaw(path: string, headers: Record<string, string> = {}): Promise<{
 function rawRequest(headerLine: Buffer): Promise<number> {
   return new Promise(resolve => {
     const sock = createConnection({ host: "127.0.0.1", port: httpPort }, () => {
-      sock.write(Buffer.concat([Buffer.from("GET /m HTTP/1.1\r\nHost: probe\r\n"), headerLine, Buffer.from("\r\nConnection: close\r\n\r\n")]));
+      sock.write(
+        Buffer.concat([
+          Buffer.from("GET /m HTTP/1.1\r\nHost: probe\r\n"),
+          headerLine,
+          Buffer.from("\r\nConnection: close\r\n\r\n"),
+        ]),
+      );
     });
     let got = "";
     sock.on("data", d => (got += d.toString("latin1")));
@@ -108,7 +148,8 @@ function rawRequest(headerLine: Buffer): Promise<number> {
 }
 
 const wire = (v: string): string => Buffer.from(v, "utf8").toString("latin1");
-const pairs = (raw: string[]): [string, string][] => raw.flatMap((x, i) => (i % 2 === 0 ? [[x, raw[i + 1]] as [string, string]] : []));
+const pairs = (raw: string[]): [string, string][] =>
+  raw.flatMap((x, i) => (i % 2 === 0 ? [[x, raw[i + 1]] as [string, string]] : []));
 const has = (raw: string[], name: string, value: string): boolean =>
   pairs(raw).some(([n, v]) => n.toLowerCase() === name.toLowerCase() && v === wire(value));
 
@@ -124,7 +165,10 @@ beforeAll(async () => {
   upstreamPort = (upstream.address() as AddressInfo).port;
   const dir = mkdtempSync(join(tmpdir(), "kg-hdr-"));
   const initial = join(dir, "initial.json");
-  writeFileSync(initial, JSON.stringify({ admin: { listen: adminAddr, config: { persist: false } } }));
+  writeFileSync(
+    initial,
+    JSON.stringify({ admin: { listen: adminAddr, config: { persist: false } } }),
+  );
   caddy = spawn(peerBin("caddy"), ["run", "--config", initial], {
     stdio: ["ignore", "ignore", "pipe"],
     env: { ...process.env, HOME: dir, XDG_DATA_HOME: dir, XDG_CONFIG_HOME: dir },
@@ -167,10 +211,20 @@ describe("header rules agree with real Caddy", () => {
   });
 
   it.each(cases)("request header %j: %j", async (name, value) => {
-    expect(await load([{ handler: "headers", request: { set: { [name]: [escapePlaceholders(value)] } } }, toUpstream()])).toBe(200);
+    expect(
+      await load([
+        { handler: "headers", request: { set: { [name]: [escapePlaceholders(value)] } } },
+        toUpstream(),
+      ]),
+    ).toBe(200);
     const res = await fetchRaw("/");
-    const faithful = "status" in res && res.status === 200 && has(JSON.parse(res.body) as string[], name, value);
-    expect({ name, value, faithful }).toEqual({ name, value, faithful: ruleAccepts(name, value, "modifier") });
+    const faithful =
+      "status" in res && res.status === 200 && has(JSON.parse(res.body) as string[], name, value);
+    expect({ name, value, faithful }).toEqual({
+      name,
+      value,
+      faithful: ruleAccepts(name, value, "modifier"),
+    });
   });
 
   it.each(cases)("response header %j: %j", async (name, value) => {
@@ -182,22 +236,40 @@ describe("header rules agree with real Caddy", () => {
     ).toBe(200);
     const res = await fetchRaw("/");
     const faithful = "status" in res && res.status === 200 && has(res.raw, name, value);
-    expect({ name, value, faithful }).toEqual({ name, value, faithful: ruleAccepts(name, value, "modifier") });
+    expect({ name, value, faithful }).toEqual({
+      name,
+      value,
+      faithful: ruleAccepts(name, value, "modifier"),
+    });
   });
 
   it.each(cases)("header match %j: %j", async (name, value) => {
     const match = [{ header_regexp: { [name]: { pattern: `^${quoteRE2(value)}$` } } }];
-    expect(await load([{ handler: "static_response", status_code: 200, body: "matched" }], match)).toBe(200);
+    expect(
+      await load([{ handler: "static_response", status_code: 200, body: "matched" }], match),
+    ).toBe(200);
     const status = await rawRequest(Buffer.from(`${name}: ${value}`, "utf8"));
-    expect({ name, value, faithful: status === 200 }).toEqual({ name, value, faithful: ruleAccepts(name, value, "match") });
+    expect({ name, value, faithful: status === 200 }).toEqual({
+      name,
+      value,
+      faithful: ruleAccepts(name, value, "match"),
+    });
   });
 
   it.each(removeNames)("remove %j", async name => {
-    expect(await load([{ handler: "headers", request: { delete: [name] } }, toUpstream()])).toBe(200);
+    expect(await load([{ handler: "headers", request: { delete: [name] } }, toUpstream()])).toBe(
+      200,
+    );
     // The named header (a valid token, `*` included) must go; the others must stay.
     const res = await fetchRaw("/", { [name]: "1", "X-Gone": "1", "X-Keep": "1" });
     const got = "status" in res ? (JSON.parse(res.body) as string[]) : [];
-    const faithful = !has(got, name, "1") && has(got, "X-Keep", "1") && (name === "X-Gone" || has(got, "X-Gone", "1"));
-    expect({ name, faithful }).toEqual({ name, faithful: checkRemovedHeaderName("r", name).length === 0 });
+    const faithful =
+      !has(got, name, "1") &&
+      has(got, "X-Keep", "1") &&
+      (name === "X-Gone" || has(got, "X-Gone", "1"));
+    expect({ name, faithful }).toEqual({
+      name,
+      faithful: checkRemovedHeaderName("r", name).length === 0,
+    });
   });
 });

@@ -39,7 +39,12 @@ describe("pepr dev against the local cluster", () => {
 
   beforeAll(async () => {
     ns = createNamespace("rails");
-    kubectlOk(["apply", "-f", "-"], gatewayClass(ours, "kengine.io/gateway-controller") + "---" + gatewayClass(theirs, "example.com/other"));
+    kubectlOk(
+      ["apply", "-f", "-"],
+      gatewayClass(ours, "kengine.io/gateway-controller") +
+        "---" +
+        gatewayClass(theirs, "example.com/other"),
+    );
     dev = await startModule();
   });
 
@@ -52,15 +57,39 @@ describe("pepr dev against the local cluster", () => {
   it("sees Gateways through its Watch bindings and reports them in status", async () => {
     kubectlOk(["apply", "-f", "-"], gateway(ns, "gw", ours));
     const accepted = await eventually("the Gateway to be Accepted", () => {
-      const s = kubectl(["get", "gateway", "gw", "-n", ns, "-o", "jsonpath={.status.conditions[?(@.type=='Accepted')].status}"]).stdout;
+      const s = kubectl([
+        "get",
+        "gateway",
+        "gw",
+        "-n",
+        ns,
+        "-o",
+        "jsonpath={.status.conditions[?(@.type=='Accepted')].status}",
+      ]).stdout;
       return s === "True" ? s : undefined;
     });
     expect(accepted).toBe("True");
-    const cls = kubectlOk(["get", "gatewayclass", ours, "-o", "jsonpath={.status.conditions[?(@.type=='Accepted')].status}"]);
+    const cls = kubectlOk([
+      "get",
+      "gatewayclass",
+      ours,
+      "-o",
+      "jsonpath={.status.conditions[?(@.type=='Accepted')].status}",
+    ]);
     expect(cls).toBe("True");
     // Another controller's Gateway is not ours to touch.
     kubectlOk(["apply", "-f", "-"], gateway(ns, "foreign", theirs));
-    expect(kubectlOk(["get", "gateway", "foreign", "-n", ns, "-o", "jsonpath={.status.conditions[?(@.type=='Accepted')].reason}"])).not.toBe("Accepted");
+    expect(
+      kubectlOk([
+        "get",
+        "gateway",
+        "foreign",
+        "-n",
+        ns,
+        "-o",
+        "jsonpath={.status.conditions[?(@.type=='Accepted')].reason}",
+      ]),
+    ).not.toBe("Accepted");
   });
 
   it("denies an HTTPRoute of our class with an empty regular expression, naming the field", () => {
@@ -74,7 +103,9 @@ describe("pepr dev against the local cluster", () => {
 
   it("stores a valid HTTPRoute of our class", () => {
     kubectlOk(["apply", "-f", "-"], route(ns, "good", "gw", "/api/v[0-9]+"));
-    expect(kubectlOk(["get", "httproute", "good", "-n", ns, "-o", "jsonpath={.metadata.name}"])).toBe("good");
+    expect(
+      kubectlOk(["get", "httproute", "good", "-n", ns, "-o", "jsonpath={.metadata.name}"]),
+    ).toBe("good");
   });
 
   it("leaves routes of other controllers' Gateways alone", () => {

@@ -4,7 +4,12 @@
  */
 import { kubeClient } from "../../capabilities/kube/client";
 import { StatusResults } from "../../capabilities/translate";
-import { StatusUpdate, StatusWriter, computeStatusUpdates, kubeStatusApi } from "../../capabilities/status";
+import {
+  StatusUpdate,
+  StatusWriter,
+  computeStatusUpdates,
+  kubeStatusApi,
+} from "../../capabilities/status";
 import { createNamespace, deleteNamespace, kubectl, kubectlOk } from "../support/kube";
 
 const CTRL = "kengine.io/gateway-controller";
@@ -22,12 +27,21 @@ describe("status writer", () => {
   const api = kubeStatusApi(kubeClient());
   let leader = true;
   const results = (accepted: boolean): StatusResults => ({
-    gatewayClasses: [{ name: cls, conditions: [cond("Accepted", true, "Accepted")], supportedFeatures: [{ name: "Gateway" }, { name: "HTTPRoute" }] }],
+    gatewayClasses: [
+      {
+        name: cls,
+        conditions: [cond("Accepted", true, "Accepted")],
+        supportedFeatures: [{ name: "Gateway" }, { name: "HTTPRoute" }],
+      },
+    ],
     gateways: [
       {
         namespace: ns,
         name: "gw",
-        conditions: [cond("Accepted", accepted, accepted ? "Accepted" : "Invalid"), cond("Programmed", false, "AddressNotAssigned")],
+        conditions: [
+          cond("Accepted", accepted, accepted ? "Accepted" : "Invalid"),
+          cond("Programmed", false, "AddressNotAssigned"),
+        ],
         listeners: [
           {
             name: "http",
@@ -44,13 +58,23 @@ describe("status writer", () => {
         kind: "HTTPRoute",
         namespace: ns,
         name: "r",
-        parents: [{ parentRef: { name: "gw" }, controllerName: CTRL, conditions: [cond("Accepted", true, "Accepted")] }],
+        parents: [
+          {
+            parentRef: { name: "gw" },
+            controllerName: CTRL,
+            conditions: [cond("Accepted", true, "Accepted")],
+          },
+        ],
       },
     ],
   });
   const compute = async (r: StatusResults, now: string) => {
     const objs = new Map<string, unknown>();
-    for (const [k, n] of [["GatewayClass", cls], ["Gateway", "gw"], ["HTTPRoute", "r"]] as const) {
+    for (const [k, n] of [
+      ["GatewayClass", cls],
+      ["Gateway", "gw"],
+      ["HTTPRoute", "r"],
+    ] as const) {
       objs.set(k, await api.read(k, k === "GatewayClass" ? undefined : ns, n));
     }
     return computeStatusUpdates({
@@ -106,10 +130,14 @@ spec:
 
   it("writes nothing while not leader", async () => {
     leader = false;
-    const report = await writer(() => results(true), "2026-01-01T00:00:00Z").write(await compute(results(true), "2026-01-01T00:00:00Z"));
+    const report = await writer(() => results(true), "2026-01-01T00:00:00Z").write(
+      await compute(results(true), "2026-01-01T00:00:00Z"),
+    );
     leader = true;
     expect(report.skippedNotLeader).toBe(true);
-    expect(kubectlOk(["get", "gateway", "gw", "-n", ns, "-o", "jsonpath={.status.addresses}"])).toBe("");
+    expect(
+      kubectlOk(["get", "gateway", "gw", "-n", ns, "-o", "jsonpath={.status.addresses}"]),
+    ).toBe("");
   });
 
   it("writes GatewayClass, Gateway (with addresses and listeners) and route status", async () => {
@@ -121,24 +149,42 @@ spec:
           {
             parentRef: { name: "foreign" },
             controllerName: "example.com/other",
-            conditions: [{ ...cond("Accepted", true, "Accepted"), lastTransitionTime: "2025-01-01T00:00:00Z" }],
+            conditions: [
+              { ...cond("Accepted", true, "Accepted"), lastTransitionTime: "2025-01-01T00:00:00Z" },
+            ],
           },
         ],
       },
     };
-    kubectlOk(["patch", "httproute", "r", "-n", ns, "--subresource=status", "--type=merge", "-p", JSON.stringify(foreign)]);
-    const report = await writer(() => results(true), "2026-01-01T00:00:00Z").write(await compute(results(true), "2026-01-01T00:00:00Z"));
+    kubectlOk([
+      "patch",
+      "httproute",
+      "r",
+      "-n",
+      ns,
+      "--subresource=status",
+      "--type=merge",
+      "-p",
+      JSON.stringify(foreign),
+    ]);
+    const report = await writer(() => results(true), "2026-01-01T00:00:00Z").write(
+      await compute(results(true), "2026-01-01T00:00:00Z"),
+    );
     expect(report).toMatchObject({ written: 3, failed: [] });
     const gw = JSON.parse(kubectlOk(["get", "gateway", "gw", "-n", ns, "-o", "json"]));
     expect(gw.status.addresses).toEqual([{ type: "IPAddress", value: "127.20.0.9" }]);
     expect(gw.status.listeners[0]).toMatchObject({ name: "http", attachedRoutes: 1 });
-    expect(gw.status.conditions.find((c: { type: string }) => c.type === "Accepted")).toMatchObject({
-      status: "True",
-      observedGeneration: 1,
-      lastTransitionTime: "2026-01-01T00:00:00Z",
-    });
+    expect(gw.status.conditions.find((c: { type: string }) => c.type === "Accepted")).toMatchObject(
+      {
+        status: "True",
+        observedGeneration: 1,
+        lastTransitionTime: "2026-01-01T00:00:00Z",
+      },
+    );
     const route = JSON.parse(kubectlOk(["get", "httproute", "r", "-n", ns, "-o", "json"]));
-    expect(route.status.parents.map((p: { controllerName: string }) => p.controllerName).sort()).toEqual(["example.com/other", CTRL]);
+    expect(
+      route.status.parents.map((p: { controllerName: string }) => p.controllerName).sort(),
+    ).toEqual(["example.com/other", CTRL]);
     const cls_ = JSON.parse(kubectlOk(["get", "gatewayclass", cls, "-o", "json"]));
     expect(cls_.status.supportedFeatures).toEqual([{ name: "Gateway" }, { name: "HTTPRoute" }]);
   });
@@ -152,14 +198,26 @@ spec:
     const stale = await compute(results(false), "2026-03-03T00:00:00Z");
     expect(stale.map(u => u.kind)).toEqual(["Gateway"]);
     // Someone else changes the Gateway's status after we read it.
-    kubectlOk(["patch", "gateway", "gw", "-n", ns, "--subresource=status", "--type=merge", "-p", '{"status":{"addresses":[{"type":"IPAddress","value":"127.20.0.10"}]}}']);
+    kubectlOk([
+      "patch",
+      "gateway",
+      "gw",
+      "-n",
+      ns,
+      "--subresource=status",
+      "--type=merge",
+      "-p",
+      '{"status":{"addresses":[{"type":"IPAddress","value":"127.20.0.10"}]}}',
+    ]);
     const report = await writer(() => results(false), "2026-03-03T00:00:00Z").write(stale);
     expect(report).toMatchObject({ written: 1, conflicts: 1, failed: [] });
     const gw = JSON.parse(kubectlOk(["get", "gateway", "gw", "-n", ns, "-o", "json"]));
     expect(gw.status.addresses).toEqual([{ type: "IPAddress", value: "127.20.0.9" }]);
-    expect(gw.status.conditions.find((c: { type: string }) => c.type === "Accepted")).toMatchObject({
-      status: "False",
-      lastTransitionTime: "2026-03-03T00:00:00Z",
-    });
+    expect(gw.status.conditions.find((c: { type: string }) => c.type === "Accepted")).toMatchObject(
+      {
+        status: "False",
+        lastTransitionTime: "2026-03-03T00:00:00Z",
+      },
+    );
   });
 });

@@ -10,7 +10,8 @@ import type { KubeObject } from "../../capabilities/snapshot";
 export async function feed(r: Reconciler): Promise<() => void> {
   const watchers = WATCHED.map(([kind, model]) =>
     K8s(model).Watch((obj, phase) => {
-      if (phase === "ADDED" || phase === "MODIFIED") r.ingest(kind, "upsert", obj as unknown as KubeObject);
+      if (phase === "ADDED" || phase === "MODIFIED")
+        r.ingest(kind, "upsert", obj as unknown as KubeObject);
       else if (phase === "DELETED") r.ingest(kind, "delete", obj as unknown as KubeObject);
     }),
   );

@@ -7,7 +7,9 @@ import { join } from "node:path";
 import { repoRoot } from "./paths";
 
 export default function globalSetup(): void {
-  const status = execFileSync("bash", [join(repoRoot, "hack", "cluster.sh"), "status"], { encoding: "utf8" });
+  const status = execFileSync("bash", [join(repoRoot, "hack", "cluster.sh"), "status"], {
+    encoding: "utf8",
+  });
   const wasRunning = /kube-apiserver\s+running/.test(status);
   process.env.KG_CLUSTER_STARTED_BY_TESTS = wasRunning ? "0" : "1";
   execFileSync("bash", [join(repoRoot, "hack", "cluster.sh"), "up"], { stdio: "inherit" });

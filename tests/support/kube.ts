@@ -23,8 +23,13 @@ export function kubectl(args: readonly string[], input?: string): KubectlResult 
       encoding: "utf8",
       timeout: 120_000,
     });
-    const result = { code: r.status ?? -1, stdout: r.stdout ?? "", stderr: r.stderr ?? String(r.error ?? "") };
-    if (result.code === 0 || !result.stderr.includes("failed calling webhook") || attempt >= 30) return result;
+    const result = {
+      code: r.status ?? -1,
+      stdout: r.stdout ?? "",
+      stderr: r.stderr ?? String(r.error ?? ""),
+    };
+    if (result.code === 0 || !result.stderr.includes("failed calling webhook") || attempt >= 30)
+      return result;
     sleepSync(1000);
   }
 }
@@ -66,7 +71,9 @@ export async function eventually<T>(
       last = e;
     }
     if (Date.now() > deadline) {
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ""}`);
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ""}`,
+      );
     }
     await new Promise(r => setTimeout(r, intervalMs));
   }
