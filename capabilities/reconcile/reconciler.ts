@@ -48,7 +48,8 @@ import {
   kengineProxyStatus,
 } from "./proxy-status";
 
-export const CONTROLLER_NAME = "kengine.io/gateway-controller";
+export { CONTROLLER_NAME } from "../ownership";
+import { CONTROLLER_NAME } from "../ownership";
 const FIELD_MANAGER = "kengine-gateway";
 
 export interface Logger {

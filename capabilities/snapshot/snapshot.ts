@@ -15,7 +15,9 @@ import {
   ParentReference,
 } from "./types";
 
-export const CONTROLLER_NAME = "kengine.io/gateway-controller";
+/** The controllerName our GatewayClasses carry (defined once, in ownership/). */
+export { CONTROLLER_NAME } from "../ownership";
+import { CONTROLLER_NAME } from "../ownership";
 
 export type ObjectMapOf<K extends Kind> = ReadonlyMap<string, KindMap[K]>;
 

@@ -39,6 +39,25 @@ function get(
   });
 }
 
+/** Sends a GET every 20 ms (at most `max`) until stopped; stop() resolves with every result. */
+function steadyClient(address: string, host: string, max: number) {
+  let stopped = false;
+  const results: { status: number; error?: string }[] = [];
+  const done = (async () => {
+    for (let i = 0; i < max && !stopped; i++) {
+      results.push(await get(address, host));
+      await new Promise(r => setTimeout(r, 20));
+    }
+  })();
+  return {
+    stop: async () => {
+      stopped = true;
+      await done;
+      return results;
+    },
+  };
+}
+
 describe("a Gateway of our class on the local cluster", () => {
   let dev: PeprDev;
   let ns: string;
@@ -171,14 +190,7 @@ describe("a Gateway of our class on the local cluster", () => {
       "jsonpath={.items[*].metadata.name}",
     ]).split(" ");
     expect(pods).toHaveLength(2);
-    let stop = false;
-    const results: { status: number; error?: string }[] = [];
-    const client = (async () => {
-      for (let i = 0; i < 2000 && !stop; i++) {
-        results.push(await get(address, host));
-        await new Promise(r => setTimeout(r, 20));
-      }
-    })();
+    const client = steadyClient(address, host, 2000);
     kubectlOk(["delete", "pod", pods[0], "-n", ns, "--wait=true"]);
     await eventually(
       "two ready proxy pods again, none of them the deleted one",
@@ -217,8 +229,7 @@ describe("a Gateway of our class on the local cluster", () => {
       },
       60_000,
     );
-    stop = true;
-    await client;
+    const results = await client.stop();
     const failed = results.filter(r => r.status !== 200);
     expect(results.length).toBeGreaterThan(10);
     expect(failed).toEqual([]);
@@ -291,14 +302,7 @@ spec:
       );
     await synced(3);
 
-    let stop = false;
-    const results: { status: number; error?: string }[] = [];
-    const client = (async () => {
-      for (let i = 0; i < 5000 && !stop; i++) {
-        results.push(await get(address, host));
-        await new Promise(r => setTimeout(r, 20));
-      }
-    })();
+    const client = steadyClient(address, host, 5000);
     kubectlOk([
       "patch",
       "kengineparameters",
@@ -310,8 +314,7 @@ spec:
       '{"spec":{"proxy":{"replicas":5}}}',
     ]);
     await synced(5);
-    stop = true;
-    await client;
+    const results = await client.stop();
     expect(results.length).toBeGreaterThan(10);
     expect(results.filter(r => r.status !== 200)).toEqual([]);
   });
