@@ -39,6 +39,18 @@ function get(
   });
 }
 
+/** The message of the demo Gateway's Programmed condition ("N/M proxies run …"). */
+const programmedMessage = (ns: string): string =>
+  kubectl([
+    "get",
+    "gateway",
+    "demo",
+    "-n",
+    ns,
+    "-o",
+    "jsonpath={.status.conditions[?(@.type=='Programmed')].message}",
+  ]).stdout;
+
 /** Sends a GET every 20 ms (at most `max`) until stopped; stop() resolves with every result. */
 function steadyClient(address: string, host: string, max: number) {
   let stopped = false;
@@ -110,15 +122,7 @@ describe("a Gateway of our class on the local cluster", () => {
       "jsonpath={.status.addresses[0].value}",
     ]);
     expect(address).toMatch(/^127\./);
-    const message = kubectlOk([
-      "get",
-      "gateway",
-      "demo",
-      "-n",
-      ns,
-      "-o",
-      "jsonpath={.status.conditions[?(@.type=='Programmed')].message}",
-    ]);
+    const message = programmedMessage(ns);
     expect(message).toMatch(/^2\/2 proxies/);
     const route = kubectlOk([
       "get",
@@ -216,15 +220,7 @@ describe("a Gateway of our class on the local cluster", () => {
     await eventually(
       "the Gateway to say 2/2 again",
       () => {
-        const m = kubectl([
-          "get",
-          "gateway",
-          "demo",
-          "-n",
-          ns,
-          "-o",
-          "jsonpath={.status.conditions[?(@.type=='Programmed')].message}",
-        ]).stdout;
+        const m = programmedMessage(ns);
         return m.startsWith("2/2") ? m : undefined;
       },
       60_000,
@@ -269,15 +265,7 @@ spec:
       eventually(
         `${n} proxies programmed and ${n} Synced KengineProxy rows with one hash`,
         () => {
-          const m = kubectl([
-            "get",
-            "gateway",
-            "demo",
-            "-n",
-            ns,
-            "-o",
-            "jsonpath={.status.conditions[?(@.type=='Programmed')].message}",
-          ]).stdout;
+          const m = programmedMessage(ns);
           const rows = kubectl([
             "get",
             "kengineproxies",
