@@ -3,9 +3,10 @@
  * (translate → provision → push → status) lives in reconcile/.
  */
 import { hostname } from "node:os";
-import { Capability } from "pepr";
+import { Capability, metricsCollector } from "pepr";
 import { kubeClient } from "./kube/client";
 import { log } from "./log";
+import { serveThrough } from "./metrics";
 import { Reconciler } from "./reconcile";
 import { WATCHED } from "./reconcile/watched";
 import type { KubeObject } from "./snapshot";
@@ -24,6 +25,8 @@ const runsWatches =
 
 let reconciler: Reconciler | undefined;
 if (runsWatches) {
+  // Our metrics appear on the module's /metrics (Pepr's server, port 3000) after Pepr's own.
+  serveThrough(metricsCollector);
   reconciler = new Reconciler({
     kube: kubeClient(),
     log,

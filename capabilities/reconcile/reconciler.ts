@@ -7,6 +7,7 @@
 import { createHash } from "node:crypto";
 import { ElectionConfig, DEFAULT_ELECTION, LeaderElector, kubeLeaseStore } from "../election";
 import { KubeClient, statusOf } from "../kube/client";
+import { electionMetrics, statusMetrics } from "../metrics";
 import { AdminClient, Authority, Fleet, FleetEvent, ProxyState } from "../proxies";
 import {
   DEFAULT_PROXY_SETTINGS,
@@ -113,8 +114,10 @@ export class Reconciler {
       namespace: o.namespace,
       identity: o.identity,
     };
+    const leading = electionMetrics(election.name, o.identity);
     this.#elector = new LeaderElector(kubeLeaseStore(o.namespace, election.name), election, {
       onStartedLeading: () => {
+        leading.leading(true);
         o.log.info("became leader: provisioning, pushing and writing status", {
           identity: o.identity,
         });
@@ -123,6 +126,7 @@ export class Reconciler {
         this.requestBuild();
       },
       onStoppedLeading: () => {
+        leading.leading(false);
         o.log.warn("lost leadership: stopped provisioning, pushing and writing", {
           identity: o.identity,
         });
@@ -134,6 +138,7 @@ export class Reconciler {
     this.#writer = new StatusWriter({
       api: kubeStatusApi(o.kube),
       isLeader: () => this.#elector.isLeader(),
+      observer: statusMetrics,
       recompute: (fresh, stale) => {
         const last = this.#lastResults;
         if (!last) return undefined;
@@ -337,6 +342,7 @@ export class Reconciler {
       controllerName: CONTROLLER_NAME,
       addresses,
       now: now.toISOString().replace(/\.\d{3}Z$/, "Z"),
+      onUnchanged: kind => statusMetrics.unchanged(kind, 1),
     });
     if (updates.length) {
       const report = await this.#writer.write(updates);

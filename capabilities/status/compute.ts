@@ -199,11 +199,13 @@ export interface ComputeInput {
   /** Gateway addresses by "namespace/name"; a Gateway missing here keeps its stored addresses. */
   readonly addresses?: ReadonlyMap<string, readonly GatewayAddress[]>;
   readonly now: string;
+  /** Called for each object whose stored status already matches (nothing to write). */
+  readonly onUnchanged?: (kind: StatusKind) => void;
 }
 
 /** Every status write needed to make the stored status match the results. */
 export function computeStatusUpdates(input: ComputeInput): StatusUpdate[] {
-  const { results, current, controllerName, addresses, now } = input;
+  const { results, current, controllerName, addresses, now, onUnchanged } = input;
   const updates: StatusUpdate[] = [];
   const push = (
     kind: StatusKind,
@@ -214,7 +216,10 @@ export function computeStatusUpdates(input: ComputeInput): StatusUpdate[] {
     const cur = current(kind, namespace, name);
     if (!cur) return; // deleted meanwhile: nothing to write
     const status = f(cur);
-    if (unchanged(cur, status)) return;
+    if (unchanged(cur, status)) {
+      onUnchanged?.(kind);
+      return;
+    }
     updates.push({ kind, namespace, name, resourceVersion: cur.metadata?.resourceVersion, status });
   };
   for (const r of results.gatewayClasses)

@@ -31,7 +31,27 @@ export interface StatusWriterOptions {
   readonly recompute: (fresh: StoredObject, stale: StatusUpdate) => StatusUpdate | undefined;
   readonly maxConflictRetries?: number;
   readonly concurrency?: number;
+  /** Sees every outcome (metrics/ counts them). */
+  readonly observer?: StatusObserver;
 }
+
+/** Why a write was given up. */
+export type FailureReason = "conflict" | "not_leader" | "invalid" | "server" | "other";
+
+export interface StatusObserver {
+  written(kind: StatusKind): void;
+  conflict(kind: StatusKind): void;
+  failed(kind: StatusKind, reason: FailureReason): void;
+}
+
+const reasonOf = (e: unknown): FailureReason => {
+  const code = statusOf(e);
+  if (code === 409) return "conflict";
+  if (code !== undefined && code >= 400 && code < 500) return "invalid";
+  if (code !== undefined && code >= 500) return "server";
+  if (e instanceof Error && /timed out|ECONN|EPIPE|socket/i.test(e.message)) return "server";
+  return "other";
+};
 
 const statusOf = (e: unknown): number | undefined => (e as { status?: number } | null)?.status;
 
@@ -48,8 +68,13 @@ export class StatusWriter {
       for (let u = queue.shift(); u; u = queue.shift()) {
         const r = await this.#writeOne(u);
         conflicts += r.conflicts;
-        if (r.ok) written += r.wrote ? 1 : 0;
-        else failed.push({ update: u, error: r.error });
+        if (r.ok) {
+          written += r.wrote ? 1 : 0;
+          if (r.wrote) this.o.observer?.written(u.kind);
+        } else {
+          failed.push({ update: u, error: r.error });
+          this.o.observer?.failed(u.kind, r.reason);
+        }
       }
     };
     await Promise.all(Array.from({ length: Math.max(1, this.o.concurrency ?? 8) }, worker));
@@ -60,21 +85,24 @@ export class StatusWriter {
     first: StatusUpdate,
   ): Promise<
     | { ok: true; wrote: boolean; conflicts: number }
-    | { ok: false; error: string; conflicts: number }
+    | { ok: false; error: string; reason: FailureReason; conflicts: number }
   > {
     let u: StatusUpdate | undefined = first;
     let conflicts = 0;
     for (let attempt = 0; u; attempt++) {
       // Leadership can end mid-batch: a follower must not write.
-      if (!this.o.isLeader()) return { ok: false, error: "lost leadership", conflicts };
+      if (!this.o.isLeader())
+        return { ok: false, error: "lost leadership", reason: "not_leader", conflicts };
       try {
         await this.o.api.writeStatus(u);
         return { ok: true, wrote: true, conflicts };
       } catch (e) {
         const code = statusOf(e);
         if (code === 404) return { ok: true, wrote: false, conflicts }; // deleted meanwhile
+        if (code === 409) this.o.observer?.conflict(u.kind);
         if (code !== 409 || attempt >= (this.o.maxConflictRetries ?? 3)) {
-          return { ok: false, error: e instanceof Error ? e.message : String(e), conflicts };
+          const error = e instanceof Error ? e.message : String(e);
+          return { ok: false, error, reason: reasonOf(e), conflicts };
         }
         conflicts++;
         const fresh = await this.o.api.read(u.kind, u.namespace, u.name).catch(() => undefined);

@@ -1,0 +1,40 @@
+import { Counter, Registry } from "prom-client";
+import { electionMetrics, registry, serveThrough, statusMetrics } from ".";
+
+describe("serveThrough", () => {
+  it("appends our registry to the collector's output, once", async () => {
+    const ours = new Registry();
+    new Counter({ name: "kengine_gateway_test_total", help: "t", registers: [ours] }).inc(3);
+    const collector = { getMetrics: async () => "# HELP pepr_errors x\npepr_errors 0" };
+    serveThrough(collector, ours);
+    serveThrough(collector, ours);
+    const text = await collector.getMetrics();
+    expect(text.startsWith("# HELP pepr_errors x\npepr_errors 0\n")).toBe(true);
+    expect(text.match(/kengine_gateway_test_total 3/g)).toHaveLength(1);
+  });
+});
+
+describe("controller metrics", () => {
+  it("count status outcomes by kind and show the election state", async () => {
+    statusMetrics.written("Gateway");
+    statusMetrics.unchanged("HTTPRoute", 4);
+    statusMetrics.unchanged("HTTPRoute", 0);
+    statusMetrics.conflict("Gateway");
+    statusMetrics.failed("HTTPRoute", "invalid");
+    const e = electionMetrics("lease-a", "me");
+    let text = await registry.metrics();
+    expect(text).toContain('kengine_gateway_status_writes_total{kind="Gateway"} 1');
+    expect(text).toContain('kengine_gateway_status_noops_total{kind="HTTPRoute"} 4');
+    expect(text).toContain('kengine_gateway_status_conflicts_total{kind="Gateway"} 1');
+    expect(text).toContain(
+      'kengine_gateway_status_write_failures_total{kind="HTTPRoute",reason="invalid"} 1',
+    );
+    expect(text).toContain('kengine_gateway_is_leader{lease="lease-a",identity="me"} 0');
+    e.leading(true);
+    text = await registry.metrics();
+    expect(text).toContain('kengine_gateway_is_leader{lease="lease-a",identity="me"} 1');
+    expect(text).toContain(
+      'kengine_gateway_leader_transitions_total{lease="lease-a",identity="me",to="leader"} 1',
+    );
+  });
+});

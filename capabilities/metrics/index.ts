@@ -1,0 +1,116 @@
+/**
+ * The controller's Prometheus metrics: one prom-client Registry for every metric of ours,
+ * served by the module's own /metrics endpoint (Pepr's, on port 3000, in `pepr dev` and in the
+ * watcher pod) after Pepr's metrics. prom-client is a dependency of Pepr, so `pepr build` keeps
+ * it out of the bundle (Pepr's dependencies are external) and the module uses the copy Pepr's
+ * image ships.
+ *
+ * Other parts add their metrics to `registry` (names start with `kengine_gateway_`).
+ */
+import { Counter, Gauge, Registry } from "prom-client";
+
+export const METRIC_PREFIX = "kengine_gateway_";
+export const registry = new Registry();
+
+/** What serves /metrics: Pepr's MetricsCollector has this shape (`metricsCollector` in pepr). */
+export interface MetricsSource {
+  getMetrics: () => Promise<string>;
+}
+
+const served = new WeakSet<MetricsSource>();
+
+/**
+ * Makes one scrape of the module's /metrics show our registry after the collector's own output.
+ * Pepr's HTTP handler calls `collector.getMetrics()` per request, so wrapping that property is
+ * enough; calling this twice on the same collector changes nothing.
+ */
+export function serveThrough(collector: MetricsSource, ours: Registry = registry): void {
+  if (served.has(collector)) return;
+  served.add(collector);
+  const theirs = collector.getMetrics.bind(collector);
+  collector.getMetrics = async () => {
+    const [a, b] = await Promise.all([theirs(), ours.metrics()]);
+    return a && !a.endsWith("\n") ? `${a}\n${b}` : `${a}${b}`;
+  };
+}
+
+/** Why a status write did not happen (the `reason` label of status_write_failures_total). */
+export type StatusFailureReason =
+  | "conflict" // still conflicting after the retries
+  | "not_leader" // leadership ended before the write
+  | "invalid" // 4xx other than 409/404: the API server refused the content
+  | "server" // 5xx, timeouts, connection errors
+  | "other";
+
+/** Counters of the status writer; object kinds are the Gateway API kinds. */
+export interface StatusMetrics {
+  written(kind: string): void;
+  unchanged(kind: string, count: number): void;
+  conflict(kind: string): void;
+  failed(kind: string, reason: StatusFailureReason): void;
+  /** Status writes delayed or merged by the writer's rate limit. */
+  coalesced(kind: string, count: number): void;
+}
+
+const statusWrites = new Counter({
+  name: `${METRIC_PREFIX}status_writes_total`,
+  help: "Status writes (PATCH of /status) that the API server accepted, by object kind.",
+  labelNames: ["kind"],
+  registers: [registry],
+});
+const statusUnchanged = new Counter({
+  name: `${METRIC_PREFIX}status_noops_total`,
+  help: "Objects whose computed status equalled the stored one, so nothing was written, by kind.",
+  labelNames: ["kind"],
+  registers: [registry],
+});
+const statusConflicts = new Counter({
+  name: `${METRIC_PREFIX}status_conflicts_total`,
+  help: "Status writes refused with 409 Conflict (then re-read and retried), by kind.",
+  labelNames: ["kind"],
+  registers: [registry],
+});
+const statusFailures = new Counter({
+  name: `${METRIC_PREFIX}status_write_failures_total`,
+  help: "Status writes given up, by kind and reason (conflict, not_leader, invalid, server, other).",
+  labelNames: ["kind", "reason"],
+  registers: [registry],
+});
+const statusCoalesced = new Counter({
+  name: `${METRIC_PREFIX}status_coalesced_total`,
+  help: "Status updates superseded by a newer one for the same object before being written, by kind.",
+  labelNames: ["kind"],
+  registers: [registry],
+});
+
+export const statusMetrics: StatusMetrics = {
+  written: kind => statusWrites.inc({ kind }),
+  unchanged: (kind, count) => count > 0 && statusUnchanged.inc({ kind }, count),
+  conflict: kind => statusConflicts.inc({ kind }),
+  failed: (kind, reason) => statusFailures.inc({ kind, reason }),
+  coalesced: (kind, count) => count > 0 && statusCoalesced.inc({ kind }, count),
+};
+
+const isLeader = new Gauge({
+  name: `${METRIC_PREFIX}is_leader`,
+  help: "1 while this replica holds the leader Lease (writes status, pushes config), else 0.",
+  labelNames: ["lease", "identity"],
+  registers: [registry],
+});
+const leaderTransitions = new Counter({
+  name: `${METRIC_PREFIX}leader_transitions_total`,
+  help: "Times this replica started or stopped leading.",
+  labelNames: ["lease", "identity", "to"],
+  registers: [registry],
+});
+
+/** Election state of one replica (the Lease's name and this replica's identity). */
+export function electionMetrics(lease: string, identity: string) {
+  isLeader.set({ lease, identity }, 0);
+  return {
+    leading(leading: boolean): void {
+      isLeader.set({ lease, identity }, leading ? 1 : 0);
+      leaderTransitions.inc({ lease, identity, to: leading ? "leader" : "follower" });
+    },
+  };
+}
