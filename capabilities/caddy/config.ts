@@ -46,6 +46,14 @@ export interface CaddyOptions {
    * backends); default `127.0.0.1:10500`.
    */
   readonly errorResponderListen?: string;
+  /**
+   * How a matched route reaches its backends. "shared" (default): matching routes only set
+   * the variable `kengine_backend` (and run their filters); one reverse_proxy per distinct
+   * backend set and server, selected by that variable, does the proxying, so Caddy provisions
+   * each backend once instead of once per rule match. "per-route": every route carries its
+   * own reverse_proxy (the naive layout; benchmarks compare the two).
+   */
+  readonly dispatch?: "shared" | "per-route";
 }
 
 export const ERROR_SERVER_NAME = "kengine-internal-500";
@@ -109,7 +117,13 @@ export function toCaddyConfig(
 interface Ctx {
   readonly opts: CaddyOptions;
   needsErrorServer: boolean;
+  /** Shared dispatch of the server being built: reverse_proxy JSON → its route. */
+  dispatch?: Map<string, { readonly id: string; readonly handler: CaddyHandler }>;
 }
+
+/** The variable a matched route sets to name its backend set (shared dispatch). */
+export const BACKEND_VAR = "kengine_backend";
+const LISTENERS_GROUP = "listeners";
 
 function serverName(protocol: string, port: number, ir?: GatewayIR): string {
   const base = `${protocol.toLowerCase()}-${port}`;
@@ -122,8 +136,15 @@ const listenAddress = (ctx: Ctx, port: number, network = ""): string =>
 /* ------------------------------------------------------------------ HTTP */
 
 function httpServer(ctx: Ctx, s: HTTPServerIR): CaddyHTTPServer {
-  const routes: CaddyRoute[] = s.listeners.map(l => listenerRoute(ctx, s, l));
+  ctx.dispatch = ctx.opts.dispatch === "per-route" ? undefined : new Map();
+  const routes: CaddyRoute[] = s.listeners.map((l, i) => listenerRoute(ctx, s, l, i));
   if (!s.listeners.some(l => l.hostname === undefined)) routes.push(notFound());
+  if (ctx.dispatch) {
+    // Listeners (and the final 404) form one group: the first match wins and the request
+    // then falls through to the dispatch routes, unless a route already answered.
+    const grouped = routes.map(r => inGroup(r, LISTENERS_GROUP));
+    routes.splice(0, routes.length, ...grouped, ...dispatchRoutes(ctx.dispatch));
+  }
   const tls = s.protocol === "HTTPS";
   return {
     listen: [listenAddress(ctx, s.port)],
@@ -141,14 +162,40 @@ function connectionPolicies(s: HTTPServerIR): CaddyTLSConnectionPolicy[] {
   }));
 }
 
+/**
+ * The route as a member of `group`. A route through which the request must reach the dispatch
+ * routes (it only names a backend, or holds such routes) must not be terminal.
+ */
+function inGroup(r: CaddyRoute, group: string): CaddyRoute {
+  const { terminal, ...rest } = r;
+  const answers = !r.handle.some(h => h.handler === "vars" || h.handler === "subroute");
+  return { ...rest, group, ...(answers && terminal !== undefined && { terminal }) };
+}
+
+/** One route per distinct backend set: matched by the variable, proxies, ends the request. */
+function dispatchRoutes(
+  table: ReadonlyMap<string, { readonly id: string; readonly handler: CaddyHandler }>,
+): CaddyRoute[] {
+  return [...table.values()].map(({ id, handler }) => ({
+    match: [{ vars: { [BACKEND_VAR]: [id] } }],
+    handle: [handler],
+    terminal: true,
+  }));
+}
+
 const notFound = (): CaddyRoute => ({
   handle: [{ handler: "static_response", status_code: 404 }],
   terminal: true,
 });
 
-function listenerRoute(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR): CaddyRoute {
-  const routes = l.routes.map(e => entryRoute(ctx, s, l, e));
+function listenerRoute(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR, index: number): CaddyRoute {
+  let routes = l.routes.map(e => entryRoute(ctx, s, l, e));
   routes.push(notFound());
+  // Shared dispatch: the listener's routes (and its 404) are one group, so only the first
+  // match runs; a forwarding route only names its backends and the request leaves the
+  // subroute for the server's dispatch routes.
+  // (Group names are per request and short: they are repeated on every route.)
+  if (ctx.dispatch) routes = routes.map(r => inGroup(r, `l${index}`));
   return {
     ...(l.hostname !== undefined && { match: [hostMatcher(l.hostname)] }),
     handle: [{ handler: "subroute", routes }],
@@ -184,7 +231,9 @@ function entryRoute(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR, e: HTTPRouteEn
   }
   const prefixModifier = modifiesPrefix(e);
   const path = pathPattern(m.path, prefixModifier);
-  if (path) set.path_regexp = { name: REGEX_NAME, pattern: path };
+  // Named only when a rewrite or redirect reads the capture (the name costs bytes per route).
+  if (path)
+    set.path_regexp = prefixModifier ? { name: REGEX_NAME, pattern: path } : { pattern: path };
   if (m.method) set.method = [m.method];
   for (const h of m.headers)
     headerRe[h.name] = {
@@ -295,8 +344,17 @@ function action(ctx: Ctx, s: HTTPServerIR, e: HTTPRouteEntryIR): CaddyHandler[] 
       ];
     case "redirect":
       return [redirect(a.redirect, modifiesPrefix(e))];
-    case "forward":
-      return [forward(ctx, a.backends)];
+    case "forward": {
+      const proxy = forward(ctx, a.backends);
+      if (!ctx.dispatch || proxy.handler !== "reverse_proxy") return [proxy];
+      const key = JSON.stringify(proxy);
+      let entry = ctx.dispatch.get(key);
+      if (!entry) {
+        entry = { id: `b${ctx.dispatch.size}`, handler: proxy };
+        ctx.dispatch.set(key, entry);
+      }
+      return [{ handler: "vars", [BACKEND_VAR]: entry.id }];
+    }
   }
 }
 

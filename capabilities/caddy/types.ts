@@ -20,6 +20,7 @@ export type CaddyMatcherSet = {
   readonly query?: Readonly<Record<string, readonly string[]>>;
   readonly vars_regexp?: Readonly<Record<string, { readonly pattern: string }>>;
   readonly expression?: string;
+  readonly vars?: Readonly<Record<string, readonly string[]>>;
 };
 
 export type CaddyHeaderOps = {
@@ -37,6 +38,7 @@ export type CaddyHandler =
       readonly response?: CaddyHeaderOps;
     }
   | { readonly handler: "rewrite"; readonly uri: string }
+  | { readonly handler: "vars"; readonly [name: string]: string }
   | {
       readonly handler: "static_response";
       readonly status_code: number;
@@ -70,6 +72,8 @@ export interface CaddyRoute {
   readonly match?: readonly CaddyMatcherSet[];
   readonly handle: readonly CaddyHandler[];
   readonly terminal?: boolean;
+  /** Of the routes sharing a group, only the first that matches runs. */
+  readonly group?: string;
 }
 
 /** A TLS handshake matcher: exact server names, or a regular expression (for wildcards). */
