@@ -1,23 +1,41 @@
 /**
- * Admission: Validate bindings for the Gateway API objects that belong to our GatewayClass.
- * Registration only; the rules live in validation/ (shared with the translator), the
- * ownership look-ups in ownership/.
+ * Admission: Validate bindings for the Gateway API objects that belong to our GatewayClass,
+ * and for our own parameters resource. Registration only; the rules live in validation/
+ * (shared with the translator and provisioning), the ownership look-ups in ownership/.
  *
  * Bound kinds are those with a rule the proxy needs: Gateway and ListenerSet (listeners),
- * HTTPRoute and GRPCRoute (matches, filters, rule features). GatewayClass, ReferenceGrant,
- * TLSRoute, TCPRoute and UDPRoute have nothing the proxy cannot run beyond the CRDs' own
- * validation (a GatewayClass parametersRef may name any kind until our parameters resource
- * exists), so a webhook for them would only add latency and a failure mode. BackendTLSPolicy
- * is not bound: whether a policy concerns our proxies depends on routes admission cannot
- * afford to look up, and another implementation may run what ours cannot; its status says
- * so (validation/backendtlspolicy.ts).
+ * HTTPRoute and GRPCRoute (matches, filters, rule features), TLSRoute, TCPRoute and UDPRoute
+ * (backend weights beyond the layer-4 balancer), KengineParameters (values no proxy fleet can
+ * be built from). Not bound, because nothing in them may be refused (docs/admission.md):
+ * GatewayClass (a parametersRef that does not resolve, or resolves to bad data, is
+ * Accepted=False/InvalidParameters by the spec), ReferenceGrant (belongs to no class; what it
+ * grants is read by the routes' status), BackendTLSPolicy (the spec puts an unsupported
+ * wellKnownCACertificates in its status; it targets Services that other implementations'
+ * routes may use, so its subjectAltNames are reported in its status, validation/
+ * backendtlspolicy.ts). A webhook for them could never deny, only add latency and a failure
+ * mode for every implementation in the cluster.
+ *
+ * Each request is judged from the object and cached read-only look-ups alone: no state is
+ * kept between requests (Pepr runs two admission replicas).
  */
 import { Capability, K8s, PeprValidateRequest } from "pepr";
-import { GRPCRoute, Gateway, GatewayClass, HTTPRoute, ListenerSet } from "./generated";
+import {
+  GRPCRoute,
+  Gateway,
+  GatewayClass,
+  HTTPRoute,
+  ListenerSet,
+  TCPRoute,
+  TLSRoute,
+  UDPRoute,
+} from "./generated";
 import { OwnershipLookups, cached, isOurGateway, isOurGatewayClass, isOurRoute } from "./ownership";
 import { gatewayProblems } from "./validation/gateway";
 import { grpcRouteProblems } from "./validation/grpcroute";
 import { httpRouteProblems } from "./validation/httproute";
+import { l4RouteProblems } from "./validation/l4route";
+import { kengineParametersProblems } from "./validation/parameters";
+import { KengineParameters } from "./reconcile/watched";
 import { denialMessage } from "./validation/message";
 import { FieldProblem } from "./validation/regex";
 
@@ -114,7 +132,24 @@ export const validateListenerSet = (req: PeprValidateRequest<ListenerSet>) =>
     gatewayProblems,
   );
 
+/** TLSRoute, TCPRoute and UDPRoute: ours through any parentRef, like the HTTP routes. */
+const validateL4Route =
+  (kind: "TLSRoute" | "TCPRoute" | "UDPRoute") =>
+  (req: PeprValidateRequest<TLSRoute | TCPRoute | UDPRoute>) =>
+    decide(req, kind, (r, ns) => isOurRoute(ns, r.spec?.parentRefs, lookups), l4RouteProblems);
+export const validateTLSRoute = validateL4Route("TLSRoute");
+export const validateTCPRoute = validateL4Route("TCPRoute");
+export const validateUDPRoute = validateL4Route("UDPRoute");
+
+/** KengineParameters is our own API: every object is ours. */
+export const validateKengineParameters = (req: PeprValidateRequest<KengineParameters>) =>
+  decide(req, "KengineParameters", () => Promise.resolve(true), kengineParametersProblems);
+
 When(HTTPRoute).IsCreatedOrUpdated().Validate(validateHTTPRoute);
 When(GRPCRoute).IsCreatedOrUpdated().Validate(validateGRPCRoute);
 When(Gateway).IsCreatedOrUpdated().Validate(validateGateway);
 When(ListenerSet).IsCreatedOrUpdated().Validate(validateListenerSet);
+When(TLSRoute).IsCreatedOrUpdated().Validate(validateTLSRoute);
+When(TCPRoute).IsCreatedOrUpdated().Validate(validateTCPRoute);
+When(UDPRoute).IsCreatedOrUpdated().Validate(validateUDPRoute);
+When(KengineParameters).IsCreatedOrUpdated().Validate(validateKengineParameters);

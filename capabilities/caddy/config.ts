@@ -16,6 +16,7 @@ import {
   PathModifierIR,
   RedirectIR,
 } from "../ir";
+import { MAX_L4_WEIGHT_RATIO } from "../validation/l4route";
 import { quoteRE2 } from "../validation/regex";
 import {
   CaddyConfig,
@@ -474,8 +475,9 @@ function l4Server(ctx: Ctx, s: L4ServerIR): CaddyL4Server {
       const g = live.map(b => b.weight).reduce(gcd);
       for (const b of live) {
         // caddy-l4 has no weighted policy: each endpoint is repeated by its backendRef's reduced
-        // weight (capped at 100) and split evenly over its endpoints by round robin.
-        const times = Math.min(b.weight / g, 100);
+        // weight (capped; validation/l4route.ts refuses more) and split evenly over its
+        // endpoints by round robin.
+        const times = Math.min(b.weight / g, MAX_L4_WEIGHT_RATIO);
         const dials =
           b.endpoints.length > 0 ? b.endpoints.map(e => `${network}${dial(e)}`) : [L4_REFUSE_DIAL];
         for (const d of dials) for (let i = 0; i < times; i++) upstreams.push({ dial: [d] });

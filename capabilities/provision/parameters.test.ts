@@ -65,4 +65,21 @@ describe("resolveSettings", () => {
       "Gateway infrastructure.parametersRef: KengineParameters apps/missing not found",
     ]);
   });
+
+  it("reports parameters that admission would refuse (validation/parameters.ts) and does not use them", () => {
+    const bad = snapshotOf([
+      params("apps", "bad", { proxy: { replicas: 2, resources: { requests: { cpu: "lots" } } } }),
+    ] as never);
+    const r = resolveSettings(
+      bad,
+      { spec: { parametersRef: ref("bad", "apps") } },
+      {
+        metadata: { namespace: "apps" },
+      },
+    );
+    expect(r.settings).toEqual(DEFAULT_PROXY_SETTINGS);
+    expect(r.problems).toEqual([
+      'GatewayClass parametersRef: KengineParameters apps/bad is invalid: spec.proxy.resources.requests["cpu"]: is not a quantity: a non-negative number with an optional suffix (e.g. 100m, 64Mi, 1) (got "lots")',
+    ]);
+  });
 });

@@ -4,6 +4,8 @@
  * field. Pure; a reference that does not resolve is reported, never a crash.
  */
 import type { KubeObject, Snapshot } from "../snapshot";
+import { kengineParametersProblems } from "../validation/parameters";
+import { problemText } from "../validation/message";
 import { DEFAULT_PROXY_SETTINGS, ProxySettings } from "./settings";
 
 export const PARAMETERS_GROUP = "gateway.kengine.io";
@@ -69,6 +71,13 @@ function lookup(
     | (KubeObject & { spec?: ParametersSpec })
     | undefined;
   if (!obj) return { problem: `${where}: ${PARAMETERS_KIND} ${namespace}/${ref.name} not found` };
+  // The rules admission applies (validation/parameters.ts): stored some other way, such
+  // parameters are reported, never used.
+  const invalid = kengineParametersProblems(obj);
+  if (invalid.length > 0)
+    return {
+      problem: `${where}: ${PARAMETERS_KIND} ${namespace}/${ref.name} is invalid: ${invalid.map(problemText).join("; ")}`,
+    };
   return { spec: obj.spec ?? {} };
 }
 

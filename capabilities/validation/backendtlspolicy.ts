@@ -8,7 +8,7 @@
  * to look up; and another implementation in the same cluster may verify subjectAltNames, so
  * refusing them cluster-wide would break it. The policy's status reports the problem.
  */
-import { FieldProblem } from "./regex";
+import { FieldProblem, display, truncate } from "./regex";
 
 export interface BackendTLSPolicyLike {
   readonly spec?: {
@@ -22,7 +22,7 @@ export interface BackendTLSPolicyLike {
 export function backendTLSPolicyProblems(p: BackendTLSPolicyLike): FieldProblem[] {
   const v = p.spec?.validation;
   const problems: FieldProblem[] = [];
-  const wellKnown = v?.wellKnownCACertificates ?? "";
+  const wellKnown = display(v?.wellKnownCACertificates ?? "");
   if (wellKnown !== "" && wellKnown !== "System") {
     problems.push({
       path: "spec.validation.wellKnownCACertificates",
@@ -33,7 +33,7 @@ export function backendTLSPolicyProblems(p: BackendTLSPolicyLike): FieldProblem[
   if (Array.isArray(v?.subjectAltNames) && v.subjectAltNames.length > 0) {
     problems.push({
       path: "spec.validation.subjectAltNames",
-      value: JSON.stringify(v.subjectAltNames),
+      value: truncate(display(v.subjectAltNames)),
       message:
         "subjectAltNames are not supported by the proxy: it verifies the certificate against hostname only",
     });

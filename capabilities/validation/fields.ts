@@ -22,7 +22,7 @@
  * - In `remove`, Caddy treats `*` as a wildcard (`*` deletes every header, `X-*` a prefix),
  *   though `*` is a valid token character: such a name cannot be removed literally.
  */
-import { FieldProblem, truncate } from "./regex";
+import { FieldProblem, display, truncate } from "./regex";
 
 /** RFC 7230 tchar: "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." / "^" / "_" / "`" / "|" / "~" / DIGIT / ALPHA */
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
@@ -39,7 +39,7 @@ const describeChar = (c: string): string => {
 /** A header name the proxy can send and match: an RFC 7230 token. */
 export function checkHeaderName(path: string, name: unknown): FieldProblem[] {
   if (typeof name !== "string" || name.length === 0)
-    return [{ path, value: String(name ?? ""), message: "must be a non-empty header name" }];
+    return [{ path, value: display(name ?? ""), message: "must be a non-empty header name" }];
   if (TOKEN.test(name)) return [];
   const bad = [...name].find(c => !TOKEN.test(c)) ?? "";
   return [
@@ -86,7 +86,7 @@ export function checkHeaderValue(
   use: "match" | "modifier",
 ): FieldProblem[] {
   if (typeof value !== "string")
-    return [{ path, value: String(value ?? ""), message: "must be a string" }];
+    return [{ path, value: display(value ?? ""), message: "must be a string" }];
   const m = BAD_VALUE_CHAR.exec(value);
   if (!m) return [];
   const what = describeChar(m[0]);
@@ -108,7 +108,7 @@ const URL_PATH = /^(?:[-A-Za-z0-9/._~!$&'()*+,;=:@]|%[0-9a-fA-F]{2})*$/;
 /** A path a redirect or rewrite writes into the URL: URL path characters, starting with "/". */
 export function checkURLPath(path: string, value: unknown): FieldProblem[] {
   if (typeof value !== "string")
-    return [{ path, value: String(value ?? ""), message: "must be a string" }];
+    return [{ path, value: display(value ?? ""), message: "must be a string" }];
   if (value !== "" && !value.startsWith("/"))
     return [{ path, value: truncate(value), message: 'must start with "/" to form a URL path' }];
   if (URL_PATH.test(value)) return [];

@@ -10,7 +10,7 @@
  */
 import { RESERVED_PORTS } from "../proxies/pod";
 import { Collector, items } from "./budget";
-import { FieldProblem, truncate } from "./regex";
+import { FieldProblem, display, truncate } from "./regex";
 
 export interface ListenerLike {
   readonly name?: string;
@@ -39,7 +39,7 @@ export function listenerProblems(at: string, l: ListenerLike, c = new Collector(
       c.add([
         {
           path: `${at}.tls.options[${JSON.stringify(truncate(key, 48))}]`,
-          value: String(options[key] ?? ""),
+          value: display(options[key] ?? ""),
           message:
             "is not a TLS option the Kengine proxy understands (it supports none yet): remove it",
         },

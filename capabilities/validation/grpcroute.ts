@@ -13,7 +13,7 @@ import {
   routeFilters,
   sessionPersistence,
 } from "./httproute";
-import { FieldProblem } from "./regex";
+import { FieldProblem, display } from "./regex";
 
 export interface GRPCRouteRuleLike {
   readonly matches?: readonly {
@@ -50,7 +50,7 @@ export function grpcRouteRuleProblems(
   items(rule.matches).forEach((m, j) => {
     if (c.done || !m || typeof m !== "object") return;
     const base = `${at}.matches[${j}]`;
-    const type = m.method?.type ?? "Exact";
+    const type = display(m.method?.type ?? "Exact");
     if (type === "RegularExpression") {
       if (m.method?.service !== undefined) regex(c, `${base}.method.service`, m.method.service);
       if (m.method?.method !== undefined) regex(c, `${base}.method.method`, m.method.method);

@@ -23,7 +23,7 @@ import {
   checkRemovedHeaderName,
   checkURLPath,
 } from "./fields";
-import { FieldProblem, MAX_REGEX_LENGTH, checkRegex } from "./regex";
+import { FieldProblem, MAX_REGEX_LENGTH, checkRegex, display } from "./regex";
 
 /* ------------------------------------------------------------------ loose shapes */
 // Admission sees raw JSON, translation sees snapshot objects: the rules read both.
@@ -111,7 +111,7 @@ export function httpRouteRuleProblems(
     const base = `${at}.matches[${j}]`;
     const path = m.path;
     if (path) {
-      const type = path.type ?? "PathPrefix";
+      const type = display(path.type ?? "PathPrefix");
       if (type === "RegularExpression") regex(c, `${base}.path.value`, path.value);
       else if (type !== "Exact" && type !== "PathPrefix") {
         c.add([
@@ -128,7 +128,7 @@ export function httpRouteRuleProblems(
     c.add([
       {
         path: `${at}.timeouts.request`,
-        value: String(rule.timeouts.request),
+        value: display(rule.timeouts.request),
         message:
           "is not supported by the proxy (no per-route total request timeout in Caddy ≤ 2.11 or Kengine): remove it",
       },
@@ -138,7 +138,7 @@ export function httpRouteRuleProblems(
     c.add([
       {
         path: `${at}.timeouts.backendRequest`,
-        value: String(rule.timeouts.backendRequest),
+        value: display(rule.timeouts.backendRequest),
         message:
           "is not supported by the proxy (its upstream timeouts end at the response headers, not the full response): remove it",
       },
@@ -148,7 +148,7 @@ export function httpRouteRuleProblems(
     c.add([
       {
         path: `${at}.retry`,
-        value: summary(rule.retry),
+        value: display(rule.retry),
         message:
           "is not supported by the proxy (retrying on status codes needs Caddy ≥ 2.11.3): remove it",
       },
@@ -190,7 +190,7 @@ function pathModifierUse(c: Collector, at: string, rule: HTTPRouteRuleLike): voi
         {
           path: `${at}.filters[${j}].${f.type === "RequestRedirect" ? "requestRedirect" : "urlRewrite"}.path.type`,
           value: "ReplacePrefixMatch",
-          message: `needs PathPrefix matches only (spec.rules[…].matches[${bad}] is ${matches[bad].path?.type})`,
+          message: `needs PathPrefix matches only (spec.rules[…].matches[${bad}] is ${display(matches[bad].path?.type)})`,
         },
       ]);
     }
@@ -204,7 +204,7 @@ export function sessionPersistence(c: Collector, at: string, sp: unknown): void 
   c.add([
     {
       path: `${at}.sessionPersistence`,
-      value: summary(sp),
+      value: display(sp),
       message: "is not supported by the proxy: remove it",
     },
   ]);
@@ -234,7 +234,7 @@ function valueMatches(
 ): void {
   items(ms).forEach((m, k) => {
     if (c.done || !m || typeof m !== "object") return;
-    const type = m.type ?? "Exact";
+    const type = display(m.type ?? "Exact");
     if (header) {
       if (!c.spend(`${at}[${k}].name`)) return;
       c.add(checkMatchedHeaderName(`${at}[${k}].name`, m.name));
@@ -297,7 +297,7 @@ export function routeFilters(
       c.add([
         {
           path: `${at}.backendRefs[${k}].filters`,
-          value: fs.map(f => f.type ?? "").join(", "),
+          value: fs.map(f => display(f?.type ?? "")).join(", "),
           message:
             "filters on one of several backendRefs are not supported by the proxy: move them to the rule's filters, or give the rule a single backendRef",
         },
@@ -324,14 +324,14 @@ function filter(
   supported: readonly string[],
   where: string,
 ): void {
-  const type = f?.type ?? "";
+  const type = display(f?.type ?? "");
   if (!supported.includes(type)) {
     if (type === "ExtensionRef") {
       const e = f.extensionRef ?? {};
       c.add([
         {
           path: `${at}.extensionRef`,
-          value: `${e.group ?? ""}/${e.kind ?? ""} ${e.name ?? ""}`,
+          value: `${display(e.group ?? "")}/${display(e.kind ?? "")} ${display(e.name ?? "")}`,
           message: `the proxy implements no ExtensionRef filters (supported ${where}: ${supported.join(", ")})`,
         },
       ]);
@@ -380,7 +380,7 @@ function pathModifier(c: Collector, at: string, p: PathModifier | undefined): vo
       c.add(checkURLPath(`${at}.replacePrefixMatch`, p.replacePrefixMatch ?? ""));
   } else
     c.add([
-      unsupportedType(`${at}.type`, String(p.type ?? ""), [
+      unsupportedType(`${at}.type`, display(p.type ?? ""), [
         "ReplaceFullPath",
         "ReplacePrefixMatch",
       ]),
@@ -396,12 +396,3 @@ const unsupportedType = (
   value: type,
   message: `${type} is not supported; accepted: ${accepted.join(", ")}`,
 });
-
-/** A short rendering of a structured value for a message. */
-const summary = (v: unknown): string => {
-  try {
-    return JSON.stringify(v) ?? String(v);
-  } catch {
-    return String(v);
-  }
-};

@@ -24,4 +24,6 @@ export {
 export { grpcRouteProblems, grpcRouteRuleProblems } from "./grpcroute";
 export { gatewayProblems, listenerProblems } from "./gateway";
 export { backendTLSPolicyProblems } from "./backendtlspolicy";
+export { l4RouteProblems, MAX_L4_WEIGHT_RATIO } from "./l4route";
+export { kengineParametersProblems, REPLICAS } from "./parameters";
 export { denialMessage, problemText } from "./message";

@@ -139,6 +139,56 @@ describe("admission through kubectl", () => {
     );
   });
 
+  it("denies a TCPRoute of our Gateway whose weights the layer-4 balancer cannot honour", () => {
+    const tcp = (name: string, weights: number[]) =>
+      yaml({
+        apiVersion: "gateway.networking.k8s.io/v1",
+        kind: "TCPRoute",
+        metadata: { name, namespace: ns },
+        spec: {
+          parentRefs: [{ name: "gw" }],
+          rules: [{ backendRefs: weights.map(weight => ({ name: "svc", port: 80, weight })) }],
+        },
+      });
+    denied(
+      tcp("tcp-bad", [1, 1000]),
+      `TCPRoute ${ns}/tcp-bad`,
+      "spec.rules[0].backendRefs[1].weight: the proxy's layer-4 balancing runs weights up to 100",
+    );
+    kubectlOk(["apply", "-f", "-"], tcp("tcp-good", [1, 100]));
+    expect(kubectl(["get", "tcproute", "tcp-good", "-n", ns]).code).toBe(0);
+  });
+
+  it("denies KengineParameters no proxy fleet can be built from, naming every field", () => {
+    const params = (name: string, spec: object) =>
+      yaml({
+        apiVersion: "gateway.kengine.io/v1alpha1",
+        kind: "KengineParameters",
+        metadata: { name, namespace: ns },
+        spec,
+      });
+    denied(
+      params("bad-params", {
+        proxy: {
+          image: "Kengine Latest",
+          resources: { requests: { memory: "2Gi" }, limits: { memory: "1Gi" } },
+          tolerations: [{ operator: "Exists", value: "x" }],
+        },
+      }),
+      `KengineParameters ${ns}/bad-params`,
+      "spec.proxy.image: is not a container image reference",
+      'spec.proxy.resources.requests["memory"]: must not exceed its limit (1Gi)',
+      "spec.proxy.tolerations[0].value: must be empty when operator is Exists",
+    );
+    kubectlOk(
+      ["apply", "-f", "-"],
+      params("good-params", {
+        proxy: { replicas: 3, resources: { requests: { cpu: "100m", memory: "64Mi" } } },
+      }),
+    );
+    expect(kubectl(["get", "kengineparameters", "good-params", "-n", ns]).code).toBe(0);
+  });
+
   it("stores valid objects of our class, braces in header values included", () => {
     kubectlOk(
       ["apply", "-f", "-"],
