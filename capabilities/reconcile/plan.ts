@@ -5,7 +5,7 @@
  * (injected, so tests can fix it).
  */
 import { X509Certificate, createPublicKey } from "node:crypto";
-import { renderCaddyJSON, toCaddyConfig } from "../caddy";
+import { toCaddyConfig } from "../caddy";
 import type { GatewayIR } from "../ir";
 import {
   Authority,
@@ -227,7 +227,9 @@ export function planGateway(
       loadFiles: [managementCertificateLoader(spec).entry as Record<string, never>],
     },
   });
-  const sealed = sealConfig(renderCaddyJSON(config), spec);
+  // Compact JSON in construction order (deterministic): renderCaddyJSON's sorted, indented
+  // text is for reading goldens and cost 4× the bytes and 8× the time at 1,000 routes.
+  const sealed = sealConfig(JSON.stringify(config), spec);
   const endpoints = proxyEndpoints(snapshot, ir.namespace, names.admin);
   const targets: Target[] = sealed.ok
     ? endpoints.map(e => ({

@@ -108,17 +108,52 @@ export function resolveBackend(
  * port is found by the Service port's name (EndpointSlice ports carry Service port names), so
  * a named targetPort resolves per pod. Sorted and deduplicated: the output is deterministic.
  */
+type Slices = Snapshot["objects"]["EndpointSlice"];
+type Slice = Slices extends ReadonlyMap<string, infer V> ? V : never;
+const sliceIndex = new WeakMap<Slices, Map<string, Slice[]>>();
+
+/**
+ * EndpointSlices by `namespace/service-name`, built once per EndpointSlice map (a snapshot
+ * shares the map of every kind an event did not touch, so the index outlives one build).
+ * Scanning every slice per backendRef made translation quadratic.
+ */
+function slicesByService(s: Snapshot): ReadonlyMap<string, readonly Slice[]> {
+  const slices = s.objects.EndpointSlice;
+  let index = sliceIndex.get(slices);
+  if (!index) {
+    index = new Map();
+    for (const slice of slices.values()) {
+      const svc = slice.metadata.labels?.["kubernetes.io/service-name"];
+      if (svc === undefined) continue;
+      const key = `${slice.metadata.namespace}/${svc}`;
+      const list = index.get(key);
+      if (list) list.push(slice);
+      else index.set(key, [slice]);
+    }
+    sliceIndex.set(slices, index);
+  }
+  return index;
+}
+
+const endpointMemo = new WeakMap<Slices, Map<string, readonly EndpointIR[]>>();
+
 export function endpointsOf(s: Snapshot, svc: Service, port: ServicePort): EndpointIR[] {
+  // The same Service port is resolved once per EndpointSlice map, not once per backendRef.
+  let memo = endpointMemo.get(s.objects.EndpointSlice);
+  if (!memo) endpointMemo.set(s.objects.EndpointSlice, (memo = new Map()));
+  const key = `${svc.metadata.namespace}/${svc.metadata.name}|${port.name ?? ""}|${String(port.targetPort)}`;
+  let found = memo.get(key);
+  if (!found) memo.set(key, (found = resolveEndpoints(s, svc, port)));
+  // Fresh objects per backendRef: the IR never shares nodes (its YAML goldens show sharing).
+  return found.map(e => ({ ...e }));
+}
+
+function resolveEndpoints(s: Snapshot, svc: Service, port: ServicePort): EndpointIR[] {
   const ns = svc.metadata.namespace;
   const name = svc.metadata.name;
   const wantName = port.name ?? "";
   const out = new Map<string, EndpointIR>();
-  for (const slice of s.objects.EndpointSlice.values()) {
-    if (
-      slice.metadata.namespace !== ns ||
-      slice.metadata.labels?.["kubernetes.io/service-name"] !== name
-    )
-      continue;
+  for (const slice of slicesByService(s).get(`${ns}/${name}`) ?? []) {
     if (slice.addressType === "FQDN") continue;
     const sp = (slice.ports ?? []).find(p => (p.name ?? "") === wantName);
     const number = sp?.port ?? (typeof port.targetPort === "number" ? port.targetPort : undefined);
