@@ -163,6 +163,51 @@ function connectionPolicies(s: HTTPServerIR): CaddyTLSConnectionPolicy[] {
   }));
 }
 
+/** The exact hostnames a route is limited to, when its only matcher is `host`. */
+function onlyHosts(r: CaddyRoute): readonly string[] | undefined {
+  if (r.match?.length !== 1) return undefined;
+  const set = r.match[0];
+  const keys = Object.keys(set);
+  return keys.length === 1 && keys[0] === "host" ? set.host : undefined;
+}
+
+/**
+ * Grouped matching: a route whose only condition is one exact hostname ("everything under
+ * this host", the commonest HTTPRoute) and which is the last route naming that hostname is
+ * merged with the others that do the same thing (same handlers) into one route matching all
+ * their hostnames (Caddy looks large host lists up by binary search). The merged routes go
+ * where the exact-hostname routes end (the translator orders exact hostnames before wildcards
+ * and no hostname): exact hostnames exclude each other, so no route they jump over could
+ * have answered the request first.
+ */
+function mergeHostCatchAlls(routes: readonly CaddyRoute[]): CaddyRoute[] {
+  let end = routes.findIndex(r => !r.match?.length || !r.match.every(m => m.host !== undefined));
+  if (end < 0) end = routes.length;
+  const later = new Set<string>();
+  const movable = new Set<number>();
+  for (let i = routes.length - 1; i >= 0; i--) {
+    const hosts = onlyHosts(routes[i]);
+    if (i < end && hosts?.length === 1 && !later.has(hosts[0])) movable.add(i);
+    for (const m of routes[i].match ?? []) for (const h of m.host ?? []) later.add(h);
+  }
+  if (movable.size < 2) return [...routes];
+  const merged = new Map<string, { hosts: string[]; route: CaddyRoute }>();
+  const out: CaddyRoute[] = [];
+  for (let i = 0; i < end; i++) {
+    const r = routes[i];
+    if (!movable.has(i)) {
+      out.push(r);
+      continue;
+    }
+    const key = JSON.stringify({ handle: r.handle, terminal: r.terminal });
+    const group = merged.get(key);
+    if (group) group.hosts.push(...onlyHosts(r)!);
+    else merged.set(key, { hosts: [...onlyHosts(r)!], route: r });
+  }
+  for (const { hosts, route } of merged.values()) out.push({ ...route, match: [{ host: hosts }] });
+  return [...out, ...routes.slice(end)];
+}
+
 /**
  * The route as a member of `group`. A route through which the request must reach the dispatch
  * routes (it only names a backend, or holds such routes) must not be terminal.
@@ -191,6 +236,7 @@ const notFound = (): CaddyRoute => ({
 
 function listenerRoute(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR, index: number): CaddyRoute {
   let routes = l.routes.map(e => entryRoute(ctx, s, l, e));
+  if (ctx.dispatch) routes = mergeHostCatchAlls(routes);
   routes.push(notFound());
   // Shared dispatch: the listener's routes (and its 404) are one group, so only the first
   // match runs; a forwarding route only names its backends and the request leaves the

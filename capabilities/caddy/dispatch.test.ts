@@ -31,7 +31,31 @@ describe("shared dispatch", () => {
   it("per-route: one reverse_proxy per forwarding route, no variable", () => {
     const all = handlers(toCaddyConfig(ir, { dispatch: "per-route" }));
     expect(all.filter(h => h.handler === "vars")).toHaveLength(0);
-    const shared = handlers(toCaddyConfig(ir)).filter(h => h.handler === "vars").length;
-    expect(all.filter(h => h.handler === "reverse_proxy")).toHaveLength(shared);
+    const forwarding = ir.httpServers
+      .flatMap(s => s.listeners)
+      .flatMap(l => l.routes)
+      .filter(e => e.action.type === "forward").length;
+    expect(all.filter(h => h.handler === "reverse_proxy")).toHaveLength(forwarding);
+  });
+
+  it("merges whole-host routes with the same handlers into one host list, after the others", () => {
+    const config = toCaddyConfig(ir) as unknown as {
+      apps: { http: { servers: Record<string, { routes: { handle: { routes?: Route[] }[] }[] }> } };
+    };
+    type Route = { match?: { host?: string[] }[]; handle: unknown[] };
+    const routes = config.apps.http.servers["http-80"].routes[0].handle[0].routes!;
+    const merged = routes.map((r, i) => ({ i, n: r.match?.[0]?.host?.length ?? 0 }));
+    const many = merged.filter(m => m.n > 1);
+    expect(many.length).toBeGreaterThan(0);
+    // Every host appears once across the host lists.
+    const hosts = routes.flatMap(r => (r.match ?? []).flatMap(m => m.host ?? []));
+    const listed = routes
+      .filter(r => (r.match?.[0]?.host?.length ?? 0) > 1)
+      .flatMap(r => r.match![0].host!);
+    expect(new Set(listed).size).toBe(listed.length);
+    // The merged block is the tail (before the 404): only whole-host routes from the first on.
+    const first = Math.min(...many.map(m => m.i));
+    for (const r of routes.slice(first, -1)) expect(Object.keys(r.match![0])).toEqual(["host"]);
+    expect(hosts.length).toBeGreaterThan(routes.length);
   });
 });

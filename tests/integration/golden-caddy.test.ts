@@ -153,6 +153,20 @@ describe("requests through real Caddy", () => {
     expect((await get(80, "api.example.com", "/anything")).json?.backend).toBe("default/b-1"); // hostname first
   });
 
+  it("grouped hosts: merged whole-host routes keep precedence over wildcards and no hostname", async () => {
+    await load("grouped-hosts");
+    const backend = async (host: string, path = "/x") => (await get(80, host, path)).json?.backend;
+    expect(await backend("a.example.com")).toBe("default/web-1");
+    expect(await backend("A.Example.COM")).toBe("default/web-1"); // hostnames are case-insensitive
+    expect(await backend("a.example.com", "/deep")).toBe("default/web-1"); // exact host over wildcard
+    expect(await backend("b.example.com")).toBe("default/web-1");
+    expect(await backend("c.example.com", "/special")).toBe("default/other-1");
+    expect(await backend("c.example.com")).toBe("default/web-1");
+    expect(await backend("d.example.com")).toBe("default/other-1");
+    expect(await backend("z.example.com", "/deep")).toBe("default/other-1");
+    expect(await backend("unknown.org")).toBe("default/fallback-1");
+  });
+
   it("header modifiers: request set/add/remove, response set/add/remove", async () => {
     await load("header-modifiers");
     const r = await get(80, "x.test", "/rule", { headers: { "x-remove": "gone", "x-set": "old" } });
