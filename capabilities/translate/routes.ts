@@ -58,8 +58,24 @@ const fail = (message: string): never => {
   throw new RuleError(message);
 };
 
+/**
+ * The admission rules' verdict per rule, computed once per rules array: snapshot objects are
+ * never mutated (an update brings a new object), so an unchanged route is not re-validated
+ * on every build.
+ */
+const ruleProblems = new WeakMap<object, ReturnType<typeof problemsPerRule>>();
+function cachedProblems<R extends object>(
+  rules: readonly R[] | undefined,
+  check: Parameters<typeof problemsPerRule<R>>[1],
+): ReturnType<typeof problemsPerRule> {
+  if (!rules) return problemsPerRule([], check);
+  let found = ruleProblems.get(rules);
+  if (!found) ruleProblems.set(rules, (found = problemsPerRule(rules, check)));
+  return found;
+}
+
 export function compileHTTPRoute(s: Snapshot, route: HTTPRoute): CompiledRoute {
-  const problems = problemsPerRule(route.spec?.rules ?? [], httpRouteRuleProblems);
+  const problems = cachedProblems(route.spec?.rules, httpRouteRuleProblems);
   return compile(s, "HTTPRoute", route, (rule, i) => {
     unrunnable(problems[i]);
     const filters = rule.filters ?? [];
@@ -88,7 +104,7 @@ export function compileHTTPRoute(s: Snapshot, route: HTTPRoute): CompiledRoute {
 }
 
 export function compileGRPCRoute(s: Snapshot, route: GRPCRoute): CompiledRoute {
-  const problems = problemsPerRule(route.spec?.rules ?? [], grpcRouteRuleProblems);
+  const problems = cachedProblems(route.spec?.rules, grpcRouteRuleProblems);
   return compile(s, "GRPCRoute", route, (rule, i) => {
     unrunnable(problems[i]);
     const matches = (rule.matches && rule.matches.length > 0 ? rule.matches : [{}]).map((m, j) => {
