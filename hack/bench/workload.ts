@@ -27,6 +27,10 @@ export interface WorkloadOptions {
   readonly gatewaySpec?: Record<string, unknown>;
   /** First route index (routes are named r<index>). */
   readonly firstRoute?: number;
+  /** Every route attaches to this Gateway (default: gw<i mod gateways>). */
+  readonly parent?: string;
+  /** Labels on every route (cluster runs select their routes by them). */
+  readonly routeLabels?: Record<string, string>;
 }
 
 const API = "gateway.networking.k8s.io/v1";
@@ -184,9 +188,10 @@ export function httpRoute(i: number, opts: WorkloadOptions, simple = false): Kub
       namespace: ns,
       generation: 1,
       creationTimestamp: "2026-01-01T00:00:00Z",
+      ...(opts.routeLabels && { labels: opts.routeLabels }),
     },
     spec: {
-      parentRefs: [{ name: gatewayName(i % (opts.gateways ?? 10)) }],
+      parentRefs: [{ name: opts.parent ?? gatewayName(i % (opts.gateways ?? 10)) }],
       hostnames: [routeHost(i, opts.domain)],
       rules,
     },

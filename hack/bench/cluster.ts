@@ -1,0 +1,932 @@
+/**
+ * The scenarios that need the local cluster: the module runs under `pepr dev` (as a user of
+ * its own, so the API server's metrics can tell its requests apart), the proxies are real
+ * Caddy processes started by the local kubelet, the backends real echo-basic pods, requests
+ * go to the proxy pods' addresses. Run it under the cluster lock (index.ts does):
+ *
+ *   flock /tmp/kg-cluster.lock npx tsx hack/bench/cluster.ts --only=settle,memory --out=FILE
+ */
+import { execFileSync, spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Agent, Pool, request } from "undici";
+import { PeprDev, startPeprDev } from "../pepr-dev";
+import { benchProxyLoad } from "./config-load";
+import { Kube, authFromKubeconfig } from "./kube";
+import { median, now, quantile, round, sleep } from "./stats";
+import { WorkloadOptions, gatewayClass, httpRoute, httpRoutes, services } from "./workload";
+
+const localDir = process.env.KG_LOCAL_DIR ?? join(__dirname, "..", "..", ".local");
+const kubectlBin = join(localDir, "bin", "kubectl");
+const NS = "kg-bench";
+const CLASS = "kengine-bench";
+const USER = "kengine-bench-controller";
+const FLOW_SCHEMA = "kengine-bench-controller";
+const MAIN = "main"; // Gateway with one proxy: settle, propagation, memory
+const FAN = "fan"; // Gateway whose proxy count changes: fanout, apiRequests
+const CONTROLLER = "kengine.io/gateway-controller";
+
+export const CLUSTER_SCENARIOS = [
+  "admission",
+  "settle",
+  "propagation",
+  "fanout",
+  "apiRequests",
+  "memory",
+] as const;
+export type ClusterScenario = (typeof CLUSTER_SCENARIOS)[number];
+
+export interface ClusterOptions {
+  readonly only: ReadonlySet<ClusterScenario>;
+  /** Steady-state window per proxy count for apiRequests (seconds). */
+  readonly apiWindowS: number;
+  readonly fanout: readonly number[];
+  readonly log: (line: string) => void;
+  /** Called after every scenario with the results so far. */
+  readonly onProgress?: (results: ClusterResults) => void;
+}
+
+const base: WorkloadOptions = {
+  routes: 0,
+  namespace: NS,
+  gatewayClass: CLASS,
+  endpointSlices: false,
+  selector: { app: "bench-echo" },
+};
+
+/* ------------------------------------------------------------------ identity */
+
+/** A client certificate for the controller's own user, bound to cluster-admin. */
+function controllerKubeconfig(dir: string): string {
+  const pki = join(localDir, "pki");
+  const key = join(dir, "controller.key");
+  const csr = join(dir, "controller.csr");
+  const crt = join(dir, "controller.crt");
+  execFileSync(
+    "openssl",
+    [
+      "req",
+      "-new",
+      "-newkey",
+      "rsa:2048",
+      "-nodes",
+      "-keyout",
+      key,
+      "-out",
+      csr,
+      "-subj",
+      `/CN=${USER}/O=kengine-bench`,
+    ],
+    { stdio: "ignore" },
+  );
+  execFileSync(
+    "openssl",
+    [
+      "x509",
+      "-req",
+      "-in",
+      csr,
+      "-CA",
+      join(pki, "ca.crt"),
+      "-CAkey",
+      join(pki, "ca.key"),
+      "-CAcreateserial",
+      "-CAserial",
+      join(dir, "ca.srl"),
+      "-out",
+      crt,
+      "-days",
+      "1",
+    ],
+    { stdio: "ignore" },
+  );
+  const admin = readFileSync(join(localDir, "kubeconfig"), "utf8");
+  const server = /server:\s*(\S+)/.exec(admin)![1];
+  const path = join(dir, "kubeconfig");
+  writeFileSync(
+    path,
+    [
+      "apiVersion: v1",
+      "kind: Config",
+      "clusters:",
+      "- name: local",
+      `  cluster: {server: "${server}", certificate-authority: ${join(pki, "ca.crt")}}`,
+      "users:",
+      `- name: ${USER}`,
+      `  user: {client-certificate: ${crt}, client-key: ${key}}`,
+      "contexts:",
+      `- name: local`,
+      `  context: {cluster: local, user: ${USER}}`,
+      "current-context: local",
+      "",
+    ].join("\n"),
+  );
+  return path;
+}
+
+const identityObjects = [
+  {
+    apiVersion: "rbac.authorization.k8s.io/v1",
+    kind: "ClusterRoleBinding",
+    metadata: { name: "kengine-bench-controller" },
+    roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "cluster-admin" },
+    subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name: USER }],
+  },
+  {
+    // Every request of the controller's user is classified here, so the API server counts them
+    // in apiserver_flowcontrol_dispatched_requests_total{flow_schema="kengine-bench-controller"}.
+    apiVersion: "flowcontrol.apiserver.k8s.io/v1",
+    kind: "FlowSchema",
+    metadata: { name: FLOW_SCHEMA },
+    spec: {
+      priorityLevelConfiguration: { name: "workload-high" },
+      matchingPrecedence: 50,
+      distinguisherMethod: { type: "ByUser" },
+      rules: [
+        {
+          subjects: [{ kind: "User", user: { name: USER } }],
+          resourceRules: [
+            {
+              verbs: ["*"],
+              apiGroups: ["*"],
+              resources: ["*"],
+              clusterScope: true,
+              namespaces: ["*"],
+            },
+          ],
+          nonResourceRules: [{ verbs: ["*"], nonResourceURLs: ["*"] }],
+        },
+      ],
+    },
+  },
+];
+
+/* ------------------------------------------------------------------ cluster objects */
+
+function echoDeployment(replicas: number) {
+  return {
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name: "bench-echo", namespace: NS },
+    spec: {
+      replicas,
+      selector: { matchLabels: { app: "bench-echo" } },
+      template: {
+        metadata: { labels: { app: "bench-echo" } },
+        spec: {
+          containers: [
+            {
+              name: "echo",
+              image: "registry.k8s.io/gateway-api/echo-basic:v1.6.1",
+              env: [
+                { name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
+                { name: "NAMESPACE", valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } } },
+              ],
+              ports: [{ containerPort: 3000 }],
+              readinessProbe: { httpGet: { path: "/", port: 3000 }, periodSeconds: 2 },
+            },
+          ],
+        },
+      },
+    },
+  };
+}
+
+const parameters = (name: string, replicas: number) => ({
+  apiVersion: "gateway.kengine.io/v1alpha1",
+  kind: "KengineParameters",
+  metadata: { name, namespace: NS },
+  spec: { proxy: { replicas } },
+});
+
+const gateway = (name: string) => ({
+  apiVersion: "gateway.networking.k8s.io/v1",
+  kind: "Gateway",
+  metadata: { name, namespace: NS },
+  spec: {
+    gatewayClassName: CLASS,
+    listeners: [{ name: "http", port: 80, protocol: "HTTP" }],
+    infrastructure: {
+      parametersRef: { group: "gateway.kengine.io", kind: "KengineParameters", name },
+    },
+  },
+});
+
+/* ------------------------------------------------------------------ observation */
+
+interface GatewayStatus {
+  status?: {
+    conditions?: { type: string; status: string; message?: string }[];
+    listeners?: { attachedRoutes: number }[];
+  };
+}
+interface RouteList {
+  metadata: { resourceVersion: string };
+  items: RouteObj[];
+}
+interface RouteObj {
+  metadata: { name: string; generation?: number };
+  status?: {
+    parents?: {
+      controllerName: string;
+      parentRef: { name: string };
+      conditions?: { type: string; status: string; observedGeneration?: number }[];
+    }[];
+  };
+}
+
+const accepted = (r: RouteObj, parent: string): boolean =>
+  (r.status?.parents ?? []).some(
+    p =>
+      p.controllerName === CONTROLLER &&
+      p.parentRef.name === parent &&
+      (p.conditions ?? []).some(
+        c =>
+          c.type === "Accepted" &&
+          c.status === "True" &&
+          (c.observedGeneration ?? 0) >= (r.metadata.generation ?? 1),
+      ),
+  );
+
+/**
+ * Watches the HTTPRoutes carrying `label` and resolves (with the arrival time of the deciding
+ * event) once `count` of them are Accepted by `parent`.
+ */
+async function watchAccepted(
+  kube: Kube,
+  label: string,
+  parent: string,
+  count: number,
+  timeoutMs: number,
+): Promise<number> {
+  const path = `/apis/gateway.networking.k8s.io/v1/namespaces/${NS}/httproutes?labelSelector=${encodeURIComponent(label)}`;
+  const deadline = Date.now() + timeoutMs;
+  const ok = new Set<string>();
+  for (;;) {
+    const list = await kube.ok<RouteList>("GET", path);
+    ok.clear();
+    for (const r of list.items) if (accepted(r, parent)) ok.add(r.metadata.name);
+    if (ok.size >= count) return now();
+    const res = await request(
+      `${kube.auth.server}${path}&watch=1&allowWatchBookmarks=false&resourceVersion=${list.metadata.resourceVersion}&timeoutSeconds=${Math.max(1, Math.ceil((deadline - Date.now()) / 1000))}`,
+      {
+        dispatcher: watchAgent(kube),
+        bodyTimeout: 0,
+      },
+    );
+    let buf = "";
+    for await (const chunk of res.body) {
+      buf += chunk.toString();
+      let nl: number;
+      while ((nl = buf.indexOf("\n")) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        if (!line.trim()) continue;
+        const ev = JSON.parse(line) as { type: string; object: RouteObj };
+        if (ev.type === "ERROR") break;
+        if (ev.type === "DELETED" || !accepted(ev.object, parent))
+          ok.delete(ev.object.metadata.name);
+        else ok.add(ev.object.metadata.name);
+        if (ok.size >= count) {
+          const t = now();
+          res.body.destroy();
+          return t;
+        }
+      }
+    }
+    if (Date.now() > deadline)
+      throw new Error(`timed out: ${ok.size}/${count} routes Accepted by ${parent}`);
+  }
+}
+
+let watchDispatcher: Agent | undefined;
+const watchAgent = (kube: Kube): Agent =>
+  (watchDispatcher ??= new Agent({
+    connect: { ca: kube.auth.ca, cert: kube.auth.cert, key: kube.auth.key },
+  }));
+
+async function gatewayStatus(kube: Kube, name: string): Promise<GatewayStatus> {
+  return kube.ok<GatewayStatus>(
+    "GET",
+    `/apis/gateway.networking.k8s.io/v1/namespaces/${NS}/gateways/${name}`,
+  );
+}
+
+async function until<T>(
+  what: string,
+  fn: () => Promise<T | undefined>,
+  timeoutMs: number,
+  everyMs = 100,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v !== undefined) return v;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}`);
+    await sleep(everyMs);
+  }
+}
+
+/** Waits until the Gateway's listener counts `routes` and `n` proxies run its current config. */
+async function gatewayReady(
+  kube: Kube,
+  name: string,
+  routes: number,
+  n: number,
+  timeoutMs = 600_000,
+): Promise<void> {
+  await until(
+    `${name}: ${routes} attached routes, ${n}/${n} proxies programmed`,
+    async () => {
+      const s = (await gatewayStatus(kube, name)).status;
+      const attached = s?.listeners?.[0]?.attachedRoutes;
+      const prog = s?.conditions?.find(c => c.type === "Programmed");
+      return attached === routes &&
+        prog?.status === "True" &&
+        prog.message?.startsWith(`${n}/${n} proxies`)
+        ? true
+        : undefined;
+    },
+    timeoutMs,
+    500,
+  );
+}
+
+interface ProxyPod {
+  readonly name: string;
+  readonly ip: string;
+}
+
+async function proxyPods(kube: Kube, gw: string): Promise<ProxyPod[]> {
+  const list = await kube.ok<{
+    items: {
+      metadata: { name: string; deletionTimestamp?: string };
+      status?: { podIP?: string; conditions?: { type: string; status: string }[] };
+    }[];
+  }>(
+    "GET",
+    `/api/v1/namespaces/${NS}/pods?labelSelector=${encodeURIComponent(`app.kubernetes.io/component=proxy,gateway.networking.k8s.io/gateway-name=${gw}`)}`,
+  );
+  return list.items
+    .filter(
+      p =>
+        !p.metadata.deletionTimestamp &&
+        p.status?.podIP &&
+        p.status.conditions?.some(c => c.type === "Ready" && c.status === "True"),
+    )
+    .map(p => ({ name: p.metadata.name, ip: p.status!.podIP! }));
+}
+
+/**
+ * Polls one proxy as fast as one keep-alive connection allows until `host` answers 200;
+ * resolves with the time of the first 200 and the number of requests sent.
+ */
+async function pollUntilServed(
+  pool: Pool,
+  host: string,
+  timeoutMs: number,
+): Promise<{ t: number; polls: number }> {
+  const deadline = now() + timeoutMs;
+  let polls = 0;
+  for (;;) {
+    polls++;
+    try {
+      const res = await pool.request({ path: "/", method: "GET", headers: { host } });
+      await res.body.dump();
+      if (res.statusCode === 200) return { t: now(), polls };
+    } catch {
+      // the proxy closes idle connections on reload; try again
+    }
+    if (now() > deadline) throw new Error(`${host} not served after ${timeoutMs} ms`);
+  }
+}
+
+/** RSS of the module's process (the one serving the webhook on :3000), in MiB. */
+function controllerRssMiB(): number {
+  const out = spawnSync("ss", ["-ltnpH", "sport = :3000"], { encoding: "utf8" }).stdout;
+  const pid = /pid=(\d+)/.exec(out)?.[1];
+  if (!pid) throw new Error(`no process listens on :3000 (${out})`);
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1]);
+  return Math.round((kb / 1024) * 10) / 10;
+}
+
+/** Requests of the controller's user so far, from the API server's own metrics. */
+async function controllerRequests(kube: Kube): Promise<{ dispatched: number; all: number }> {
+  const r = await kube.call("GET", "/metrics");
+  let dispatched = 0;
+  let all = 0;
+  for (const line of r.text.split("\n")) {
+    if (
+      line.startsWith("apiserver_flowcontrol_dispatched_requests_total{") &&
+      line.includes(`flow_schema="${FLOW_SCHEMA}"`)
+    )
+      dispatched += Number(line.slice(line.lastIndexOf(" ") + 1));
+    else if (line.startsWith("apiserver_request_total{"))
+      all += Number(line.slice(line.lastIndexOf(" ") + 1));
+  }
+  return { dispatched, all };
+}
+
+/* ------------------------------------------------------------------ scenarios */
+
+export interface ClusterResults {
+  admission?: {
+    rps: number;
+    p50Ms: number;
+    p99Ms: number;
+    requests: number;
+    achievedRps: number;
+    errors: number;
+    denied: number;
+    wrongDecisions: number;
+  };
+  settle?: { routes: number; ms: number; createMs: number; afterLastCreateMs: number };
+  propagation?: {
+    existingRoutes: number;
+    p50Ms: number;
+    p99Ms: number;
+    proxyLoadMs: number;
+    samples: number[];
+    pollsPerSecond: number;
+    proxyLoadSamples: number[];
+  };
+  fanout?: { proxies: number; ms: number; samples: number[] }[];
+  fanoutNote?: string;
+  apiRequests?: {
+    proxies1: number;
+    proxies20: number;
+    windowS: number;
+    routeChanges: number;
+    allClients1: number;
+    allClients20: number;
+  };
+  memory?: { routes: number; rssMiB: number }[];
+  /** Scenarios that failed in this run, with the reason. */
+  errors?: Record<string, string>;
+}
+
+async function createRoutes(
+  kube: Kube,
+  objs: readonly { metadata: { name: string } }[],
+): Promise<void> {
+  await Kube.each(objs, 16, o => kube.create(o as never));
+}
+
+async function admissionScenario(
+  kube: Kube,
+  log: ClusterOptions["log"],
+): Promise<ClusterResults["admission"]> {
+  const cfg = await kube.ok<{ webhooks: { clientConfig: { url?: string } }[] }>(
+    "GET",
+    `/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/pepr-${(JSON.parse(readFileSync(join(__dirname, "..", "..", "package.json"), "utf8")) as { pepr: { uuid: string } }).pepr.uuid}`,
+  );
+  const url = cfg.webhooks[0].clientConfig.url;
+  if (!url) throw new Error("the webhook has no URL (not pepr dev?)");
+  const u = new URL(url);
+  const target = `https://127.0.0.1:${u.port || 443}${u.pathname}${u.search}`;
+  const agent = new Agent({ connect: { rejectUnauthorized: false }, connections: 64 });
+  const review = (i: number) => {
+    const valid = i % 2 === 0;
+    const route = httpRoute(900000 + i, { ...base, parent: MAIN }) as unknown as {
+      spec: { rules: { matches: unknown[] }[] };
+    };
+    if (!valid) route.spec.rules[0].matches = [{ path: { type: "RegularExpression", value: "" } }];
+    return {
+      valid,
+      body: JSON.stringify({
+        apiVersion: "admission.k8s.io/v1",
+        kind: "AdmissionReview",
+        request: {
+          uid: `bench-${i}`,
+          kind: { group: "gateway.networking.k8s.io", version: "v1", kind: "HTTPRoute" },
+          resource: { group: "gateway.networking.k8s.io", version: "v1", resource: "httproutes" },
+          requestKind: { group: "gateway.networking.k8s.io", version: "v1", kind: "HTTPRoute" },
+          name: (route as unknown as { metadata: { name: string } }).metadata.name,
+          namespace: NS,
+          operation: "CREATE",
+          userInfo: { username: "bench" },
+          object: route,
+          dryRun: false,
+        },
+      }),
+    };
+  };
+  const rps = 200;
+  const seconds = 20;
+  const total = rps * seconds;
+  const lat: number[] = [];
+  let errors = 0;
+  let denied = 0;
+  let wrong = 0;
+  // Warm-up (connections, JIT), not measured.
+  for (let i = 0; i < 50; i++) {
+    const r = review(i);
+    const res = await request(target, {
+      method: "POST",
+      body: r.body,
+      headers: { "content-type": "application/json" },
+      dispatcher: agent,
+    });
+    await res.body.dump();
+  }
+  const t0 = now();
+  const inflight: Promise<void>[] = [];
+  for (let i = 0; i < total; i++) {
+    const due = t0 + (i * 1000) / rps;
+    const wait = due - now();
+    if (wait > 0) await sleep(wait);
+    const r = review(i);
+    inflight.push(
+      (async () => {
+        const start = now();
+        try {
+          const res = await request(target, {
+            method: "POST",
+            body: r.body,
+            headers: { "content-type": "application/json" },
+            dispatcher: agent,
+          });
+          const body = (await res.body.json()) as { response?: { allowed?: boolean } };
+          lat.push(now() - start);
+          const allowed = body.response?.allowed === true;
+          if (!allowed) denied++;
+          if (allowed !== r.valid) wrong++;
+        } catch {
+          errors++;
+        }
+      })(),
+    );
+  }
+  await Promise.all(inflight);
+  const elapsed = (now() - t0) / 1000;
+  await agent.close();
+  log(
+    `admission: ${lat.length} answered, ${errors} errors, ${denied} denied, ${wrong} wrong decisions`,
+  );
+  return {
+    rps,
+    p50Ms: round(median(lat)),
+    p99Ms: round(quantile(lat, 0.99)),
+    requests: total,
+    achievedRps: Math.round(total / elapsed),
+    errors,
+    denied,
+    wrongDecisions: wrong,
+  };
+}
+
+export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> {
+  const { log, only } = opts;
+  const results: ClusterResults = {};
+  /** Runs one scenario; a failure is recorded and the next scenario still runs. */
+  const step = async (name: string, fn: () => Promise<void>): Promise<boolean> => {
+    try {
+      await fn();
+      opts.onProgress?.(results);
+      return true;
+    } catch (e) {
+      (results.errors ??= {})[name] = e instanceof Error ? e.message.slice(0, 500) : String(e);
+      log(`${name} failed: ${results.errors[name]}`);
+      opts.onProgress?.(results);
+      return false;
+    }
+  };
+  const adminKube = new Kube(authFromKubeconfig(join(localDir, "kubeconfig")));
+  const dir = mkdtempSync(join(tmpdir(), "kg-bench-"));
+  let dev: PeprDev | undefined;
+  let cleaning: Promise<void> | undefined;
+  const cleanupOnce = () => (cleaning ??= cleanup());
+  // A timeout (SIGTERM) still stops the module and removes what the run created.
+  process.once("SIGTERM", () => {
+    log("SIGTERM: cleaning up");
+    void cleanupOnce().finally(() => process.exit(143));
+  });
+  try {
+    log("setup: controller identity, namespace, echo backend, Services, GatewayClass");
+    const kubeconfig = controllerKubeconfig(dir);
+    for (const o of identityObjects) await adminKube.apply(o as never);
+    await adminKube.apply({ apiVersion: "v1", kind: "Namespace", metadata: { name: NS } });
+    await adminKube.apply(echoDeployment(2) as never);
+    for (const s of services({ ...base, services: 100 })) await adminKube.apply(s as never);
+    await adminKube.apply(gatewayClass(CLASS) as never);
+    await adminKube.apply(parameters(MAIN, 1) as never);
+    await adminKube.apply(parameters(FAN, 1) as never);
+
+    dev = await startPeprDev({ kubeconfig, kubectl: kubectlBin });
+    log("pepr dev is up");
+    await adminKube.apply(gateway(MAIN) as never);
+    await gatewayReady(adminKube, MAIN, 0, 1);
+    log("Gateway main programmed (1 proxy)");
+
+    if (only.has("admission"))
+      await step("admission", async () => {
+        results.admission = await admissionScenario(adminKube, log);
+      });
+
+    const mainRoutes = (from: number, count: number) =>
+      httpRoutes({
+        ...base,
+        routes: count,
+        firstRoute: from,
+        parent: MAIN,
+        routeLabels: { "bench-set": MAIN },
+      });
+    let mainCount = 0;
+
+    let mainReady = false;
+    if (only.has("settle") || only.has("memory") || only.has("propagation"))
+      mainReady = await step("settle", async () => {
+        const routes = mainRoutes(0, 1000);
+        const settled = watchAccepted(adminKube, `bench-set=${MAIN}`, MAIN, 1000, 600_000);
+        const t0 = now();
+        await createRoutes(adminKube, routes);
+        const tCreated = now();
+        const tAccepted = await settled;
+        await until(
+          "attachedRoutes 1000",
+          async () =>
+            (await gatewayStatus(adminKube, MAIN)).status?.listeners?.[0]?.attachedRoutes === 1000
+              ? true
+              : undefined,
+          600_000,
+          20,
+        );
+        const tDone = Math.max(tAccepted, now());
+        mainCount = 1000;
+        results.settle = {
+          routes: 1000,
+          ms: Math.round(tDone - t0),
+          createMs: Math.round(tCreated - t0),
+          afterLastCreateMs: Math.round(tDone - tCreated),
+        };
+        log(`settle: ${JSON.stringify(results.settle)}`);
+        await gatewayReady(adminKube, MAIN, mainCount, 1);
+        await sleep(3000);
+        results.memory = [{ routes: 1000, rssMiB: controllerRssMiB() }];
+      });
+
+    if (only.has("propagation") && mainReady)
+      await step("propagation", async () => {
+        await createRoutes(adminKube, mainRoutes(1000, 2000));
+        mainCount = 3000;
+        await gatewayReady(adminKube, MAIN, mainCount, 1);
+        log("3,000 routes programmed on main's proxy");
+        const [pod] = await proxyPods(adminKube, MAIN);
+        const pool = new Pool(`http://${pod.ip}:80`, {
+          connections: 1,
+          pipelining: 1,
+          keepAliveTimeout: 60_000,
+        });
+        const samples: number[] = [];
+        let polls = 0;
+        let pollMs = 0;
+        for (let k = 0; k < 20; k++) {
+          const probe = httpRoute(
+            500000 + k,
+            { ...base, parent: MAIN, routeLabels: { "bench-set": MAIN } },
+            true,
+          );
+          const host = (probe as unknown as { spec: { hostnames: string[] } }).spec.hostnames[0];
+          const t0 = now();
+          const served = pollUntilServed(pool, host, 60_000);
+          await adminKube.create(probe as never);
+          const r = await served;
+          samples.push(r.t - t0);
+          polls += r.polls;
+          pollMs += r.t - t0;
+          mainCount++;
+          await sleep(1500); // let status writes of the previous sample finish
+        }
+        await pool.close();
+        const load = await benchProxyLoad(
+          {
+            ...base,
+            routes: 3000,
+            firstRoute: 0,
+            gateways: 1,
+            endpointSlices: true,
+            parent: "gw0",
+          },
+          httpRoute(500000, { ...base, endpointSlices: true, parent: "gw0" }, true),
+        );
+        results.propagation = {
+          existingRoutes: 3000,
+          p50Ms: round(median(samples)),
+          p99Ms: round(quantile(samples, 0.99)),
+          proxyLoadMs: load.proxyLoadMs,
+          samples: samples.map(round),
+          pollsPerSecond: Math.round((polls / pollMs) * 1000),
+          proxyLoadSamples: load.samples,
+        };
+        log(`propagation: ${JSON.stringify(results.propagation)}`);
+      });
+
+    if (only.has("fanout") || only.has("apiRequests"))
+      await step("fanout", async () => {
+        await adminKube.apply(gateway(FAN) as never);
+        await createRoutes(
+          adminKube,
+          httpRoutes({
+            ...base,
+            routes: 1000,
+            firstRoute: 100000,
+            parent: FAN,
+            routeLabels: { "bench-set": FAN },
+          }),
+        );
+        let fanRoutes = 1000;
+        const scale = async (n: number) => {
+          await adminKube.apply(parameters(FAN, n) as never);
+          await until(
+            `${n} ready proxies of ${FAN}`,
+            async () => ((await proxyPods(adminKube, FAN)).length === n ? true : undefined),
+            900_000,
+            1000,
+          );
+          await gatewayReady(adminKube, FAN, fanRoutes, n, 900_000);
+        };
+        /** One change (a new route), until every proxy serves it; median of `runs`. */
+        const fanout = async (n: number, runs: number) => {
+          const pods = await proxyPods(adminKube, FAN);
+          const pools = pods.map(
+            p => new Pool(`http://${p.ip}:80`, { connections: 1, pipelining: 1 }),
+          );
+          const samples: number[] = [];
+          for (let k = 0; k < runs; k++) {
+            const probe = httpRoute(
+              600000 + n * 100 + k,
+              { ...base, parent: FAN, routeLabels: { "bench-set": FAN } },
+              true,
+            );
+            const host = (probe as unknown as { spec: { hostnames: string[] } }).spec.hostnames[0];
+            const t0 = now();
+            const all = Promise.all(pools.map(p => pollUntilServed(p, host, 120_000)));
+            await adminKube.create(probe as never);
+            const ts = await all;
+            samples.push(Math.max(...ts.map(x => x.t)) - t0);
+            fanRoutes++;
+            await gatewayReady(adminKube, FAN, fanRoutes, n, 300_000);
+            await sleep(1000);
+          }
+          await Promise.all(pools.map(p => p.close()));
+          return { proxies: n, ms: round(median(samples)), samples: samples.map(round) };
+        };
+        /** Requests of the controller while idle plus 100 route changes spread over the window. */
+        const apiWindow = async (): Promise<{ dispatched: number; all: number }> => {
+          await sleep(5000);
+          const a = await controllerRequests(adminKube);
+          const changes = 100;
+          const t0 = now();
+          for (let k = 0; k < changes; k++) {
+            const due = t0 + (k * opts.apiWindowS * 1000) / changes;
+            if (due > now()) await sleep(due - now());
+            const name = `r${100000 + (k % 1000)}`;
+            await adminKube.ok(
+              "PATCH",
+              `/apis/gateway.networking.k8s.io/v1/namespaces/${NS}/httproutes/${name}`,
+              { spec: { hostnames: [`${name}-v${k}.bench.local`] } },
+              "application/merge-patch+json",
+            );
+          }
+          const rest = t0 + opts.apiWindowS * 1000 - now();
+          if (rest > 0) await sleep(rest);
+          const b = await controllerRequests(adminKube);
+          return { dispatched: b.dispatched - a.dispatched, all: b.all - a.all };
+        };
+        await scale(1);
+        log("fan: 1 proxy programmed with 1,000 routes");
+        const fan: NonNullable<ClusterResults["fanout"]> = [];
+        if (only.has("fanout")) {
+          fan.push(await fanout(1, 5));
+          results.fanout = fan;
+        }
+        let api1: { dispatched: number; all: number } | undefined;
+        if (only.has("apiRequests"))
+          await step("apiRequests", async () => {
+            api1 = await apiWindow();
+            log(`apiRequests with 1 proxy: ${JSON.stringify(api1)}`);
+            await scale(20);
+            const api20 = await apiWindow();
+            log(`apiRequests with 20 proxies: ${JSON.stringify(api20)}`);
+            results.apiRequests = {
+              proxies1: api1.dispatched,
+              proxies20: api20.dispatched,
+              windowS: opts.apiWindowS,
+              routeChanges: 100,
+              allClients1: api1.all,
+              allClients20: api20.all,
+            };
+          });
+        if (only.has("fanout")) {
+          for (const n of opts.fanout.filter(x => x > 1)) {
+            try {
+              await scale(n);
+              log(`fan: ${n} proxies programmed`);
+              fan.push(await fanout(n, 3));
+              results.fanout = fan;
+              opts.onProgress?.(results);
+              log(`fanout: ${JSON.stringify(fan[fan.length - 1])}`);
+            } catch (e) {
+              results.fanoutNote = `${n} proxies: ${String(e).slice(0, 300)}`;
+              log(`fanout ${n} failed: ${results.fanoutNote}`);
+              break;
+            }
+          }
+          results.fanout = fan;
+        }
+        await adminKube.apply(parameters(FAN, 1) as never);
+      });
+
+    if (only.has("memory") && mainReady)
+      await step("memory", async () => {
+        // Up to 10,000 HTTPRoutes in the cluster, all on main (one proxy), then settle.
+        const fanCount = only.has("fanout") || only.has("apiRequests") ? 1000 + 100 : 0;
+        const missing = 10000 - mainCount - fanCount;
+        if (missing > 0) {
+          const next = httpRoutes({
+            ...base,
+            routes: missing,
+            firstRoute: 10000,
+            parent: MAIN,
+            routeLabels: { "bench-set": MAIN },
+          });
+          const settled = watchAccepted(
+            adminKube,
+            `bench-set=${MAIN}`,
+            MAIN,
+            mainCount + missing,
+            1_200_000,
+          );
+          await createRoutes(adminKube, next);
+          mainCount += missing;
+          await settled;
+        }
+        await gatewayReady(adminKube, MAIN, mainCount, 1, 900_000);
+        await sleep(5000);
+        (results.memory ??= []).push({ routes: 10000, rssMiB: controllerRssMiB() });
+        log(`memory: ${JSON.stringify(results.memory)}`);
+      });
+    return results;
+  } finally {
+    await cleanupOnce();
+  }
+
+  async function cleanup(): Promise<void> {
+    log("cleanup");
+    await dev?.stop();
+    await adminKube.call("DELETE", `/api/v1/namespaces/${NS}`);
+    await adminKube.call("DELETE", `/apis/gateway.networking.k8s.io/v1/gatewayclasses/${CLASS}`);
+    for (const o of identityObjects) await adminKube.delete(o as never);
+    await until(
+      "namespace kg-bench gone",
+      async () =>
+        (await adminKube.call("GET", `/api/v1/namespaces/${NS}`)).status === 404 ? true : undefined,
+      300_000,
+      2000,
+    ).catch(e => log(String(e)));
+    await adminKube.close();
+    await watchDispatcher?.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function main(argv: string[]): Promise<void> {
+  const arg = (name: string) => argv.find(a => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+  const only = new Set(
+    (arg("only") ?? CLUSTER_SCENARIOS.join(","))
+      .split(",")
+      .filter(s => (CLUSTER_SCENARIOS as readonly string[]).includes(s)) as ClusterScenario[],
+  );
+  const out = arg("out");
+  const log = (l: string) =>
+    process.stderr.write(`[bench cluster ${new Date().toISOString().slice(11, 19)}] ${l}\n`);
+  const results = await runCluster({
+    only,
+    apiWindowS: Number(arg("api-window") ?? 120),
+    fanout: (arg("fanout") ?? "1,10,50").split(",").map(Number),
+    log,
+    onProgress: r => {
+      if (out) writeFileSync(out, JSON.stringify(r, null, 2));
+    },
+  });
+  const text = JSON.stringify(results, null, 2);
+  if (out) writeFileSync(out, text);
+  else process.stdout.write(text + "\n");
+}
+
+if (require.main === module)
+  main(process.argv.slice(2)).then(
+    () => process.exit(0),
+    e => {
+      process.stderr.write(`bench cluster failed: ${e instanceof Error ? e.stack : String(e)}\n`);
+      process.exit(1);
+    },
+  );

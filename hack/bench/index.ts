@@ -1,0 +1,94 @@
+/**
+ * `npm run bench`: every scenario of the benchmark, a table of targets (met or not) and
+ * reports/bench.json. Pure scenarios run in this process; the cluster scenarios run in a child
+ * that holds the cluster lock (`flock /tmp/kg-cluster.lock`) only while it runs.
+ *
+ *   npm run bench                                  # everything (the cluster part takes a while)
+ *   npm run bench -- --only=translate,configLoad   # a selection (written to reports/bench.partial.json)
+ *   npm run bench -- --api-window=300              # apiRequests window per proxy count (s)
+ */
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, tmpdir } from "node:os";
+import { join } from "node:path";
+import { benchConfigLoad } from "./config-load";
+import { CLUSTER_SCENARIOS, ClusterResults } from "./cluster";
+import { Row, evaluate, renderTable } from "./report";
+import { benchTranslate } from "./translate";
+
+const PURE = ["translate", "configLoad"] as const;
+const ALL = [...PURE, ...CLUSTER_SCENARIOS] as const;
+const repoRoot = join(__dirname, "..", "..");
+const LOCK = "/tmp/kg-cluster.lock";
+
+const log = (l: string) =>
+  process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${l}\n`);
+
+async function main(argv: string[]): Promise<void> {
+  const arg = (name: string) => argv.find(a => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+  const requested = (arg("only") ?? ALL.join(",")).split(",").filter(Boolean);
+  const unknown = requested.filter(s => !(ALL as readonly string[]).includes(s));
+  if (unknown.length > 0) {
+    process.stderr.write(`unknown scenario(s): ${unknown.join(", ")}; known: ${ALL.join(", ")}\n`);
+    process.exit(2);
+  }
+  const only = new Set(requested);
+  const full = ALL.every(s => only.has(s));
+  const report: Record<string, unknown> = {
+    date: new Date().toISOString(),
+    machine: {
+      cpus: cpus().length,
+      cpuModel: cpus()[0]?.model,
+      node: process.version,
+      loadAverageAtStart: (await import("node:os")).loadavg().map(x => Math.round(x * 100) / 100),
+    },
+  };
+
+  if (only.has("translate")) {
+    log("translate: 100, 1,000, 10,000 routes over 10 Gateways");
+    report.translate = benchTranslate();
+  }
+  if (only.has("configLoad")) {
+    log("configLoad: 3,000 routes, ours vs naive, real Caddy, median of 5");
+    report.configLoad = await benchConfigLoad();
+  }
+  const cluster = CLUSTER_SCENARIOS.filter(s => only.has(s));
+  if (cluster.length > 0) {
+    const dir = mkdtempSync(join(tmpdir(), "kg-bench-out-"));
+    const out = join(dir, "cluster.json");
+    log(`cluster scenarios (${cluster.join(", ")}): waiting for ${LOCK}`);
+    const r = spawnSync(
+      "flock",
+      [
+        LOCK,
+        // Never hold the lock forever: after 50 minutes the run cleans up and stops.
+        "timeout",
+        "-s",
+        "TERM",
+        "3000",
+        join(repoRoot, "node_modules", ".bin", "tsx"),
+        join(__dirname, "cluster.ts"),
+        `--only=${cluster.join(",")}`,
+        `--out=${out}`,
+        ...argv.filter(a => /^--(api-window|fanout)=/.test(a)),
+      ],
+      { stdio: ["ignore", "inherit", "inherit"], cwd: repoRoot, env: process.env },
+    );
+    if (existsSync(out))
+      Object.assign(report, JSON.parse(readFileSync(out, "utf8")) as ClusterResults);
+    rmSync(dir, { recursive: true, force: true });
+    if (r.status !== 0) log(`the cluster part failed (exit ${r.status}); its results are missing`);
+  }
+
+  const rows: Row[] = evaluate(report);
+  report.targets = rows;
+  const file = arg("out") ?? join(repoRoot, "reports", full ? "bench.json" : "bench.partial.json");
+  writeFileSync(file, JSON.stringify(report, null, 2) + "\n");
+  process.stdout.write(renderTable(rows) + "\n");
+  log(`written ${file}`);
+}
+
+main(process.argv.slice(2)).catch(e => {
+  process.stderr.write(`bench failed: ${e instanceof Error ? e.stack : String(e)}\n`);
+  process.exit(1);
+});
