@@ -16,7 +16,9 @@
  * mode for every implementation in the cluster.
  *
  * Each request is judged from the object and cached read-only look-ups alone: no state is
- * kept between requests (Pepr runs two admission replicas).
+ * kept between requests (Pepr runs two admission replicas). Webhook settings (package.json
+ * pepr block): failurePolicy Fail (onError: reject: an object of ours must not slip through
+ * unchecked), timeout 5 s; sideEffects None (Pepr's default, true: nothing is written).
  */
 import { Capability, K8s, PeprValidateRequest } from "pepr";
 import {
@@ -29,7 +31,14 @@ import {
   TLSRoute,
   UDPRoute,
 } from "./generated";
-import { OwnershipLookups, cached, isOurGateway, isOurGatewayClass, isOurRoute } from "./ownership";
+import {
+  OwnershipLookups,
+  cached,
+  isOurGateway,
+  isOurGatewayClass,
+  isOurRoute,
+  withDeadline,
+} from "./ownership";
 import { gatewayProblems } from "./validation/gateway";
 import { grpcRouteProblems } from "./validation/grpcroute";
 import { httpRouteProblems } from "./validation/httproute";
@@ -88,11 +97,26 @@ async function decide<T extends Meta>(
 ) {
   const obj = req.Raw;
   const namespace = obj.metadata?.namespace ?? "default";
-  if (!(await ours(obj, namespace))) return req.Approve();
+  const owned = await withDeadline(ours(obj, namespace), LOOKUP_DEADLINE_MS);
+  if (!owned.ok) {
+    // Fail closed, as failurePolicy Fail would, but with a message instead of a timeout.
+    return req.Deny(
+      `${kind} ${namespace}/${obj.metadata?.name ?? ""}: could not tell whether it belongs to a Kengine GatewayClass (${owned.error}); nothing was stored, retry`,
+      503,
+    );
+  }
+  if (!owned.value) return req.Approve();
   const found = problems(obj);
   if (found.length === 0) return req.Approve();
   return req.Deny(denialMessage(kind, namespace, obj.metadata?.name ?? "", found), 422);
 }
+
+/**
+ * How long the ownership look-ups of one request may take: well inside the webhook's timeout
+ * (package.json pepr.webhookTimeout, 5 s), so a slow API server yields a clear denial rather
+ * than "context deadline exceeded".
+ */
+const LOOKUP_DEADLINE_MS = 2_000;
 
 export const validateHTTPRoute = (req: PeprValidateRequest<HTTPRoute>) =>
   decide(

@@ -1,4 +1,4 @@
-import { CONTROLLER_NAME, OwnershipLookups, cached, isOurRoute } from "./index";
+import { CONTROLLER_NAME, OwnershipLookups, cached, isOurRoute, withDeadline } from "./index";
 
 const lookups = (
   classes: Record<string, string>,
@@ -68,5 +68,29 @@ describe("cached", () => {
     await expect(f("k")).rejects.toThrow("boom");
     await new Promise(r => setImmediate(r));
     expect(await f("k")).toBe("ok");
+  });
+});
+
+describe("withDeadline", () => {
+  it("gives the value of a look-up that finishes in time", async () => {
+    expect(await withDeadline(Promise.resolve("kengine"), 1_000)).toEqual({
+      ok: true,
+      value: "kengine",
+    });
+  });
+
+  it("reports a failed look-up instead of rejecting", async () => {
+    expect(await withDeadline(Promise.reject(new Error("forbidden")), 1_000)).toEqual({
+      ok: false,
+      error: "reading the parent failed: forbidden",
+    });
+  });
+
+  it("reports a look-up that does not finish within the deadline", async () => {
+    const never = new Promise<string>(() => undefined);
+    expect(await withDeadline(never, 20)).toEqual({
+      ok: false,
+      error: "the API server did not answer within 20 ms",
+    });
   });
 });

@@ -86,3 +86,34 @@ export function cached<K, V>(
     return value;
   };
 }
+
+/**
+ * The outcome of a look-up that must finish within `ms`: its value, or why not (it failed, or
+ * the deadline passed first). Never rejects.
+ */
+export async function withDeadline<T>(
+  work: Promise<T>,
+  ms: number,
+): Promise<{ ok: true; value: T } | { ok: false; error: string }> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<{ ok: false; error: string }>(resolve => {
+    timer = setTimeout(
+      () => resolve({ ok: false, error: `the API server did not answer within ${ms} ms` }),
+      ms,
+    );
+  });
+  try {
+    return await Promise.race([
+      work.then(
+        value => ({ ok: true as const, value }),
+        (e: unknown) => ({
+          ok: false as const,
+          error: `reading the parent failed: ${e instanceof Error ? e.message : JSON.stringify(e)}`,
+        }),
+      ),
+      deadline,
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -5,8 +5,15 @@
  * cross-namespace backend without a ReferenceGrant, hostname mismatch, unknown section) are
  * admitted; and the same objects attached to another controller are left alone.
  */
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { createNamespace, deleteNamespace, kubectl, kubectlOk } from "../support/kube";
+import { kubeconfigPath, kubectlBin, repoRoot } from "../support/paths";
 import { PeprDev, startModule } from "../support/module";
+import { webhookName } from "../../hack/pepr-dev";
+import pkg from "../../package.json";
 
 const suffix = Date.now().toString(36);
 const ours = `kengine-adm-${suffix}`;
@@ -75,6 +82,64 @@ describe("admission through kubectl", () => {
     expect(r.stderr).toContain("cannot be run by the Kengine proxy");
     for (const f of fragments) expect(r.stderr).toContain(f);
   };
+
+  it("registers one webhook: failurePolicy Fail (onError reject), no side effects, our kinds on create and update", () => {
+    const cfg = JSON.parse(
+      kubectlOk(["get", "validatingwebhookconfiguration", webhookName, "-o", "json"]),
+    ) as {
+      webhooks: {
+        failurePolicy: string;
+        timeoutSeconds: number;
+        sideEffects: string;
+        rules: { resources: string[]; operations: string[] }[];
+      }[];
+    };
+    expect(cfg.webhooks).toHaveLength(1);
+    const [hook] = cfg.webhooks;
+    // `pepr dev` always registers 30 s; a deployed module (pepr build) uses pepr.webhookTimeout.
+    expect({
+      failurePolicy: hook.failurePolicy,
+      timeoutSeconds: hook.timeoutSeconds,
+      sideEffects: hook.sideEffects,
+      webhookTimeout: pkg.pepr.webhookTimeout,
+    }).toEqual({
+      failurePolicy: "Fail",
+      timeoutSeconds: 30,
+      sideEffects: "None",
+      webhookTimeout: 5,
+    });
+    const resources = hook.rules.flatMap(r => r.resources).sort();
+    expect(resources).toEqual(
+      [
+        "gateways",
+        "grpcroutes",
+        "httproutes",
+        "kengineparameters",
+        "listenersets",
+        "tcproutes",
+        "tlsroutes",
+        "udproutes",
+      ].sort(),
+    );
+    for (const r of hook.rules) expect(r.operations.sort()).toEqual(["CREATE", "UPDATE"]);
+  });
+
+  it("prints the README's example denial, word for word", () => {
+    const readme = readFileSync(join(repoRoot, "README.md"), "utf8");
+    const section = readme.slice(readme.indexOf("## Admission"));
+    const manifest = /```yaml\n([\s\S]*?)```/.exec(section)![1];
+    const shown = /```text\n\$ kubectl apply -f bad-route.yaml\n([\s\S]*?)\n```/.exec(section)![1];
+    kubectlOk(["apply", "-f", "-"], gateway(ns, "demo", ours));
+    const dir = mkdtempSync(join(tmpdir(), "kg-readme-"));
+    writeFileSync(join(dir, "bad-route.yaml"), manifest.replaceAll("kengine-demo", ns));
+    const r = spawnSync(
+      kubectlBin,
+      ["--kubeconfig", kubeconfigPath, "apply", "-f", "bad-route.yaml"],
+      { cwd: dir, encoding: "utf8", timeout: 60_000 },
+    );
+    expect(r.status).not.toBe(0);
+    expect(r.stderr.trim().replaceAll(ns, "kengine-demo")).toBe(shown.replace(/\n/g, " "));
+  });
 
   it("denies a Gateway listener on a reserved port, naming the field", () => {
     denied(
