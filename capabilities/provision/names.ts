@@ -4,6 +4,8 @@ import { createHash } from "node:crypto";
 export const GATEWAY_NAME_LABEL = "gateway.networking.k8s.io/gateway-name";
 export const MANAGED_BY_LABEL = "app.kubernetes.io/managed-by";
 export const MANAGED_BY = "kengine-gateway";
+/** On a bring-your-own proxies' Service (design §4): the name of the Gateway, in the same namespace. */
+export const OWNING_GATEWAY_LABEL = "gateway.kengine.io/owning-gateway";
 export const COMPONENT_LABEL = "app.kubernetes.io/component";
 
 /** A DNS-1035 label of at most 63 characters: long names are cut and keep a hash for uniqueness. */

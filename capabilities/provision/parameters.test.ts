@@ -83,3 +83,26 @@ describe("resolveSettings", () => {
     ]);
   });
 });
+
+describe("resolveSettings: bring your own proxies", () => {
+  it("takes mode and the external Secrets field by field (class, then Gateway)", () => {
+    const snapshot = snapshotOf([
+      params("infra", "byo", {
+        mode: "External",
+        external: { clientCertificateSecretName: "admin-client" },
+      }),
+      params("apps", "ca", { external: { caSecretName: "admin-ca" } }),
+    ] as never);
+    const r = resolveSettings(
+      snapshot,
+      { spec: { parametersRef: ref("byo", "infra") } },
+      { metadata: { namespace: "apps" }, spec: { infrastructure: { parametersRef: ref("ca") } } },
+    );
+    expect(r.settings.mode).toBe("External");
+    expect(r.settings.external).toEqual({
+      clientCertificateSecretName: "admin-client",
+      caSecretName: "admin-ca",
+    });
+    expect(resolveSettings(snapshot, undefined, { metadata: {} }).settings.mode).toBe("Managed");
+  });
+});

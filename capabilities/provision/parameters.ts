@@ -19,6 +19,8 @@ interface Ref {
 }
 
 interface ParametersSpec {
+  readonly mode?: ProxySettings["mode"];
+  readonly external?: ProxySettings["external"];
   readonly proxy?: Partial<
     Pick<
       ProxySettings,
@@ -86,6 +88,17 @@ const merge = (base: ProxySettings, p: ParametersSpec | undefined): ProxySetting
     ? {
         ...base,
         ...Object.fromEntries(Object.entries(p.proxy ?? {}).filter(([, v]) => v !== undefined)),
+        mode: p.mode ?? base.mode,
+        ...(p.external || base.external
+          ? {
+              external: {
+                ...base.external,
+                ...Object.fromEntries(
+                  Object.entries(p.external ?? {}).filter(([, v]) => v !== undefined),
+                ),
+              },
+            }
+          : {}),
         serviceType: p.service?.type ?? base.serviceType,
         service: {
           ...base.service,

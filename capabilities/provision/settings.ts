@@ -4,7 +4,25 @@
  * proxies/pod.ts.
  */
 
+/** Who runs the proxies: the controller (Managed) or the user, behind a labelled Service (External). */
+export type ProxyMode = "Managed" | "External";
+
+/** Where the admin-channel TLS material of bring-your-own proxies comes from (Secrets in the Gateway's namespace). */
+export interface ExternalProxySettings {
+  /**
+   * `kubernetes.io/tls` Secret: `tls.crt`/`tls.key` is the client certificate the controller
+   * presents to these proxies; `ca.crt` (unless caSecretName is set) is the CA bundle that
+   * signed the proxies' serving certificates and that the proxies trust for client certificates.
+   */
+  readonly clientCertificateSecretName?: string;
+  /** Optional Secret whose `ca.crt` replaces the one in the client certificate Secret. */
+  readonly caSecretName?: string;
+}
+
 export interface ProxySettings {
+  /** Managed (default): the controller provisions the proxies. External: bring your own (design §4). */
+  readonly mode: ProxyMode;
+  readonly external?: ExternalProxySettings;
   /** Deployment (default) or DaemonSet (one proxy per node). */
   readonly kind: "Deployment" | "DaemonSet";
   readonly replicas: number;
@@ -24,6 +42,7 @@ export interface ProxySettings {
 }
 
 export const DEFAULT_PROXY_SETTINGS: ProxySettings = {
+  mode: "Managed",
   kind: "Deployment",
   replicas: 2,
   // The local kubelet maps images whose repository ends in /kengine to the locally built proxy.

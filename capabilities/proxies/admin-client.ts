@@ -24,6 +24,11 @@ export interface ProxyEndpoint {
   readonly port: number;
   /** Name in the proxy's certificate, sent as SNI and Host, e.g. "proxy-0.gw-admin.default.svc". */
   readonly serverName: string;
+  /**
+   * Which client identity to use (a key of `AdminChannels`); absent: the controller's own.
+   * Bring-your-own proxies are reached with the credentials named in their parameters.
+   */
+  readonly channel?: string;
 }
 
 /** The controller's client identity and the CA it trusts for proxies' serving certificates. */

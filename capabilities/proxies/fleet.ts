@@ -112,7 +112,10 @@ interface Entry {
 }
 
 const sameEndpoint = (a: ProxyEndpoint, b: ProxyEndpoint): boolean =>
-  a.address === b.address && a.port === b.port && a.serverName === b.serverName;
+  a.address === b.address &&
+  a.port === b.port &&
+  a.serverName === b.serverName &&
+  a.channel === b.channel;
 
 const unreachable = (e: AdminError): boolean => e.kind === "connect" || e.kind === "timeout";
 

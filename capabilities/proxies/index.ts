@@ -51,6 +51,7 @@ export type {
 } from "./admin-client";
 export { backoffDelay, DEFAULT_BACKOFF, ManualClock, systemClock } from "./backoff";
 export type { BackoffPolicy, Clock } from "./backoff";
+export { AdminChannels, channelKey } from "./channels";
 export { Fleet } from "./fleet";
 export type { AdminApi, Applied, FleetEvent, FleetOptions, ProxyState, Target } from "./fleet";
 export {

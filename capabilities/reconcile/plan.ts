@@ -10,6 +10,9 @@ import type { GatewayIR } from "../ir";
 import {
   Authority,
   CLOCK_SKEW_MS,
+  DEFAULT_ADMIN_PORT,
+  DEFAULT_MANAGEMENT_PORT,
+  DEFAULT_READINESS_PORT,
   LEAF_LIFETIME_DAYS,
   ManagementSpec,
   Target,
@@ -17,6 +20,7 @@ import {
   generateKeyPair,
   issueServerCertificate,
   managementCertificateLoader,
+  bootstrapConfigMapName,
   managementSecretName,
   managementServer,
   podManagementSpec,
@@ -28,6 +32,7 @@ import {
 import {
   GatewayRef,
   KubeManifest,
+  OWNING_GATEWAY_LABEL,
   ManagementSecretData,
   ProxySettings,
   adminService,
@@ -40,6 +45,10 @@ import {
 } from "../provision";
 import type { KubeObject, Snapshot } from "../snapshot";
 import type { GatewayAddress } from "../status";
+import { proxyEndpoints, externalEndpoints, owningServices } from "./endpoints";
+import { ExternalChannel, externalChannel } from "./external";
+
+export { proxyEndpoints } from "./endpoints";
 import { serviceAddresses } from "./programmed";
 
 export interface GatewayPlan {
@@ -58,12 +67,20 @@ export interface GatewayPlan {
   readonly configProblem: string | undefined;
   readonly addresses: readonly GatewayAddress[];
   readonly serviceExists: boolean;
+  /** Programmed's message while there is no proxies' Service (bring-your-own wording). */
+  readonly noServiceMessage?: string;
+  /** Bring-your-own proxies: the client identity to reach them with (absent: the controller's own). */
+  readonly channel?: ExternalChannel;
+  /** Secrets the plan read besides our own ("namespace/name"): a change to one of them rebuilds. */
+  readonly secrets: readonly string[];
   /** Objects of ours that must not exist any more (e.g. the Deployment after a switch to DaemonSet). */
   readonly stale: readonly {
     readonly apiVersion: string;
     readonly kind: string;
     readonly namespace: string;
     readonly name: string;
+    /** Delete only if it carries our managed-by label (the name may be the user's). */
+    readonly onlyIfOurs?: boolean;
   }[];
   /** Parameters references that did not resolve (the defaults were used instead). */
   readonly settingsProblems: readonly string[];
@@ -102,15 +119,6 @@ interface GatewayObject extends KubeObject {
       };
     };
   };
-}
-
-interface EndpointSliceObject extends KubeObject {
-  readonly ports?: readonly { readonly name?: string; readonly port?: number }[];
-  readonly endpoints?: readonly {
-    readonly addresses: readonly string[];
-    readonly conditions?: { readonly terminating?: boolean };
-    readonly targetRef?: { readonly kind?: string; readonly name?: string; readonly uid?: string };
-  }[];
 }
 
 const decode = (b64: string | undefined) =>
@@ -153,24 +161,6 @@ export function storedServing(
   return crt && key && ca ? { "tls.crt": crt, "tls.key": key, "ca.crt": ca } : undefined;
 }
 
-/** Proxy pods behind the admin Service, ready or not, that are not terminating. */
-export function proxyEndpoints(snapshot: Snapshot, namespace: string, adminServiceName: string) {
-  const out: { pod: string; uid?: string; address: string; port: number }[] = [];
-  for (const o of snapshot.objects.EndpointSlice.values()) {
-    const slice = o as EndpointSliceObject;
-    if (slice.metadata.namespace !== namespace) continue;
-    if (slice.metadata.labels?.["kubernetes.io/service-name"] !== adminServiceName) continue;
-    const port = slice.ports?.find(p => p.name === "admin")?.port;
-    if (!port) continue;
-    for (const e of slice.endpoints ?? []) {
-      const pod = e.targetRef?.kind === "Pod" ? e.targetRef.name : undefined;
-      if (!pod || e.conditions?.terminating === true || !e.addresses[0]) continue;
-      out.push({ pod, uid: e.targetRef?.uid, address: e.addresses[0], port });
-    }
-  }
-  return out.sort((a, b) => a.pod.localeCompare(b.pod));
-}
-
 export interface PlanInput {
   readonly ir: GatewayIR;
   readonly snapshot: Snapshot;
@@ -183,9 +173,108 @@ export interface PlanInput {
   readonly issue?: IssueServing;
 }
 
+/** The Caddy config for a Gateway's proxies, sealed with their management spec. */
+function sealedFor(ir: GatewayIR, spec: ManagementSpec) {
+  const config = toCaddyConfig(ir, {
+    management: {
+      adminListen: spec.adminAddress,
+      server: managementServer(spec) as Record<string, never>,
+      loadFiles: [managementCertificateLoader(spec).entry as Record<string, never>],
+    },
+  });
+  // Compact JSON in construction order (deterministic): renderCaddyJSON's sorted, indented
+  // text is for reading goldens and cost 4× the bytes and 8× the time at 1,000 routes.
+  return sealConfig(JSON.stringify(config), spec);
+}
+
+/** Bring your own proxies: nothing to provision; push to the pods behind the owning Services. */
+function planExternal(
+  input: PlanInput,
+  settings: ProxySettings,
+  settingsProblems: readonly string[],
+): GatewayPlan {
+  const { ir, snapshot, now } = input;
+  const key = `${ir.namespace}/${ir.name}`;
+  const names = proxyNames(ir.name);
+  const channel = externalChannel(snapshot, ir.namespace, settings.external, now);
+  const endpoints = externalEndpoints(snapshot, ir.namespace, ir.name);
+  const services = owningServices(snapshot, ir.namespace, ir.name);
+  // Every pod of a Gateway gets the same bytes: the management port of the first one found.
+  const port = endpoints[0]?.port ?? DEFAULT_MANAGEMENT_PORT;
+  const sealed = channel.ok
+    ? sealedFor(
+        ir,
+        podManagementSpec(channel.value.caPems, {
+          management: port,
+          readiness: DEFAULT_READINESS_PORT,
+          admin: DEFAULT_ADMIN_PORT,
+        }),
+      )
+    : undefined;
+  const targets: Target[] =
+    channel.ok && sealed?.ok
+      ? endpoints.map(e => ({
+          endpoint: {
+            name: `${ir.namespace}/${e.pod}`,
+            address: e.address,
+            port: e.port,
+            serverName: proxyServerName(e.pod, e.service, ir.namespace),
+            channel: channel.value.key,
+          },
+          config: sealed.value,
+        }))
+      : [];
+  const configProblem = !channel.ok
+    ? channel.error
+    : sealed && !sealed.ok
+      ? `the proxy configuration is not safe to load: ${sealed.error.join("; ")}`
+      : undefined;
+  const managed = (apiVersion: string, kind: string, name: string) => ({
+    apiVersion,
+    kind,
+    namespace: ir.namespace,
+    name,
+    onlyIfOurs: true,
+  });
+  return {
+    key,
+    manifests: [],
+    targets,
+    proxies: endpoints.map(e => ({
+      name: `${ir.namespace}/${e.pod}`,
+      pod: e.pod,
+      uid: e.uid,
+      address: `${e.address}:${e.port}`,
+    })),
+    desiredHash: sealed?.ok ? sealed.value.hash : undefined,
+    configProblem,
+    addresses: services.flatMap(svc =>
+      serviceAddresses(svc as Parameters<typeof serviceAddresses>[0]),
+    ),
+    serviceExists: services.length > 0,
+    noServiceMessage: `no Service labelled ${OWNING_GATEWAY_LABEL}=${ir.name} in namespace ${ir.namespace} (the Gateway's parameters say mode External)`,
+    channel: channel.ok ? channel.value : undefined,
+    secrets: channel.ok
+      ? channel.value.secrets
+      : [settings.external?.clientCertificateSecretName, settings.external?.caSecretName]
+          .filter((n): n is string => !!n)
+          .map(n => `${ir.namespace}/${n}`),
+    // A switch from managed to external removes what we had provisioned.
+    stale: [
+      managed("apps/v1", "Deployment", names.proxy),
+      managed("apps/v1", "DaemonSet", names.proxy),
+      managed("v1", "Service", names.proxy),
+      managed("v1", "Service", names.admin),
+      managed("v1", "Secret", managementSecretName(ir.name)),
+      managed("v1", "ConfigMap", bootstrapConfigMapName(ir.name)),
+    ],
+    settingsProblems,
+  };
+}
+
 export function planGateway(
   input: PlanInput,
-): GatewayPlan & { readonly serving: ManagementSecretData } {
+): GatewayPlan & { readonly serving?: ManagementSecretData } {
   const { ir, snapshot, ca, now } = input;
   const key = `${ir.namespace}/${ir.name}`;
   const gw = snapshot.objects.Gateway.get(key) as GatewayObject | undefined;
@@ -204,6 +293,7 @@ export function planGateway(
     gw ?? { metadata: {} },
     input.defaults,
   );
+  if (settings.mode === "External") return planExternal(input, settings, settingsProblems);
   const spec: ManagementSpec = podManagementSpec(ca.certificatePem);
   const serving =
     reusableServing(storedServing(snapshot, ir.namespace, ir.name), ca, now) ??
@@ -220,16 +310,7 @@ export function planGateway(
     adminService(ref),
   ];
 
-  const config = toCaddyConfig(ir, {
-    management: {
-      adminListen: spec.adminAddress,
-      server: managementServer(spec) as Record<string, never>,
-      loadFiles: [managementCertificateLoader(spec).entry as Record<string, never>],
-    },
-  });
-  // Compact JSON in construction order (deterministic): renderCaddyJSON's sorted, indented
-  // text is for reading goldens and cost 4× the bytes and 8× the time at 1,000 routes.
-  const sealed = sealConfig(JSON.stringify(config), spec);
+  const sealed = sealedFor(ir, spec);
   const endpoints = proxyEndpoints(snapshot, ir.namespace, names.admin);
   const targets: Target[] = sealed.ok
     ? endpoints.map(e => ({
@@ -259,6 +340,7 @@ export function planGateway(
       : `the proxy configuration is not safe to load: ${sealed.error.join("; ")}`,
     addresses: serviceAddresses(svc as Parameters<typeof serviceAddresses>[0]),
     serviceExists: svc !== undefined,
+    secrets: [],
     stale: [
       {
         apiVersion: "apps/v1",

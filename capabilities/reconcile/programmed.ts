@@ -41,6 +41,8 @@ export interface FleetView {
   readonly configProblem?: string;
   /** Whether the proxies' Service exists. */
   readonly serviceExists: boolean;
+  /** What to say when it does not (default: the managed Service's wording). */
+  readonly noServiceMessage?: string;
   /** The Programmed condition as stored now: kept while no proxy's state is known yet (a new leader). */
   readonly stored?: Condition;
 }
@@ -71,7 +73,7 @@ export function programmedCondition(
     return programmed(
       false,
       "AddressNotAssigned",
-      "the proxies' Service does not exist (yet)",
+      view.noServiceMessage ?? "the proxies' Service does not exist (yet)",
       generation,
     );
   if (addresses.length === 0)

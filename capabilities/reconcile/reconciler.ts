@@ -8,7 +8,7 @@ import { createHash } from "node:crypto";
 import { ElectionConfig, DEFAULT_ELECTION, LeaderElector, kubeLeaseStore } from "../election";
 import { KubeClient, statusOf } from "../kube/client";
 import { electionMetrics, statusMetrics } from "../metrics";
-import { AdminClient, Authority, Fleet, FleetEvent, ProxyState } from "../proxies";
+import { AdminChannels, AdminClient, Authority, Fleet, FleetEvent, ProxyState } from "../proxies";
 import {
   DEFAULT_PROXY_SETTINGS,
   GATEWAY_NAME_LABEL,
@@ -16,6 +16,7 @@ import {
   MANAGED_BY,
   MANAGED_BY_LABEL,
   ManagementSecretData,
+  OWNING_GATEWAY_LABEL,
   ProxySettings,
 } from "../provision";
 import {
@@ -82,8 +83,10 @@ const rvOf = (o: KubeObject): bigint | undefined => {
   return rv && /^\d+$/.test(rv) ? BigInt(rv) : undefined;
 };
 const ownedByUs = (o: KubeObject): boolean =>
-  o.metadata.labels?.[MANAGED_BY_LABEL] === MANAGED_BY &&
-  o.metadata.labels?.[GATEWAY_NAME_LABEL] !== undefined;
+  (o.metadata.labels?.[MANAGED_BY_LABEL] === MANAGED_BY &&
+    o.metadata.labels?.[GATEWAY_NAME_LABEL] !== undefined) ||
+  // bring-your-own proxies' Services (and their EndpointSlices, which copy the Service's labels)
+  o.metadata.labels?.[OWNING_GATEWAY_LABEL] !== undefined;
 export class Reconciler {
   #snapshot: Snapshot = emptySnapshot();
   readonly #seen = new Map<string, bigint>();
@@ -91,7 +94,9 @@ export class Reconciler {
   readonly #elector: LeaderElector;
   readonly #writer: StatusWriter;
   #fleet: Fleet | undefined;
-  #admin: AdminClient | undefined;
+  #admin: AdminChannels | undefined;
+  /** Secrets the last plans read besides the snapshot's references (bring-your-own credentials). */
+  #planSecrets = new Set<string>();
   /** Last KengineProxy object and status written, by "namespace/pod". */
   readonly #proxyWritten = new Map<string, { object: string; status?: KengineProxyStatus }>();
   #ca: Authority | undefined;
@@ -173,7 +178,11 @@ export class Reconciler {
     const last = this.#seen.get(id);
     if (rv !== undefined && last !== undefined && rv < last) return;
     if (rv !== undefined) this.#seen.set(id, rv);
-    this.#apply({ type, kind, object }, ownedByUs(object));
+    const key = `${object.metadata.namespace ?? ""}/${object.metadata.name}`;
+    this.#apply(
+      { type, kind, object },
+      ownedByUs(object) || (kind === "Secret" && this.#planSecrets.has(key)),
+    );
   }
 
   /**
@@ -189,7 +198,7 @@ export class Reconciler {
   /** Lists every kind once (the "synced" signal), then starts election, pushing and building. */
   async start(): Promise<void> {
     this.#ca = await ensureAuthority(this.o.kube, this.o.namespace);
-    this.#admin = new AdminClient(clientCredentials(this.#ca, this.o.identity));
+    this.#admin = new AdminChannels(new AdminClient(clientCredentials(this.#ca, this.o.identity)));
     this.#fleet = new Fleet({
       client: this.#admin,
       onEvent: e => this.#onFleetEvent(e),
@@ -222,6 +231,7 @@ export class Reconciler {
     await this.#building;
     await this.#elector.stop();
     this.#fleet?.close();
+    await this.#admin?.close();
   }
 
   /** Runs a build now, or once more after the one in progress. */
@@ -287,7 +297,8 @@ export class Reconciler {
           now,
           pendingServing: this.#pendingServing.get(key),
         });
-        this.#pendingServing.set(key, plan.serving);
+        if (plan.serving) this.#pendingServing.set(key, plan.serving);
+        else this.#pendingServing.delete(key);
         for (const problem of plan.settingsProblems)
           this.o.log.warn("proxy settings", { gateway: key, problem });
         plans.push(plan);
@@ -301,6 +312,10 @@ export class Reconciler {
     for (const key of [...this.#pendingServing.keys()])
       if (!plans.some(p => p.key === key)) this.#pendingServing.delete(key);
 
+    this.#planSecrets = new Set(plans.flatMap(p => p.secrets));
+    this.#admin?.setChannels(
+      new Map(plans.flatMap(p => (p.channel ? [[p.channel.key, p.channel.credentials]] : []))),
+    );
     if (!leader) return;
     await this.#provision(plans.flatMap(p => p.manifests));
     await this.#removeStale(plans.flatMap(p => p.stale));
@@ -328,6 +343,7 @@ export class Reconciler {
           desiredHash: plan.desiredHash,
           configProblem: plan.configProblem,
           serviceExists: plan.serviceExists,
+          noServiceMessage: plan.noServiceMessage,
           stored,
         };
         return withFleet(g, view, plan.addresses);
@@ -421,7 +437,16 @@ export class Reconciler {
       const path = objectPath(o.apiVersion, o.kind, o.namespace, o.name);
       if (this.#applied.get(path) === "deleted") continue;
       try {
-        await this.o.kube.request("DELETE", path);
+        let options: object | undefined;
+        if (o.onlyIfOurs) {
+          const found = await this.o.kube.request<KubeObject>("GET", path);
+          if (found.metadata.labels?.[MANAGED_BY_LABEL] !== MANAGED_BY) {
+            this.#applied.set(path, "deleted"); // not ours: leave it alone
+            continue;
+          }
+          options = { preconditions: { uid: found.metadata.uid } };
+        }
+        await this.o.kube.request("DELETE", path, options);
         this.o.log.info("removed", { kind: o.kind, object: `${o.namespace}/${o.name}` });
       } catch (e) {
         if (statusOf(e) !== 404) {

@@ -1,0 +1,378 @@
+/**
+ * Bring your own proxies (design §4), against the real cluster with real Caddy pods: the user
+ * runs their own Deployment of proxies behind a Service labelled
+ * `gateway.kengine.io/owning-gateway`, with admin TLS material from their own CA; the Gateway's
+ * KengineParameters say `mode: External` and name the client certificate Secret. The controller
+ * programs those pods like managed ones, provisions nothing, and traffic flows.
+ */
+import { request } from "node:http";
+import { join } from "node:path";
+import { kubeClient } from "../../capabilities/kube/client";
+import {
+  bootstrapConfig,
+  createAuthority,
+  generateKeyPair,
+  issueClientCertificate,
+  issueServerCertificate,
+  podManagementSpec,
+  proxyServerNames,
+} from "../../capabilities/proxies";
+import { Reconciler } from "../../capabilities/reconcile";
+import { feed } from "../support/feed";
+import { createNamespace, deleteNamespace, eventually, kubectl, kubectlOk } from "../support/kube";
+import { repoRoot } from "../support/paths";
+
+const quiet = {
+  info: () => {},
+  warn: () => {},
+  error: (m: string, meta?: object) => console.error(m, meta),
+  debug: () => {},
+};
+
+function get(address: string, host: string, path = "/"): Promise<{ status: number; body: string }> {
+  return new Promise(resolve => {
+    const req = request(
+      { host: address, port: 80, path, headers: { Host: host }, timeout: 5000, agent: false },
+      res => {
+        let body = "";
+        res.on("data", d => (body += d));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+      },
+    );
+    req.on("timeout", () => req.destroy(new Error("timeout")));
+    req.on("error", () => resolve({ status: 0, body: "" }));
+    req.end();
+  });
+}
+
+const must = <T>(r: { ok: true; value: T } | { ok: false; error: string }): T => {
+  if (!r.ok) throw new Error(r.error);
+  return r.value;
+};
+
+describe("bring-your-own proxies", () => {
+  let ns: string;
+  const cls = `byo-${Date.now().toString(36)}`;
+  const stops: (() => unknown)[] = [];
+  const host = "byo.kengine.local";
+  const programmed = () =>
+    kubectl([
+      "get",
+      "gateway",
+      "edge",
+      "-n",
+      ns,
+      "-o",
+      "jsonpath={.status.conditions[?(@.type=='Programmed')].status}|{.status.conditions[?(@.type=='Programmed')].message}",
+    ]).stdout;
+
+  beforeAll(async () => {
+    // the CRD with mode/external (the running cluster may have an older one)
+    kubectlOk([
+      "apply",
+      "--server-side",
+      "--force-conflicts",
+      "-f",
+      join(repoRoot, "deploy/crds/gateway.kengine.io_kengineparameters.yaml"),
+    ]);
+    ns = createNamespace("byo");
+    // The user's own admin CA: serving certificate for the proxies, client certificate for the controller.
+    const now = new Date(Date.now() - 60_000);
+    const ca = must(
+      createAuthority({
+        commonName: "my proxies admin CA",
+        keys: generateKeyPair(),
+        notBefore: now,
+        lifetimeDays: 2,
+      }),
+    );
+    const serving = must(
+      issueServerCertificate(ca, {
+        commonName: `my-proxies.${ns}.svc`,
+        dnsNames: proxyServerNames("my-proxies", ns),
+        keys: generateKeyPair(),
+        notBefore: now,
+        lifetimeDays: 1,
+      }),
+    );
+    const client = must(
+      issueClientCertificate(ca, {
+        commonName: "kengine controller",
+        keys: generateKeyPair(),
+        notBefore: now,
+        lifetimeDays: 1,
+      }),
+    );
+    const boot = bootstrapConfig(podManagementSpec(ca.certificatePem));
+    if (!boot.ok) throw new Error(boot.error.join("; "));
+    const bootstrap = boot.value;
+    const secret = (name: string, data: Record<string, string>) => ({
+      apiVersion: "v1",
+      kind: "Secret",
+      type: "kubernetes.io/tls",
+      metadata: { name, namespace: ns },
+      stringData: data,
+    });
+    const manifests = [
+      secret("my-proxies-serving", {
+        "tls.crt": serving.certificatePem,
+        "tls.key": serving.privateKey.reveal(),
+      }),
+      secret("my-proxies-admin-client", {
+        "tls.crt": client.certificatePem,
+        "tls.key": client.privateKey.reveal(),
+        "ca.crt": ca.certificatePem,
+      }),
+      {
+        apiVersion: "v1",
+        kind: "ConfigMap",
+        metadata: { name: "my-proxies-bootstrap", namespace: ns },
+        data: { "caddy.json": JSON.stringify(bootstrap) },
+      },
+      {
+        apiVersion: "apps/v1",
+        kind: "Deployment",
+        metadata: { name: "my-proxies", namespace: ns },
+        spec: {
+          replicas: 2,
+          selector: { matchLabels: { app: "my-proxies" } },
+          template: {
+            metadata: { labels: { app: "my-proxies" } },
+            spec: {
+              containers: [
+                {
+                  name: "caddy",
+                  image: "docker.io/library/caddy:2.11",
+                  command: ["caddy", "run", "--config", "/etc/kengine/bootstrap/caddy.json"],
+                  env: [
+                    {
+                      name: "KENGINE_POD_IP",
+                      valueFrom: { fieldRef: { fieldPath: "status.podIP" } },
+                    },
+                    { name: "XDG_CONFIG_HOME", value: "/var/lib/kengine/config" },
+                    { name: "XDG_DATA_HOME", value: "/var/lib/kengine/data" },
+                  ],
+                  ports: [
+                    { name: "http", containerPort: 80 },
+                    { name: "admin", containerPort: 19443 },
+                  ],
+                  readinessProbe: { httpGet: { path: "/ready", port: 19080 }, periodSeconds: 2 },
+                  volumeMounts: [
+                    { name: "tls", mountPath: "/etc/kengine/management", readOnly: true },
+                    { name: "bootstrap", mountPath: "/etc/kengine/bootstrap", readOnly: true },
+                    { name: "data", mountPath: "/var/lib/kengine" },
+                  ],
+                },
+              ],
+              volumes: [
+                { name: "tls", secret: { secretName: "my-proxies-serving" } },
+                { name: "bootstrap", configMap: { name: "my-proxies-bootstrap" } },
+                { name: "data", emptyDir: {} },
+              ],
+            },
+          },
+        },
+      },
+      {
+        apiVersion: "v1",
+        kind: "Service",
+        metadata: {
+          name: "my-proxies",
+          namespace: ns,
+          labels: { "gateway.kengine.io/owning-gateway": "edge" },
+        },
+        spec: {
+          type: "LoadBalancer",
+          selector: { app: "my-proxies" },
+          ports: [
+            { name: "http", port: 80, targetPort: 80 },
+            { name: "admin", port: 19443, targetPort: 19443 },
+          ],
+        },
+      },
+      {
+        apiVersion: "apps/v1",
+        kind: "Deployment",
+        metadata: { name: "echo", namespace: ns },
+        spec: {
+          replicas: 1,
+          selector: { matchLabels: { app: "echo" } },
+          template: {
+            metadata: { labels: { app: "echo" } },
+            spec: {
+              containers: [
+                {
+                  name: "echo",
+                  image: "registry.k8s.io/gateway-api/echo-basic:v1.6.1",
+                  env: [
+                    { name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
+                    {
+                      name: "NAMESPACE",
+                      valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } },
+                    },
+                  ],
+                  ports: [{ containerPort: 3000 }],
+                  readinessProbe: { httpGet: { path: "/", port: 3000 }, periodSeconds: 2 },
+                },
+              ],
+            },
+          },
+        },
+      },
+      {
+        apiVersion: "v1",
+        kind: "Service",
+        metadata: { name: "echo", namespace: ns },
+        spec: {
+          selector: { app: "echo" },
+          ports: [{ name: "http", port: 8080, targetPort: 3000 }],
+        },
+      },
+      {
+        apiVersion: "gateway.kengine.io/v1alpha1",
+        kind: "KengineParameters",
+        metadata: { name: "byo", namespace: ns },
+        spec: {
+          mode: "External",
+          external: { clientCertificateSecretName: "my-proxies-admin-client" },
+        },
+      },
+      {
+        apiVersion: "gateway.networking.k8s.io/v1",
+        kind: "GatewayClass",
+        metadata: { name: cls },
+        spec: { controllerName: "kengine.io/gateway-controller" },
+      },
+      {
+        apiVersion: "gateway.networking.k8s.io/v1",
+        kind: "Gateway",
+        metadata: { name: "edge", namespace: ns },
+        spec: {
+          gatewayClassName: cls,
+          infrastructure: {
+            parametersRef: { group: "gateway.kengine.io", kind: "KengineParameters", name: "byo" },
+          },
+          listeners: [{ name: "http", port: 80, protocol: "HTTP" }],
+        },
+      },
+      {
+        apiVersion: "gateway.networking.k8s.io/v1",
+        kind: "HTTPRoute",
+        metadata: { name: "echo", namespace: ns },
+        spec: {
+          parentRefs: [{ name: "edge" }],
+          hostnames: [host],
+          rules: [{ backendRefs: [{ name: "echo", port: 8080 }] }],
+        },
+      },
+    ];
+    kubectlOk(
+      ["apply", "-f", "-"],
+      JSON.stringify({ apiVersion: "v1", kind: "List", items: manifests }),
+    );
+
+    const r = new Reconciler({
+      kube: kubeClient(),
+      log: quiet,
+      namespace: ns,
+      identity: "byo",
+      election: { name: "byo", leaseDurationMs: 4000, renewDeadlineMs: 3000, retryPeriodMs: 500 },
+    });
+    const unfeed = await feed(r);
+    await r.start();
+    stops.push(unfeed, () => r.stop());
+  });
+
+  afterAll(async () => {
+    for (const s of stops.reverse()) await s();
+    kubectl(["delete", "gatewayclass", cls, "--ignore-not-found"]);
+    if (ns) deleteNamespace(ns);
+  });
+
+  it("programs the user's proxies over their own mTLS credentials; traffic flows", async () => {
+    const status = await eventually(
+      "the Gateway to be Programmed by both proxies",
+      () => (programmed().startsWith("True|2/2") ? programmed() : undefined),
+      180_000,
+      500,
+    );
+    expect(status).toMatch(/^True\|2\/2 proxies run the current configuration$/);
+    const address = kubectlOk([
+      "get",
+      "gateway",
+      "edge",
+      "-n",
+      ns,
+      "-o",
+      "jsonpath={.status.addresses[0].value}",
+    ]);
+    expect(address).toMatch(/^127\.20\./);
+    const res = await eventually("a 200 from the backend through the user's proxies", async () => {
+      const r = await get(address, host, "/byo");
+      return r.status === 200 ? r : undefined;
+    });
+    expect(JSON.parse(res.body)).toMatchObject({ namespace: ns, path: "/byo" });
+
+    // Nothing provisioned: no Deployment, Services, Secret or ConfigMap of ours.
+    const ours = kubectlOk([
+      "get",
+      "deployments,daemonsets,services,secrets,configmaps",
+      "-n",
+      ns,
+      "-l",
+      "app.kubernetes.io/managed-by=kengine-gateway",
+      "-o",
+      "name",
+    ]);
+    // (the controller CA Secret is there only because this test runs the controller in this namespace)
+    expect(
+      ours
+        .trim()
+        .split("\n")
+        .filter(l => l && l !== "secret/kengine-gateway-admin-ca"),
+    ).toEqual([]);
+
+    // One KengineProxy per pod, Synced, channel verified with the user's serving certificate.
+    const rows = await eventually(
+      "two Synced KengineProxy objects",
+      () => {
+        const out = kubectl([
+          "get",
+          "kengineproxies",
+          "-n",
+          ns,
+          "-o",
+          'jsonpath={range .items[*]}{.spec.pod},{.status.conditions[0].status},{.status.channel.state}{"\\n"}{end}',
+        ])
+          .stdout.trim()
+          .split("\n")
+          .filter(Boolean);
+        return out.length === 2 && out.every(l => l.split(",")[1] === "True") ? out : undefined;
+      },
+      60_000,
+    );
+    for (const row of rows) expect(row).toMatch(/^my-proxies-.*,True,Verified$/);
+  });
+
+  it("names the problem when the credentials Secret goes away, and recovers when it is back", async () => {
+    const saved = kubectlOk(["get", "secret", "my-proxies-admin-client", "-n", ns, "-o", "json"]);
+    kubectlOk(["delete", "secret", "my-proxies-admin-client", "-n", ns]);
+    await eventually(
+      "Programmed=False naming the Secret",
+      () =>
+        programmed() ===
+        `False|Secret ${ns}/my-proxies-admin-client (admin client certificate) not found`
+          ? true
+          : undefined,
+      60_000,
+    );
+    const obj = JSON.parse(saved) as { metadata: Record<string, unknown> };
+    obj.metadata = { name: "my-proxies-admin-client", namespace: ns };
+    kubectlOk(["create", "-f", "-"], JSON.stringify(obj));
+    await eventually(
+      "Programmed=True again",
+      () => (programmed().startsWith("True|2/2") ? true : undefined),
+      60_000,
+    );
+  });
+});
