@@ -18,6 +18,14 @@ let createdEdge = false;
 
 beforeAll(() => {
   work = mkdtempSync(join(tmpdir(), "kg-templates-"));
+  // The CRDs of this tree (KengineParameters mode External), as hack/cluster.sh installs them.
+  kubectlOk([
+    "apply",
+    "--server-side",
+    "--force-conflicts",
+    "-f",
+    join(repoRoot, "deploy", "crds"),
+  ]);
   // Namespaced objects need their namespace, even in a dry run.
   if (kubectl(["get", "namespace", "edge"]).code !== 0) {
     kubectlOk(["create", "namespace", "edge"]);
