@@ -4,6 +4,7 @@
  */
 import { hostname } from "node:os";
 import { Capability, metricsCollector } from "pepr";
+import { electionFromEnv } from "./election";
 import { kubeClient } from "./kube/client";
 import { log } from "./log";
 import { serveThrough } from "./metrics";
@@ -27,11 +28,18 @@ let reconciler: Reconciler | undefined;
 if (runsWatches) {
   // Our metrics appear on the module's /metrics (Pepr's server, port 3000) after Pepr's own.
   serveThrough(metricsCollector);
+  // KENGINE_LEASE_NAME / _LEASE_DURATION / _RENEW_DEADLINE / _RETRY_PERIOD (election/env.ts).
+  const election = electionFromEnv(process.env);
+  if (!election.ok) {
+    log.error(election.error);
+    process.exit(1);
+  }
   reconciler = new Reconciler({
     kube: kubeClient(),
     log,
     namespace: process.env.KENGINE_NAMESPACE ?? "pepr-system",
     identity: process.env.POD_NAME ?? `${hostname()}-${process.pid}`,
+    election: election.value,
   });
   reconciler.start().catch(e => {
     log.error("controller failed to start", {
