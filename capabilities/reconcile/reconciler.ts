@@ -34,8 +34,11 @@ import {
   GatewayAddress,
   StatusKind,
   StatusWriter,
+  BUNDLE_VERSION_ANNOTATION,
+  WriteReport,
   computeStatusUpdates,
   kubeStatusApi,
+  supportedVersionCondition,
 } from "../status";
 import { Condition, StatusResults, translate } from "../translate";
 import { clientCredentials, ensureAuthority } from "./authority";
@@ -105,6 +108,8 @@ export class Reconciler {
   #lastResults:
     | { results: StatusResults; addresses: Map<string, readonly GatewayAddress[]> }
     | undefined;
+  /** The installed Gateway API CRDs' bundle-version (undefined: could not be read). */
+  #bundleVersion: string | undefined;
   #building: Promise<void> | undefined;
   #again = false;
   #timers: NodeJS.Timeout[] = [];
@@ -144,6 +149,10 @@ export class Reconciler {
       api: kubeStatusApi(o.kube),
       isLeader: () => this.#elector.isLeader(),
       observer: statusMetrics,
+      // A burst of route changes rewrites each Gateway (attachedRoutes) at most once a second.
+      minIntervalMs: kind =>
+        kind === "Gateway" || kind === "ListenerSet" || kind === "GatewayClass" ? 1000 : 0,
+      onDeferredReport: r => this.#reportWrites(r),
       recompute: (fresh, stale) => {
         const last = this.#lastResults;
         if (!last) return undefined;
@@ -198,6 +207,16 @@ export class Reconciler {
   /** Lists every kind once (the "synced" signal), then starts election, pushing and building. */
   async start(): Promise<void> {
     this.#ca = await ensureAuthority(this.o.kube, this.o.namespace);
+    this.#bundleVersion = await this.o.kube
+      .request<{ metadata: { annotations?: Record<string, string> } }>(
+        "GET",
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gateways.gateway.networking.k8s.io",
+      )
+      .then(crd => crd.metadata.annotations?.[BUNDLE_VERSION_ANNOTATION] ?? "")
+      .catch(e => {
+        this.o.log.debug("cannot read the Gateway CRD's bundle-version", { error: String(e) });
+        return undefined;
+      });
     this.#admin = new AdminChannels(new AdminClient(clientCredentials(this.#ca, this.o.identity)));
     this.#fleet = new Fleet({
       client: this.#admin,
@@ -229,6 +248,7 @@ export class Reconciler {
     this.#batcher.cancel();
     for (const t of this.#timers) clearInterval(t);
     await this.#building;
+    this.#writer.close();
     await this.#elector.stop();
     this.#fleet?.close();
     await this.#admin?.close();
@@ -326,6 +346,11 @@ export class Reconciler {
     const addresses = new Map<string, readonly GatewayAddress[]>();
     const results: StatusResults = {
       ...statuses,
+      gatewayClasses: statuses.gatewayClasses.map(c => {
+        const accepted = c.conditions.find(x => x.type === "Accepted");
+        const v = supportedVersionCondition(this.#bundleVersion, accepted?.observedGeneration);
+        return v ? { ...c, conditions: [...c.conditions, v] } : c;
+      }),
       gateways: statuses.gateways.map(g => {
         const plan = byKey.get(`${g.namespace}/${g.name}`);
         if (!plan) return g;
@@ -354,23 +379,31 @@ export class Reconciler {
     const updates = computeStatusUpdates({
       results,
       current: (kind: StatusKind, ns, name) =>
-        snapshot.objects[kind].get(ns ? `${ns}/${name}` : name),
+        this.#writer.freshest(
+          kind,
+          ns,
+          name,
+          snapshot.objects[kind].get(ns ? `${ns}/${name}` : name),
+        ),
       controllerName: CONTROLLER_NAME,
       addresses,
       now: now.toISOString().replace(/\.\d{3}Z$/, "Z"),
       onUnchanged: kind => statusMetrics.unchanged(kind, 1),
     });
-    if (updates.length) {
-      const report = await this.#writer.write(updates);
-      if (report.failed.length) {
-        this.o.log.warn("status writes failed", {
-          failed: report.failed.map(
-            f => `${f.update.kind} ${f.update.namespace ?? ""}/${f.update.name}: ${f.error}`,
-          ),
-        });
-      }
-      this.o.log.debug("status written", { written: report.written, conflicts: report.conflicts });
+    // Always handed over, even empty: pending rate-limited updates no longer wanted are dropped.
+    this.#reportWrites(await this.#writer.write(updates));
+  }
+
+  #reportWrites(report: WriteReport): void {
+    if (report.failed.length) {
+      this.o.log.warn("status writes failed", {
+        failed: report.failed.map(
+          f => `${f.update.kind} ${f.update.namespace ?? ""}/${f.update.name}: ${f.error}`,
+        ),
+      });
     }
+    if (report.written || report.conflicts)
+      this.o.log.debug("status written", { written: report.written, conflicts: report.conflicts });
   }
 
   /** KengineProxy objects: created once per pod (owned by it), status written when it changes. */

@@ -123,6 +123,37 @@ describe("computeStatusUpdates", () => {
     });
   });
 
+  it("marks updates that change a condition's status or reason or an address as urgent", () => {
+    const stored: StoredObject = {
+      metadata: { name: "gw", namespace: "ns", resourceVersion: "7" },
+      status: computeStatusUpdates({ results, current, controllerName: CTRL, now: T0 })[1].status,
+    };
+    const at = (r: StatusResults, addresses?: Map<string, { value: string }[]>) =>
+      computeStatusUpdates({
+        results: r,
+        current: (k, ns, n) => (k === "Gateway" ? stored : current(k, ns, n)),
+        controllerName: CTRL,
+        addresses,
+        now: T1,
+      }).find(u => u.kind === "Gateway");
+    const count = (n: number): StatusResults => ({
+      ...results,
+      gateways: [
+        {
+          ...results.gateways[0],
+          listeners: [{ ...results.gateways[0].listeners[0], attachedRoutes: n }],
+        },
+      ],
+    });
+    expect(at(count(5))?.urgent).toBe(false);
+    expect(at(count(1), new Map([["ns/gw", [{ value: "127.20.0.9" }]]]))?.urgent).toBe(true);
+    const rejected: StatusResults = {
+      ...results,
+      gateways: [{ ...results.gateways[0], conditions: [accepted("False")] }],
+    };
+    expect(at(rejected)?.urgent).toBe(true);
+  });
+
   it("writes nothing when the stored status already matches", () => {
     const first = computeStatusUpdates({ results, current, controllerName: CTRL, now: T0 });
     const stored: Record<string, StoredObject> = {};

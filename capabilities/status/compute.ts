@@ -50,6 +50,11 @@ export interface StatusUpdate {
   /** The version the update was computed from: the write is conditional on it. */
   readonly resourceVersion?: string;
   readonly status: Record<string, unknown>;
+  /**
+   * The update changes what a user acts on (an address, or a condition's status or reason), not
+   * only counts, messages or generations: the writer does not hold it back to rate-limit.
+   */
+  readonly urgent?: boolean;
 }
 
 /** Looks up the current stored object (from the watch snapshot, or a fresh read). */
@@ -186,6 +191,25 @@ export function policyStatus(
   return { ancestors: [...others, ...ours] };
 }
 
+type Cond = { type?: string; status?: string; reason?: string };
+const condShape = (cs: readonly Cond[] | undefined) =>
+  (cs ?? []).map(c => `${c.type}=${c.status}/${c.reason}`).sort();
+/** What a user acts on in a status: addresses and conditions' status and reason. */
+function shape(status: Record<string, unknown> | undefined) {
+  const st = (status ?? {}) as {
+    addresses?: unknown;
+    conditions?: Cond[];
+    listeners?: { name?: string; conditions?: Cond[] }[];
+    parents?: { parentRef?: unknown; conditions?: Cond[] }[];
+  };
+  return {
+    addresses: st.addresses ?? [],
+    conditions: condShape(st.conditions),
+    listeners: (st.listeners ?? []).map(l => [l.name, condShape(l.conditions)]),
+    parents: (st.parents ?? []).map(p => [p.parentRef, condShape(p.conditions)]),
+  };
+}
+
 /** Whether the stored status already says all that `next` says (fields of `next` only). */
 function unchanged(current: StoredObject | undefined, next: Record<string, unknown>): boolean {
   const stored = (current?.status ?? {}) as Record<string, unknown>;
@@ -220,7 +244,15 @@ export function computeStatusUpdates(input: ComputeInput): StatusUpdate[] {
       onUnchanged?.(kind);
       return;
     }
-    updates.push({ kind, namespace, name, resourceVersion: cur.metadata?.resourceVersion, status });
+    const urgent = !equals(shape(cur.status), shape(status));
+    updates.push({
+      kind,
+      namespace,
+      name,
+      resourceVersion: cur.metadata?.resourceVersion,
+      status,
+      urgent,
+    });
   };
   for (const r of results.gatewayClasses)
     push("GatewayClass", undefined, r.name, c => gatewayClassStatus(c, r, now));

@@ -2,3 +2,8 @@ export * from "./compute";
 export { StatusWriter } from "./writer";
 export type { StatusApi, StatusWriterOptions, WriteReport } from "./writer";
 export { kubeStatusApi, objectPath } from "./status-api";
+export {
+  BUNDLE_VERSION_ANNOTATION,
+  SUPPORTED_BUNDLE_VERSION,
+  supportedVersionCondition,
+} from "./supported-version";

@@ -3,6 +3,18 @@
  * write; on a conflict it re-reads the object, recomputes and tries again (a few times). It is
  * idempotent: the caller may hand it the same results again (e.g. on becoming leader) and only
  * what differs is written.
+ *
+ * Batching and rate limiting: each write() call is the complete set of updates wanted now.
+ * An object written less than `minIntervalMs(kind)` ago (or being written) is not written again
+ * at once: its update waits and is replaced by newer ones (coalesced) until the interval ends,
+ * then only the latest is written; an update a later call no longer asks for is dropped. So a
+ * burst of route changes costs one write per route and about one Gateway write per interval,
+ * while a change after a quiet period is written at once. Urgent updates (an address, or a
+ * condition's status or reason changes) are never held back, only serialised per object.
+ *
+ * The writer remembers the objects its writes returned: `freshest()` gives the caller the newer
+ * of that and its (possibly lagging) watch cache, so a build that runs before the watch delivers
+ * our own write neither writes the same status again nor conflicts with itself.
  */
 import { StatusKind, StatusUpdate, StoredObject } from "./compute";
 
@@ -33,6 +45,10 @@ export interface StatusWriterOptions {
   readonly concurrency?: number;
   /** Sees every outcome (metrics/ counts them). */
   readonly observer?: StatusObserver;
+  /** Minimum time between two writes of one object, by kind (default 0: no limit). */
+  readonly minIntervalMs?: (kind: StatusKind) => number;
+  /** Reports of writes done later (rate-limited updates). */
+  readonly onDeferredReport?: (report: WriteReport) => void;
 }
 
 /** Why a write was given up. */
@@ -42,7 +58,16 @@ export interface StatusObserver {
   written(kind: StatusKind): void;
   conflict(kind: StatusKind): void;
   failed(kind: StatusKind, reason: FailureReason): void;
+  /** Updates replaced by a newer one for the same object before being written. */
+  coalesced?(kind: StatusKind, count: number): void;
 }
+
+const keyOf = (kind: StatusKind, namespace: string | undefined, name: string) =>
+  `${kind}/${namespace ?? ""}/${name}`;
+
+/** resourceVersions are opaque, but the API server's are integers: compare them if so. */
+const newer = (a: string | undefined, b: string | undefined): boolean =>
+  !!a && /^\d+$/.test(a) && (!b || (/^\d+$/.test(b) && BigInt(a) > BigInt(b)));
 
 const reasonOf = (e: unknown): FailureReason => {
   const code = statusOf(e);
@@ -56,17 +81,130 @@ const reasonOf = (e: unknown): FailureReason => {
 const statusOf = (e: unknown): number | undefined => (e as { status?: number } | null)?.status;
 
 export class StatusWriter {
+  /** Objects as our writes returned them, by key (dropped once the watch cache caught up). */
+  readonly #written = new Map<string, StoredObject>();
+  /** When each object was last written (started), by key. */
+  readonly #lastWriteAt = new Map<string, number>();
+  readonly #inflight = new Set<string>();
+  /** Rate-limited updates waiting for their object's interval to end, by key. */
+  #pending = new Map<string, StatusUpdate>();
+  #timer: NodeJS.Timeout | undefined;
+  #closed = false;
+
   constructor(private readonly o: StatusWriterOptions) {}
 
+  /** Updates waiting for their object's rate limit. */
+  get pending(): number {
+    return this.#pending.size;
+  }
+
+  /**
+   * The newer of `cached` (the caller's watch cache) and what our last write of that object
+   * returned. A deleted object (no cached copy) stays deleted.
+   */
+  freshest(
+    kind: StatusKind,
+    namespace: string | undefined,
+    name: string,
+    cached: StoredObject | undefined,
+  ): StoredObject | undefined {
+    const key = keyOf(kind, namespace, name);
+    if (!cached) {
+      this.#written.delete(key);
+      return undefined;
+    }
+    const mine = this.#written.get(key);
+    if (!mine) return cached;
+    if (newer(mine.metadata?.resourceVersion, cached.metadata?.resourceVersion)) return mine;
+    this.#written.delete(key); // the watch has caught up
+    return cached;
+  }
+
+  /** Stops the timer of rate-limited writes (they are dropped). */
+  close(): void {
+    this.#closed = true;
+    clearTimeout(this.#timer);
+    this.#pending.clear();
+  }
+
+  /**
+   * Writes what is due now and keeps the rate-limited rest for later; `updates` is the complete
+   * set wanted now (pending updates it no longer contains are dropped).
+   */
   async write(updates: readonly StatusUpdate[]): Promise<WriteReport> {
-    if (!this.o.isLeader()) return { written: 0, conflicts: 0, failed: [], skippedNotLeader: true };
+    if (!this.o.isLeader()) {
+      this.#pending.clear();
+      return { written: 0, conflicts: 0, failed: [], skippedNotLeader: true };
+    }
+    const now = Date.now();
+    for (const [key, at] of this.#lastWriteAt)
+      if (now - at > 600_000) this.#lastWriteAt.delete(key);
+    const due: StatusUpdate[] = [];
+    const later = new Map<string, StatusUpdate>();
+    for (const u of updates) {
+      const key = keyOf(u.kind, u.namespace, u.name);
+      if (this.#pending.has(key)) this.o.observer?.coalesced?.(u.kind, 1);
+      const last = this.#lastWriteAt.get(key);
+      const wait = this.#interval(u);
+      if (this.#inflight.has(key) || (last !== undefined && now - last < wait)) later.set(key, u);
+      else due.push(u);
+    }
+    this.#pending = later;
+    this.#schedule();
+    return this.#writeAll(due);
+  }
+
+  /** How long after its last write an update may be written: 0 for urgent ones. */
+  #interval(u: StatusUpdate): number {
+    return u.urgent ? 0 : (this.o.minIntervalMs?.(u.kind) ?? 0);
+  }
+
+  #schedule(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    if (this.#closed || this.#pending.size === 0) return;
+    const now = Date.now();
+    let at = Infinity;
+    for (const [key, u] of this.#pending) {
+      const last = this.#lastWriteAt.get(key) ?? 0;
+      at = Math.min(at, last + this.#interval(u));
+    }
+    this.#timer = setTimeout(() => void this.#flush(), Math.max(10, at - now));
+    this.#timer.unref?.();
+  }
+
+  async #flush(): Promise<void> {
+    this.#timer = undefined;
+    const now = Date.now();
+    const due: StatusUpdate[] = [];
+    for (const [key, u] of this.#pending) {
+      const last = this.#lastWriteAt.get(key) ?? 0;
+      if (this.#inflight.has(key) || now - last < this.#interval(u)) continue;
+      due.push(u);
+      this.#pending.delete(key);
+    }
+    this.#schedule();
+    if (!due.length) return;
+    if (!this.o.isLeader()) {
+      this.#pending.clear();
+      return;
+    }
+    const report = await this.#writeAll(due);
+    this.o.onDeferredReport?.(report);
+    this.#schedule();
+  }
+
+  async #writeAll(updates: readonly StatusUpdate[]): Promise<WriteReport> {
     let written = 0;
     let conflicts = 0;
     const failed: { update: StatusUpdate; error: string }[] = [];
     const queue = [...updates];
     const worker = async () => {
       for (let u = queue.shift(); u; u = queue.shift()) {
-        const r = await this.#writeOne(u);
+        const key = keyOf(u.kind, u.namespace, u.name);
+        this.#inflight.add(key);
+        this.#lastWriteAt.set(key, Date.now());
+        const r = await this.#writeOne(u).finally(() => this.#inflight.delete(key));
         conflicts += r.conflicts;
         if (r.ok) {
           written += r.wrote ? 1 : 0;
@@ -94,7 +232,17 @@ export class StatusWriter {
       if (!this.o.isLeader())
         return { ok: false, error: "lost leadership", reason: "not_leader", conflicts };
       try {
-        await this.o.api.writeStatus(u);
+        const stored = await this.o.api.writeStatus(u);
+        const key = keyOf(u.kind, u.namespace, u.name);
+        if (stored?.metadata?.resourceVersion)
+          this.#written.set(key, {
+            metadata: {
+              name: stored.metadata.name,
+              namespace: stored.metadata.namespace,
+              resourceVersion: stored.metadata.resourceVersion,
+            },
+            status: stored.status,
+          });
         return { ok: true, wrote: true, conflicts };
       } catch (e) {
         const code = statusOf(e);

@@ -1,0 +1,18 @@
+import { supportedVersionCondition } from "./supported-version";
+
+describe("supportedVersionCondition", () => {
+  it("is True for the v1.6 release line, False naming both versions otherwise", () => {
+    expect(supportedVersionCondition("v1.6.1", 3)).toMatchObject({
+      status: "True",
+      reason: "SupportedVersion",
+      observedGeneration: 3,
+    });
+    expect(supportedVersionCondition("v1.6.0")?.status).toBe("True");
+    const old = supportedVersionCondition("v1.2.0");
+    expect(old).toMatchObject({ status: "False", reason: "UnsupportedVersion" });
+    expect(old?.message).toContain("v1.2.0");
+    expect(old?.message).toContain("v1.6.1");
+    expect(supportedVersionCondition("")?.status).toBe("False");
+    expect(supportedVersionCondition(undefined)).toBeUndefined();
+  });
+});

@@ -1,0 +1,108 @@
+import { StatusUpdate, StoredObject } from "./compute";
+import { StatusApi, StatusWriter } from "./writer";
+
+/** An in-memory store of statuses with resourceVersions, to test the writer's own logic. */
+function store() {
+  let rv = 10;
+  const objects = new Map<string, StoredObject>();
+  const writes: string[] = [];
+  const api: StatusApi = {
+    read: async (k, ns, n) => objects.get(`${k}/${ns ?? ""}/${n}`),
+    writeStatus: async (u: StatusUpdate) => {
+      const key = `${u.kind}/${u.namespace ?? ""}/${u.name}`;
+      writes.push(`${u.kind}/${u.name}=${JSON.stringify(u.status)}`);
+      const o = { metadata: { name: u.name, resourceVersion: String(++rv) }, status: u.status };
+      objects.set(key, o);
+      return o;
+    },
+  };
+  return { api, writes };
+}
+const up = (kind: StatusUpdate["kind"], name: string, v: number): StatusUpdate => ({
+  kind,
+  namespace: "ns",
+  name,
+  status: { v },
+});
+const sleep = (ms: number) => new Promise(r => setTimeout(r, ms));
+
+describe("StatusWriter rate limit", () => {
+  it("writes a Gateway at once, then only the latest update per interval; routes always", async () => {
+    const s = store();
+    let coalesced = 0;
+    const w = new StatusWriter({
+      api: s.api,
+      isLeader: () => true,
+      recompute: () => undefined,
+      minIntervalMs: k => (k === "Gateway" ? 150 : 0),
+      observer: {
+        written: () => {},
+        conflict: () => {},
+        failed: () => {},
+        coalesced: (_k, n) => (coalesced += n),
+      },
+    });
+    expect((await w.write([up("Gateway", "gw", 1), up("HTTPRoute", "r1", 1)])).written).toBe(2);
+    expect((await w.write([up("Gateway", "gw", 2), up("HTTPRoute", "r2", 1)])).written).toBe(1);
+    expect((await w.write([up("Gateway", "gw", 3), up("HTTPRoute", "r3", 1)])).written).toBe(1);
+    expect(w.pending).toBe(1);
+    await sleep(400);
+    expect(w.pending).toBe(0);
+    expect(s.writes.filter(x => x.startsWith("Gateway"))).toEqual([
+      'Gateway/gw={"v":1}',
+      'Gateway/gw={"v":3}',
+    ]);
+    expect(coalesced).toBe(1);
+    w.close();
+  });
+
+  it("never holds back an urgent update (an address or a condition changes)", async () => {
+    const s = store();
+    const w = new StatusWriter({
+      api: s.api,
+      isLeader: () => true,
+      recompute: () => undefined,
+      minIntervalMs: () => 10_000,
+    });
+    await w.write([up("Gateway", "gw", 1)]);
+    expect((await w.write([{ ...up("Gateway", "gw", 2), urgent: true }])).written).toBe(1);
+    expect(w.pending).toBe(0);
+    w.close();
+  });
+
+  it("drops a pending update that a later call no longer asks for", async () => {
+    const s = store();
+    const w = new StatusWriter({
+      api: s.api,
+      isLeader: () => true,
+      recompute: () => undefined,
+      minIntervalMs: () => 100,
+    });
+    await w.write([up("Gateway", "gw", 1)]);
+    await w.write([up("Gateway", "gw", 2)]);
+    await w.write([]);
+    await sleep(250);
+    expect(s.writes).toEqual(['Gateway/gw={"v":1}']);
+    w.close();
+  });
+
+  it("remembers what it wrote until the caller's cache catches up", async () => {
+    const s = store();
+    const w = new StatusWriter({ api: s.api, isLeader: () => true, recompute: () => undefined });
+    await w.write([up("HTTPRoute", "r", 1)]);
+    const stale = { metadata: { name: "r", resourceVersion: "5" }, status: {} };
+    expect(w.freshest("HTTPRoute", "ns", "r", stale)?.status).toEqual({ v: 1 });
+    const caughtUp = { metadata: { name: "r", resourceVersion: "99" }, status: { v: 7 } };
+    expect(w.freshest("HTTPRoute", "ns", "r", caughtUp)).toBe(caughtUp);
+    expect(w.freshest("HTTPRoute", "ns", "r", stale)).toBe(stale);
+    expect(w.freshest("HTTPRoute", "ns", "r", undefined)).toBeUndefined();
+  });
+
+  it("writes nothing and keeps nothing while not leading", async () => {
+    const s = store();
+    const w = new StatusWriter({ api: s.api, isLeader: () => false, recompute: () => undefined });
+    expect((await w.write([up("Gateway", "gw", 1)])).skippedNotLeader).toBe(true);
+    expect(w.pending).toBe(0);
+    expect(s.writes).toEqual([]);
+  });
+});
