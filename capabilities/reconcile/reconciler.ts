@@ -114,6 +114,7 @@ export class Reconciler {
   #again = false;
   #timers: NodeJS.Timeout[] = [];
   #stopped = false;
+  #stopping: Promise<void> | undefined;
 
   constructor(private readonly o: ReconcilerOptions) {
     this.#batcher = new Batcher(() => this.requestBuild());
@@ -243,7 +244,13 @@ export class Reconciler {
     this.requestBuild();
   }
 
-  async stop(): Promise<void> {
+  /** Stops everything once; later calls wait for the same stop (closing twice would throw). */
+  stop(): Promise<void> {
+    this.#stopping ??= this.#stop();
+    return this.#stopping;
+  }
+
+  async #stop(): Promise<void> {
     this.#stopped = true;
     this.#batcher.cancel();
     for (const t of this.#timers) clearInterval(t);
