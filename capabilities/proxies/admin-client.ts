@@ -244,6 +244,19 @@ export class AdminClient {
     return ok({ body: sent.value.body, etag: sent.value.etag });
   }
 
+  /** GET /metrics: the proxy's own Prometheus metrics (Caddy's admin endpoint), as text. */
+  async metrics(endpoint: ProxyEndpoint): Promise<Result<string, AdminError>> {
+    const sent = await this.#send(endpoint, "GET", "/metrics", this.#readTimeoutMs);
+    if (!sent.ok) return sent;
+    if (sent.value.status !== 200)
+      return err({
+        kind: "rejected",
+        status: sent.value.status,
+        message: rejectionMessage(sent.value.body.slice(0, MAX_ERROR_BODY)),
+      });
+    return ok(sent.value.body);
+  }
+
   /** Does the proxy run the sealed config with this hash? One small request (GET /id/kengine-config-<hash>). */
   async runsConfig(endpoint: ProxyEndpoint, hash: string): Promise<Result<boolean, AdminError>> {
     if (!/^[0-9a-f]{64}$/.test(hash))

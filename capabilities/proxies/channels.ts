@@ -27,13 +27,23 @@ export const channelKey = (c: ClientCredentials): string =>
     .slice(0, 16);
 
 export class AdminChannels implements AdminApi {
-  readonly #own: AdminClient;
+  #own: AdminClient;
   readonly #make: (c: ClientCredentials) => AdminClient;
   readonly #channels = new Map<string, AdminClient>();
 
   constructor(own: AdminClient, make = (c: ClientCredentials) => new AdminClient(c)) {
     this.#own = own;
     this.#make = make;
+  }
+
+  /**
+   * Swaps the controller's own identity (a renewed client certificate): requests from now on use
+   * the new one; the old client closes once its requests in flight are done, so nothing fails.
+   */
+  replaceOwn(next: AdminClient): void {
+    const old = this.#own;
+    this.#own = next;
+    void old.close();
   }
 
   /** States every extra identity in use; clients of identities no longer named are closed. */
@@ -72,6 +82,11 @@ export class AdminChannels implements AdminApi {
   async getConfig(endpoint: ProxyEndpoint, path = ""): Promise<Result<ConfigRead, AdminError>> {
     const c = this.#client(endpoint);
     return c.ok ? c.value.getConfig(endpoint, path) : c;
+  }
+
+  async metrics(endpoint: ProxyEndpoint): Promise<Result<string, AdminError>> {
+    const c = this.#client(endpoint);
+    return c.ok ? c.value.metrics(endpoint) : c;
   }
 
   peerCertificate(endpoint: ProxyEndpoint): PeerCertificate | undefined {

@@ -30,6 +30,7 @@ export {
   managementServer,
   READINESS_PATH,
   READINESS_SERVER,
+  TRAFFIC_METRICS,
   readinessServer,
   sealConfig,
   withManagement,
@@ -52,6 +53,8 @@ export type {
 export { backoffDelay, DEFAULT_BACKOFF, ManualClock, systemClock } from "./backoff";
 export type { BackoffPolicy, Clock } from "./backoff";
 export { AdminChannels, channelKey } from "./channels";
+export { parsePrometheusText } from "./prom-text";
+export type { Sample } from "./prom-text";
 export { Fleet } from "./fleet";
 export type { AdminApi, Applied, FleetEvent, FleetOptions, ProxyState, Target } from "./fleet";
 export {

@@ -207,6 +207,8 @@ describe("sealConfig", () => {
     });
     // everything else is the desired config unchanged
     delete out.apps.http.servers[READINESS_SERVER];
+    expect(out.apps.http.metrics).toEqual({ per_host: true, observe_catchall_hosts: true });
+    delete out.apps.http.metrics;
     expect(out).toEqual(JSON.parse(input));
     expect(isSealed(sealed)).toBe(true);
     expect(isSealed({ ...sealed } as SealedConfig)).toBe(false);

@@ -24,6 +24,13 @@ export const READINESS_SERVER = "kengine-readiness";
 export const READINESS_PATH = "/ready";
 export const CONFIG_ID_PREFIX = "kengine-config-";
 export const DEFAULT_CERT_TAG = "kengine-management";
+/**
+ * Caddy's HTTP metrics, added by sealing unless the config sets its own: per host, every host,
+ * so the controller can attribute requests to routes (reconcile/traffic.ts; host matchers sit
+ * inside subroutes, which Caddy's per-host allow-list does not see). The controller folds
+ * hosts that match no route into one series, so its own /metrics stays bounded.
+ */
+export const TRAFFIC_METRICS = { per_host: true, observe_catchall_hosts: true } as const;
 
 /** Where the proxy finds its serving certificate: files mounted from a Secret (preferred), or PEM inline. */
 export type ServerCertificateSource =
@@ -335,6 +342,7 @@ export function sealConfig(
       ...apps,
       http: {
         ...http,
+        metrics: http.metrics ?? TRAFFIC_METRICS,
         servers: { ...asObject(http.servers), [READINESS_SERVER]: readinessServer(spec, hash) },
       },
     },

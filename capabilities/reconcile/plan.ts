@@ -64,6 +64,8 @@ export interface GatewayPlan {
     readonly address: string;
   }[];
   readonly desiredHash: string | undefined;
+  /** Size of the sealed config, when one could be made. */
+  readonly configBytes?: number;
   readonly configProblem: string | undefined;
   readonly addresses: readonly GatewayAddress[];
   readonly serviceExists: boolean;
@@ -247,6 +249,7 @@ function planExternal(
       address: `${e.address}:${e.port}`,
     })),
     desiredHash: sealed?.ok ? sealed.value.hash : undefined,
+    configBytes: sealed?.ok ? sealed.value.bytes.length : undefined,
     configProblem,
     addresses: services.flatMap(svc =>
       serviceAddresses(svc as Parameters<typeof serviceAddresses>[0]),
@@ -335,6 +338,7 @@ export function planGateway(
       address: `${e.address}:${e.port}`,
     })),
     desiredHash: sealed.ok ? sealed.value.hash : undefined,
+    configBytes: sealed.ok ? sealed.value.bytes.length : undefined,
     configProblem: sealed.ok
       ? undefined
       : `the proxy configuration is not safe to load: ${sealed.error.join("; ")}`,

@@ -4,11 +4,22 @@
  * Gateway's proxies, pushes configs to the proxy pods, and writes status. Only the elected
  * leader provisions, pushes and writes; followers keep their snapshot warm.
  */
-import { createHash } from "node:crypto";
+import { X509Certificate, createHash } from "node:crypto";
 import { ElectionConfig, DEFAULT_ELECTION, LeaderElector, kubeLeaseStore } from "../election";
 import { KubeClient, statusOf } from "../kube/client";
 import { electionMetrics, statusMetrics } from "../metrics";
-import { AdminChannels, AdminClient, Authority, Fleet, FleetEvent, ProxyState } from "../proxies";
+import { fleetMetrics } from "../metrics/fleet";
+import {
+  AdminChannels,
+  AdminClient,
+  Authority,
+  Fleet,
+  FleetEvent,
+  ProxyState,
+  Target,
+  parsePrometheusText,
+  renewalDue,
+} from "../proxies";
 import {
   DEFAULT_PROXY_SETTINGS,
   GATEWAY_NAME_LABEL,
@@ -43,7 +54,16 @@ import {
 import { Condition, StatusResults, translate } from "../translate";
 import { clientCredentials, ensureAuthority } from "./authority";
 import { LIST_PATHS, objectPath } from "./kinds";
+import { EventRecorder, GatewayObjectRef, PushEvents } from "./events";
 import { GatewayPlan, planGateway } from "./plan";
+import {
+  RELOAD_SAMPLE,
+  REQUESTS_SAMPLE,
+  RouteHosts,
+  TrafficTotals,
+  gatewayRoutes,
+  routeForHost,
+} from "./traffic";
 import { withFleet } from "./programmed";
 import {
   KENGINE_PROXY_API,
@@ -77,6 +97,8 @@ export interface ReconcilerOptions {
   readonly verifyIntervalMs?: number;
   /** How often provisioned objects are re-applied even if unchanged (repairs deletions). */
   readonly resyncIntervalMs?: number;
+  /** How often the proxies' own /metrics are read (traffic per Gateway and route); 0: never. */
+  readonly trafficIntervalMs?: number;
   /** Sees every push-engine event (metrics, tests). */
   readonly onFleetEvent?: (event: FleetEvent) => void;
 }
@@ -100,6 +122,15 @@ export class Reconciler {
   #admin: AdminChannels | undefined;
   /** Secrets the last plans read besides the snapshot's references (bring-your-own credentials). */
   #planSecrets = new Set<string>();
+  /** Push failures and recoveries as Events on the Gateway (deduplicated). */
+  readonly #pushEvents = new PushEvents();
+  readonly #events: EventRecorder;
+  /** The Gateway of each proxy ("namespace/pod") the fleet pushes to. */
+  #proxyGateway = new Map<string, GatewayObjectRef>();
+  /** The proxies' traffic, summed per Gateway and route, from their own /metrics. */
+  readonly #traffic = new TrafficTotals();
+  #trafficTargets: readonly { gateway: string; target: Target; routes: readonly RouteHosts[] }[] =
+    [];
   /** Last KengineProxy object and status written, by "namespace/pod". */
   readonly #proxyWritten = new Map<string, { object: string; status?: KengineProxyStatus }>();
   #ca: Authority | undefined;
@@ -115,9 +146,16 @@ export class Reconciler {
   #timers: NodeJS.Timeout[] = [];
   #stopped = false;
   #stopping: Promise<void> | undefined;
+  /** The controller's current client certificate (PEM), renewed before it expires. */
+  #clientCertificate: string | undefined;
 
   constructor(private readonly o: ReconcilerOptions) {
     this.#batcher = new Batcher(() => this.requestBuild());
+    this.#events = new EventRecorder({
+      kube: o.kube,
+      instance: o.identity,
+      onError: e => o.log.debug("cannot write Event", { error: String(e) }),
+    });
     const election: ElectionConfig = {
       ...DEFAULT_ELECTION,
       name: "kengine-gateway-leader",
@@ -218,7 +256,9 @@ export class Reconciler {
         this.o.log.debug("cannot read the Gateway CRD's bundle-version", { error: String(e) });
         return undefined;
       });
-    this.#admin = new AdminChannels(new AdminClient(clientCredentials(this.#ca, this.o.identity)));
+    const own = clientCredentials(this.#ca, this.o.identity);
+    this.#clientCertificate = own.certificatePem;
+    this.#admin = new AdminChannels(new AdminClient(own));
     this.#fleet = new Fleet({
       client: this.#admin,
       onEvent: e => this.#onFleetEvent(e),
@@ -236,12 +276,73 @@ export class Reconciler {
     );
     this.#elector.start();
     const resync = setInterval(() => {
+      this.renewClientCertificate();
       this.#applied.clear();
       this.requestBuild();
     }, this.o.resyncIntervalMs ?? 60_000);
     resync.unref();
     this.#timers.push(resync);
+    const trafficEvery = this.o.trafficIntervalMs ?? 15_000;
+    if (trafficEvery > 0) {
+      const traffic = setInterval(() => void this.collectTraffic(), trafficEvery);
+      traffic.unref();
+      this.#timers.push(traffic);
+    }
     this.requestBuild();
+  }
+
+  /**
+   * Reads every proxy's own /metrics over the admin channel and adds its new traffic to the
+   * per-Gateway, per-route totals (leader only: followers have no proxies). Never throws; an
+   * unreachable proxy is read next time.
+   */
+  async collectTraffic(): Promise<void> {
+    const targets = this.#elector.isLeader() ? this.#trafficTargets : [];
+    const admin = this.#admin;
+    if (!admin) return;
+    await Promise.all(
+      targets.map(async ({ gateway, target, routes }) => {
+        const text = await admin.metrics(target.endpoint);
+        if (!text.ok) {
+          this.o.log.debug("cannot read proxy metrics", {
+            proxy: target.endpoint.name,
+            error: text.error.message,
+          });
+          return;
+        }
+        const samples = parsePrometheusText(
+          text.value,
+          n => n === REQUESTS_SAMPLE || n === RELOAD_SAMPLE,
+        );
+        for (const { labels, delta } of this.#traffic.observe(
+          target.endpoint.name,
+          gateway,
+          samples,
+          host => routeForHost(routes, host),
+        ))
+          fleetMetrics.requests(labels, delta);
+      }),
+    );
+    this.#traffic.retain(new Set(targets.map(t => t.target.endpoint.name)));
+  }
+
+  /**
+   * Issues a new client certificate for the admin channel once two thirds of the current one's
+   * lifetime have passed (checked at every resync). The proxies trust the CA, not the
+   * certificate, so the switch needs no push and drops no request. Returns whether it renewed.
+   */
+  renewClientCertificate(now = new Date()): boolean {
+    if (!this.#ca || !this.#admin || !this.#clientCertificate) return false;
+    const cert = new X509Certificate(this.#clientCertificate);
+    if (!renewalDue({ notBefore: new Date(cert.validFrom), notAfter: new Date(cert.validTo) }, now))
+      return false;
+    const next = clientCredentials(this.#ca, this.o.identity, now);
+    this.#admin.replaceOwn(new AdminClient(next));
+    this.#clientCertificate = next.certificatePem;
+    this.o.log.info("renewed the admin channel's client certificate", {
+      notAfter: new X509Certificate(next.certificatePem).validTo,
+    });
+    return true;
   }
 
   /** Stops everything once; later calls wait for the same stop (closing twice would throw). */
@@ -290,8 +391,23 @@ export class Reconciler {
     }
   }
 
+  /** Resolves when the Events recorded so far are written. */
+  eventsFlushed(): Promise<void> {
+    return this.#events.flushed();
+  }
+
   #onFleetEvent(e: FleetEvent): void {
     this.o.onFleetEvent?.(e);
+    const event = this.#pushEvents.observe(e);
+    const gateway = this.#proxyGateway.get(e.name);
+    if (gateway) {
+      const gw = `${gateway.namespace}/${gateway.name}`;
+      const pod = e.name.slice(e.name.indexOf("/") + 1);
+      if (e.type === "pushed") fleetMetrics.push(gw, pod, "success", e.durationMs / 1000);
+      else if (e.type === "failed") fleetMetrics.push(gw, pod, e.error.kind);
+      else if (e.type === "forgotten") fleetMetrics.forgetProxy(gw, pod);
+    }
+    if (event && gateway && this.#elector.isLeader()) this.#events.record(gateway, event);
     if (e.type === "skipped") return;
     const level = e.type === "failed" ? "warn" : "debug";
     const { type, name } = e;
@@ -310,7 +426,9 @@ export class Reconciler {
     const snapshot = this.#snapshot;
     if (!isSynced(snapshot) || !this.#ca || !this.#fleet) return;
     const leader = this.#elector.isLeader();
+    const started = performance.now();
     const { gateways, statuses } = translate(snapshot, { controllerName: CONTROLLER_NAME });
+    fleetMetrics.translated((performance.now() - started) / 1000);
     const now = new Date();
     const plans: GatewayPlan[] = [];
     for (const ir of gateways) {
@@ -344,9 +462,24 @@ export class Reconciler {
       new Map(plans.flatMap(p => (p.channel ? [[p.channel.key, p.channel.credentials]] : []))),
     );
     if (!leader) return;
+    const proxyGateway = new Map(
+      plans.flatMap(p => {
+        const [namespace, name] = p.key.split("/") as [string, string];
+        const uid = snapshot.objects.Gateway.get(p.key)?.metadata.uid;
+        return p.targets.map(t => [t.endpoint.name, { namespace, name, uid }] as const);
+      }),
+    );
+    // proxies forgotten by this update still need their Gateway (metrics, events)
+    this.#proxyGateway = new Map([...this.#proxyGateway, ...proxyGateway]);
     await this.#provision(plans.flatMap(p => p.manifests));
     await this.#removeStale(plans.flatMap(p => p.stale));
     this.#fleet.update(plans.flatMap(p => p.targets));
+    this.#proxyGateway = proxyGateway;
+    this.#trafficTargets = plans.flatMap(p => {
+      const [namespace, name] = p.key.split("/") as [string, string];
+      const routes = gatewayRoutes(snapshot, namespace, name);
+      return p.targets.map(target => ({ gateway: p.key, target, routes }));
+    });
 
     // Status: the translator's results with Programmed and addresses decided by the fleet.
     const byKey = new Map(plans.map(p => [p.key, p]));
@@ -382,6 +515,16 @@ export class Reconciler {
       }),
     };
     this.#lastResults = { results, addresses };
+    fleetMetrics.gateways(
+      plans.map(p => ({
+        gateway: p.key,
+        configBytes: p.configBytes,
+        phases: p.targets.flatMap(t => {
+          const s = this.#fleet!.state(t.endpoint.name);
+          return s ? [s.phase] : [];
+        }),
+      })),
+    );
     await this.#writeProxyStatus(plans, now);
     const updates = computeStatusUpdates({
       results,

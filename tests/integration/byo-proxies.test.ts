@@ -8,12 +8,14 @@
 import { request } from "node:http";
 import { join } from "node:path";
 import { kubeClient } from "../../capabilities/kube/client";
+import { registry } from "../../capabilities/metrics";
 import {
   bootstrapConfig,
   createAuthority,
   generateKeyPair,
   issueClientCertificate,
   issueServerCertificate,
+  parsePrometheusText,
   podManagementSpec,
   proxyServerNames,
 } from "../../capabilities/proxies";
@@ -54,6 +56,8 @@ describe("bring-your-own proxies", () => {
   let ns: string;
   const cls = `byo-${Date.now().toString(36)}`;
   const stops: (() => unknown)[] = [];
+  const fleetEvents: string[] = [];
+  let reconciler: Reconciler;
   const host = "byo.kengine.local";
   const programmed = () =>
     kubectl([
@@ -272,12 +276,15 @@ describe("bring-your-own proxies", () => {
     );
 
     const r = new Reconciler({
+      onFleetEvent: e => fleetEvents.push(`${e.type} ${e.name}`),
       kube: kubeClient(),
       log: quiet,
       namespace: ns,
       identity: "byo",
+      trafficIntervalMs: 0, // the test reads the proxies' metrics itself
       election: { name: "byo", leaseDurationMs: 4000, renewDeadlineMs: 3000, retryPeriodMs: 500 },
     });
+    reconciler = r;
     const unfeed = await feed(r);
     await r.start();
     stops.push(unfeed, () => r.stop());
@@ -354,6 +361,93 @@ describe("bring-your-own proxies", () => {
     for (const row of rows) expect(row).toMatch(/^my-proxies-.*,True,Verified$/);
   });
 
+  it("shows the fleet and the proxies' own traffic on the controller's /metrics, counted once", async () => {
+    const gw = `${ns}/edge`;
+    const scrape = async () => parsePrometheusText(await registry.metrics());
+    const value = async (name: string, labels: Record<string, string>) =>
+      (await scrape())
+        .filter(s => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
+        .reduce((sum, s) => sum + s.value, 0);
+    const routeRequests = () =>
+      value("kengine_gateway_proxy_http_requests_total", {
+        gateway: gw,
+        route: `${ns}/echo`,
+        code: "200",
+      });
+    const address = kubectlOk([
+      "get",
+      "gateway",
+      "edge",
+      "-n",
+      ns,
+      "-o",
+      "jsonpath={.status.addresses[0].value}",
+    ]);
+
+    expect(await value("kengine_gateway_proxies", { gateway: gw, state: "Programmed" })).toBe(2);
+    expect(await value("kengine_gateway_proxy_config_bytes", { gateway: gw })).toBeGreaterThan(
+      1000,
+    );
+    expect(
+      await value("kengine_gateway_proxy_pushes_total", { gateway: gw, result: "success" }),
+    ).toBeGreaterThanOrEqual(2);
+    expect(await value("kengine_gateway_translation_duration_seconds_count", {})).toBeGreaterThan(
+      0,
+    );
+
+    await reconciler.collectTraffic();
+    const before = await routeRequests();
+    for (let i = 0; i < 20; i++) expect((await get(address, host, `/n${i}`)).status).toBe(200);
+    await reconciler.collectTraffic();
+    await reconciler.collectTraffic(); // a second reading adds nothing
+    expect((await routeRequests()) - before).toBe(20);
+    // a host no route serves is counted apart, never under the route
+    expect((await get(address, "nobody.example")).status).toBe(404);
+    await reconciler.collectTraffic();
+    expect((await routeRequests()) - before).toBe(20);
+    expect(
+      await value("kengine_gateway_proxy_http_requests_total", {
+        gateway: gw,
+        route: "",
+        code: "404",
+      }),
+    ).toBeGreaterThanOrEqual(1);
+
+    // A config change reloads both proxies: their counters start from zero, nothing is lost
+    // or counted twice.
+    const hash = () =>
+      kubectl(["get", "kengineproxies", "-n", ns, "-o", "jsonpath={.items[*].status.appliedHash}"])
+        .stdout.split(" ")
+        .filter(Boolean);
+    const old = hash();
+    kubectlOk([
+      "patch",
+      "httproute",
+      "echo",
+      "-n",
+      ns,
+      "--type=merge",
+      "-p",
+      JSON.stringify({ spec: { hostnames: [host, "also.byo.kengine.local"] } }),
+    ]);
+    await eventually(
+      "both proxies on the new config",
+      () => {
+        const h = hash();
+        return h.length === 2 &&
+          h[0] === h[1] &&
+          h[0] !== old[0] &&
+          programmed().startsWith("True|2/2")
+          ? true
+          : undefined;
+      },
+      60_000,
+    );
+    for (let i = 0; i < 10; i++) expect((await get(address, host, `/m${i}`)).status).toBe(200);
+    await reconciler.collectTraffic();
+    expect((await routeRequests()) - before).toBe(30);
+  });
+
   it("names the problem when the credentials Secret goes away, and recovers when it is back", async () => {
     const saved = kubectlOk(["get", "secret", "my-proxies-admin-client", "-n", ns, "-o", "json"]);
     kubectlOk(["delete", "secret", "my-proxies-admin-client", "-n", ns]);
@@ -374,5 +468,102 @@ describe("bring-your-own proxies", () => {
       () => (programmed().startsWith("True|2/2") ? true : undefined),
       60_000,
     );
+  });
+
+  it("reports push failures and recoveries as Events on the Gateway, once per streak", async () => {
+    const events = (reason: string) =>
+      kubectl([
+        "get",
+        "events.events.k8s.io",
+        "-n",
+        ns,
+        "--field-selector",
+        `reason=${reason},regarding.name=edge`,
+        "-o",
+        'jsonpath={range .items[*]}{.regarding.kind}|{.type}|{.reportingController}|{.note}{"\\n"}{end}',
+      ])
+        .stdout.trim()
+        .split("\n")
+        .filter(Boolean);
+    expect(events("PushFailed")).toEqual([]);
+    // Credentials from a CA the proxies do not trust (and that did not sign their certificates).
+    const other = must(
+      createAuthority({
+        commonName: "someone else's CA",
+        keys: generateKeyPair(),
+        notBefore: new Date(Date.now() - 60_000),
+        lifetimeDays: 1,
+      }),
+    );
+    const wrong = must(
+      issueClientCertificate(other, {
+        commonName: "not the controller",
+        keys: generateKeyPair(),
+        notBefore: new Date(Date.now() - 60_000),
+        lifetimeDays: 1,
+      }),
+    );
+    const saved = kubectlOk(["get", "secret", "my-proxies-admin-client", "-n", ns, "-o", "json"]);
+    const failedBefore = fleetEvents.filter(e => e.startsWith("failed")).length;
+    kubectlOk(
+      ["apply", "-f", "-"],
+      JSON.stringify({
+        apiVersion: "v1",
+        kind: "Secret",
+        type: "kubernetes.io/tls",
+        metadata: { name: "my-proxies-admin-client", namespace: ns },
+        data: {
+          "tls.crt": Buffer.from(wrong.certificatePem).toString("base64"),
+          "tls.key": Buffer.from(wrong.privateKey.reveal()).toString("base64"),
+          "ca.crt": Buffer.from(other.certificatePem).toString("base64"),
+        },
+      }),
+    );
+    // Many failed attempts (back-off retries: 3+ per proxy before the first Event, then more)…
+    await eventually(
+      "10 failed attempts",
+      () =>
+        fleetEvents.filter(e => e.startsWith("failed")).length - failedBefore >= 10
+          ? true
+          : undefined,
+      90_000,
+    );
+    const programmedNow = programmed();
+    expect(programmedNow).toMatch(/^False\|0\/2 proxies run the current configuration: connect/);
+    // …but one Warning per proxy.
+    await reconciler.eventsFlushed();
+    const failures = await eventually(
+      "a PushFailed Event per proxy",
+      () => (events("PushFailed").length >= 2 ? events("PushFailed") : undefined),
+      30_000,
+    );
+    expect(failures).toHaveLength(2);
+    for (const f of failures)
+      expect(f).toMatch(
+        new RegExp(
+          `^Gateway\\|Warning\\|kengine.io/gateway-controller\\|proxy ${ns}/my-proxies-\\S+: connect: .*\\(retrying with back-off\\)$`,
+        ),
+      );
+
+    const obj = JSON.parse(saved) as { metadata: Record<string, unknown> };
+    obj.metadata = { name: "my-proxies-admin-client", namespace: ns };
+    kubectlOk(["apply", "-f", "-"], JSON.stringify(obj));
+    await eventually(
+      "Programmed=True again",
+      () => (programmed().startsWith("True|2/2") ? true : undefined),
+      90_000,
+    );
+    await reconciler.eventsFlushed();
+    const recoveries = await eventually(
+      "a PushRecovered Event per proxy",
+      () => (events("PushRecovered").length >= 2 ? events("PushRecovered") : undefined),
+      30_000,
+    );
+    expect(recoveries).toHaveLength(2);
+    for (const r of recoveries)
+      expect(r).toMatch(
+        /^Gateway\|Normal\|kengine.io\/gateway-controller\|proxy .* runs the current configuration again, after: connect: /,
+      );
+    expect(events("PushFailed")).toHaveLength(2);
   });
 });

@@ -23,6 +23,7 @@ import { connect as tlsConnect } from "node:tls";
 import { request } from "undici";
 import { peerBin } from "../../hack/peers";
 import {
+  AdminChannels,
   AdminClient,
   Authority,
   bootstrapConfig,
@@ -495,6 +496,74 @@ describe("one proxy: the management channel", () => {
     expect(await next.load(p.endpoint, restored.bytes)).toEqual({ ok: true, value: undefined });
     expect(await client.runsConfig(p.endpoint, restored.hash)).toEqual({ ok: true, value: true });
     await next.close();
+  });
+
+  it("renews certificates without a failed request: the controller's client certificate (swapped, no push) and the proxy's serving certificate (new files, taken at the next push)", async () => {
+    const channels = new AdminChannels(
+      new AdminClient({
+        caPem: ca.certificatePem,
+        certificatePem: controller.certificatePem,
+        privateKey: controller.privateKey,
+      }),
+    );
+    const current = must(sealConfig(desired("renewing"), spec));
+    expect(await channels.load(p.endpoint, current.bytes)).toEqual({ ok: true, value: undefined });
+    let stopped = false;
+    const results: string[] = [];
+    const steady = (async () => {
+      while (!stopped) {
+        const r = await channels.runsConfig(p.endpoint, current.hash);
+        results.push(r.ok ? String(r.value) : `${r.error.kind}: ${r.error.message}`);
+        await new Promise(res => setTimeout(res, 10));
+      }
+    })();
+    const renewed = must(
+      issueClientCertificate(ca, {
+        commonName: "kengine-gateway-controller",
+        keys: generateKeyPair(),
+        notBefore: now,
+        lifetimeDays: 3,
+      }),
+    );
+    await new Promise(res => setTimeout(res, 200));
+    channels.replaceOwn(
+      new AdminClient({
+        caPem: ca.certificatePem,
+        certificatePem: renewed.certificatePem,
+        privateKey: renewed.privateKey,
+      }),
+    );
+    await new Promise(res => setTimeout(res, 200));
+    stopped = true;
+    await steady;
+    expect(results.length).toBeGreaterThan(4);
+    expect(results.filter(r => r !== "true")).toEqual([]);
+
+    // A renewed serving certificate: the mounted files change, the next push loads them.
+    const next = must(
+      issueServerCertificate(ca, {
+        commonName: `${SERVICE}.${NAMESPACE}`,
+        dnsNames: proxyServerNames(SERVICE, NAMESPACE),
+        keys: generateKeyPair(),
+        notBefore: now,
+        lifetimeDays: 5,
+      }),
+    );
+    const files = spec.serverCertificate as { certificateFile: string; keyFile: string };
+    writeFileSync(files.certificateFile, next.certificatePem);
+    writeFileSync(files.keyFile, next.privateKey.reveal(), { mode: 0o600 });
+    try {
+      const pushed = must(sealConfig(desired("renewed serving"), spec));
+      expect(await channels.load(p.endpoint, pushed.bytes)).toEqual({ ok: true, value: undefined });
+      expect(await channels.runsConfig(p.endpoint, pushed.hash)).toEqual({ ok: true, value: true });
+      expect(channels.peerCertificate(p.endpoint)?.notAfter).toEqual(next.notAfter);
+    } finally {
+      writeFileSync(files.certificateFile, serving.certificatePem);
+      writeFileSync(files.keyFile, serving.privateKey.reveal(), { mode: 0o600 });
+      const back = must(sealConfig(desired("second"), spec));
+      expect(await channels.load(p.endpoint, back.bytes)).toEqual({ ok: true, value: undefined });
+      await channels.close();
+    }
   });
 
   it("keeps the previous config and returns Caddy's message when a config is refused", async () => {
