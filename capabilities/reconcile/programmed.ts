@@ -33,8 +33,8 @@ export function serviceAddresses(svc: ServiceLike | undefined): GatewayAddress[]
 }
 
 export interface FleetView {
-  /** Proxy pods found for the Gateway. */
-  readonly proxies: readonly ProxyState[];
+  /** Proxy pods found for the Gateway (named: the message names the failing ones). */
+  readonly proxies: readonly (ProxyState & { readonly name?: string })[];
   /** Hash of the config the Gateway's proxies should run (undefined when none could be made). */
   readonly desiredHash: string | undefined;
   /** Why no config could be made, if so. */
@@ -59,6 +59,20 @@ const programmed = (
   message,
   ...(generation !== undefined ? { observedGeneration: generation } : {}),
 });
+
+/** The failing proxies, grouped by message: "pod-a, pod-b: <the proxy's message>; pod-c: …". */
+function failingText(proxies: FleetView["proxies"]): string {
+  const byMessage = new Map<string, string[]>();
+  for (const p of proxies) {
+    if (p.phase !== "Failed") continue;
+    const names = byMessage.get(p.message) ?? [];
+    if (p.name) names.push(p.name);
+    byMessage.set(p.message, names);
+  }
+  return [...byMessage]
+    .map(([message, names]) => (names.length ? `${names.join(", ")}: ${message}` : message))
+    .join("; ");
+}
 
 /** The Gateway's Programmed condition given the fleet and its addresses. */
 export function programmedCondition(
@@ -92,8 +106,8 @@ export function programmedCondition(
   ).length;
   if (total === 0) return programmed(false, "Pending", "no proxy pods are running yet", generation);
   if (current === 0) {
-    const failed = view.proxies.find(p => p.phase === "Failed");
-    const why = failed && failed.phase === "Failed" ? `: ${failed.message}` : "";
+    const failing = failingText(view.proxies);
+    const why = failing ? `: ${failing}` : "";
     return programmed(
       false,
       "Pending",
@@ -101,10 +115,8 @@ export function programmedCondition(
       generation,
     );
   }
-  const failing = view.proxies.filter(p => p.phase === "Failed");
-  const named = failing.length
-    ? `; failing: ${failing.map(f => (f.phase === "Failed" ? f.message : "")).join("; ")}`
-    : "";
+  const failing = failingText(view.proxies);
+  const named = failing ? `; failing: ${failing}` : "";
   return programmed(
     true,
     "Programmed",

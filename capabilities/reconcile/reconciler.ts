@@ -495,9 +495,11 @@ export class Reconciler {
         const plan = byKey.get(`${g.namespace}/${g.name}`);
         if (!plan) return g;
         addresses.set(plan.key, plan.addresses);
-        const proxies = plan.targets
-          .map(t => this.#fleet!.state(t.endpoint.name))
-          .filter((s): s is ProxyState => s !== undefined);
+        const proxies = plan.targets.flatMap(t => {
+          const state = this.#fleet!.state(t.endpoint.name);
+          // the pod's name (the Gateway's namespace goes without saying)
+          return state ? [{ ...state, name: t.endpoint.name.split("/").pop() }] : [];
+        });
         const stored = (
           snapshot.objects.Gateway.get(plan.key) as
             | { status?: { conditions?: Condition[] } }

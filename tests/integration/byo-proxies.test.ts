@@ -528,8 +528,18 @@ describe("bring-your-own proxies", () => {
           : undefined,
       90_000,
     );
-    const programmedNow = programmed();
-    expect(programmedNow).toMatch(/^False\|0\/2 proxies run the current configuration: connect/);
+    const programmedNow = await eventually(
+      "Programmed=False naming both proxies",
+      () => {
+        const p = programmed();
+        return /^False\|0\/2 proxies run the current configuration: my-proxies-/.test(p) &&
+          new Set(p.match(/my-proxies-[a-z0-9]+-[a-z0-9]+/g)).size === 2
+          ? p
+          : undefined;
+      },
+      30_000,
+    );
+    expect(programmedNow).toContain("connect");
     // …but one Warning per proxy.
     await reconciler.eventsFlushed();
     const failures = await eventually(
