@@ -474,13 +474,13 @@ describe("bring-your-own proxies", () => {
     const events = (reason: string) =>
       kubectl([
         "get",
-        "events.events.k8s.io",
+        "events", // the core view of our events.k8s.io Events
         "-n",
         ns,
         "--field-selector",
-        `reason=${reason},regarding.name=edge`,
+        `reason=${reason},involvedObject.name=edge`,
         "-o",
-        'jsonpath={range .items[*]}{.regarding.kind}|{.type}|{.reportingController}|{.note}{"\\n"}{end}',
+        'jsonpath={range .items[*]}{.involvedObject.kind}|{.type}|{.reportingComponent}|{.message}{"\\n"}{end}',
       ])
         .stdout.trim()
         .split("\n")
@@ -492,7 +492,7 @@ describe("bring-your-own proxies", () => {
         commonName: "someone else's CA",
         keys: generateKeyPair(),
         notBefore: new Date(Date.now() - 60_000),
-        lifetimeDays: 1,
+        lifetimeDays: 2,
       }),
     );
     const wrong = must(
