@@ -175,8 +175,18 @@ export interface PlanInput {
   readonly issue?: IssueServing;
 }
 
-/** The Caddy config for a Gateway's proxies, sealed with their management spec. */
-function sealedFor(ir: GatewayIR, spec: ManagementSpec) {
+/**
+ * The Caddy config for a Gateway's proxies, sealed with their management spec; cached per IR
+ * object and spec (a reused translation keeps its IR objects, so builds that follow proxy
+ * pushes or status echoes do not render and seal again).
+ */
+const sealedCache = new WeakMap<GatewayIR, { readonly spec: string; readonly sealed: Sealed }>();
+type Sealed = ReturnType<typeof sealConfig>;
+
+function sealedFor(ir: GatewayIR, spec: ManagementSpec): Sealed {
+  const specKey = JSON.stringify(spec);
+  const hit = sealedCache.get(ir);
+  if (hit && hit.spec === specKey) return hit.sealed;
   const config = toCaddyConfig(ir, {
     management: {
       adminListen: spec.adminAddress,
@@ -186,7 +196,9 @@ function sealedFor(ir: GatewayIR, spec: ManagementSpec) {
   });
   // Compact JSON in construction order (deterministic): renderCaddyJSON's sorted, indented
   // text is for reading goldens and cost 4× the bytes and 8× the time at 1,000 routes.
-  return sealConfig(JSON.stringify(config), spec);
+  const sealed = sealConfig(JSON.stringify(config), spec);
+  sealedCache.set(ir, { spec: specKey, sealed });
+  return sealed;
 }
 
 /** Bring your own proxies: nothing to provision; push to the pods behind the owning Services. */

@@ -112,6 +112,30 @@ const ownedByUs = (o: KubeObject): boolean =>
     o.metadata.labels?.[GATEWAY_NAME_LABEL] !== undefined) ||
   // bring-your-own proxies' Services (and their EndpointSlices, which copy the Service's labels)
   o.metadata.labels?.[OWNING_GATEWAY_LABEL] !== undefined;
+/** The object without what translate() never reads: status and bookkeeping metadata. */
+function specOf(o: KubeObject): string {
+  const { status: _status, metadata, ...rest } = o as KubeObject & { status?: unknown };
+  const {
+    resourceVersion: _rv,
+    managedFields: _mf,
+    ...meta
+  } = metadata as KubeObject["metadata"] & {
+    resourceVersion?: string;
+    managedFields?: unknown;
+  };
+  return JSON.stringify({ ...rest, metadata: meta });
+}
+
+/** Whether applying `event` can change the translation of `snapshot` (status-only updates cannot). */
+function changesTranslation(snapshot: Snapshot, event: SnapshotEvent): boolean {
+  if (event.type !== "upsert") return true;
+  const o = event.object;
+  const before = snapshot.objects[event.kind].get(
+    o.metadata.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : o.metadata.name,
+  ) as KubeObject | undefined;
+  return before === undefined || specOf(before) !== specOf(o);
+}
+
 export class Reconciler {
   #snapshot: Snapshot = emptySnapshot();
   readonly #seen = new Map<string, bigint>();
@@ -143,6 +167,13 @@ export class Reconciler {
   #bundleVersion: string | undefined;
   #building: Promise<void> | undefined;
   #again = false;
+  /**
+   * The last translation, reused while no event changed what translate() reads (it never
+   * reads status): builds that only follow proxy pushes or our own status writes coming
+   * back skip the full translation.
+   */
+  #translation: ReturnType<typeof translate> | undefined;
+  #translationStale = true;
   #timers: NodeJS.Timeout[] = [];
   #stopped = false;
   #stopping: Promise<void> | undefined;
@@ -238,6 +269,8 @@ export class Reconciler {
    * is rewritten; our own writes cost one more build that finds nothing to write.
    */
   #apply(event: SnapshotEvent, ours = false): void {
+    if (!this.#translationStale && changesTranslation(this.#snapshot, event))
+      this.#translationStale = true;
     const r = apply(this.#snapshot, event);
     this.#snapshot = r.snapshot;
     if (r.relevant || (ours && isSynced(r.snapshot))) this.#batcher.notify();
@@ -426,9 +459,13 @@ export class Reconciler {
     const snapshot = this.#snapshot;
     if (!isSynced(snapshot) || !this.#ca || !this.#fleet) return;
     const leader = this.#elector.isLeader();
-    const started = performance.now();
-    const { gateways, statuses } = translate(snapshot, { controllerName: CONTROLLER_NAME });
-    fleetMetrics.translated((performance.now() - started) / 1000);
+    if (this.#translationStale || !this.#translation) {
+      this.#translationStale = false;
+      const started = performance.now();
+      this.#translation = translate(snapshot, { controllerName: CONTROLLER_NAME });
+      fleetMetrics.translated((performance.now() - started) / 1000);
+    }
+    const { gateways, statuses } = this.#translation;
     const now = new Date();
     const plans: GatewayPlan[] = [];
     for (const ir of gateways) {
