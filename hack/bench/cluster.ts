@@ -7,12 +7,13 @@
  *   flock /tmp/kg-cluster.lock npx tsx hack/bench/cluster.ts --only=settle,memory --out=FILE
  */
 import { execFileSync, spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Agent, Pool, request } from "undici";
 import { PeprDev, startPeprDev } from "../pepr-dev";
 import { benchProxyLoad } from "./config-load";
+import { ApiCounter, startApiCounter } from "./api-counter";
 import { Kube, authFromKubeconfig } from "./kube";
 import { median, now, quantile, round, sleep } from "./stats";
 import { WorkloadOptions, gatewayClass, httpRoute, httpRoutes, services } from "./workload";
@@ -22,7 +23,6 @@ const kubectlBin = join(localDir, "bin", "kubectl");
 const NS = "kg-bench";
 const CLASS = "kengine-bench";
 const USER = "kengine-bench-controller";
-const FLOW_SCHEMA = "kengine-bench-controller";
 const MAIN = "main"; // Gateway with one proxy: settle, propagation, memory
 const FAN = "fan"; // Gateway whose proxy count changes: fanout, apiRequests
 const CONTROLLER = "kengine.io/gateway-controller";
@@ -43,6 +43,8 @@ export interface ClusterOptions {
   readonly apiWindowS: number;
   readonly fanout: readonly number[];
   readonly log: (line: string) => void;
+  /** Profile the module: CPU profile and heap snapshots are written here. */
+  readonly profileDir?: string;
   /** Called after every scenario with the results so far. */
   readonly onProgress?: (results: ClusterResults) => void;
 }
@@ -57,52 +59,65 @@ const base: WorkloadOptions = {
 
 /* ------------------------------------------------------------------ identity */
 
-/** A client certificate for the controller's own user, bound to cluster-admin. */
-function controllerKubeconfig(dir: string): string {
+/** A key and a certificate signed by the local CA (client: CN/O; server: an IP SAN). */
+function issue(
+  dir: string,
+  name: string,
+  subject: string,
+  san?: string,
+): { crt: string; key: string } {
   const pki = join(localDir, "pki");
-  const key = join(dir, "controller.key");
-  const csr = join(dir, "controller.csr");
-  const crt = join(dir, "controller.crt");
-  execFileSync(
-    "openssl",
-    [
-      "req",
-      "-new",
-      "-newkey",
-      "rsa:2048",
-      "-nodes",
-      "-keyout",
-      key,
-      "-out",
-      csr,
-      "-subj",
-      `/CN=${USER}/O=kengine-bench`,
-    ],
-    { stdio: "ignore" },
-  );
-  execFileSync(
-    "openssl",
-    [
-      "x509",
-      "-req",
-      "-in",
-      csr,
-      "-CA",
-      join(pki, "ca.crt"),
-      "-CAkey",
-      join(pki, "ca.key"),
-      "-CAcreateserial",
-      "-CAserial",
-      join(dir, "ca.srl"),
-      "-out",
-      crt,
-      "-days",
-      "1",
-    ],
-    { stdio: "ignore" },
-  );
-  const admin = readFileSync(join(localDir, "kubeconfig"), "utf8");
-  const server = /server:\s*(\S+)/.exec(admin)![1];
+  const key = join(dir, `${name}.key`);
+  const csr = join(dir, `${name}.csr`);
+  const crt = join(dir, `${name}.crt`);
+  const run = (args: string[]) => execFileSync("openssl", args, { stdio: "ignore" });
+  run([
+    "req",
+    "-new",
+    "-newkey",
+    "rsa:2048",
+    "-nodes",
+    "-keyout",
+    key,
+    "-out",
+    csr,
+    "-subj",
+    subject,
+  ]);
+  const ext = join(dir, `${name}.ext`);
+  writeFileSync(ext, san ? `subjectAltName=${san}\n` : "extendedKeyUsage=clientAuth\n");
+  run([
+    "x509",
+    "-req",
+    "-in",
+    csr,
+    "-CA",
+    join(pki, "ca.crt"),
+    "-CAkey",
+    join(pki, "ca.key"),
+    "-CAcreateserial",
+    "-CAserial",
+    join(dir, "ca.srl"),
+    "-out",
+    crt,
+    "-days",
+    "1",
+    "-extfile",
+    ext,
+  ]);
+  return { crt, key };
+}
+
+/**
+ * The controller's own user (a client certificate bound to cluster-admin) and a kubeconfig
+ * that sends its requests through the API request counter at `server`.
+ */
+function controllerKubeconfig(
+  dir: string,
+  server: string,
+  client: { crt: string; key: string },
+): string {
+  const pki = join(localDir, "pki");
   const path = join(dir, "kubeconfig");
   writeFileSync(
     path,
@@ -114,7 +129,7 @@ function controllerKubeconfig(dir: string): string {
       `  cluster: {server: "${server}", certificate-authority: ${join(pki, "ca.crt")}}`,
       "users:",
       `- name: ${USER}`,
-      `  user: {client-certificate: ${crt}, client-key: ${key}}`,
+      `  user: {client-certificate: ${client.crt}, client-key: ${client.key}}`,
       "contexts:",
       `- name: local`,
       `  context: {cluster: local, user: ${USER}}`,
@@ -132,33 +147,6 @@ const identityObjects = [
     metadata: { name: "kengine-bench-controller" },
     roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "cluster-admin" },
     subjects: [{ apiGroup: "rbac.authorization.k8s.io", kind: "User", name: USER }],
-  },
-  {
-    // Every request of the controller's user is classified here, so the API server counts them
-    // in apiserver_flowcontrol_dispatched_requests_total{flow_schema="kengine-bench-controller"}.
-    apiVersion: "flowcontrol.apiserver.k8s.io/v1",
-    kind: "FlowSchema",
-    metadata: { name: FLOW_SCHEMA },
-    spec: {
-      priorityLevelConfiguration: { name: "workload-high" },
-      matchingPrecedence: 50,
-      distinguisherMethod: { type: "ByUser" },
-      rules: [
-        {
-          subjects: [{ kind: "User", user: { name: USER } }],
-          resourceRules: [
-            {
-              verbs: ["*"],
-              apiGroups: ["*"],
-              resources: ["*"],
-              clusterScope: true,
-              namespaces: ["*"],
-            },
-          ],
-          nonResourceRules: [{ verbs: ["*"], nonResourceURLs: ["*"] }],
-        },
-      ],
-    },
   },
 ];
 
@@ -385,27 +373,95 @@ async function proxyPods(kube: Kube, gw: string): Promise<ProxyPod[]> {
 }
 
 /**
- * Polls one proxy as fast as one keep-alive connection allows until `host` answers 200;
- * resolves with the time of the first 200 and the number of requests sent.
+ * Polls one proxy until `host` answers 200, with `parallel` back-to-back request loops on
+ * their own keep-alive connections (one loop alone manages only a few hundred requests/s
+ * here); resolves with the time of the first 200 and the number of requests sent.
  */
 async function pollUntilServed(
   pool: Pool,
   host: string,
   timeoutMs: number,
+  parallel = 1,
 ): Promise<{ t: number; polls: number }> {
   const deadline = now() + timeoutMs;
   let polls = 0;
-  for (;;) {
-    polls++;
-    try {
-      const res = await pool.request({ path: "/", method: "GET", headers: { host } });
-      await res.body.dump();
-      if (res.statusCode === 200) return { t: now(), polls };
-    } catch {
-      // the proxy closes idle connections on reload; try again
+  let served: number | undefined;
+  const loop = async () => {
+    while (served === undefined) {
+      polls++;
+      try {
+        const res = await pool.request({ path: "/", method: "GET", headers: { host } });
+        await res.body.dump();
+        if (res.statusCode === 200) served ??= now();
+      } catch {
+        // the proxy closes idle connections on reload; try again
+      }
+      if (now() > deadline) throw new Error(`${host} not served after ${timeoutMs} ms`);
     }
-    if (now() > deadline) throw new Error(`${host} not served after ${timeoutMs} ms`);
+  };
+  await Promise.all(Array.from({ length: parallel }, loop));
+  return { t: served!, polls };
+}
+
+/** CPU time (user + system) of a process so far, in ms; 0 once it is gone. */
+function cpuMs(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(f[11]) + Number(f[12])) * 10;
+  } catch {
+    return 0;
   }
+}
+
+/** The pids of the proxy processes (Caddy) of these pods: the kubelet sets HOSTNAME to the pod's name. */
+function proxyPids(pods: readonly string[]): number[] {
+  const want = new Set(pods);
+  const out: number[] = [];
+  for (const d of readdirSync("/proc")) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const cmd = readFileSync(`/proc/${d}/cmdline`, "utf8");
+      if (!cmd.split("\0")[0].endsWith("/caddy")) continue;
+      const host = /(?:^|\0)HOSTNAME=([^\0]*)/.exec(
+        readFileSync(`/proc/${d}/environ`, "utf8"),
+      )?.[1];
+      if (host && want.has(host)) out.push(Number(d));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
+/** The pid of the module's process (the one serving the webhook on :3000). */
+function controllerPid(): number {
+  const out = spawnSync("ss", ["-ltnpH", "sport = :3000"], { encoding: "utf8" }).stdout;
+  const pid = /pid=(\d+)/.exec(out)?.[1];
+  if (!pid) throw new Error(`no process listens on :3000 (${out})`);
+  return Number(pid);
+}
+
+/** Asks the module for a heap snapshot (SIGUSR2) and waits until the file is complete. */
+async function heapSnapshot(dir: string | undefined, log: (l: string) => void): Promise<void> {
+  if (!dir) return;
+  const list = () => readdirSync(dir).filter(f => f.endsWith(".heapsnapshot"));
+  const before = new Set(list());
+  process.kill(controllerPid(), "SIGUSR2");
+  const deadline = Date.now() + 180_000;
+  let last = -1;
+  while (Date.now() < deadline) {
+    await sleep(2000);
+    const f = list().find(x => !before.has(x));
+    if (!f) continue;
+    const size = statSync(join(dir, f)).size;
+    if (size > 0 && size === last) {
+      log(`heap snapshot ${f} (${Math.round(size / 1048576)} MiB)`);
+      return;
+    }
+    last = size;
+  }
+  log("heap snapshot: not written within 180 s");
 }
 
 /** RSS of the module's process (the one serving the webhook on :3000), in MiB. */
@@ -418,21 +474,35 @@ function controllerRssMiB(): number {
   return Math.round((kb / 1024) * 10) / 10;
 }
 
-/** Requests of the controller's user so far, from the API server's own metrics. */
-async function controllerRequests(kube: Kube): Promise<{ dispatched: number; all: number }> {
+/**
+ * Requests so far: the controller's (counted on its connection to the API server) and, from
+ * the API server's own apiserver_request_total, every client's and those only the controller
+ * makes (status of Gateway API objects, KengineProxy objects): a cross-check.
+ */
+async function apiRequests(
+  kube: Kube,
+  counter: ApiCounter,
+): Promise<{
+  controller: number;
+  byKind: Record<string, number>;
+  all: number;
+  controllerOnly: number;
+}> {
   const r = await kube.call("GET", "/metrics");
-  let dispatched = 0;
   let all = 0;
+  let controllerOnly = 0;
   for (const line of r.text.split("\n")) {
+    if (!line.startsWith("apiserver_request_total{")) continue;
+    const n = Number(line.slice(line.lastIndexOf(" ") + 1));
+    all += n;
     if (
-      line.startsWith("apiserver_flowcontrol_dispatched_requests_total{") &&
-      line.includes(`flow_schema="${FLOW_SCHEMA}"`)
+      (line.includes('group="gateway.networking.k8s.io"') &&
+        line.includes('subresource="status"')) ||
+      line.includes('resource="kengineproxies"')
     )
-      dispatched += Number(line.slice(line.lastIndexOf(" ") + 1));
-    else if (line.startsWith("apiserver_request_total{"))
-      all += Number(line.slice(line.lastIndexOf(" ") + 1));
+      controllerOnly += n;
   }
-  return { dispatched, all };
+  return { controller: counter.total(), byKind: counter.counts(), all, controllerOnly };
 }
 
 /* ------------------------------------------------------------------ scenarios */
@@ -457,14 +527,26 @@ export interface ClusterResults {
     samples: number[];
     pollsPerSecond: number;
     proxyLoadSamples: number[];
+    controllerCpuMs: number;
   };
-  fanout?: { proxies: number; ms: number; samples: number[] }[];
+  fanout?: {
+    proxies: number;
+    ms: number;
+    samples: number[];
+    proxyCpuMs: number;
+    controllerCpuMs: number;
+    proxyPids: number;
+  }[];
   fanoutNote?: string;
   apiRequests?: {
     proxies1: number;
     proxies20: number;
     windowS: number;
     routeChanges: number;
+    byKind1: Record<string, number>;
+    byKind20: Record<string, number>;
+    controllerOnlyFromApiServer1: number;
+    controllerOnlyFromApiServer20: number;
     allClients1: number;
     allClients20: number;
   };
@@ -602,6 +684,7 @@ export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> 
   const adminKube = new Kube(authFromKubeconfig(join(localDir, "kubeconfig")));
   const dir = mkdtempSync(join(tmpdir(), "kg-bench-"));
   let dev: PeprDev | undefined;
+  let counter: ApiCounter | undefined;
   let cleaning: Promise<void> | undefined;
   const cleanupOnce = () => (cleaning ??= cleanup());
   // A timeout (SIGTERM) still stops the module and removes what the run created.
@@ -611,7 +694,18 @@ export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> 
   });
   try {
     log("setup: controller identity, namespace, echo backend, Services, GatewayClass");
-    const kubeconfig = controllerKubeconfig(dir);
+    const client = issue(dir, "controller", `/CN=${USER}/O=kengine-bench`);
+    const serving = issue(dir, "counter", "/CN=kengine-bench-api-counter", "IP:127.0.0.1");
+    const adminAuth = authFromKubeconfig(join(localDir, "kubeconfig"));
+    counter = await startApiCounter({
+      upstream: adminAuth.server,
+      ca: adminAuth.ca,
+      clientCert: readFileSync(client.crt, "utf8"),
+      clientKey: readFileSync(client.key, "utf8"),
+      serverCert: readFileSync(serving.crt, "utf8"),
+      serverKey: readFileSync(serving.key, "utf8"),
+    });
+    const kubeconfig = controllerKubeconfig(dir, counter.url, client);
     for (const o of identityObjects) await adminKube.apply(o as never);
     await adminKube.apply({ apiVersion: "v1", kind: "Namespace", metadata: { name: NS } });
     await adminKube.apply(echoDeployment(2) as never);
@@ -620,7 +714,18 @@ export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> 
     await adminKube.apply(parameters(MAIN, 1) as never);
     await adminKube.apply(parameters(FAN, 1) as never);
 
-    dev = await startPeprDev({ kubeconfig, kubectl: kubectlBin });
+    // With --profile=DIR the module runs with a CPU profile (written when it stops) and
+    // writes a heap snapshot on SIGUSR2 (after each memory measurement).
+    const saved = process.env.NODE_OPTIONS;
+    if (opts.profileDir)
+      process.env.NODE_OPTIONS =
+        `${saved ?? ""} --cpu-prof --cpu-prof-dir=${opts.profileDir} --heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${opts.profileDir}`.trim();
+    try {
+      dev = await startPeprDev({ kubeconfig, kubectl: kubectlBin });
+    } finally {
+      if (saved === undefined) delete process.env.NODE_OPTIONS;
+      else process.env.NODE_OPTIONS = saved;
+    }
     log("pepr dev is up");
     await adminKube.apply(gateway(MAIN) as never);
     await gatewayReady(adminKube, MAIN, 0, 1);
@@ -671,6 +776,7 @@ export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> 
         await gatewayReady(adminKube, MAIN, mainCount, 1);
         await sleep(3000);
         results.memory = [{ routes: 1000, rssMiB: controllerRssMiB() }];
+        await heapSnapshot(opts.profileDir, log);
       });
 
     if (only.has("propagation") && mainReady)
@@ -681,11 +787,13 @@ export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> 
         log("3,000 routes programmed on main's proxy");
         const [pod] = await proxyPods(adminKube, MAIN);
         const pool = new Pool(`http://${pod.ip}:80`, {
-          connections: 1,
+          connections: 8,
           pipelining: 1,
           keepAliveTimeout: 60_000,
         });
         const samples: number[] = [];
+        const ctl = controllerPid();
+        const ctlCpu: number[] = [];
         let polls = 0;
         let pollMs = 0;
         for (let k = 0; k < 20; k++) {
@@ -695,11 +803,13 @@ export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> 
             true,
           );
           const host = (probe as unknown as { spec: { hostnames: string[] } }).spec.hostnames[0];
+          const c0 = cpuMs(ctl);
           const t0 = now();
-          const served = pollUntilServed(pool, host, 60_000);
+          const served = pollUntilServed(pool, host, 60_000, 8);
           await adminKube.create(probe as never);
           const r = await served;
           samples.push(r.t - t0);
+          ctlCpu.push(cpuMs(ctl) - c0);
           polls += r.polls;
           pollMs += r.t - t0;
           mainCount++;
@@ -725,6 +835,8 @@ export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> 
           samples: samples.map(round),
           pollsPerSecond: Math.round((polls / pollMs) * 1000),
           proxyLoadSamples: load.samples,
+          // CPU the controller spent from the create to the first 200 (10 ms ticks).
+          controllerCpuMs: median(ctlCpu),
         };
         log(`propagation: ${JSON.stringify(results.propagation)}`);
       });
@@ -756,10 +868,16 @@ export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> 
         /** One change (a new route), until every proxy serves it; median of `runs`. */
         const fanout = async (n: number, runs: number) => {
           const pods = await proxyPods(adminKube, FAN);
+          // About 8 request loops in all, so one proxy is polled as finely as the machine allows.
+          const perProxy = Math.max(1, Math.floor(8 / pods.length));
           const pools = pods.map(
-            p => new Pool(`http://${p.ip}:80`, { connections: 1, pipelining: 1 }),
+            p => new Pool(`http://${p.ip}:80`, { connections: perProxy, pipelining: 1 }),
           );
           const samples: number[] = [];
+          const pids = proxyPids(pods.map(p => p.name));
+          const ctl = controllerPid();
+          const proxyCpu: number[] = [];
+          const controllerCpu: number[] = [];
           for (let k = 0; k < runs; k++) {
             const probe = httpRoute(
               600000 + n * 100 + k,
@@ -767,22 +885,41 @@ export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> 
               true,
             );
             const host = (probe as unknown as { spec: { hostnames: string[] } }).spec.hostnames[0];
+            const cpu0 = pids.reduce((a, p) => a + cpuMs(p), 0);
+            const ctl0 = cpuMs(ctl);
             const t0 = now();
-            const all = Promise.all(pools.map(p => pollUntilServed(p, host, 120_000)));
+            const all = Promise.all(pools.map(p => pollUntilServed(p, host, 120_000, perProxy)));
             await adminKube.create(probe as never);
             const ts = await all;
             samples.push(Math.max(...ts.map(x => x.t)) - t0);
+            proxyCpu.push(pids.reduce((a, p) => a + cpuMs(p), 0) - cpu0);
+            controllerCpu.push(cpuMs(ctl) - ctl0);
             fanRoutes++;
             await gatewayReady(adminKube, FAN, fanRoutes, n, 300_000);
             await sleep(1000);
           }
           await Promise.all(pools.map(p => p.close()));
-          return { proxies: n, ms: round(median(samples)), samples: samples.map(round) };
+          return {
+            proxies: n,
+            ms: round(median(samples)),
+            samples: samples.map(round),
+            // CPU the proxies (all of them, together) and the controller spent per change: on a
+            // machine with `cores` cores, proxyCpuMs / cores is a floor for ms.
+            proxyCpuMs: median(proxyCpu),
+            controllerCpuMs: median(controllerCpu),
+            proxyPids: pids.length,
+          };
         };
         /** Requests of the controller while idle plus 100 route changes spread over the window. */
-        const apiWindow = async (): Promise<{ dispatched: number; all: number }> => {
+        type Window = {
+          controller: number;
+          byKind: Record<string, number>;
+          all: number;
+          controllerOnly: number;
+        };
+        const apiWindow = async (): Promise<Window> => {
           await sleep(5000);
-          const a = await controllerRequests(adminKube);
+          const a = await apiRequests(adminKube, counter!);
           const changes = 100;
           const t0 = now();
           for (let k = 0; k < changes; k++) {
@@ -798,8 +935,16 @@ export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> 
           }
           const rest = t0 + opts.apiWindowS * 1000 - now();
           if (rest > 0) await sleep(rest);
-          const b = await controllerRequests(adminKube);
-          return { dispatched: b.dispatched - a.dispatched, all: b.all - a.all };
+          const b = await apiRequests(adminKube, counter!);
+          const byKind: Record<string, number> = {};
+          for (const [k, v] of Object.entries(b.byKind))
+            if (v - (a.byKind[k] ?? 0) > 0) byKind[k] = v - (a.byKind[k] ?? 0);
+          return {
+            controller: b.controller - a.controller,
+            byKind,
+            all: b.all - a.all,
+            controllerOnly: b.controllerOnly - a.controllerOnly,
+          };
         };
         await scale(1);
         log("fan: 1 proxy programmed with 1,000 routes");
@@ -808,7 +953,7 @@ export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> 
           fan.push(await fanout(1, 5));
           results.fanout = fan;
         }
-        let api1: { dispatched: number; all: number } | undefined;
+        let api1: Window | undefined;
         if (only.has("apiRequests"))
           await step("apiRequests", async () => {
             api1 = await apiWindow();
@@ -817,10 +962,14 @@ export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> 
             const api20 = await apiWindow();
             log(`apiRequests with 20 proxies: ${JSON.stringify(api20)}`);
             results.apiRequests = {
-              proxies1: api1.dispatched,
-              proxies20: api20.dispatched,
+              proxies1: api1.controller,
+              proxies20: api20.controller,
               windowS: opts.apiWindowS,
               routeChanges: 100,
+              byKind1: api1.byKind,
+              byKind20: api20.byKind,
+              controllerOnlyFromApiServer1: api1.controllerOnly,
+              controllerOnlyFromApiServer20: api20.controllerOnly,
               allClients1: api1.all,
               allClients20: api20.all,
             };
@@ -872,6 +1021,7 @@ export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> 
         await gatewayReady(adminKube, MAIN, mainCount, 1, 900_000);
         await sleep(5000);
         (results.memory ??= []).push({ routes: 10000, rssMiB: controllerRssMiB() });
+        await heapSnapshot(opts.profileDir, log);
         log(`memory: ${JSON.stringify(results.memory)}`);
       });
     return results;
@@ -894,6 +1044,7 @@ export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> 
     ).catch(e => log(String(e)));
     await adminKube.close();
     await watchDispatcher?.close();
+    await counter?.close();
     rmSync(dir, { recursive: true, force: true });
   }
 }
@@ -912,6 +1063,7 @@ async function main(argv: string[]): Promise<void> {
     only,
     apiWindowS: Number(arg("api-window") ?? 120),
     fanout: (arg("fanout") ?? "1,10,50").split(",").map(Number),
+    profileDir: arg("profile"),
     log,
     onProgress: r => {
       if (out) writeFileSync(out, JSON.stringify(r, null, 2));

@@ -6,6 +6,8 @@
  *   npm run bench                                  # everything (the cluster part takes a while)
  *   npm run bench -- --only=translate,configLoad   # a selection (written to reports/bench.partial.json)
  *   npm run bench -- --api-window=300              # apiRequests window per proxy count (s)
+ *   flock /tmp/kg-cluster.lock npm run bench -- --locked   # the caller holds the lock
+ *   npm run bench -- --profile=/tmp/prof           # module CPU profile + heap snapshots there
  */
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -57,10 +59,13 @@ async function main(argv: string[]): Promise<void> {
     const dir = mkdtempSync(join(tmpdir(), "kg-bench-out-"));
     const out = join(dir, "cluster.json");
     log(`cluster scenarios (${cluster.join(", ")}): waiting for ${LOCK}`);
+    // --locked: the caller already holds the lock (flock is per open file: taking it again here
+    // would wait for ourselves).
+    const locked = argv.includes("--locked");
     const r = spawnSync(
-      "flock",
+      locked ? "env" : "flock",
       [
-        LOCK,
+        ...(locked ? [] : [LOCK]),
         // Never hold the lock forever: after 50 minutes the run cleans up and stops.
         "timeout",
         "-s",
@@ -70,7 +75,7 @@ async function main(argv: string[]): Promise<void> {
         join(__dirname, "cluster.ts"),
         `--only=${cluster.join(",")}`,
         `--out=${out}`,
-        ...argv.filter(a => /^--(api-window|fanout)=/.test(a)),
+        ...argv.filter(a => /^--(api-window|fanout|profile)=/.test(a)),
       ],
       { stdio: ["ignore", "inherit", "inherit"], cwd: repoRoot, env: process.env },
     );

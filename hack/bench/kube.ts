@@ -73,8 +73,13 @@ export class Kube {
       throw new Error(`apply ${o.kind} ${o.metadata.name}: ${r.status} ${r.text.slice(0, 400)}`);
   }
 
+  /** Creates one object; while the webhook cannot be reached (module restarting) it retries for 30 s. */
   async create(o: KubeObjectLike): Promise<void> {
-    const r = await this.call("POST", collectionPath(o), o);
+    let r = await this.call("POST", collectionPath(o), o);
+    for (let i = 0; i < 30 && r.status === 500 && r.text.includes("failed calling webhook"); i++) {
+      await new Promise(res => setTimeout(res, 1000));
+      r = await this.call("POST", collectionPath(o), o);
+    }
     if (r.status >= 300 && r.status !== 409)
       throw new Error(`create ${o.kind} ${o.metadata.name}: ${r.status} ${r.text.slice(0, 400)}`);
   }
