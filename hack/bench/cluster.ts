@@ -714,12 +714,12 @@ export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> 
     await adminKube.apply(parameters(MAIN, 1) as never);
     await adminKube.apply(parameters(FAN, 1) as never);
 
-    // With --profile=DIR the module runs with a CPU profile (written when it stops) and
-    // writes a heap snapshot on SIGUSR2 (after each memory measurement).
+    // With --profile=DIR the module writes a heap snapshot on SIGUSR2 (after each memory
+    // measurement). (--cpu-prof is not allowed in NODE_OPTIONS; CPU profiles: docs/bench.md.)
     const saved = process.env.NODE_OPTIONS;
     if (opts.profileDir)
       process.env.NODE_OPTIONS =
-        `${saved ?? ""} --cpu-prof --cpu-prof-dir=${opts.profileDir} --heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${opts.profileDir}`.trim();
+        `${saved ?? ""} --heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${opts.profileDir}`.trim();
     try {
       dev = await startPeprDev({ kubeconfig, kubectl: kubectlBin });
     } finally {
@@ -1039,9 +1039,9 @@ export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> 
       "namespace kg-bench gone",
       async () =>
         (await adminKube.call("GET", `/api/v1/namespaces/${NS}`)).status === 404 ? true : undefined,
-      300_000,
+      150_000,
       2000,
-    ).catch(e => log(String(e)));
+    ).catch(e => log(`${String(e)} (it goes on in the background)`));
     await adminKube.close();
     await watchDispatcher?.close();
     await counter?.close();

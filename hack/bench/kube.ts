@@ -43,15 +43,23 @@ export class Kube {
     body?: unknown,
     contentType = "application/json",
   ): Promise<{ status: number; text: string }> {
-    const res = await request(`${this.auth.server}${path}`, {
-      method,
-      dispatcher: this.#agent,
-      headers: body === undefined ? {} : { "content-type": contentType },
-      body: body === undefined ? undefined : JSON.stringify(body),
-      headersTimeout: 120_000,
-      bodyTimeout: 120_000,
-    });
-    return { status: res.statusCode, text: await res.body.text() };
+    // A busy API server sometimes drops a kept-alive connection: retry a few times.
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const res = await request(`${this.auth.server}${path}`, {
+          method,
+          dispatcher: this.#agent,
+          headers: body === undefined ? {} : { "content-type": contentType },
+          body: body === undefined ? undefined : JSON.stringify(body),
+          headersTimeout: 120_000,
+          bodyTimeout: 120_000,
+        });
+        return { status: res.statusCode, text: await res.body.text() };
+      } catch (e) {
+        if (attempt >= 5) throw e;
+        await new Promise(r => setTimeout(r, 1000));
+      }
+    }
   }
 
   async ok<T = unknown>(
