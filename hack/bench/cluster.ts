@@ -13,7 +13,6 @@ import { join } from "node:path";
 import { Agent, Pool, request } from "undici";
 import { PeprDev, startPeprDev } from "../pepr-dev";
 import { benchProxyLoad } from "./config-load";
-import { ApiCounter, startApiCounter } from "./api-counter";
 import { Kube, authFromKubeconfig } from "./kube";
 import { median, now, quantile, round, sleep } from "./stats";
 import { WorkloadOptions, gatewayClass, httpRoute, httpRoutes, services } from "./workload";
@@ -110,7 +109,7 @@ function issue(
 
 /**
  * The controller's own user (a client certificate bound to cluster-admin) and a kubeconfig
- * that sends its requests through the API request counter at `server`.
+ * for the API server at `server`.
  */
 function controllerKubeconfig(
   dir: string,
@@ -475,34 +474,45 @@ function controllerRssMiB(): number {
 }
 
 /**
- * Requests so far: the controller's (counted on its connection to the API server) and, from
- * the API server's own apiserver_request_total, every client's and those only the controller
- * makes (status of Gateway API objects, KengineProxy objects): a cross-check.
+ * Requests so far from the API server's apiserver_request_total: every client's (`all`), and
+ * by resource and verb those only the controller makes (`controller`): writes of Gateway API
+ * status, every KengineProxy request, server-side applies (PATCH) of the objects it
+ * provisions. (The local API server runs without APF and the metric names no client; the
+ * controller's LIST/WATCH of its informers cannot be told apart from other clients' and do
+ * not depend on the number of proxies.)
  */
-async function apiRequests(
-  kube: Kube,
-  counter: ApiCounter,
-): Promise<{
+async function apiRequests(kube: Kube): Promise<{
   controller: number;
   byKind: Record<string, number>;
   all: number;
-  controllerOnly: number;
 }> {
   const r = await kube.call("GET", "/metrics");
   let all = 0;
-  let controllerOnly = 0;
+  let controller = 0;
+  const byKind: Record<string, number> = {};
   for (const line of r.text.split("\n")) {
     if (!line.startsWith("apiserver_request_total{")) continue;
     const n = Number(line.slice(line.lastIndexOf(" ") + 1));
     all += n;
-    if (
-      (line.includes('group="gateway.networking.k8s.io"') &&
-        line.includes('subresource="status"')) ||
-      line.includes('resource="kengineproxies"')
-    )
-      controllerOnly += n;
+    const label = (k: string) => new RegExp(`${k}="([^"]*)"`).exec(line)?.[1] ?? "";
+    const [group, resource, sub, verb] = [
+      label("group"),
+      label("resource"),
+      label("subresource"),
+      label("verb"),
+    ];
+    const ours =
+      (group === "gateway.networking.k8s.io" && sub === "status" && verb !== "GET") ||
+      resource === "kengineproxies" ||
+      (verb === "PATCH" &&
+        sub === "" &&
+        ["deployments", "services", "secrets", "configmaps"].includes(resource));
+    if (!ours) continue;
+    controller += n;
+    const key = `${verb} ${resource}${sub ? `/${sub}` : ""}`;
+    byKind[key] = (byKind[key] ?? 0) + n;
   }
-  return { controller: counter.total(), byKind: counter.counts(), all, controllerOnly };
+  return { controller, byKind, all };
 }
 
 /* ------------------------------------------------------------------ scenarios */
@@ -545,8 +555,6 @@ export interface ClusterResults {
     routeChanges: number;
     byKind1: Record<string, number>;
     byKind20: Record<string, number>;
-    controllerOnlyFromApiServer1: number;
-    controllerOnlyFromApiServer20: number;
     allClients1: number;
     allClients20: number;
   };
@@ -684,7 +692,6 @@ export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> 
   const adminKube = new Kube(authFromKubeconfig(join(localDir, "kubeconfig")));
   const dir = mkdtempSync(join(tmpdir(), "kg-bench-"));
   let dev: PeprDev | undefined;
-  let counter: ApiCounter | undefined;
   let cleaning: Promise<void> | undefined;
   const cleanupOnce = () => (cleaning ??= cleanup());
   // A timeout (SIGTERM) still stops the module and removes what the run created.
@@ -695,17 +702,8 @@ export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> 
   try {
     log("setup: controller identity, namespace, echo backend, Services, GatewayClass");
     const client = issue(dir, "controller", `/CN=${USER}/O=kengine-bench`);
-    const serving = issue(dir, "counter", "/CN=kengine-bench-api-counter", "IP:127.0.0.1");
     const adminAuth = authFromKubeconfig(join(localDir, "kubeconfig"));
-    counter = await startApiCounter({
-      upstream: adminAuth.server,
-      ca: adminAuth.ca,
-      clientCert: readFileSync(client.crt, "utf8"),
-      clientKey: readFileSync(client.key, "utf8"),
-      serverCert: readFileSync(serving.crt, "utf8"),
-      serverKey: readFileSync(serving.key, "utf8"),
-    });
-    const kubeconfig = controllerKubeconfig(dir, counter.url, client);
+    const kubeconfig = controllerKubeconfig(dir, adminAuth.server, client);
     for (const o of identityObjects) await adminKube.apply(o as never);
     await adminKube.apply({ apiVersion: "v1", kind: "Namespace", metadata: { name: NS } });
     await adminKube.apply(echoDeployment(2) as never);
@@ -911,15 +909,10 @@ export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> 
           };
         };
         /** Requests of the controller while idle plus 100 route changes spread over the window. */
-        type Window = {
-          controller: number;
-          byKind: Record<string, number>;
-          all: number;
-          controllerOnly: number;
-        };
+        type Window = { controller: number; byKind: Record<string, number>; all: number };
         const apiWindow = async (): Promise<Window> => {
           await sleep(5000);
-          const a = await apiRequests(adminKube, counter!);
+          const a = await apiRequests(adminKube);
           const changes = 100;
           const t0 = now();
           for (let k = 0; k < changes; k++) {
@@ -935,7 +928,7 @@ export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> 
           }
           const rest = t0 + opts.apiWindowS * 1000 - now();
           if (rest > 0) await sleep(rest);
-          const b = await apiRequests(adminKube, counter!);
+          const b = await apiRequests(adminKube);
           const byKind: Record<string, number> = {};
           for (const [k, v] of Object.entries(b.byKind))
             if (v - (a.byKind[k] ?? 0) > 0) byKind[k] = v - (a.byKind[k] ?? 0);
@@ -943,7 +936,6 @@ export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> 
             controller: b.controller - a.controller,
             byKind,
             all: b.all - a.all,
-            controllerOnly: b.controllerOnly - a.controllerOnly,
           };
         };
         await scale(1);
@@ -968,8 +960,6 @@ export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> 
               routeChanges: 100,
               byKind1: api1.byKind,
               byKind20: api20.byKind,
-              controllerOnlyFromApiServer1: api1.controllerOnly,
-              controllerOnlyFromApiServer20: api20.controllerOnly,
               allClients1: api1.all,
               allClients20: api20.all,
             };
@@ -1021,7 +1011,6 @@ export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> 
         await gatewayReady(adminKube, MAIN, mainCount, 1, 900_000);
         await sleep(5000);
         (results.memory ??= []).push({ routes: 10000, rssMiB: controllerRssMiB() });
-        await heapSnapshot(opts.profileDir, log);
         log(`memory: ${JSON.stringify(results.memory)}`);
       });
     return results;
@@ -1044,7 +1033,6 @@ export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> 
     ).catch(e => log(`${String(e)} (it goes on in the background)`));
     await adminKube.close();
     await watchDispatcher?.close();
-    await counter?.close();
     rmSync(dir, { recursive: true, force: true });
   }
 }
