@@ -219,6 +219,8 @@ export class Reconciler {
       api: kubeStatusApi(o.kube),
       isLeader: () => this.#elector.isLeader(),
       observer: statusMetrics,
+      // 32 writes in flight: 1,000 new routes settle in ~1.4 s here (8: 4.8-6.0 s).
+      concurrency: 32,
       // A burst of route changes rewrites each Gateway (attachedRoutes) at most once a second.
       minIntervalMs: kind =>
         kind === "Gateway" || kind === "ListenerSet" || kind === "GatewayClass" ? 1000 : 0,
