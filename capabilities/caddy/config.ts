@@ -5,7 +5,9 @@
  * TCP and UDP. The admin endpoint never persists config, and the management server is kept.
  */
 import {
+  ActionIR,
   BackendIR,
+  CorsIR,
   EndpointIR,
   GatewayIR,
   HTTPListenerIR,
@@ -152,7 +154,7 @@ function httpServer(ctx: Ctx, s: HTTPServerIR): CaddyHTTPServer {
     routes,
     automatic_https: { disable: true },
     protocols: tls ? ["h1", "h2"] : ["h1", "h2c"],
-    ...(tls && { tls_connection_policies: connectionPolicies(s), strict_sni_host: true }),
+    ...(tls && { tls_connection_policies: connectionPolicies(s) }),
   };
 }
 
@@ -238,6 +240,8 @@ function listenerRoute(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR, index: numb
   let routes = l.routes.map(e => entryRoute(ctx, s, l, e));
   if (ctx.dispatch) routes = mergeHostCatchAlls(routes);
   routes.push(notFound());
+  const misdirected = s.protocol === "HTTPS" ? misdirectedRoute(s, index) : undefined;
+  if (misdirected) routes.unshift(misdirected);
   // Shared dispatch: the listener's routes (and its 404) are one group, so only the first
   // match runs; a forwarding route only names its backends and the request leaves the
   // subroute for the server's dispatch routes.
@@ -248,6 +252,45 @@ function listenerRoute(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR, index: numb
     handle: [{ handler: "subroute", routes }],
     terminal: true,
   };
+}
+
+const SNI = "{http.request.tls.server_name}";
+
+/**
+ * HTTPS listeners sharing a port: the Host header picks the listener (the first in
+ * specificity order that matches, as the routes are ordered), the TLS server name picked the
+ * certificate the same way. When the server name would have picked another listener, the
+ * request is misdirected: 421 (spec: GatewayHTTPSListenerDetectMisdirectedRequests). Caddy's
+ * `strict_sni_host` is stricter (Host must equal the server name) and would refuse requests a
+ * wildcard or catch-all listener serves.
+ */
+function misdirectedRoute(s: HTTPServerIR, index: number): CaddyRoute | undefined {
+  if (s.listeners.length < 2) return undefined;
+  const l = s.listeners[index];
+  const sets: CaddyMatcherSet[] = [];
+  // The server name does not match this listener's hostname (no server name: only a
+  // listener without hostname matches).
+  if (l.hostname !== undefined)
+    sets.push({ not: [{ vars_regexp: { [SNI]: { pattern: sniPattern([l.hostname]) } } }] });
+  // ... or a more specific listener on the port matches it first.
+  const before = s.listeners.slice(0, index).map(o => o.hostname);
+  if (before.some(h => h === undefined)) return undefined; // cannot happen: catch-all sorts last
+  if (before.length > 0)
+    sets.push({ vars_regexp: { [SNI]: { pattern: sniPattern(before as string[]) } } });
+  if (sets.length === 0) return undefined;
+  return {
+    match: sets,
+    handle: [{ handler: "static_response", status_code: 421 }],
+    terminal: true,
+  };
+}
+
+/** A server name matching any of the hostnames (exact, or `*.` any number of labels). */
+function sniPattern(hostnames: readonly string[]): string {
+  const alt = hostnames.map(h =>
+    h.startsWith("*.") ? `[^.]+(?:\\.[^.]+)*${quoteRE2(h.slice(1))}` : quoteRE2(h),
+  );
+  return `(?i)^(?:${alt.join("|")})$`;
 }
 
 function hostMatcher(hostname: string): CaddyMatcherSet {
@@ -309,6 +352,7 @@ function entryRoute(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR, e: HTTPRouteEn
       .join(" && ");
   }
   const handle: CaddyHandler[] = [];
+  if (e.cors) handle.push(cors(e.cors));
   if (e.requestHeaders) handle.push({ handler: "headers", request: headerOps(e.requestHeaders) });
   if (e.responseHeaders)
     handle.push({
@@ -392,7 +436,11 @@ function action(ctx: Ctx, s: HTTPServerIR, e: HTTPRouteEntryIR): CaddyHandler[] 
     case "redirect":
       return [redirect(a.redirect, modifiesPrefix(e))];
     case "forward": {
-      const proxy = forward(ctx, a.backends);
+      const proxy = forward(ctx, a.backends, {
+        timeouts: a.timeouts,
+        retry: a.retry,
+        host: e.rewrite?.hostname,
+      });
       if (!ctx.dispatch || proxy.handler !== "reverse_proxy") return [proxy];
       const key = JSON.stringify(proxy);
       let entry = ctx.dispatch.get(key);
@@ -403,6 +451,110 @@ function action(ctx: Ctx, s: HTTPServerIR, e: HTTPRouteEntryIR): CaddyHandler[] 
       return [{ handler: "vars", [BACKEND_VAR]: entry.id }];
     }
   }
+}
+
+/* ------------------------------------------------------------------ CORS */
+
+const ORIGIN = "{http.request.header.Origin}";
+
+/**
+ * The CORS filter from stock handlers: a preflight (OPTIONS with Origin and
+ * Access-Control-Request-Method) from an allowed origin is answered here (204) with the
+ * allow-* headers; any other request from an allowed origin goes on and gets
+ * Access-Control-Allow-Origin (the request's origin, echoed), credentials and expose headers
+ * on its response. Requests from other origins pass untouched (no CORS headers: the browser
+ * refuses them).
+ */
+function cors(c: CorsIR): CaddyHandler {
+  const origin: CaddyMatcherSet = { header_regexp: { Origin: { pattern: originPattern(c) } } };
+  const common: Record<string, string[]> = {
+    "Access-Control-Allow-Origin": [ORIGIN],
+    ...(c.allowCredentials && { "Access-Control-Allow-Credentials": ["true"] }),
+  };
+  const expose = c.exposeHeaders.includes("*")
+    ? c.allowCredentials
+      ? []
+      : ["*"]
+    : c.exposeHeaders;
+  if (expose.length > 0) common["Access-Control-Expose-Headers"] = [expose.join(", ")];
+  const preflight: Record<string, string[]> = {
+    ...common,
+    "Access-Control-Max-Age": [String(c.maxAge)],
+    Vary: ["Origin"],
+  };
+  if (c.allowMethods.includes("*"))
+    preflight["Access-Control-Allow-Methods"] = [
+      "{http.request.header.Access-Control-Request-Method}",
+    ];
+  else if (c.allowMethods.length > 0)
+    preflight["Access-Control-Allow-Methods"] = [c.allowMethods.join(", ")];
+  const preflightRoutes: CaddyRoute[] = [];
+  if (c.allowHeaders.includes("*")) {
+    // Echo the requested headers, and only when the request names some.
+    preflightRoutes.push({
+      match: [{ ...origin, header: { "Access-Control-Request-Headers": ["*"] } }],
+      handle: [
+        responseHeaders({
+          "Access-Control-Allow-Headers": ["{http.request.header.Access-Control-Request-Headers}"],
+        }),
+      ],
+    });
+  } else if (c.allowHeaders.length > 0) {
+    preflight["Access-Control-Allow-Headers"] = [c.allowHeaders.map(escapePlaceholders).join(", ")];
+  }
+  preflightRoutes.unshift({ match: [origin], handle: [responseHeaders(preflight)] });
+  // Every preflight is answered here: a disallowed origin gets 204 without CORS headers (the
+  // browser then refuses the actual request); the backend never sees a preflight.
+  preflightRoutes.push({ handle: [{ handler: "static_response", status_code: 204 }] });
+  return {
+    handler: "subroute",
+    routes: [
+      {
+        match: [
+          {
+            method: ["OPTIONS"],
+            header: { Origin: ["*"], "Access-Control-Request-Method": ["*"] },
+          },
+        ],
+        handle: [{ handler: "subroute", routes: preflightRoutes }],
+        terminal: true,
+      },
+      {
+        match: [origin],
+        handle: [
+          {
+            handler: "headers",
+            response: { set: common, add: { Vary: ["Origin"] }, deferred: true },
+          },
+        ],
+      },
+    ],
+  };
+}
+
+/** Headers set on the response at once (the handler that answers comes next). */
+const responseHeaders = (set: Record<string, string[]>): CaddyHandler => ({
+  handler: "headers",
+  response: { set },
+});
+
+/**
+ * The allowed origins as one RE2 pattern. `*` alone: any origin. A `*` in the host: any
+ * number of labels (greedy to the left). No port: the scheme's default port, written or not.
+ */
+function originPattern(c: CorsIR): string {
+  if (c.allowOrigins.includes("*")) return "^.+$";
+  const alts = c.allowOrigins.map(o => {
+    const m = /^([a-zA-Z][a-zA-Z0-9+.-]*):\/\/([^/]*?)(?::([0-9]+))?$/.exec(o);
+    if (!m) return quoteRE2(o);
+    const [, scheme, host, port] = m;
+    const h = host.split("*").map(quoteRE2).join("[^/:]+");
+    const def =
+      scheme.toLowerCase() === "http" ? "80" : scheme.toLowerCase() === "https" ? "443" : undefined;
+    const p = port !== undefined ? `:${port}` : def ? `(?::${def})?` : "";
+    return `${quoteRE2(scheme)}://${h}${p}`;
+  });
+  return `(?i)^(?:${alts.join("|")})$`;
 }
 
 function redirect(r: RedirectIR, prefix: "keep" | "root" | undefined): CaddyHandler {
@@ -436,8 +588,10 @@ const lcm = (a: number, b: number): number => (a / gcd(a, b)) * b;
  * endpoints (integer weights via the LCM of endpoint counts); unresolved backendRefs keep
  * their share, answered with 500 by the internal error server. No endpoints at all: 503.
  */
-function forward(ctx: Ctx, backends: readonly BackendIR[]): CaddyHandler {
+function forward(ctx: Ctx, backends: readonly BackendIR[], policy: ForwardPolicy): CaddyHandler {
   const live = backends.filter(b => b.type === "invalid" || b.endpoints.length > 0);
+  if (live.some(b => b.type === "service" && (b.requestHeaders || b.responseHeaders)))
+    return split(ctx, live, policy);
   if (live.length === 0) {
     const allInvalid = backends.length > 0 && backends.every(b => b.type === "invalid");
     return { handler: "static_response", status_code: allInvalid ? 500 : 503 };
@@ -476,6 +630,8 @@ function forward(ctx: Ctx, backends: readonly BackendIR[]): CaddyHandler {
   const weights = upstreams.map(u => u.weight / g);
   const h2c = upstreams.some(u => u.h2c);
   const errorPort = (ctx.opts.errorResponderListen ?? DEFAULT_ERROR_LISTEN).split(":").pop()!;
+  const headerTimeout = minDefined(policy.timeouts?.backendRequestMs, policy.timeouts?.requestMs);
+  const retry = policy.retry;
   return {
     handler: "reverse_proxy",
     upstreams: upstreams.map(u => ({ dial: u.dial })),
@@ -483,11 +639,37 @@ function forward(ctx: Ctx, backends: readonly BackendIR[]): CaddyHandler {
       selection_policy: weights.every(w => w === weights[0])
         ? { policy: "round_robin" }
         : { policy: "weighted_round_robin", weights },
+      ...(retry && {
+        retries: retry.attempts,
+        ...(retry.codes.length > 0 && {
+          retry_match: [
+            { expression: `{http.reverse_proxy.status_code} in [${retry.codes.join(", ")}]` },
+          ],
+        }),
+        ...(retry.backoffMs !== undefined && { try_interval: `${retry.backoffMs}ms` }),
+        // The request timeout bounds the whole exchange, retries included.
+        ...(policy.timeouts?.requestMs !== undefined && {
+          try_duration: `${policy.timeouts.requestMs}ms`,
+          ...(retry.backoffMs === undefined && { try_interval: "1ms" }),
+        }),
+      }),
     },
+    // Caddy ≥ 2.11 sends an HTTPS upstream its own address as Host unless told otherwise;
+    // the backend must see the request's Host (or the URLRewrite hostname).
+    ...(tls && {
+      headers: {
+        request: {
+          set: {
+            Host: [policy.host ? escapePlaceholders(policy.host) : "{http.request.hostport}"],
+          },
+        },
+      },
+    }),
     ...(tls
       ? {
           transport: {
             protocol: "http",
+            ...(headerTimeout !== undefined && { response_header_timeout: `${headerTimeout}ms` }),
             tls: {
               server_name: tls.serverName,
               ...(tls.caCertificates && {
@@ -498,8 +680,85 @@ function forward(ctx: Ctx, backends: readonly BackendIR[]): CaddyHandler {
             },
           },
         }
-      : h2c && { transport: { protocol: "http", versions: ["h2c", "2"] } }),
+      : (h2c || headerTimeout !== undefined) && {
+          transport: {
+            protocol: "http",
+            ...(h2c && { versions: ["h2c", "2"] }),
+            ...(headerTimeout !== undefined && { response_header_timeout: `${headerTimeout}ms` }),
+          },
+        }),
   };
+}
+
+type ForwardPolicy = Pick<Extract<ActionIR, { type: "forward" }>, "timeouts" | "retry"> & {
+  /** URLRewrite hostname of the entry, if any. */
+  readonly host?: string;
+};
+
+const minDefined = (a?: number, b?: number): number | undefined =>
+  a === undefined ? b : b === undefined ? a : Math.min(a, b);
+
+/** Random per-request value Caddy generates once per request (UUID v4, lower-case hex). */
+const REQUEST_UUID = "{http.request.uuid}";
+/** Weighted choice resolution: the first three hex digits of the request UUID (4096 buckets). */
+const BUCKETS = 4096;
+
+/**
+ * Backends with their own filters (backendRef-level header modifiers): the backend is chosen
+ * first, by weight, from the request's random UUID, then that backend's header operations
+ * run and its own reverse_proxy sends the request. Shares are exact to 1/4096.
+ */
+function split(ctx: Ctx, live: readonly BackendIR[], policy: ForwardPolicy): CaddyHandler {
+  const branch = (b: BackendIR): CaddyHandler[] => {
+    if (b.type === "invalid") return [{ handler: "static_response", status_code: 500 }];
+    const handle: CaddyHandler[] = [];
+    if (b.requestHeaders) handle.push({ handler: "headers", request: headerOps(b.requestHeaders) });
+    if (b.responseHeaders)
+      handle.push({
+        handler: "headers",
+        response: { ...headerOps(b.responseHeaders), deferred: true },
+      });
+    handle.push(
+      forward(ctx, [{ ...b, requestHeaders: undefined, responseHeaders: undefined }], policy),
+    );
+    return handle;
+  };
+  if (live.length === 1) return { handler: "subroute", routes: [{ handle: branch(live[0]) }] };
+  const total = live.reduce((n, b) => n + b.weight, 0);
+  const routes: CaddyRoute[] = [];
+  let cumulative = 0;
+  let lower = 0;
+  live.forEach((b, i) => {
+    cumulative += b.weight;
+    const upper = i === live.length - 1 ? BUCKETS : Math.round((cumulative * BUCKETS) / total);
+    if (upper <= lower) return; // a share below one bucket
+    lower = upper;
+    routes.push({
+      ...(upper < BUCKETS && {
+        match: [{ vars_regexp: { [REQUEST_UUID]: { pattern: hexBelow(upper) } } }],
+      }),
+      handle: branch(b),
+      terminal: true,
+    });
+  });
+  return { handler: "subroute", routes };
+}
+
+const HEX = "0123456789abcdef";
+
+/** RE2 pattern: the string starts with three hex digits whose value is below `n` (1..4095). */
+export function hexBelow(n: number): string {
+  const d = n
+    .toString(16)
+    .padStart(3, "0")
+    .split("")
+    .map(c => HEX.indexOf(c));
+  const below = (x: number): string => `[${HEX.slice(0, x)}]`;
+  const alts: string[] = [];
+  if (d[0] > 0) alts.push(`${below(d[0])}[0-9a-f]{2}`);
+  if (d[1] > 0) alts.push(`${HEX[d[0]]}${below(d[1])}[0-9a-f]`);
+  if (d[2] > 0) alts.push(`${HEX[d[0]]}${HEX[d[1]]}${below(d[2])}`);
+  return `^(?:${alts.join("|")})`;
 }
 
 /* ------------------------------------------------------------------ layer 4 */

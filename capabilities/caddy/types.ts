@@ -17,10 +17,12 @@ export type CaddyMatcherSet = {
   readonly path_regexp?: { readonly name?: string; readonly pattern: string };
   readonly method?: readonly string[];
   readonly header_regexp?: Readonly<Record<string, { readonly pattern: string }>>;
+  readonly header?: Readonly<Record<string, readonly string[]>>;
   readonly query?: Readonly<Record<string, readonly string[]>>;
   readonly vars_regexp?: Readonly<Record<string, { readonly pattern: string }>>;
   readonly expression?: string;
   readonly vars?: Readonly<Record<string, readonly string[]>>;
+  readonly not?: readonly CaddyMatcherSet[];
 };
 
 export type CaddyHeaderOps = {
@@ -49,14 +51,20 @@ export type CaddyHandler =
   | {
       readonly handler: "reverse_proxy";
       readonly upstreams: readonly { readonly dial: string }[];
+      readonly headers?: { readonly request?: CaddyHeaderOps };
       readonly load_balancing?: {
         readonly selection_policy:
           | { readonly policy: "round_robin" }
           | { readonly policy: "weighted_round_robin"; readonly weights: readonly number[] };
+        readonly retries?: number;
+        readonly retry_match?: readonly CaddyMatcherSet[];
+        readonly try_duration?: string;
+        readonly try_interval?: string;
       };
       readonly transport?: {
         readonly protocol: "http";
         readonly versions?: readonly string[];
+        readonly response_header_timeout?: string;
         readonly tls?: {
           readonly server_name: string;
           readonly ca?: {
@@ -92,7 +100,6 @@ export interface CaddyHTTPServer {
   readonly automatic_https: { readonly disable: true };
   readonly protocols: readonly string[];
   readonly tls_connection_policies?: readonly CaddyTLSConnectionPolicy[];
-  readonly strict_sni_host?: boolean;
 }
 
 export type CaddyL4Handler =

@@ -115,14 +115,44 @@ export type BackendIR =
   /** A backendRef that could not be resolved: its share of requests gets HTTP 500. */
   | { readonly type: "invalid"; readonly id: string; readonly weight: number };
 
+/** Rule timeouts in milliseconds (a zero duration in the route disables one: left out). */
+export interface TimeoutsIR {
+  readonly requestMs?: number;
+  readonly backendRequestMs?: number;
+}
+
+/** Retry of a backend request on these response codes, up to `attempts` more times. */
+export interface RetryIR {
+  readonly codes: readonly number[];
+  readonly attempts: number;
+  readonly backoffMs?: number;
+}
+
 export type ActionIR =
-  | { readonly type: "forward"; readonly backends: readonly BackendIR[] }
+  | {
+      readonly type: "forward";
+      readonly backends: readonly BackendIR[];
+      readonly timeouts?: TimeoutsIR;
+      readonly retry?: RetryIR;
+    }
   | { readonly type: "redirect"; readonly redirect: RedirectIR }
   | { readonly type: "respond"; readonly status: number; readonly body: string };
+
+/** The CORS filter as written (wildcards kept as `*`). */
+export interface CorsIR {
+  readonly allowOrigins: readonly string[];
+  readonly allowMethods: readonly string[];
+  readonly allowHeaders: readonly string[];
+  readonly exposeHeaders: readonly string[];
+  readonly allowCredentials: boolean;
+  readonly maxAge: number;
+}
 
 export interface HTTPRouteEntryIR {
   readonly route: RouteRef;
   readonly match: HTTPMatchIR;
+  /** Answers CORS preflights and adds CORS headers to responses for allowed origins (runs first). */
+  readonly cors?: CorsIR;
   readonly requestHeaders?: HeaderOpsIR;
   readonly responseHeaders?: HeaderOpsIR;
   readonly rewrite?: RewriteIR;

@@ -158,6 +158,21 @@ export interface HTTPRequestMirrorFilter {
   readonly fraction?: { readonly numerator: number; readonly denominator?: number };
 }
 
+export interface HTTPCORSFilter {
+  readonly allowOrigins?: readonly string[];
+  readonly allowCredentials?: boolean;
+  readonly allowMethods?: readonly string[];
+  readonly allowHeaders?: readonly string[];
+  readonly exposeHeaders?: readonly string[];
+  readonly maxAge?: number;
+}
+
+export interface HTTPRouteRetry {
+  readonly codes?: readonly number[];
+  readonly attempts?: number;
+  readonly backoff?: string;
+}
+
 export interface HTTPRouteFilter {
   readonly type: string;
   readonly requestHeaderModifier?: HTTPHeaderFilter;
@@ -166,7 +181,7 @@ export interface HTTPRouteFilter {
   readonly urlRewrite?: HTTPURLRewriteFilter;
   readonly requestMirror?: HTTPRequestMirrorFilter;
   readonly extensionRef?: LocalObjectReference;
-  readonly cors?: unknown;
+  readonly cors?: HTTPCORSFilter;
   readonly externalAuth?: unknown;
 }
 
@@ -204,7 +219,7 @@ export interface HTTPRouteRule {
   readonly filters?: readonly HTTPRouteFilter[];
   readonly backendRefs?: readonly HTTPBackendRef[];
   readonly timeouts?: HTTPRouteTimeouts;
-  readonly retry?: unknown;
+  readonly retry?: HTTPRouteRetry;
   readonly sessionPersistence?: unknown;
 }
 

@@ -36,6 +36,15 @@ export const SUPPORTED_FEATURES: readonly string[] = [
   "HTTPRouteParentRefPort",
   "TCPRoute",
   "UDPRoute",
+  // Candidates measured with the conformance suite on 2026-11-21 (second session):
+  "BackendTLSPolicy",
+  "GatewayAddressEmpty",
+  "GatewayHTTPSListenerDetectMisdirectedRequests",
+  "HTTPRouteBackendRequestHeaderModification",
+  "HTTPRouteBackendTimeout",
+  "HTTPRouteCORS",
+  "HTTPRouteRequestTimeout",
+  "HTTPRouteRetry",
 ]
   .slice()
   .sort();

@@ -7,15 +7,28 @@
  * admission name the same problems. backendRefs that do not resolve keep their share of
  * traffic and answer it with HTTP 500.
  */
-import { BackendIR, HTTPMatchIR, HeaderOpsIR, PathMatchIR, RewriteIR, ValueMatchIR } from "../ir";
+import {
+  BackendIR,
+  CorsIR,
+  HTTPMatchIR,
+  HeaderOpsIR,
+  PathMatchIR,
+  RetryIR,
+  RewriteIR,
+  TimeoutsIR,
+  ValueMatchIR,
+} from "../ir";
 import {
   GRPCRoute,
   HTTPBackendRef,
+  HTTPCORSFilter,
   HTTPHeaderFilter,
   HTTPHeaderMatch,
   HTTPRequestRedirectFilter,
   HTTPRoute,
   HTTPRouteFilter,
+  HTTPRouteRetry,
+  HTTPRouteTimeouts,
   Snapshot,
 } from "../snapshot";
 import { grpcRouteRuleProblems } from "../validation/grpcroute";
@@ -32,9 +45,12 @@ export interface CompiledRule {
   readonly requestHeaders?: HeaderOpsIR;
   readonly responseHeaders?: HeaderOpsIR;
   readonly rewrite?: RewriteIR;
+  readonly cors?: CorsIR;
   /** Set when the rule redirects; resolved against the listener's protocol and port. */
   readonly redirect?: HTTPRequestRedirectFilter;
   readonly backends: readonly BackendIR[];
+  readonly timeouts?: TimeoutsIR;
+  readonly retry?: RetryIR;
 }
 
 export interface CompiledRoute {
@@ -97,9 +113,15 @@ export function compileHTTPRoute(s: Snapshot, route: HTTPRoute): CompiledRoute {
         queryParams: valueMatches(`${base}.queryParams`, m.queryParams, false),
       } satisfies HTTPMatchTemplate;
     });
-    // Timeouts, retry and sessionPersistence: validation/httproute.ts explains why the proxy
-    // cannot run them; such a rule never gets here.
-    return { matches, filters, backendRefs: rule.backendRefs ?? [] };
+    // sessionPersistence: validation/httproute.ts explains why the proxy cannot run it; such a
+    // rule never gets here.
+    return {
+      matches,
+      filters,
+      backendRefs: rule.backendRefs ?? [],
+      timeouts: timeoutsIR(rule.timeouts),
+      retry: retryIR(rule.retry),
+    };
   });
 }
 
@@ -140,6 +162,8 @@ interface RuleParts {
   readonly matches: readonly HTTPMatchTemplate[];
   readonly filters: readonly HTTPRouteFilter[];
   readonly backendRefs: readonly HTTPBackendRef[];
+  readonly timeouts?: TimeoutsIR;
+  readonly retry?: RetryIR;
 }
 
 function compile<R extends HTTPRoute | GRPCRoute>(
@@ -173,6 +197,7 @@ function compile<R extends HTTPRoute | GRPCRoute>(
         continue;
       }
       const h2c = kind === "GRPCRoute" || r.appProtocol === "kubernetes.io/h2c";
+      const ops = backendHeaderOps(ref.filters ?? []);
       backends.push({
         type: "service",
         id: r.id,
@@ -180,6 +205,8 @@ function compile<R extends HTTPRoute | GRPCRoute>(
         endpoints: r.endpoints,
         protocol: h2c ? "h2c" : "http",
         ...(r.backendTLS?.ok && { tls: r.backendTLS.tls }),
+        ...(ops.request && { requestHeaders: ops.request }),
+        ...(ops.response && { responseHeaders: ops.response }),
       });
     }
     try {
@@ -214,6 +241,7 @@ function buildRule(
   let responseHeaders: HeaderOpsIR | undefined;
   let rewrite: RewriteIR | undefined;
   let redirect: HTTPRequestRedirectFilter | undefined;
+  let cors: CorsIR | undefined;
   const at = (j: number): string => `spec.rules[${index}].filters[${j}]`;
   p.filters.forEach((f, j) => {
     switch (f.type) {
@@ -232,31 +260,102 @@ function buildRule(
           path: pathModifier(f.urlRewrite?.path),
         };
         break;
+      case "CORS":
+        if (kind !== "HTTPRoute") fail(`${at(j)}: filter type CORS is not supported`);
+        cors = corsIR(f.cors ?? {});
+        break;
       default:
         fail(`${at(j)}: filter type ${f.type} is not supported`);
     }
   });
-  // backendRef-level filters: validation allows them only when the rule has a single backendRef.
-  const withFilters = p.backendRefs.filter(b => (b.filters ?? []).length > 0);
-  if (withFilters.length > 0) {
-    (withFilters[0].filters ?? []).forEach((f, j) => {
-      const where = `spec.rules[${index}].backendRefs[0].filters[${j}]`;
-      if (f.type === "RequestHeaderModifier")
-        requestHeaders = mergeOps(requestHeaders, headerOps(f.requestHeaderModifier));
-      else if (f.type === "ResponseHeaderModifier")
-        responseHeaders = mergeOps(responseHeaders, headerOps(f.responseHeaderModifier));
-      else fail(`${where}: filter type ${f.type} is not supported on a backendRef`);
-    });
-  }
+  // backendRef-level filters are carried by each backend (resolved in compile()); others
+  // than the header modifiers are refused by the shared rules before we get here.
+  p.backendRefs.forEach((b, k) =>
+    (b.filters ?? []).forEach((f, j) => {
+      if (f.type !== "RequestHeaderModifier" && f.type !== "ResponseHeaderModifier")
+        fail(
+          `spec.rules[${index}].backendRefs[${k}].filters[${j}]: filter type ${f.type} is not supported on a backendRef`,
+        );
+    }),
+  );
   return {
     index,
     matches: p.matches,
     requestHeaders,
     responseHeaders,
     rewrite,
+    ...(cors && { cors }),
     redirect,
     backends,
+    ...(p.timeouts && { timeouts: p.timeouts }),
+    ...(p.retry && { retry: p.retry }),
   };
+}
+
+/** A backendRef's own header modifiers, applied only to requests sent to that backend. */
+function backendHeaderOps(filters: readonly HTTPRouteFilter[]): {
+  request?: HeaderOpsIR;
+  response?: HeaderOpsIR;
+} {
+  let request: HeaderOpsIR | undefined;
+  let response: HeaderOpsIR | undefined;
+  for (const f of filters) {
+    if (f.type === "RequestHeaderModifier")
+      request = mergeOps(request, headerOps(f.requestHeaderModifier));
+    else if (f.type === "ResponseHeaderModifier")
+      response = mergeOps(response, headerOps(f.responseHeaderModifier));
+  }
+  return { request, response };
+}
+
+/** The spec's default Access-Control-Max-Age when maxAge is unset. */
+const DEFAULT_CORS_MAX_AGE = 5;
+
+function corsIR(c: HTTPCORSFilter): CorsIR {
+  return {
+    allowOrigins: [...(c.allowOrigins ?? [])],
+    allowMethods: [...(c.allowMethods ?? [])],
+    allowHeaders: [...(c.allowHeaders ?? [])],
+    exposeHeaders: [...(c.exposeHeaders ?? [])],
+    allowCredentials: c.allowCredentials === true,
+    maxAge: c.maxAge ?? DEFAULT_CORS_MAX_AGE,
+  };
+}
+
+/**
+ * A Gateway API Duration (GEP-2257: `1h`, `500ms`, `1m30s`) in milliseconds; undefined when
+ * it is not one (the CRD's pattern refuses those already).
+ */
+export function durationMs(v: string | undefined): number | undefined {
+  if (v === undefined || !/^([0-9]{1,5}(h|m|s|ms)){1,4}$/.test(v)) return undefined;
+  const unit: Record<string, number> = { h: 3_600_000, m: 60_000, s: 1000, ms: 1 };
+  let total = 0;
+  for (const [, n, u] of v.matchAll(/([0-9]+)(ms|h|m|s)/g)) total += Number(n) * unit[u];
+  return total;
+}
+
+function timeoutsIR(t: HTTPRouteTimeouts | undefined): TimeoutsIR | undefined {
+  if (!t) return undefined;
+  // A zero duration disables the timeout (spec): leave it out.
+  const request = durationMs(t.request) || undefined;
+  const backendRequest = durationMs(t.backendRequest) || undefined;
+  if (request === undefined && backendRequest === undefined) return undefined;
+  return {
+    ...(request !== undefined && { requestMs: request }),
+    ...(backendRequest !== undefined && { backendRequestMs: backendRequest }),
+  };
+}
+
+/** Default number of retries when `attempts` is unset (implementation-specific in the spec). */
+const DEFAULT_RETRY_ATTEMPTS = 1;
+
+function retryIR(r: HTTPRouteRetry | undefined): RetryIR | undefined {
+  if (!r) return undefined;
+  const attempts = r.attempts ?? DEFAULT_RETRY_ATTEMPTS;
+  const codes = [...new Set(r.codes ?? [])].sort((a, b) => a - b);
+  if (attempts <= 0) return undefined;
+  const backoff = durationMs(r.backoff);
+  return { codes, attempts, ...(backoff && { backoffMs: backoff }) };
 }
 
 export function pathModifier(path: HTTPRequestRedirectFilter["path"]): RewriteIR["path"] {

@@ -622,10 +622,16 @@ function httpListenerIR(l: ResolvedListener, attachments: readonly Attachment[])
             ? { type: "redirect", redirect: redirectIR(rule.redirect, l) }
             : rule.backends.length === 0
               ? { type: "respond", status: 500, body: "" }
-              : { type: "forward", backends: rule.backends };
+              : {
+                  type: "forward",
+                  backends: rule.backends,
+                  ...(rule.timeouts && { timeouts: rule.timeouts }),
+                  ...(rule.retry && { retry: rule.retry }),
+                };
           const entry: HTTPRouteEntryIR = {
             route: ref,
             match,
+            ...(rule.cors && { cors: rule.cors }),
             ...(rule.requestHeaders && { requestHeaders: rule.requestHeaders }),
             ...(rule.responseHeaders && { responseHeaders: rule.responseHeaders }),
             ...(rule.rewrite && { rewrite: rule.rewrite }),

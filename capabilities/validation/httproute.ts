@@ -10,10 +10,10 @@
  * sections, hostname mismatches.
  *
  * Features the proxy cannot run (design §5b) are problems: filters other than the header
- * modifiers, RequestRedirect and URLRewrite (RequestMirror, CORS, ExternalAuth, any
- * ExtensionRef), rule timeouts, retry and sessionPersistence. All of them are Extended or
- * implementation-specific in Gateway API v1.6.1 and not in our supportedFeatures, so the
- * conformance suite never creates them for us.
+ * modifiers, RequestRedirect, URLRewrite and CORS (RequestMirror, ExternalAuth, any
+ * ExtensionRef) and sessionPersistence. All of them are Extended or implementation-specific
+ * in Gateway API v1.6.1 and not in our supportedFeatures, so the conformance suite never
+ * creates them for us.
  */
 import { Collector, items } from "./budget";
 import {
@@ -77,10 +77,16 @@ export interface HTTPRouteLike {
 
 /** Filters the proxy runs, per route kind (rule level). */
 export const SUPPORTED_FILTERS = {
-  HTTPRoute: ["RequestHeaderModifier", "ResponseHeaderModifier", "RequestRedirect", "URLRewrite"],
+  HTTPRoute: [
+    "RequestHeaderModifier",
+    "ResponseHeaderModifier",
+    "RequestRedirect",
+    "URLRewrite",
+    "CORS",
+  ],
   GRPCRoute: ["RequestHeaderModifier", "ResponseHeaderModifier"],
 } as const;
-/** Filters the proxy runs on a backendRef (only when the rule has a single backendRef). */
+/** Filters the proxy runs on a backendRef (each backendRef its own). */
 export const SUPPORTED_BACKEND_FILTERS = [
   "RequestHeaderModifier",
   "ResponseHeaderModifier",
@@ -124,36 +130,7 @@ export function httpRouteRuleProblems(
   });
   routeFilters(c, "HTTPRoute", at, rule);
   pathModifierUse(c, at, rule);
-  if (rule.timeouts?.request) {
-    c.add([
-      {
-        path: `${at}.timeouts.request`,
-        value: display(rule.timeouts.request),
-        message:
-          "is not supported by the proxy (no per-route total request timeout in Caddy ≤ 2.11 or Kengine): remove it",
-      },
-    ]);
-  }
-  if (rule.timeouts?.backendRequest) {
-    c.add([
-      {
-        path: `${at}.timeouts.backendRequest`,
-        value: display(rule.timeouts.backendRequest),
-        message:
-          "is not supported by the proxy (its upstream timeouts end at the response headers, not the full response): remove it",
-      },
-    ]);
-  }
-  if (rule.retry !== undefined && rule.retry !== null) {
-    c.add([
-      {
-        path: `${at}.retry`,
-        value: display(rule.retry),
-        message:
-          "is not supported by the proxy (retrying on status codes needs Caddy ≥ 2.11.3): remove it",
-      },
-    ]);
-  }
+  // timeouts and retry: run by reverse_proxy (caddy/config.ts); the CRD checks their values.
   sessionPersistence(c, at, rule.sessionPersistence);
   return c.problems();
 }
@@ -293,17 +270,6 @@ export function routeFilters(
   refs.forEach((b, k) => {
     const fs = items(b?.filters);
     if (fs.length === 0 || c.done) return;
-    if (refs.length > 1) {
-      c.add([
-        {
-          path: `${at}.backendRefs[${k}].filters`,
-          value: fs.map(f => display(f?.type ?? "")).join(", "),
-          message:
-            "filters on one of several backendRefs are not supported by the proxy: move them to the rule's filters, or give the rule a single backendRef",
-        },
-      ]);
-      return;
-    }
     fs.forEach((f, j) => {
       if (!c.done)
         filter(

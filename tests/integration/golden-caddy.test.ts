@@ -7,6 +7,7 @@
  */
 import { readFileSync, readdirSync } from "node:fs";
 import { IncomingMessage, Server, ServerResponse, createServer } from "node:http";
+import { request as httpsRequest } from "node:https";
 import { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { request } from "undici";
@@ -28,8 +29,24 @@ let caddy: Caddy | undefined;
 let errorAddr = "";
 const backends: Server[] = [];
 
+/** Calls per `id` query value, for the retry tests (`?fail=N&id=X`: N failures, then 200). */
+const attempts = new Map<string, number>();
+
 async function echoServer(name: string): Promise<number> {
-  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+  const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
+    const q = new URL(req.url ?? "/", "http://x").searchParams;
+    const delay = Number(q.get("delay") ?? 0);
+    if (delay > 0) await new Promise(r => setTimeout(r, delay));
+    const id = q.get("id");
+    if (id !== null) {
+      const n = (attempts.get(id) ?? 0) + 1;
+      attempts.set(id, n);
+      if (n <= Number(q.get("fail") ?? 0)) {
+        res.statusCode = Number(q.get("code") ?? 503);
+        res.end(`attempt ${n}`);
+        return;
+      }
+    }
     res.setHeader("content-type", "application/json");
     res.setHeader("server", "echo");
     res.end(
@@ -254,5 +271,138 @@ describe("requests through real Caddy", () => {
     expect((await get(80, "x.test", "/other?q=%7Bx%7D")).status).toBe(200);
     expect((await get(80, "x.test", "/other?page=12")).status).toBe(200);
     expect((await get(80, "x.test", "/other?page=x")).status).toBe(404);
+  });
+
+  it("backend filters: each weighted backendRef gets its own header operations", async () => {
+    await load("backend-filters");
+    const seen: Record<string, number> = {};
+    for (let i = 0; i < 200; i++) {
+      const r = await get(80, "x.test", "/split");
+      expect(r.status).toBe(200);
+      const backend = r.json!.backend;
+      const header = r.json!.headers["backend"];
+      // The header names the backend that really got the request.
+      expect(`default/${header}-1`).toBe(backend);
+      if (header === "a") {
+        expect(r.json!.headers["x-rule"]).toBeUndefined(); // removed by a's own filter
+        expect(r.headers["x-from"]).toBeUndefined();
+      } else {
+        expect(r.json!.headers["x-rule"]).toBe("1");
+        expect(r.headers["x-from"]).toBe("b");
+      }
+      seen[header] = (seen[header] ?? 0) + 1;
+    }
+    // 1:3 by random choice: both chosen, b clearly more often (not a timing assertion).
+    expect(seen.a).toBeGreaterThan(10);
+    expect(seen.b).toBeGreaterThan(seen.a);
+    const statuses = new Set<number>();
+    for (let i = 0; i < 60; i++) statuses.add((await get(80, "x.test", "/with-missing")).status);
+    expect([...statuses].sort()).toEqual([200, 500]);
+  });
+
+  it("CORS: preflight answered for allowed origins, headers on actual responses, others untouched", async () => {
+    await load("cors");
+    const pre = await get(80, "x.test", "/cors-1", {
+      method: "OPTIONS",
+      headers: {
+        origin: "https://a.b.bar.com",
+        "access-control-request-method": "GET",
+        "access-control-request-headers": "x-header-1",
+      },
+    });
+    expect(pre.status).toBe(204);
+    expect(pre.json).toBeUndefined(); // answered by the proxy
+    expect(pre.headers["access-control-allow-origin"]).toBe("https://a.b.bar.com");
+    expect(pre.headers["access-control-allow-methods"]).toBe("GET, OPTIONS");
+    expect(pre.headers["access-control-allow-headers"]).toBe("x-header-1, x-header-2");
+    expect(pre.headers["access-control-expose-headers"]).toBe("x-header-3");
+    expect(pre.headers["access-control-max-age"]).toBe("3600");
+    expect(pre.headers["access-control-allow-credentials"]).toBe("true");
+    // Default port written out still matches; another port does not.
+    const port = await get(80, "x.test", "/cors-1", {
+      headers: { origin: "https://www.foo.com:443" },
+    });
+    expect(port.headers["access-control-allow-origin"]).toBe("https://www.foo.com:443");
+    const other = await get(80, "x.test", "/cors-1", {
+      headers: { origin: "https://www.foo.com:8443" },
+    });
+    expect(other.headers["access-control-allow-origin"]).toBeUndefined();
+    const bad = await get(80, "x.test", "/cors-1", {
+      method: "OPTIONS",
+      headers: { origin: "https://bar.com", "access-control-request-method": "GET" },
+    });
+    expect(bad.status).toBe(204); // answered without CORS headers: the browser refuses
+    expect(bad.json).toBeUndefined();
+    expect(bad.headers["access-control-allow-origin"]).toBeUndefined();
+    const simple = await get(80, "x.test", "/cors-1", {
+      headers: { origin: "https://www.foo.com" },
+    });
+    expect(simple.json?.backend).toBe("default/a-1");
+    expect(simple.headers["access-control-allow-origin"]).toBe("https://www.foo.com");
+    expect(simple.headers["access-control-allow-credentials"]).toBe("true");
+    expect(simple.headers["vary"]).toContain("Origin");
+    const anyPre = await get(80, "x.test", "/cors-any", {
+      method: "OPTIONS",
+      headers: { origin: "http://z.test:1234", "access-control-request-method": "PATCH" },
+    });
+    expect(anyPre.status).toBe(204);
+    expect(anyPre.headers["access-control-allow-origin"]).toBe("http://z.test:1234");
+    expect(anyPre.headers["access-control-allow-methods"]).toBe("PATCH");
+    expect(anyPre.headers["access-control-allow-headers"]).toBeUndefined(); // none requested
+    expect(anyPre.headers["access-control-allow-credentials"]).toBeUndefined();
+    expect(anyPre.headers["access-control-max-age"]).toBe("5");
+    const anyHeaders = await get(80, "x.test", "/cors-any", {
+      method: "OPTIONS",
+      headers: {
+        origin: "http://z.test",
+        "access-control-request-method": "PUT",
+        "access-control-request-headers": "x-a, x-b",
+      },
+    });
+    expect(anyHeaders.headers["access-control-allow-headers"]).toBe("x-a, x-b");
+  });
+
+  it("timeouts and retry: 504 after the backend timeout, retries on the listed codes only", async () => {
+    await load("timeouts-retry");
+    expect((await get(80, "x.test", "/request")).status).toBe(200);
+    expect((await get(80, "x.test", "/request?delay=1500")).status).toBe(504);
+    expect((await get(80, "x.test", "/disabled?delay=700")).status).toBe(200);
+    expect((await get(80, "x.test", "/both?delay=100")).status).toBe(200);
+    // attempts: 2 retries after the first try.
+    expect((await get(80, "x.test", "/retry?id=r1&fail=2&code=502")).status).toBe(200);
+    expect((await get(80, "x.test", "/retry?id=r2&fail=3&code=502")).status).toBe(502);
+    expect(attempts.get("r2")).toBe(3);
+    expect((await get(80, "x.test", "/retry?id=r3&fail=1&code=504")).status).toBe(504); // not listed
+    expect(attempts.get("r3")).toBe(1);
+    expect((await get(80, "x.test", "/retry-in-time?id=r4&fail=3&code=503")).status).toBe(200);
+  });
+
+  it("misdirected HTTPS requests: 421 when the server name picked another listener than Host", async () => {
+    await load("https");
+    // node:https, not undici: undici derives the server name from the Host header.
+    const status = (sni: string, host: string): Promise<number> =>
+      new Promise((resolve, reject) => {
+        const req = httpsRequest(
+          {
+            host: "127.0.0.1",
+            port: 443 + PORT_OFFSET,
+            path: "/",
+            servername: sni,
+            headers: { host },
+            rejectUnauthorized: false,
+            agent: false,
+          },
+          res => {
+            res.resume();
+            res.on("end", () => resolve(res.statusCode ?? 0));
+          },
+        );
+        req.on("error", reject);
+        req.end();
+      });
+    expect(await status("www.example.com", "www.example.com")).toBe(200);
+    expect(await status("a.example.com", "b.c.example.com")).toBe(200); // same wildcard listener
+    expect(await status("www.example.com", "a.example.com")).toBe(421);
+    expect(await status("a.example.com", "www.example.com")).toBe(421);
   });
 });

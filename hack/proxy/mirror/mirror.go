@@ -1,0 +1,171 @@
+// Package mirror is the Caddy HTTP handler `kengine_mirror`: Gateway API RequestMirror for
+// the Kengine/Caddy proxy. Stock Caddy has no request mirroring (design §5b); this handler
+// sends a copy of each request (or a fraction of them) to other backends and ignores their
+// answers, then lets the request continue down the route unchanged.
+//
+// Config (JSON, as the controller emits it):
+//
+//	{"handler": "kengine_mirror",
+//	 "targets": [{"dial": ["10.244.0.7:3000"], "numerator": 1, "denominator": 2}],
+//	 "max_body_bytes": 1048576}
+//
+// A target without numerator/denominator gets every request. A request body larger than
+// max_body_bytes (default 1 MiB) is not mirrored; the original request is never affected.
+package mirror
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+)
+
+func init() {
+	caddy.RegisterModule(Mirror{})
+}
+
+// Target is one mirror backend: its endpoints (host:port) and the share of requests it gets.
+type Target struct {
+	Dial        []string `json:"dial"`
+	Numerator   int      `json:"numerator,omitempty"`
+	Denominator int      `json:"denominator,omitempty"`
+}
+
+// Mirror is the handler.
+type Mirror struct {
+	Targets      []Target `json:"targets,omitempty"`
+	MaxBodyBytes int64    `json:"max_body_bytes,omitempty"`
+	// Timeout of one mirrored request (default 10s).
+	Timeout caddy.Duration `json:"timeout,omitempty"`
+
+	client *http.Client
+	logger *zap.Logger
+}
+
+// CaddyModule returns the module's information.
+func (Mirror) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.kengine_mirror",
+		New: func() caddy.Module { return new(Mirror) },
+	}
+}
+
+// Provision sets defaults and the HTTP client.
+func (m *Mirror) Provision(ctx caddy.Context) error {
+	m.logger = ctx.Logger()
+	if m.MaxBodyBytes == 0 {
+		m.MaxBodyBytes = 1 << 20
+	}
+	if m.Timeout == 0 {
+		m.Timeout = caddy.Duration(10 * time.Second)
+	}
+	m.client = &http.Client{
+		Timeout: time.Duration(m.Timeout),
+		Transport: &http.Transport{
+			DialContext:         (&net.Dialer{Timeout: 3 * time.Second}).DialContext,
+			MaxIdleConnsPerHost: 16,
+		},
+		// A mirror's redirect is its own business.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	return nil
+}
+
+// Validate refuses targets without endpoints and shares outside [0, 1].
+func (m *Mirror) Validate() error {
+	for i, t := range m.Targets {
+		if len(t.Dial) == 0 {
+			return fmt.Errorf("targets[%d]: no dial address", i)
+		}
+		if t.Denominator < 0 || t.Numerator < 0 || (t.Denominator > 0 && t.Numerator > t.Denominator) {
+			return fmt.Errorf("targets[%d]: share %d/%d is not in [0, 1]", i, t.Numerator, t.Denominator)
+		}
+	}
+	return nil
+}
+
+// Cleanup closes idle connections to the mirrors.
+func (m *Mirror) Cleanup() error {
+	if m.client != nil {
+		m.client.CloseIdleConnections()
+	}
+	return nil
+}
+
+func (t Target) chosen() bool {
+	if t.Denominator == 0 {
+		return true
+	}
+	return rand.IntN(t.Denominator) < t.Numerator
+}
+
+// ServeHTTP mirrors the request to the chosen targets, then calls the next handler.
+func (m *Mirror) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	var chosen []Target
+	for _, t := range m.Targets {
+		if t.chosen() {
+			chosen = append(chosen, t)
+		}
+	}
+	if len(chosen) == 0 {
+		return next.ServeHTTP(w, r)
+	}
+	var body []byte
+	if r.Body != nil && r.Body != http.NoBody {
+		// Read at most MaxBodyBytes+1: a larger body is not mirrored, and the original request
+		// gets back exactly what was read followed by the rest.
+		read, err := io.ReadAll(io.LimitReader(r.Body, m.MaxBodyBytes+1))
+		if err != nil {
+			return caddyhttp.Error(http.StatusBadRequest, err)
+		}
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(read), r.Body), r.Body}
+		if int64(len(read)) > m.MaxBodyBytes {
+			m.logger.Debug("request body too large to mirror", zap.Int64("max_body_bytes", m.MaxBodyBytes))
+			return next.ServeHTTP(w, r)
+		}
+		body = read
+	}
+	for _, t := range chosen {
+		dial := t.Dial[rand.IntN(len(t.Dial))]
+		out := r.Clone(context.WithoutCancel(r.Context()))
+		out.RequestURI = ""
+		out.URL.Scheme = "http"
+		out.URL.Host = dial
+		out.Host = r.Host
+		out.Body = io.NopCloser(bytes.NewReader(body))
+		out.ContentLength = int64(len(body))
+		if body == nil {
+			out.Body = http.NoBody
+		}
+		go m.send(out)
+	}
+	return next.ServeHTTP(w, r)
+}
+
+func (m *Mirror) send(req *http.Request) {
+	res, err := m.client.Do(req)
+	if err != nil {
+		m.logger.Debug("mirror request failed", zap.String("mirror", req.URL.Host), zap.Error(err))
+		return
+	}
+	_, _ = io.Copy(io.Discard, res.Body)
+	_ = res.Body.Close()
+}
+
+var (
+	_ caddy.Provisioner           = (*Mirror)(nil)
+	_ caddy.Validator             = (*Mirror)(nil)
+	_ caddy.CleanerUpper          = (*Mirror)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Mirror)(nil)
+)
