@@ -635,6 +635,8 @@ function forward(ctx: Ctx, backends: readonly BackendIR[], policy: ForwardPolicy
   return {
     handler: "reverse_proxy",
     upstreams: upstreams.map(u => ({ dial: u.dial })),
+    // A retried request must carry its whole body again: buffer bodies up to 1 MiB.
+    ...(retry && { request_buffers: RETRY_BODY_BUFFER }),
     load_balancing: {
       selection_policy: weights.every(w => w === weights[0])
         ? { policy: "round_robin" }
@@ -689,6 +691,8 @@ function forward(ctx: Ctx, backends: readonly BackendIR[], policy: ForwardPolicy
         }),
   };
 }
+
+const RETRY_BODY_BUFFER = 1 << 20;
 
 type ForwardPolicy = Pick<Extract<ActionIR, { type: "forward" }>, "timeouts" | "retry"> & {
   /** URLRewrite hostname of the entry, if any. */

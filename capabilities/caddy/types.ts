@@ -52,6 +52,7 @@ export type CaddyHandler =
       readonly handler: "reverse_proxy";
       readonly upstreams: readonly { readonly dial: string }[];
       readonly headers?: { readonly request?: CaddyHeaderOps };
+      readonly request_buffers?: number;
       readonly load_balancing?: {
         readonly selection_policy:
           | { readonly policy: "round_robin" }
