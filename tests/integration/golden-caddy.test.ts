@@ -34,6 +34,14 @@ const attempts = new Map<string, number>();
 
 async function echoServer(name: string): Promise<number> {
   const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
+    // Read the body first: a timed-out request is aborted by the proxy while we wait.
+    const chunks: Buffer[] = [];
+    try {
+      for await (const c of req) chunks.push(c as Buffer);
+    } catch {
+      return;
+    }
+    const body = Buffer.concat(chunks).toString();
     const q = new URL(req.url ?? "/", "http://x").searchParams;
     const delay = Number(q.get("delay") ?? 0);
     if (delay > 0) await new Promise(r => setTimeout(r, delay));
@@ -47,9 +55,6 @@ async function echoServer(name: string): Promise<number> {
         return;
       }
     }
-    const chunks: Buffer[] = [];
-    for await (const c of req) chunks.push(c as Buffer);
-    const body = Buffer.concat(chunks).toString();
     res.setHeader("content-type", "application/json");
     res.setHeader("server", "echo");
     res.end(
