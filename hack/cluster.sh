@@ -5,6 +5,7 @@
 #   hack/cluster.sh up       start (idempotent), install the Gateway API CRDs, write .local/kubeconfig
 #   hack/cluster.sh down     stop everything it started and wipe the cluster's state
 #   hack/cluster.sh status   print what runs
+#   hack/cluster.sh restart-apiserver   stop kube-apiserver and start it again, same flags
 #
 # Ports (loopback only): etcd 2379/2380, kube-apiserver 6443, kube-controller-manager 10257.
 # Override with KG_APISERVER_PORT, KG_ETCD_PORT, KG_KCM_PORT; KG_LOCAL_DIR moves the state
@@ -138,6 +139,31 @@ wait_for() { # DESCRIPTION SECONDS COMPONENT CMD...
 
 port_free() { ! ss -Hltn "sport = :$1" | grep -q .; }
 
+start_apiserver() { # BIN-DIR   starts kube-apiserver unless it runs, waits for /readyz
+  local bin=$1
+  if [ -z "$(pid_of kube-apiserver)" ]; then
+    port_free "$api_port" || die "port $api_port (kube-apiserver) is in use by another process"
+    start kube-apiserver "$bin/kube-apiserver" \
+      --etcd-servers "http://127.0.0.1:$etcd_port" \
+      --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
+      --endpoint-reconciler-type none \
+      --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
+      --client-ca-file "$pki/ca.crt" \
+      --kubelet-client-certificate "$pki/apiserver-kubelet-client.crt" \
+      --kubelet-client-key "$pki/apiserver-kubelet-client.key" \
+      --kubelet-certificate-authority "$pki/ca.crt" \
+      --kubelet-preferred-address-types InternalIP,Hostname \
+      --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
+      --service-account-issuer https://kubernetes.default.svc.cluster.local \
+      --service-cluster-ip-range "$service_cidr" \
+      --authorization-mode Node,RBAC --allow-privileged=true \
+      --enable-priority-and-fairness=false --profiling=false --v=1
+  fi
+  wait_for "kube-apiserver /readyz" 120 kube-apiserver \
+    curl -fsS --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" \
+    "https://127.0.0.1:$api_port/readyz"
+}
+
 up() {
   local cache bin
   cache=$(bash "$root/hack/build-peers.sh" | tail -n 1)
@@ -165,27 +191,7 @@ up() {
   fi
   wait_for "etcd" 60 etcd curl -fsS "http://127.0.0.1:$etcd_port/health"
 
-  if [ -z "$(pid_of kube-apiserver)" ]; then
-    port_free "$api_port" || die "port $api_port (kube-apiserver) is in use by another process"
-    start kube-apiserver "$bin/kube-apiserver" \
-      --etcd-servers "http://127.0.0.1:$etcd_port" \
-      --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
-      --endpoint-reconciler-type none \
-      --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
-      --client-ca-file "$pki/ca.crt" \
-      --kubelet-client-certificate "$pki/apiserver-kubelet-client.crt" \
-      --kubelet-client-key "$pki/apiserver-kubelet-client.key" \
-      --kubelet-certificate-authority "$pki/ca.crt" \
-      --kubelet-preferred-address-types InternalIP,Hostname \
-      --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
-      --service-account-issuer https://kubernetes.default.svc.cluster.local \
-      --service-cluster-ip-range "$service_cidr" \
-      --authorization-mode Node,RBAC --allow-privileged=true \
-      --enable-priority-and-fairness=false --profiling=false --v=1
-  fi
-  wait_for "kube-apiserver /readyz" 120 kube-apiserver \
-    curl -fsS --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" \
-    "https://127.0.0.1:$api_port/readyz"
+  start_apiserver "$bin"
 
   if [ -z "$(pid_of kube-controller-manager)" ]; then
     start kube-controller-manager "$bin/kube-controller-manager" \
@@ -272,6 +278,21 @@ down() {
   log "stopped"
 }
 
+# Stops kube-apiserver alone and starts it again with the same flags (e2e: watches must resume).
+restart_apiserver() {
+  [ -n "$(pid_of kube-apiserver)" ] || die "kube-apiserver is not running (hack/cluster.sh up)"
+  local bin
+  bin=$(dirname "$(readlink -f "$local_dir/bin/kube-apiserver")")
+  stop_one kube-apiserver
+  local deadline=$((SECONDS + 30))
+  until port_free "$api_port"; do
+    [ $SECONDS -lt $deadline ] || die "port $api_port still in use 30s after kube-apiserver stopped"
+    sleep 0.2
+  done
+  start_apiserver "$bin"
+  log "kube-apiserver restarted"
+}
+
 status() {
   local c pid
   for c in "${components[@]}"; do
@@ -284,5 +305,6 @@ case "${1:-}" in
   up) up ;;
   down) down ;;
   status) status ;;
-  *) die "usage: hack/cluster.sh up|down|status" ;;
+  restart-apiserver) restart_apiserver ;;
+  *) die "usage: hack/cluster.sh up|down|status|restart-apiserver" ;;
 esac

@@ -17,6 +17,8 @@ export interface PeprDev {
   /** Resolves when the output matches, rejects after timeoutMs. */
   waitForOutput(pattern: RegExp, timeoutMs?: number): Promise<void>;
   stop(): Promise<void>;
+  /** SIGKILL, no clean-up: the webhook registration stays behind, as after a crash. */
+  kill(): Promise<void>;
 }
 
 export interface PeprDevOptions {
@@ -95,6 +97,16 @@ export async function startPeprDev(opts: PeprDevOptions): Promise<PeprDev> {
     kubectl(["delete", "mutatingwebhookconfiguration", webhookName, "--ignore-not-found"]);
   };
 
+  const kill = async (): Promise<void> => {
+    if (child.exitCode !== null || child.signalCode !== null || !child.pid) return;
+    try {
+      process.kill(-child.pid, "SIGKILL");
+    } catch {
+      /* already gone */
+    }
+    await exited;
+  };
+
   try {
     // The webhook server is up and the watch on Gateways is connected.
     await waitForOutput(/Server listening on port/, readyTimeoutMs);
@@ -106,5 +118,5 @@ export async function startPeprDev(opts: PeprDevOptions): Promise<PeprDev> {
     await stop();
     throw e;
   }
-  return { output: () => out, waitForOutput, stop };
+  return { output: () => out, waitForOutput, stop, kill };
 }
