@@ -10,17 +10,19 @@
  *      new POST /load) — then a route change still reaches them
  *   4. kube-apiserver restarted (hack/cluster.sh restart-apiserver): a route created right after
  *      it answers again, while the controller's watches are still reconnecting, is served
- *   5. a config every proxy refuses (the new listener's port is already taken inside each proxy
- *      pod's network namespace): KengineProxy shows Caddy's message verbatim, the Gateway is
- *      Programmed=False naming the proxies, the previous config keeps serving; freeing the port
- *      recovers without a restart
+ *   5. a config every proxy refuses (an HTTPS listener's certificate arrives while its port is
+ *      taken inside each proxy pod's network namespace, so Caddy's /load fails to bind):
+ *      KengineProxy shows Caddy's message verbatim, the Gateway is Programmed=False naming the
+ *      proxies, the previous config keeps serving; freeing the port recovers without a restart
  *
  * Writes reports/e2e.json and prints the table (scenario, requests, failures, convergence).
  */
-import { ChildProcess, spawn, spawnSync } from "node:child_process";
+import { ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { appendFileSync, readFileSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { connect } from "node:tls";
 import { createNamespace, deleteNamespace, eventually, kubectl, kubectlOk } from "../support/kube";
 import { PeprDev, startModule } from "../support/module";
 import { repoRoot } from "../support/paths";
@@ -455,9 +457,41 @@ spec:
   }, 600_000);
 
   it("5: a config the proxies refuse: status shows it, the previous config keeps serving", async () => {
-    const PORT = 8099;
-    const before = await converged("before the rejected config");
+    const PORT = 8443;
+    const CERT_HOST = "secure.e2e.kengine.local";
+    const client = steadyClient(address, HOST);
+    // The new listener's port changes the proxies' pod template (a rolling replacement): add it
+    // first with a certificate Secret that does not exist yet, so it is not served (ResolvedRefs
+    // False); the Secret arriving later changes only the pushed config.
+    kubectlOk([
+      "patch",
+      "gateway",
+      GW,
+      "-n",
+      ns,
+      "--type=json",
+      "-p",
+      JSON.stringify([
+        {
+          op: "add",
+          path: "/spec/listeners/-",
+          value: {
+            name: "secure",
+            protocol: "HTTPS",
+            port: PORT,
+            tls: { mode: "Terminate", certificateRefs: [{ name: "secure-cert" }] },
+          },
+        },
+      ]),
+    ]);
+    const t0 = Date.now();
+    const before = await converged("after adding the listener (rolling replacement of the pods)");
+    const rolloutMs = Date.now() - t0;
     const pods = proxyPods();
+    const generation = jsonpath(
+      ["get", "deployment", "-n", ns, "-l", `gateway.networking.k8s.io/gateway-name=${GW}`],
+      "{.items[0].metadata.generation}",
+    );
     // a real reason for Caddy to refuse /load: the port is taken inside each pod's netns
     for (const p of pods) {
       const netns = `kg-${createHash("sha256").update(p.uid).digest("hex").slice(0, 12)}`;
@@ -479,23 +513,40 @@ spec:
         b.once("exit", code => reject(new Error(`blocker in ${netns} exited (${code})`)));
       });
     }
-    const client = steadyClient(address, HOST);
+    const dir = mkdtempSync(join(tmpdir(), "kg-e2e-"));
+    execFileSync(
+      "openssl",
+      [
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "1",
+        "-subj",
+        `/CN=${CERT_HOST}`,
+        "-addext",
+        `subjectAltName=DNS:${CERT_HOST}`,
+        "-keyout",
+        join(dir, "tls.key"),
+        "-out",
+        join(dir, "tls.crt"),
+      ],
+      { stdio: "ignore" },
+    );
     kubectlOk([
-      "patch",
-      "gateway",
-      GW,
+      "create",
+      "secret",
+      "tls",
+      "secure-cert",
       "-n",
       ns,
-      "--type=json",
-      "-p",
-      JSON.stringify([
-        {
-          op: "add",
-          path: "/spec/listeners/-",
-          value: { name: "extra", protocol: "HTTP", port: PORT },
-        },
-      ]),
+      `--cert=${join(dir, "tls.crt")}`,
+      `--key=${join(dir, "tls.key")}`,
     ]);
+    rmSync(dir, { recursive: true, force: true });
+    const refusedAt = Date.now();
     const rejected = await until(
       "every KengineProxy Rejected with the proxy's message",
       seen => {
@@ -507,7 +558,6 @@ spec:
           : undefined;
       },
       120_000,
-      500,
     );
     // verbatim: the error Caddy logged for that /load is inside KengineProxy's lastError
     const caddySaid = kubectlOk(["logs", pods[0].name, "-n", ns])
@@ -525,11 +575,11 @@ spec:
         return p.status === "False" && p.message.includes("address already in use") ? p : undefined;
       },
       60_000,
-      500,
     );
-    // the previous config still runs: same applied hash as before
+    // the previous config still runs: same applied hash as before, the stable route answers
     expect(rejected.map(r => r.applied)).toEqual(before.map(() => before[0].applied));
-    // fix: free the port; the controller's retry succeeds without any restart
+    await served(HOST);
+    // fix: free the port; the controller's retry succeeds, no pod is restarted or replaced
     for (const b of blockers.splice(0)) {
       b.kill("SIGKILL");
       await new Promise(r => (b.exitCode !== null ? r(undefined) : b.once("exit", r)));
@@ -537,17 +587,42 @@ spec:
     const fixedAt = Date.now();
     const rows = await converged("after freeing the port", 180_000);
     const convergenceMs = Date.now() - fixedAt;
-    await served(HOST, "/", PORT);
+    const tls = await new Promise<string>(resolve => {
+      const s = connect(
+        { host: address, port: PORT, servername: CERT_HOST, rejectUnauthorized: false },
+        () => {
+          resolve(String((s.getPeerCertificate() as { subject?: { CN?: string } }).subject?.CN));
+          s.end();
+        },
+      );
+      s.on("error", e => resolve(`error: ${e.message}`));
+      s.setTimeout(5000, () => s.destroy(new Error("timeout")));
+    });
     const traffic = await client.stop();
     record("config refused by the proxies", traffic, convergenceMs, {
+      refusedSeconds: Math.round((fixedAt - refusedAt) / 100) / 10,
+      rolloutForNewListenerPortSeconds: Math.round(rolloutMs / 100) / 10,
       kengineProxyLastError: row0.lastError,
       caddyLoggedError: caddySaid[caddySaid.length - 1],
       gatewayProgrammedWhileRefused: gw,
       appliedHashWhileRefused: before[0].applied,
       appliedHashAfterFix: rows[0].applied,
+      certificateServedAfterFix: tls,
     });
     expect(gw.message).toContain(pods[0].name);
     expect(rows[0].applied).not.toBe(before[0].applied);
+    expect(
+      proxyPods()
+        .map(p => p.name)
+        .sort(),
+    ).toEqual(pods.map(p => p.name).sort());
+    expect(
+      jsonpath(
+        ["get", "deployment", "-n", ns, "-l", `gateway.networking.k8s.io/gateway-name=${GW}`],
+        "{.items[0].metadata.generation}",
+      ),
+    ).toBe(generation);
+    expect(tls).toBe(CERT_HOST);
     expect(traffic.failures).toEqual([]);
   }, 600_000);
 });
