@@ -8,6 +8,7 @@ import {
   MANAGEMENT_SERVER,
   ManagementSpec,
   READINESS_SERVER,
+  SHUTDOWN_DELAY,
   SealedConfig,
   sealConfig,
   withManagement,
@@ -194,7 +195,7 @@ describe("withManagement", () => {
 describe("sealConfig", () => {
   const sealed = must(sealConfig(JSON.stringify(app()), spec));
 
-  it("hashes the desired bytes and adds the readiness server marked with that hash", () => {
+  it("hashes the desired bytes, adds the readiness server marked with that hash and the shutdown delay", () => {
     const input = JSON.stringify(app());
     expect(sealed.hash).toBe(createHash("sha256").update(input).digest("hex"));
     const out = JSON.parse(sealed.bytes.toString()) as Json;
@@ -205,10 +206,13 @@ describe("sealConfig", () => {
       match: [{ path: ["/ready"] }],
       handle: [{ handler: "static_response", status_code: 200, body: "ready\n" }],
     });
+    // a stopping proxy keeps serving while load balancers take it out
+    expect(out.apps.http.shutdown_delay).toBe(SHUTDOWN_DELAY);
     // everything else is the desired config unchanged
     delete out.apps.http.servers[READINESS_SERVER];
     expect(out.apps.http.metrics).toEqual({ per_host: true, observe_catchall_hosts: true });
     delete out.apps.http.metrics;
+    delete out.apps.http.shutdown_delay;
     expect(out).toEqual(JSON.parse(input));
     expect(isSealed(sealed)).toBe(true);
     expect(isSealed({ ...sealed } as SealedConfig)).toBe(false);

@@ -299,6 +299,14 @@ export function checkConfig(
   return problems.length === 0 ? ok(config) : err(problems);
 }
 
+/**
+ * How long a proxy keeps serving after it is told to stop (pod deletion: SIGTERM) before it
+ * closes its listeners: the pod has turned not-ready by then and load balancers have stopped
+ * sending it new connections. Caddy applies it only to listeners that close, never on a reload
+ * (a listener the new config keeps). Well below the pod's terminationGracePeriodSeconds (30).
+ */
+export const SHUTDOWN_DELAY = "5s";
+
 /** A config that passed `sealConfig`: the only input the push engine accepts. */
 export interface SealedConfig {
   /** sha256 (hex) of the desired config bytes as the translator produced them. */
@@ -314,7 +322,10 @@ export const isSealed = (config: SealedConfig): boolean => sealed.has(config);
 export const configHash = (bytes: Uint8Array | string): string =>
   createHash("sha256").update(bytes).digest("hex");
 
-/** Checks a desired config (JSON bytes) and adds the readiness server; refuses configs that lose the management channel. */
+/**
+ * Checks a desired config (JSON bytes) and adds the readiness server and the shutdown delay;
+ * refuses configs that lose the management channel.
+ */
 export function sealConfig(
   desired: Uint8Array | string,
   spec: ManagementSpec,
@@ -343,6 +354,7 @@ export function sealConfig(
       http: {
         ...http,
         metrics: http.metrics ?? TRAFFIC_METRICS,
+        shutdown_delay: SHUTDOWN_DELAY,
         servers: { ...asObject(http.servers), [READINESS_SERVER]: readinessServer(spec, hash) },
       },
     },

@@ -459,6 +459,7 @@ spec:
   it("5: a config the proxies refuse: status shows it, the previous config keeps serving", async () => {
     const PORT = 8443;
     const CERT_HOST = "secure.e2e.kengine.local";
+    const oldPods = proxyPods().map(p => p.name);
     const client = steadyClient(address, HOST);
     // The new listener's port changes the proxies' pod template (a rolling replacement): add it
     // first with a certificate Secret that does not exist yet, so it is not served (ResolvedRefs
@@ -485,6 +486,17 @@ spec:
       ]),
     ]);
     const t0 = Date.now();
+    await until(
+      "the rolling replacement of every proxy pod",
+      seen => {
+        const pods = proxyPods().filter(p => !p.deleting);
+        seen(pods);
+        return pods.length === REPLICAS && pods.every(p => p.ready && !oldPods.includes(p.name))
+          ? pods
+          : undefined;
+      },
+      240_000,
+    );
     const before = await converged("after adding the listener (rolling replacement of the pods)");
     const rolloutMs = Date.now() - t0;
     const pods = proxyPods();
