@@ -47,7 +47,8 @@ describe("a Gateway of our class on the local cluster", () => {
       .replace(/namespace: kengine-demo/g, `namespace: ${ns}`)
       .replace(/demo\.kengine\.local/g, host);
     kubectlOk(["apply", "-f", "-"], sample);
-  });
+    // pepr dev alone may take up to 240 s to start on a loaded 2-core machine
+  }, 420_000);
 
   afterAll(async () => {
     await dev?.stop();
