@@ -11,6 +11,14 @@ const repoRoot = join(__dirname, "..");
 
 export const webhookName = `pepr-${cfg.pepr.uuid}`;
 
+/**
+ * Preloaded into every node process `pepr dev` starts; only the module's fork (PEPR_MODE=dev)
+ * switches to KG_MODULE_KUBECONFIG, so `pepr dev` itself keeps the admin kubeconfig it needs
+ * to register the webhook.
+ */
+const MODULE_KUBECONFIG_PRELOAD =
+  "--import=data:text/javascript,if(process.env.PEPR_MODE==='dev'&&process.env.KG_MODULE_KUBECONFIG)process.env.KUBECONFIG=process.env.KG_MODULE_KUBECONFIG";
+
 export interface PeprDev {
   /** Everything the module printed so far. */
   output(): string;
@@ -29,6 +37,13 @@ export interface PeprDevOptions {
   /** Copy the module's output to this stream as well (npm start shows it). */
   readonly echo?: NodeJS.WritableStream;
   readonly readyTimeoutMs?: number;
+  /**
+   * Credentials for the module's own API requests (watches, status, provisioning), e.g. a
+   * ServiceAccount token; `pepr dev` itself keeps `kubeconfig` to register its webhook.
+   */
+  readonly moduleKubeconfig?: string;
+  /** Directory of the module to run (default: this repository), e.g. another build of it. */
+  readonly moduleDir?: string;
 }
 
 export async function startPeprDev(opts: PeprDevOptions): Promise<PeprDev> {
@@ -49,8 +64,17 @@ export async function startPeprDev(opts: PeprDevOptions): Promise<PeprDev> {
       "--yes",
     ],
     {
-      cwd: repoRoot,
-      env: { ...process.env, KUBECONFIG: kubeconfig },
+      cwd: opts.moduleDir ?? repoRoot,
+      env: {
+        ...process.env,
+        KUBECONFIG: kubeconfig,
+        ...(opts.moduleKubeconfig
+          ? {
+              KG_MODULE_KUBECONFIG: opts.moduleKubeconfig,
+              NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} ${MODULE_KUBECONFIG_PRELOAD}`.trim(),
+            }
+          : {}),
+      },
       detached: true,
       stdio: ["ignore", "pipe", "pipe"],
     },
