@@ -1,0 +1,218 @@
+/**
+ * Upgrade without downtime: the running controller (`pepr dev` of this repository) is replaced
+ * by a newer build (the same sources with the next version number, built by `pepr dev` from a
+ * copy) while a client sends a request every 20 ms through the Gateway. The old one stops the
+ * way a Recreate rollout stops it (SIGTERM), then the new one starts. Checked: no request
+ * failed, no proxy pod was replaced or restarted, the new controller adopted the proxies
+ * without loading any config into them (Caddy's own log counts every POST /load), and it is
+ * in charge afterwards (a route change is served).
+ */
+import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { request } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { PeprDev, startPeprDev } from "../../hack/pepr-dev";
+import { createNamespace, deleteNamespace, eventually, kubectl, kubectlOk } from "../support/kube";
+import { kubeconfigPath, kubectlBin, repoRoot } from "../support/paths";
+
+const HOST = "upgrade.kengine.local";
+
+function get(address: string, host: string): Promise<number> {
+  return new Promise(resolve => {
+    const req = request(
+      { host: address, port: 80, path: "/", headers: { Host: host }, timeout: 5000, agent: false },
+      res => {
+        res.resume();
+        res.on("end", () => resolve(res.statusCode ?? 0));
+      },
+    );
+    req.on("timeout", () => req.destroy(new Error("timeout")));
+    req.on("error", () => resolve(0));
+    req.end();
+  });
+}
+
+/** The module's sources with the next patch version: a newer build of the same code. */
+function newerBuild(): { dir: string; version: string } {
+  const dir = mkdtempSync(join(tmpdir(), "kg-upgrade-"));
+  for (const f of ["capabilities", "pepr.ts", "tsconfig.json"])
+    cpSync(join(repoRoot, f), join(dir, f), { recursive: true });
+  symlinkSync(join(repoRoot, "node_modules"), join(dir, "node_modules"));
+  const pkg = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8"));
+  const [major, minor, patch] = String(pkg.version).split(".").map(Number);
+  pkg.version = `${major}.${minor}.${(patch ?? 0) + 1}`;
+  writeFileSync(join(dir, "package.json"), JSON.stringify(pkg, null, 2));
+  return { dir, version: pkg.version };
+}
+
+const pods = (ns: string): { name: string; restarts: string }[] =>
+  kubectlOk([
+    "get",
+    "pods",
+    "-n",
+    ns,
+    "-l",
+    "app.kubernetes.io/component=proxy",
+    "-o",
+    'jsonpath={range .items[*]}{.metadata.name},{.status.containerStatuses[0].restartCount}{"\\n"}{end}',
+  ])
+    .trim()
+    .split("\n")
+    .filter(Boolean)
+    .map(l => {
+      const [name, restarts] = l.split(",");
+      return { name: name!, restarts: restarts! };
+    })
+    .sort((a, b) => a.name.localeCompare(b.name));
+
+/** POST /load requests each proxy's Caddy logged (every config load goes through it). */
+const loads = (ns: string, names: readonly string[]): Record<string, number> =>
+  Object.fromEntries(
+    names.map(n => [n, (kubectlOk(["logs", n, "-n", ns]).match(/"uri":"\/load"/g) ?? []).length]),
+  );
+
+const proxyRows = (ns: string) =>
+  kubectl([
+    "get",
+    "kengineproxies",
+    "-n",
+    ns,
+    "-o",
+    'jsonpath={range .items[*]}{.metadata.name},{.status.conditions[0].status},{.status.appliedHash},{.status.lastSyncTime}{"\\n"}{end}',
+  ])
+    .stdout.trim()
+    .split("\n")
+    .filter(Boolean)
+    .map(l => {
+      const [name, synced, applied, lastSync] = l.split(",");
+      return { name: name!, synced: synced!, applied: applied!, lastSync: lastSync! };
+    })
+    .sort((a, b) => a.name.localeCompare(b.name));
+
+describe("upgrading the controller while traffic flows", () => {
+  let dev: PeprDev | undefined;
+  let ns: string;
+  let address: string;
+  let newer: { dir: string; version: string } | undefined;
+
+  beforeAll(async () => {
+    dev = await startPeprDev({ kubeconfig: kubeconfigPath, kubectl: kubectlBin });
+    ns = createNamespace("upgrade");
+    const sample = readFileSync(join(repoRoot, "hack", "samples", "demo.yaml"), "utf8")
+      .split(/^---$/m)
+      .filter(doc => !/kind: Namespace/.test(doc))
+      .join("---")
+      .replace(/namespace: kengine-demo/g, `namespace: ${ns}`)
+      .replace(/demo\.kengine\.local/g, HOST);
+    kubectlOk(["apply", "-f", "-"], sample);
+    const field = (path: string) =>
+      kubectl(["get", "gateway", "demo", "-n", ns, "-o", `jsonpath=${path}`]).stdout;
+    address = await eventually(
+      "the Gateway Programmed by both proxies, with an address",
+      () => {
+        const programmed = field("{.status.conditions[?(@.type=='Programmed')].message}");
+        const addr = field("{.status.addresses[0].value}");
+        return programmed.startsWith("2/2 ") && addr ? addr : undefined;
+      },
+      180_000,
+      500,
+    );
+    await eventually("a 200 through the Gateway", async () =>
+      (await get(address, HOST)) === 200 ? true : undefined,
+    );
+  });
+
+  afterAll(async () => {
+    await dev?.stop();
+    if (ns) deleteNamespace(ns);
+    if (newer) rmSync(newer.dir, { recursive: true, force: true });
+  });
+
+  it("replaces the controller with a newer build: no failed request, no proxy reloaded or restarted", async () => {
+    const before = await eventually(
+      "two Synced KengineProxy rows with one hash",
+      () => {
+        const rows = proxyRows(ns);
+        return rows.length === 2 &&
+          rows.every(r => r.synced === "True") &&
+          rows[0]!.applied === rows[1]!.applied
+          ? rows
+          : undefined;
+      },
+      60_000,
+    );
+    const podsBefore = pods(ns);
+    const loadsBefore = loads(
+      ns,
+      podsBefore.map(p => p.name),
+    );
+    newer = newerBuild();
+
+    // A request every 20 ms for the whole switch.
+    const results: number[] = [];
+    let stopped = false;
+    const client = (async () => {
+      while (!stopped) {
+        results.push(await get(address, HOST));
+        await new Promise(r => setTimeout(r, 20));
+      }
+    })();
+
+    await dev!.stop(); // SIGTERM, as a Recreate rollout does
+    dev = undefined;
+    const replacedAt = Date.now();
+    dev = await startPeprDev({
+      kubeconfig: kubeconfigPath,
+      kubectl: kubectlBin,
+      moduleDir: newer.dir,
+    });
+    await dev.waitForOutput(/became leader/, 120_000);
+    // The new controller has reached every proxy (adoption moves lastSyncTime), same hash.
+    const after = await eventually(
+      "every KengineProxy verified by the new controller, hash unchanged",
+      () => {
+        const rows = proxyRows(ns);
+        return rows.length === 2 &&
+          rows.every(
+            r =>
+              r.synced === "True" &&
+              r.applied === before[0]!.applied &&
+              Date.parse(r.lastSync) >= replacedAt - 1000,
+          )
+          ? rows
+          : undefined;
+      },
+      120_000,
+      500,
+    );
+    const output = dev.output();
+    expect(output).toMatch(/"message":"proxy adopted"/);
+    expect(output).not.toMatch(/"message":"proxy pushed"/);
+    expect(
+      loads(
+        ns,
+        after.map(r => r.name),
+      ),
+    ).toEqual(loadsBefore);
+    expect(pods(ns)).toEqual(podsBefore);
+
+    // The new controller is in charge: a route change reaches the proxies.
+    kubectlOk([
+      "patch",
+      "httproute",
+      "echo",
+      "-n",
+      ns,
+      "--type=merge",
+      "-p",
+      JSON.stringify({ spec: { hostnames: [HOST, "after.upgrade.kengine.local"] } }),
+    ]);
+    await eventually("the changed route served", async () =>
+      (await get(address, "after.upgrade.kengine.local")) === 200 ? true : undefined,
+    );
+    stopped = true;
+    await client;
+    expect(results.length).toBeGreaterThan(50);
+    expect(results.filter(s => s !== 200)).toEqual([]);
+  }, 600_000);
+});
