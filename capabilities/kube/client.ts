@@ -34,6 +34,7 @@ export function kubeClient(kc: KubeConfig = loadDefault()): KubeClient {
       body?: unknown,
       contentType = "application/json",
     ): Promise<T> {
+      const payload = body === undefined ? undefined : JSON.stringify(body);
       const opts: RequestOptions = {
         method,
         hostname: base.hostname.replace(/^\[|\]$/g, ""),
@@ -41,12 +42,15 @@ export function kubeClient(kc: KubeConfig = loadDefault()): KubeClient {
         path,
         headers: {
           Accept: "application/json",
-          ...(body !== undefined ? { "Content-Type": contentType } : {}),
+          // Node sends a DELETE body unframed (no chunked encoding by default): without a
+          // length the server never sees it (e.g. DeleteOptions preconditions).
+          ...(payload !== undefined
+            ? { "Content-Type": contentType, "Content-Length": Buffer.byteLength(payload) }
+            : {}),
         },
         timeout: 30_000,
       };
       await kc.applyToHTTPSOptions(opts);
-      const payload = body === undefined ? undefined : JSON.stringify(body);
       return new Promise<T>((resolve, reject) => {
         const req = request(opts, res => {
           const chunks: Buffer[] = [];
