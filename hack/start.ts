@@ -3,6 +3,7 @@
  * echo backend. Prints a working curl line; Ctrl-C stops everything it started.
  */
 import { spawnSync } from "node:child_process";
+import { request } from "node:http";
 import { join } from "node:path";
 import { startPeprDev } from "./pepr-dev";
 
@@ -22,6 +23,27 @@ const kubectl = (...args: string[]) =>
     timeout: 180_000,
   });
 const sleep = (ms: number) => new Promise(r => setTimeout(r, ms));
+
+/** Whether the sample answers through the Gateway's address (the curl line we print). */
+const served = (address: string): Promise<boolean> =>
+  new Promise(resolve => {
+    const req = request(
+      {
+        host: address,
+        port: 80,
+        path: "/",
+        headers: { Host: "demo.kengine.local" },
+        timeout: 2000,
+      },
+      res => {
+        res.resume();
+        resolve(res.statusCode === 200);
+      },
+    );
+    req.on("timeout", () => req.destroy());
+    req.on("error", () => resolve(false));
+    req.end();
+  });
 
 async function main(): Promise<void> {
   say("bringing up the local cluster (first run builds the test peers: several minutes)");
@@ -88,7 +110,8 @@ async function main(): Promise<void> {
       "-o",
       "jsonpath={.status.addresses[0].value}",
     ).stdout.trim();
-    if (programmed === "True" && addr) {
+    // Programmed can precede the load balancer forwarding to the (just Ready) proxies.
+    if (programmed === "True" && addr && (await served(addr))) {
       say(`ready. Try:\n\n  curl -H 'Host: demo.kengine.local' http://${addr}/\n`);
       say(
         "inspect: kubectl --kubeconfig .local/kubeconfig get gateway,httproute,pods -n kengine-demo",
