@@ -4,13 +4,14 @@
  * `rbac` block cannot express (Pepr only generates one ClusterRole). docs/rbac.md explains
  * every rule.
  */
+import { DEFAULT_LEASE_NAME } from "../capabilities/election/env";
 import { CA_SECRET_NAME } from "../capabilities/reconcile/authority";
 
 /** Our budget for the module bundle: Pepr refuses a module Secret over 1 MiB. */
 export const BUNDLE_BUDGET_BYTES = 900 * 1024;
 export const PEPR_LIMIT_BYTES = 1024 * 1024;
-/** The Lease the controller replicas elect a leader with (reconcile/reconciler.ts). */
-export const LEASE_NAME = "kengine-gateway-leader";
+/** The Lease the controller replicas elect a leader with (KENGINE_LEASE_NAME changes it: change the Role too). */
+export const LEASE_NAME = DEFAULT_LEASE_NAME;
 /** The controller's namespace: Pepr deploys into it; KENGINE_NAMESPACE defaults to it. */
 export const CONTROLLER_NAMESPACE = "pepr-system";
 
