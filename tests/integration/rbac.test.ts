@@ -80,10 +80,17 @@ const NOT_EXERCISED: Record<string, string> = {
 };
 
 /**
- * A Gateway with every listener protocol and an object of every kind whose status we write; its
+ * A GatewayClass of its own (so its status is written, whatever the cluster's "kengine" class
+ * already says), a Gateway with every listener protocol and an object of every kind whose
+ * status we write; its
  * proxies run as a DaemonSet (so the DaemonSet rules and the removal of a Deployment are used).
  */
 const coverage = (ns: string) => `
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: ${ns}}
+spec: {controllerName: kengine.io/gateway-controller}
+---
 apiVersion: gateway.kengine.io/v1alpha1
 kind: KengineParameters
 metadata: {name: one, namespace: ${ns}}
@@ -93,7 +100,7 @@ apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway
 metadata: {name: cov, namespace: ${ns}}
 spec:
-  gatewayClassName: kengine
+  gatewayClassName: ${ns}
   infrastructure:
     parametersRef: {group: gateway.kengine.io, kind: KengineParameters, name: one}
   allowedListeners: {namespaces: {from: Same}}
@@ -187,7 +194,7 @@ apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway
 metadata: {name: ext, namespace: ${ns}}
 spec:
-  gatewayClassName: kengine
+  gatewayClassName: ${ns}
   infrastructure:
     parametersRef: {group: gateway.kengine.io, kind: KengineParameters, name: ext}
   listeners:
@@ -309,7 +316,10 @@ afterAll(async () => {
   delete process.env.KG_MODULE_KUBECONFIG;
   await recorder?.close();
   if (work) rmSync(work, { recursive: true, force: true });
-  if (covNs) deleteNamespace(covNs);
+  if (covNs) {
+    deleteNamespace(covNs);
+    kubectl(["delete", "gatewayclass", covNs, "--ignore-not-found", "--wait=false"]);
+  }
   if (createdExampleNs) deleteNamespace("kengine-system");
   if (existsSync(files.rbac)) kubectl(["delete", "-f", files.rbac, "--ignore-not-found"]);
   kubectl(["delete", "clusterrolebinding", sa, "--ignore-not-found"]);
