@@ -910,7 +910,10 @@ export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> 
         };
         /** Requests of the controller while idle plus 100 route changes spread over the window. */
         type Window = { controller: number; byKind: Record<string, number>; all: number };
+        let windows = 0;
         const apiWindow = async (): Promise<Window> => {
+          // Each window's changes must be new hostnames: a repeated one is no change at all.
+          const w = windows++;
           await sleep(5000);
           const a = await apiRequests(adminKube);
           const changes = 100;
@@ -922,7 +925,7 @@ export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> 
             await adminKube.ok(
               "PATCH",
               `/apis/gateway.networking.k8s.io/v1/namespaces/${NS}/httproutes/${name}`,
-              { spec: { hostnames: [`${name}-v${k}.bench.local`] } },
+              { spec: { hostnames: [`${name}-w${w}v${k}.bench.local`] } },
               "application/merge-patch+json",
             );
           }
