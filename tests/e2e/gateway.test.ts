@@ -83,7 +83,17 @@ describe("a Gateway of our class on the local cluster", () => {
       "jsonpath={.status.addresses[0].value}",
     ]);
     expect(address).toMatch(/^127\./);
-    const message = programmedMessage(ns);
+    // Programmed=True says every ready proxy runs the current config; the second pod may still
+    // be starting then, so wait for both.
+    const message = await eventually(
+      "both proxies to run the current config",
+      () => {
+        const m = programmedMessage(ns);
+        return m.startsWith("2/2 ") ? m : undefined;
+      },
+      120_000,
+      500,
+    );
     expect(message).toMatch(/^2\/2 proxies/);
     const route = kubectlOk([
       "get",
