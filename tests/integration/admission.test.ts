@@ -169,7 +169,7 @@ describe("admission through kubectl", () => {
 
   // (Header values with control characters are refused by the experimental channel's CRD
   // pattern before admission; validation refuses them for the standard channel.)
-  it("denies an HTTPRoute collecting every problem: header match name, remove wildcard, unsupported filter, timeouts", () => {
+  it("denies an HTTPRoute collecting every problem: header match name, remove wildcard, unsupported filter, session persistence", () => {
     denied(
       httpRoute(ns, "bad", {
         parentRefs: [{ name: "gw" }],
@@ -182,14 +182,17 @@ describe("admission through kubectl", () => {
             ],
             backendRefs: [{ name: "svc", port: 80 }],
           },
-          { timeouts: { request: "10s" }, backendRefs: [{ name: "svc", port: 80 }] },
+          {
+            sessionPersistence: { sessionName: "s", type: "Cookie" },
+            backendRefs: [{ name: "svc", port: 80 }],
+          },
         ],
       }),
       `HTTPRoute ${ns}/bad`,
       'spec.rules[0].matches[0].headers[0].name: contains "_" or "."',
       'spec.rules[0].filters[0].requestHeaderModifier.remove[0]: contains "*"',
       "spec.rules[0].filters[1].type: RequestMirror is not supported by the proxy",
-      "spec.rules[1].timeouts.request: is not supported by the proxy",
+      "spec.rules[1].sessionPersistence: is not supported by the proxy: remove it",
     );
   });
 
