@@ -138,8 +138,11 @@ async function get(
 }
 
 beforeAll(async () => {
-  caddy = await startCaddy({ name: "golden-caddy" });
-  errorAddr = `127.0.0.1:${await freePort()}`;
+  // The goldens' listeners move to PORT_OFFSET + port: the admin API and the error backend must
+  // not take one of those (an ephemeral port may fall in that range).
+  const remapped = (port: number) => port >= PORT_OFFSET;
+  caddy = await startCaddy({ name: "golden-caddy", avoidPorts: remapped });
+  errorAddr = `127.0.0.1:${await freePort("127.0.0.1", remapped)}`;
 });
 
 afterAll(async () => {
