@@ -18,8 +18,8 @@ let caddy: Caddy | undefined;
 let errorAddr = "";
 
 beforeAll(async () => {
-  caddy = await startCaddy({ name: "property-caddy" });
-  errorAddr = `127.0.0.1:${await freePort()}`;
+  caddy = await startCaddy({ name: "property-caddy", avoidPorts: p => p >= 42000 });
+  errorAddr = `127.0.0.1:${await freePort("127.0.0.1", p => p >= 42000)}`;
 });
 
 afterAll(async () => {
@@ -38,10 +38,9 @@ describe(`random valid snapshots (seed ${SEED}): Caddy accepts every config`, ()
         management: { adminListen: caddy!.adminAddress },
       });
       const res = await caddy!.load(renderCaddyJSON(config));
-      if (res.status !== 200)
-        throw new Error(
-          `Caddy refused the config (${res.status}): ${res.text}\n${JSON.stringify(objects)}`,
-        );
+      const refusal =
+        res.status === 200 ? "" : `Caddy refused the config (${res.status}): ${res.text}`;
+      expect(refusal).toBe("");
     }
   });
 });
