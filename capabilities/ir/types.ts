@@ -2,11 +2,18 @@
  * The per-Gateway intermediate representation: what one Gateway's proxies must do, as plain
  * readonly serialisable data, already validated and ordered. The Caddy stage reads only this.
  */
+import type { ProxyFlavor } from "../translate/proxy-flavor";
 
 export interface GatewayIR {
   readonly namespace: string;
   readonly name: string;
   readonly gatewayClassName: string;
+  /**
+   * The flavour of the Gateway's proxies (KengineParameters spec.proxy.flavor,
+   * translate/proxy-flavor.ts); absent: the default, Bundled. The Caddy stage emits only
+   * what it can run.
+   */
+  readonly flavor?: ProxyFlavor;
   /** One HTTP(S) server per port, in port order. */
   readonly httpServers: readonly HTTPServerIR[];
   /** One layer-4 server per port (TLS passthrough, TCP, UDP), in port order. */

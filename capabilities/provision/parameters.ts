@@ -27,6 +27,7 @@ interface ParametersSpec {
       | "kind"
       | "replicas"
       | "image"
+      | "flavor"
       | "command"
       | "resources"
       | "nodeSelector"

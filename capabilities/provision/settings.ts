@@ -4,6 +4,8 @@
  * proxies/pod.ts.
  */
 
+import { DEFAULT_PROXY_FLAVOR, ProxyFlavor } from "../translate/proxy-flavor";
+
 /** Who runs the proxies: the controller (Managed) or the user, behind a labelled Service (External). */
 export type ProxyMode = "Managed" | "External";
 
@@ -27,6 +29,11 @@ export interface ProxySettings {
   readonly kind: "Deployment" | "DaemonSet";
   readonly replicas: number;
   readonly image: string;
+  /**
+   * Which proxy build `image` holds (translate/proxy-flavor.ts): decides what the controller
+   * emits and advertises. Default Bundled, the image this project ships.
+   */
+  readonly flavor: ProxyFlavor;
   readonly command: readonly string[];
   readonly resources?: Readonly<Record<string, unknown>>;
   readonly nodeSelector?: Readonly<Record<string, string>>;
@@ -47,6 +54,7 @@ export const DEFAULT_PROXY_SETTINGS: ProxySettings = {
   replicas: 2,
   // The local kubelet maps images whose repository ends in /kengine to the locally built proxy.
   image: "ghcr.io/kengine-gateway/kengine:0.1.0",
+  flavor: DEFAULT_PROXY_FLAVOR,
   command: ["caddy"],
   serviceType: "LoadBalancer",
   service: {},

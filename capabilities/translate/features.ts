@@ -1,6 +1,7 @@
 /**
- * Gateway API features (conformance feature names) this controller delivers on the stock
- * Caddy ≥ 2.8 + caddy-l4 proxy; advertised in GatewayClass.status.supportedFeatures.
+ * Gateway API features (conformance feature names) this controller delivers on its own proxy
+ * build (the Bundled flavour); a class whose parameters name another flavour advertises these
+ * minus what that flavour lacks (proxy-flavor.ts) in GatewayClass.status.supportedFeatures.
  * Only list what is implemented and proven.
  */
 export const SUPPORTED_FEATURES: readonly string[] = [

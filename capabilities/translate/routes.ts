@@ -36,6 +36,7 @@ import { httpRouteRuleProblems, problemsPerRule } from "../validation/httproute"
 import { problemText } from "../validation/message";
 import { FieldProblem } from "../validation/regex";
 import { resolveBackend } from "./backends";
+import type { Capability } from "./proxy-flavor";
 
 export type HTTPMatchTemplate = Omit<HTTPMatchIR, "hostname">;
 
@@ -66,6 +67,16 @@ export interface CompiledRoute {
   readonly refProblem?: { readonly reason: string; readonly message: string };
   /** BackendTLSPolicies (`<namespace>/<name>`) covering the Services this route uses. */
   readonly backendTLSPolicies: readonly string[];
+}
+
+/**
+ * What a compiled rule needs from the proxy beyond what every flavour has
+ * (proxy-flavor.ts); a Gateway whose flavour lacks it drops the rule (UnsupportedValue).
+ */
+export function ruleNeeds(rule: CompiledRule): Capability[] {
+  const needs: Capability[] = [];
+  if (rule.retry && rule.retry.codes.length > 0) needs.push("retryOnStatus");
+  return needs;
 }
 
 class RuleError extends Error {}

@@ -32,8 +32,13 @@ import {
   RouteReason,
   condition,
 } from "./conditions";
-import { SUPPORTED_FEATURES } from "./features";
-import { parametersRefProblem } from "../provision/parameters";
+import { parametersRefProblem, resolveSettings } from "../provision/parameters";
+import {
+  DEFAULT_PROXY_FLAVOR,
+  ProxyFlavor,
+  missingCapability,
+  supportedFeaturesOf,
+} from "./proxy-flavor";
 import { compareHostSpecificity, intersectHostnames } from "./hostnames";
 import {
   ResolvedListener,
@@ -43,7 +48,14 @@ import {
   resolveListeners,
 } from "./listeners";
 import { RankedMatch, comparePrecedence } from "./precedence";
-import { CompiledRoute, compileGRPCRoute, compileHTTPRoute, pathModifier } from "./routes";
+import {
+  CompiledRoute,
+  CompiledRule,
+  compileGRPCRoute,
+  compileHTTPRoute,
+  pathModifier,
+  ruleNeeds,
+} from "./routes";
 import {
   BackendTLSPolicyStatusResult,
   GatewayClassStatusResult,
@@ -89,6 +101,8 @@ interface GatewayContext {
   readonly refusedListenerSets: readonly ListenerSet[];
   readonly listeners: readonly ResolvedListener[];
   readonly attachments: Map<string, Attachment[]>;
+  /** What the Gateway's proxies run (class parameters, then the Gateway's). */
+  readonly flavor: ProxyFlavor;
 }
 
 const byKey = <T extends { metadata: { name: string; namespace?: string } }>(a: T, b: T): number =>
@@ -102,6 +116,8 @@ export function translate(s: Snapshot, options: TranslateOptions = {}): Translat
   const classNames = new Set(classes.map(c => c.metadata.name));
   const gatewayClasses: GatewayClassStatusResult[] = classes.map(gc => {
     const ref = gc.spec?.parametersRef;
+    // The class advertises what its own parameters' flavour delivers.
+    const classFlavor = resolveSettings(s, gc, { metadata: {} }).settings.flavor;
     const problem = parametersRefProblem(s, ref, ref?.namespace, "spec.parametersRef");
     return {
       name: gc.metadata.name,
@@ -122,22 +138,26 @@ export function translate(s: Snapshot, options: TranslateOptions = {}): Translat
               gc.metadata.generation,
             ),
       ],
-      supportedFeatures: SUPPORTED_FEATURES.map(name => ({ name })),
+      supportedFeatures: supportedFeaturesOf(classFlavor).map(name => ({ name })),
     };
   });
 
   // Gateways of our classes, with their listeners.
   const contexts = new Map<string, GatewayContext>();
+  const classByName = new Map(classes.map(c => [c.metadata.name, c] as const));
   for (const gw of [...s.objects.Gateway.values()]
     .filter(g => classNames.has(g.spec?.gatewayClassName))
     .sort(byKey)) {
     const { allowed, refused } = listenerSetsOf(s, gw);
+    const flavor = resolveSettings(s, classByName.get(gw.spec.gatewayClassName), gw).settings
+      .flavor;
     contexts.set(keyOf(gw), {
       gateway: gw,
       listenerSets: allowed,
       refusedListenerSets: refused,
       listeners: resolveListeners(s, gw, allowed),
       attachments: new Map(),
+      flavor,
     });
   }
   const listenerSetOwner = new Map<string, GatewayContext>();
@@ -464,26 +484,50 @@ function attach(
       "no listener hostname intersects the route's hostnames",
     );
   }
-  if (!route.l4 && route.rules.length === 0 && route.dropped.length > 0) {
-    return reject(RouteReason.UnsupportedValue, route.dropped.map(d => d.message).join("; "));
+  // Rules this Gateway's proxy flavour cannot run are dropped for this parent only.
+  const dropped = route.l4
+    ? []
+    : [...route.dropped, ...unrunnableRules(route, ctx.flavor)].sort((a, b) => a.index - b.index);
+  if (
+    !route.l4 &&
+    dropped.length > 0 &&
+    dropped.length === route.rules.length + route.dropped.length
+  ) {
+    return reject(RouteReason.UnsupportedValue, dropped.map(d => d.message).join("; "));
   }
   const conditions = [
     condition(ConditionType.Accepted, true, RouteReason.Accepted, "route accepted", generation),
     resolved,
   ];
-  if (!route.l4 && route.dropped.length > 0) {
+  if (dropped.length > 0) {
     conditions.push(
       condition(
         ConditionType.PartiallyInvalid,
         true,
         RouteReason.UnsupportedValue,
-        `Dropped Rule(s): ${route.dropped.map(d => `rule ${d.index}: ${d.message}`).join("; ")}`,
+        `Dropped Rule(s): ${dropped.map(d => `rule ${d.index}: ${d.message}`).join("; ")}`,
         generation,
       ),
     );
   }
   return status(conditions);
 }
+
+/** The rules of `route` that `flavor`'s proxies cannot run, with the reason. */
+function unrunnableRules(
+  route: CompiledRoute,
+  flavor: ProxyFlavor,
+): { readonly index: number; readonly message: string }[] {
+  const out: { index: number; message: string }[] = [];
+  for (const rule of route.rules) {
+    const why = missingCapability(flavor, ruleNeeds(rule));
+    if (why) out.push({ index: rule.index, message: why });
+  }
+  return out;
+}
+
+const runnable = (rule: CompiledRule, flavor: ProxyFlavor): boolean =>
+  missingCapability(flavor, ruleNeeds(rule)) === undefined;
 
 /* ------------------------------------------------------------------ status */
 
@@ -548,7 +592,7 @@ function buildIR(ctx: GatewayContext): GatewayIR {
               b.listener.hostname?.toLowerCase(),
             ) || (a.id < b.id ? -1 : 1),
         )
-        .map(l => httpListenerIR(l, ctx.attachments.get(l.id) ?? []));
+        .map(l => httpListenerIR(l, ctx.attachments.get(l.id) ?? [], ctx.flavor));
       httpServers.push({
         port,
         protocol: http[0].listener.protocol as "HTTP" | "HTTPS",
@@ -596,19 +640,25 @@ function buildIR(ctx: GatewayContext): GatewayIR {
     namespace: ctx.gateway.metadata.namespace ?? "",
     name: ctx.gateway.metadata.name,
     gatewayClassName: ctx.gateway.spec.gatewayClassName,
+    ...(ctx.flavor !== DEFAULT_PROXY_FLAVOR && { flavor: ctx.flavor }),
     httpServers,
     l4Servers,
     certificates: [...certs.values()].sort((a, b) => (a.id < b.id ? -1 : 1)),
   };
 }
 
-function httpListenerIR(l: ResolvedListener, attachments: readonly Attachment[]): HTTPListenerIR {
+function httpListenerIR(
+  l: ResolvedListener,
+  attachments: readonly Attachment[],
+  flavor: ProxyFlavor,
+): HTTPListenerIR {
   const ranked: (RankedMatch & { entry: HTTPRouteEntryIR })[] = [];
   for (const a of attachments) {
     if (a.route.l4) continue;
     const route = a.route;
     for (const hostname of a.hostnames ?? [undefined]) {
       for (const rule of route.rules) {
+        if (!runnable(rule, flavor)) continue;
         rule.matches.forEach((m, j) => {
           const match = { ...m, hostname };
           const ref = {

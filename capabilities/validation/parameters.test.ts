@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parse } from "yaml";
+import { PROXY_FLAVORS } from "../translate/proxy-flavor";
 import { REPLICAS, kengineParametersProblems, quantityValue } from "./parameters";
 
 const check = (spec: object) => kengineParametersProblems({ spec } as never);
@@ -189,5 +190,26 @@ describe("kengineParametersProblems", () => {
       crd.spec.versions[0].schema.openAPIV3Schema.properties.spec.properties.proxy.properties
         .replicas;
     expect({ min: replicas.minimum, max: replicas.maximum }).toEqual(REPLICAS);
+  });
+
+  it("accepts the proxy flavours and refuses others, like the CRD's enum", () => {
+    for (const flavor of PROXY_FLAVORS) expect(check({ proxy: { flavor } })).toEqual([]);
+    expect(check({ proxy: { flavor: "caddy" } })).toEqual([
+      {
+        path: "spec.proxy.flavor",
+        value: "caddy",
+        message: "accepted: Bundled, Caddy, Kengine",
+      },
+    ]);
+    const crd = parse(
+      readFileSync(
+        join(__dirname, "../../deploy/crds/gateway.kengine.io_kengineparameters.yaml"),
+        "utf8",
+      ),
+    );
+    expect(
+      crd.spec.versions[0].schema.openAPIV3Schema.properties.spec.properties.proxy.properties.flavor
+        .enum,
+    ).toEqual(PROXY_FLAVORS);
   });
 });

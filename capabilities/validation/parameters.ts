@@ -11,6 +11,7 @@
  * to "the data within that resource is malformed").
  */
 import { Collector } from "./budget";
+import { PROXY_FLAVORS } from "../translate/proxy-flavor";
 import { FieldProblem, display, truncate } from "./regex";
 
 /** spec.proxy.replicas: the range the CRD declares too (a unit test keeps them equal). */
@@ -139,6 +140,17 @@ function proxyProblems(c: Collector, p: Readonly<Record<string, unknown>>): void
   if (p.kind !== undefined && p.kind !== "Deployment" && p.kind !== "DaemonSet")
     c.add([
       { path: `${at}.kind`, value: show(p.kind), message: "accepted: Deployment, DaemonSet" },
+    ]);
+  if (
+    p.flavor !== undefined &&
+    (typeof p.flavor !== "string" || !(PROXY_FLAVORS as readonly string[]).includes(p.flavor))
+  )
+    c.add([
+      {
+        path: `${at}.flavor`,
+        value: show(p.flavor),
+        message: `accepted: ${PROXY_FLAVORS.join(", ")}`,
+      },
     ]);
   if (p.replicas !== undefined) {
     const r = p.replicas;

@@ -1,0 +1,57 @@
+import { SUPPORTED_FEATURES } from "./features";
+import {
+  DEFAULT_PROXY_FLAVOR,
+  FEATURE_NEEDS,
+  PROXY_FLAVORS,
+  capabilitiesOf,
+  missingCapability,
+  supportedFeaturesOf,
+} from "./proxy-flavor";
+
+describe("proxy flavours", () => {
+  it("our own build is the default and can do everything", () => {
+    expect(DEFAULT_PROXY_FLAVOR).toBe("Bundled");
+    expect(capabilitiesOf("Bundled")).toEqual({
+      persistentListeners: true,
+      mirror: true,
+      retryOnStatus: true,
+    });
+    expect(supportedFeaturesOf("Bundled")).toEqual(SUPPORTED_FEATURES);
+  });
+
+  it("stock flavours have none of our modules; Kengine 2.8 does not retry on status", () => {
+    expect(capabilitiesOf("Caddy")).toEqual({
+      persistentListeners: false,
+      mirror: false,
+      retryOnStatus: true,
+    });
+    expect(capabilitiesOf("Kengine")).toEqual({
+      persistentListeners: false,
+      mirror: false,
+      retryOnStatus: false,
+    });
+    expect(supportedFeaturesOf("Caddy")).toContain("HTTPRouteRetry");
+    expect(supportedFeaturesOf("Kengine")).not.toContain("HTTPRouteRetry");
+    expect(supportedFeaturesOf("Caddy", ["HTTPRoute", "HTTPRouteRequestMirror"])).toEqual([
+      "HTTPRoute",
+    ]);
+  });
+
+  it("a flavour drops exactly the features whose capability it lacks", () => {
+    for (const flavor of PROXY_FLAVORS) {
+      const caps = capabilitiesOf(flavor);
+      const dropped = SUPPORTED_FEATURES.filter(f => !supportedFeaturesOf(flavor).includes(f));
+      expect(dropped).toEqual(
+        SUPPORTED_FEATURES.filter(f => FEATURE_NEEDS[f] !== undefined && !caps[FEATURE_NEEDS[f]]),
+      );
+    }
+  });
+
+  it("names what is missing", () => {
+    expect(missingCapability("Bundled", ["mirror", "retryOnStatus"])).toBeUndefined();
+    expect(missingCapability("Kengine", [])).toBeUndefined();
+    expect(missingCapability("Kengine", ["mirror", "retryOnStatus"])).toBe(
+      "the Kengine proxy flavour has no request mirroring, retries on response status codes",
+    );
+  });
+});

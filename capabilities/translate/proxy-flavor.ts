@@ -1,0 +1,85 @@
+/**
+ * Proxy flavours: which proxy binary a Gateway's pods run (KengineParameters
+ * `spec.proxy.flavor`), and what each can do. The one place that maps a flavour to its
+ * capabilities and a capability to the Gateway API features that need it (design §5b): the
+ * translator emits, the GatewayClass advertises, and a route is refused only from here. Pure.
+ */
+import { SUPPORTED_FEATURES } from "./features";
+
+/**
+ * - `Bundled` (default): the proxy this project builds and ships (ghcr.io/kengine-gateway/kengine:
+ *   Caddy 2.11.9 + caddy-l4 + the modules in hack/proxy).
+ * - `Caddy`: stock Caddy ≥ 2.11.3 with caddy-l4, no modules of ours.
+ * - `Kengine`: Kengine (Caddy ≈ 2.8) with caddy-l4, no modules of ours.
+ */
+export type ProxyFlavor = "Bundled" | "Caddy" | "Kengine";
+
+export const PROXY_FLAVORS: readonly ProxyFlavor[] = ["Bundled", "Caddy", "Kengine"];
+export const DEFAULT_PROXY_FLAVOR: ProxyFlavor = "Bundled";
+
+export interface ProxyCapabilities {
+  /**
+   * Our listener network (hack/proxy/listener): one kernel socket per address kept across
+   * config reloads, so a reload never resets a queued connection.
+   */
+  readonly persistentListeners: boolean;
+  /** Our request-mirroring handler (hack/proxy/mirror). */
+  readonly mirror: boolean;
+  /** `reverse_proxy` `retry_match` on the response status (Caddy ≥ 2.11.3). */
+  readonly retryOnStatus: boolean;
+}
+
+export type Capability = keyof ProxyCapabilities;
+
+const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
+  Bundled: { persistentListeners: true, mirror: true, retryOnStatus: true },
+  Caddy: { persistentListeners: false, mirror: false, retryOnStatus: true },
+  Kengine: { persistentListeners: false, mirror: false, retryOnStatus: false },
+};
+
+/** What a flavour's proxies can do. */
+export function capabilitiesOf(flavor: ProxyFlavor): ProxyCapabilities {
+  return CAPABILITIES[flavor];
+}
+
+/** What each capability is called in messages (status conditions). */
+const CAPABILITY_TEXT: Readonly<Record<Capability, string>> = {
+  persistentListeners: "listeners kept across config reloads",
+  mirror: "request mirroring",
+  retryOnStatus: "retries on response status codes",
+};
+
+/**
+ * Gateway API features that need a capability not every flavour has. A feature not listed
+ * here works on every flavour.
+ */
+export const FEATURE_NEEDS: Readonly<Record<string, Capability>> = {
+  HTTPRouteRetry: "retryOnStatus",
+  HTTPRouteRequestMirror: "mirror",
+};
+
+/** The features a flavour delivers: SUPPORTED_FEATURES minus those needing what it lacks. */
+export function supportedFeaturesOf(
+  flavor: ProxyFlavor,
+  features: readonly string[] = SUPPORTED_FEATURES,
+): string[] {
+  const caps = capabilitiesOf(flavor);
+  return features.filter(f => {
+    const need = FEATURE_NEEDS[f];
+    return need === undefined || caps[need];
+  });
+}
+
+/**
+ * Why `flavor` cannot run something needing `needs` (a route rule's message, spec reason
+ * UnsupportedValue), or undefined when it can.
+ */
+export function missingCapability(
+  flavor: ProxyFlavor,
+  needs: readonly Capability[],
+): string | undefined {
+  const caps = capabilitiesOf(flavor);
+  const missing = needs.filter(n => !caps[n]);
+  if (missing.length === 0) return undefined;
+  return `the ${flavor} proxy flavour has no ${missing.map(m => CAPABILITY_TEXT[m]).join(", ")}`;
+}
