@@ -2,7 +2,8 @@
 # Builds the real test peers from the Go modules pinned in hack/go.mod and caches them under
 #   ${XDG_CACHE_HOME:-$HOME/.cache}/kengine-gateway/<hash>/
 # so a fresh clone rebuilds nothing. Prints the cache directory on stdout (last line).
-# The hash covers go.mod, go.sum, the Go version and hack/peers/ (what the binaries are built from).
+# The hash covers go.mod, go.sum, the Go version, hack/peers/ and hack/proxy/ (our Caddy modules):
+# what the binaries are built from.
 # Usage: hack/build-peers.sh [peer ...]   (default: all peers)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -10,7 +11,7 @@ cd "$here"
 
 command -v go >/dev/null || { echo "build-peers: Go is not installed (needed to build the test peers)" >&2; exit 1; }
 
-hash=$( { go version; cat go.mod go.sum; find peers -type f -name '*.go' | LC_ALL=C sort | xargs cat; } | sha256sum | cut -c1-16)
+hash=$( { go version; cat go.mod go.sum; find peers proxy -type f -name '*.go' ! -name '*_test.go' | LC_ALL=C sort | xargs cat; } | sha256sum | cut -c1-16)
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/kengine-gateway/$hash"
 bin="$cache/bin"
 mkdir -p "$bin" "$cache/crds"

@@ -216,6 +216,14 @@ up() {
 
   if [ -f "$root/hack/kubelet/main.ts" ] && [ "${KG_NO_KUBELET:-}" != 1 ]; then
     kubelet_rbac "${kc[@]}"
+    # A kubelet started before the peers were rebuilt (a new cache hash, e.g. a new proxy
+    # module) would start pods from the old binaries: restart it on the current ones.
+    local kpid
+    kpid=$(pid_of kubelet)
+    if [ -n "$kpid" ] && ! tr '\0' '\n' <"/proc/$kpid/cmdline" 2>/dev/null | grep -qxF "$bin"; then
+      log "the kubelet runs pods from another peers build: restarting it on $bin"
+      stop_one kubelet
+    fi
     if [ -z "$(pid_of kubelet)" ]; then
       start kubelet "$root/node_modules/.bin/tsx" "$root/hack/kubelet/main.ts" \
         --kubeconfig "$local_dir/kubelet.kubeconfig" \

@@ -1,5 +1,6 @@
 // Command caddy is the proxy the local cluster runs for Gateways: stock Caddy with its
-// standard modules plus the layer-4 app from caddy-l4 (TLS, TCP and UDP routes).
+// standard modules plus the layer-4 app from caddy-l4 (TLS, TCP and UDP routes) and our own
+// modules from hack/proxy (kengine_mirror: RequestMirror).
 //
 // Only the caddy-l4 packages the controller uses are linked: the module proxy serves a
 // caddy-l4 revision (2025-05-30) whose QUIC matcher does not compile against the quic-go
@@ -16,6 +17,8 @@ import (
 	_ "github.com/mholt/caddy-l4/modules/l4proxyprotocol"
 	_ "github.com/mholt/caddy-l4/modules/l4subroute"
 	_ "github.com/mholt/caddy-l4/modules/l4tls"
+
+	_ "kengine.io/gateway/hack/proxy/mirror"
 )
 
 func main() {

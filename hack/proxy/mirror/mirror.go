@@ -9,8 +9,13 @@
 //	 "targets": [{"dial": ["10.244.0.7:3000"], "numerator": 1, "denominator": 2}],
 //	 "max_body_bytes": 1048576}
 //
-// A target without numerator/denominator gets every request. A request body larger than
-// max_body_bytes (default 1 MiB) is not mirrored; the original request is never affected.
+// A target without numerator/denominator gets every request; otherwise each request is
+// mirrored to it with probability numerator/denominator, independently per target. The copy
+// has the request's method, path and query, Host and headers as they are when the handler
+// runs (after the route's request header filters and rewrites), minus hop-by-hop headers,
+// and its body. A request body larger than max_body_bytes (default 1 MiB) is not mirrored;
+// neither is a request while max_in_flight (default 256) copies are still under way. The
+// original request is never affected: mirrors' answers and errors are dropped.
 package mirror
 
 import (
@@ -21,6 +26,8 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -45,9 +52,12 @@ type Mirror struct {
 	MaxBodyBytes int64    `json:"max_body_bytes,omitempty"`
 	// Timeout of one mirrored request (default 10s).
 	Timeout caddy.Duration `json:"timeout,omitempty"`
+	// At most this many mirrored requests under way at once (default 256); more are dropped.
+	MaxInFlight int64 `json:"max_in_flight,omitempty"`
 
-	client *http.Client
-	logger *zap.Logger
+	client   *http.Client
+	logger   *zap.Logger
+	inFlight *atomic.Int64
 }
 
 // CaddyModule returns the module's information.
@@ -61,8 +71,12 @@ func (Mirror) CaddyModule() caddy.ModuleInfo {
 // Provision sets defaults and the HTTP client.
 func (m *Mirror) Provision(ctx caddy.Context) error {
 	m.logger = ctx.Logger()
+	m.inFlight = new(atomic.Int64)
 	if m.MaxBodyBytes == 0 {
 		m.MaxBodyBytes = 1 << 20
+	}
+	if m.MaxInFlight == 0 {
+		m.MaxInFlight = 256
 	}
 	if m.Timeout == 0 {
 		m.Timeout = caddy.Duration(10 * time.Second)
@@ -81,6 +95,9 @@ func (m *Mirror) Provision(ctx caddy.Context) error {
 
 // Validate refuses targets without endpoints and shares outside [0, 1].
 func (m *Mirror) Validate() error {
+	if m.MaxBodyBytes < 0 || m.MaxInFlight < 0 || m.Timeout < 0 {
+		return fmt.Errorf("max_body_bytes, max_in_flight and timeout must not be negative")
+	}
 	for i, t := range m.Targets {
 		if len(t.Dial) == 0 {
 			return fmt.Errorf("targets[%d]: no dial address", i)
@@ -137,12 +154,18 @@ func (m *Mirror) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhtt
 		body = read
 	}
 	for _, t := range chosen {
+		if m.inFlight.Add(1) > m.MaxInFlight {
+			m.inFlight.Add(-1)
+			m.logger.Debug("too many mirrored requests under way: not mirrored", zap.Int64("max_in_flight", m.MaxInFlight))
+			continue
+		}
 		dial := t.Dial[rand.IntN(len(t.Dial))]
 		out := r.Clone(context.WithoutCancel(r.Context()))
 		out.RequestURI = ""
 		out.URL.Scheme = "http"
 		out.URL.Host = dial
 		out.Host = r.Host
+		removeHopByHop(out.Header)
 		out.Body = io.NopCloser(bytes.NewReader(body))
 		out.ContentLength = int64(len(body))
 		if body == nil {
@@ -153,7 +176,26 @@ func (m *Mirror) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhtt
 	return next.ServeHTTP(w, r)
 }
 
+// hopByHop are the headers that belong to one connection (RFC 9110 §7.6.1), not to the
+// request: the copy travels on a connection of its own.
+var hopByHop = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+func removeHopByHop(h http.Header) {
+	for _, v := range h.Values("Connection") {
+		for _, name := range strings.Split(v, ",") {
+			if name = strings.TrimSpace(name); name != "" {
+				h.Del(name)
+			}
+		}
+	}
+	for _, name := range hopByHop {
+		h.Del(name)
+	}
+}
+
 func (m *Mirror) send(req *http.Request) {
+	defer m.inFlight.Add(-1)
 	res, err := m.client.Do(req)
 	if err != nil {
 		m.logger.Debug("mirror request failed", zap.String("mirror", req.URL.Host), zap.Error(err))

@@ -19,7 +19,7 @@ type seen struct {
 
 func mirrorServer(t *testing.T) (string, chan seen) {
 	t.Helper()
-	got := make(chan seen, 16)
+	got := make(chan seen, 1024)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		got <- seen{r.Method, r.URL.RequestURI(), r.Host, r.Header.Get("X-Test"), string(b)}
@@ -108,5 +108,60 @@ func TestValidateRefusesBadShares(t *testing.T) {
 		if m.Validate() == nil {
 			t.Fatalf("%+v: expected an error", m.Targets)
 		}
+	}
+}
+
+func TestHopByHopHeadersStayOnTheClientsConnection(t *testing.T) {
+	got := make(chan http.Header, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Clone()
+	}))
+	t.Cleanup(srv.Close)
+	m := provisioned(t, &Mirror{Targets: []Target{{Dial: []string{strings.TrimPrefix(srv.URL, "http://")}}}})
+	req := httptest.NewRequest(http.MethodGet, "http://app.example.com/", nil)
+	req.Header.Set("Connection", "X-Per-Hop")
+	req.Header.Set("X-Per-Hop", "1")
+	req.Header.Set("Proxy-Authorization", "secret")
+	req.Header.Set("X-End-To-End", "kept")
+	next := caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error { return nil })
+	if err := m.ServeHTTP(httptest.NewRecorder(), req, next); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case h := <-got:
+		if h.Get("X-Per-Hop") != "" || h.Get("Proxy-Authorization") != "" || h.Get("X-End-To-End") != "kept" {
+			t.Fatalf("mirror saw headers %v", h)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("mirror got nothing")
+	}
+	if req.Header.Get("X-Per-Hop") != "1" {
+		t.Fatal("the original request's headers were changed")
+	}
+}
+
+func TestFractionMirrorsAboutThatShare(t *testing.T) {
+	addr, got := mirrorServer(t)
+	const n = 400
+	m := provisioned(t, &Mirror{Targets: []Target{{Dial: []string{addr}, Numerator: 1, Denominator: 2}}})
+	m.MaxInFlight = n
+	for range n {
+		serve(t, m, "")
+	}
+	// Binomial(400, 1/2): standard deviation 10; accept ±6 of them.
+	count := 0
+	deadline := time.After(20 * time.Second)
+	for {
+		select {
+		case <-got:
+			count++
+			continue
+		case <-time.After(time.Second):
+		case <-deadline:
+		}
+		break
+	}
+	if count < 140 || count > 260 {
+		t.Fatalf("mirrored %d of %d requests at 1/2", count, n)
 	}
 }
