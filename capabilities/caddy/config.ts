@@ -15,6 +15,7 @@ import {
   HTTPServerIR,
   HeaderOpsIR,
   L4ServerIR,
+  MirrorIR,
   PathModifierIR,
   RedirectIR,
 } from "../ir";
@@ -366,6 +367,8 @@ function entryRoute(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR, e: HTTPRouteEn
     });
   if (e.rewrite?.path)
     handle.push({ handler: "rewrite", uri: rewrittenPath(e.rewrite.path, prefixModifier) });
+  // Mirrors see the request as the backend will (after the filters above), before proxying.
+  if (e.mirrors && e.mirrors.length > 0) handle.push(mirror(e.mirrors));
   handle.push(...action(ctx, s, e));
   const matchSet = set as CaddyMatcherSet;
   return { ...(Object.keys(set).length > 0 && { match: [matchSet] }), handle, terminal: true };
@@ -451,6 +454,17 @@ function action(ctx: Ctx, s: HTTPServerIR, e: HTTPRouteEntryIR): CaddyHandler[] 
       return [{ handler: "vars", [BACKEND_VAR]: entry.id }];
     }
   }
+}
+
+/** RequestMirror: our `kengine_mirror` handler, one target per mirror backend. */
+function mirror(mirrors: readonly MirrorIR[]): CaddyHandler {
+  return {
+    handler: "kengine_mirror",
+    targets: mirrors.map(m => ({
+      dial: m.endpoints.map(dial),
+      ...(m.fraction && { numerator: m.fraction.numerator, denominator: m.fraction.denominator }),
+    })),
+  };
 }
 
 /* ------------------------------------------------------------------ CORS */

@@ -40,6 +40,15 @@ export type CaddyHandler =
       readonly response?: CaddyHeaderOps;
     }
   | { readonly handler: "rewrite"; readonly uri: string }
+  | {
+      /** Our module (hack/proxy/mirror): copies of the request to other backends. */
+      readonly handler: "kengine_mirror";
+      readonly targets: readonly {
+        readonly dial: readonly string[];
+        readonly numerator?: number;
+        readonly denominator?: number;
+      }[];
+    }
   | { readonly handler: "vars"; readonly [name: string]: string }
   | {
       readonly handler: "static_response";

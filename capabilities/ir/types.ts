@@ -155,6 +155,20 @@ export interface CorsIR {
   readonly maxAge: number;
 }
 
+/**
+ * RequestMirror: a copy of each request (or of a share of them) goes to this backend, its
+ * answer ignored. Only mirrors with ready endpoints are here (nothing to send to otherwise).
+ * Run by the proxy module `kengine_mirror` (hack/proxy/mirror), so only in the IR of a
+ * Gateway whose proxy flavour has it.
+ */
+export interface MirrorIR {
+  /** `<namespace>/<service>:<port>` for reading. */
+  readonly id: string;
+  readonly endpoints: readonly EndpointIR[];
+  /** Share of requests mirrored (0 < numerator < denominator); undefined: every request. */
+  readonly fraction?: { readonly numerator: number; readonly denominator: number };
+}
+
 export interface HTTPRouteEntryIR {
   readonly route: RouteRef;
   readonly match: HTTPMatchIR;
@@ -163,6 +177,8 @@ export interface HTTPRouteEntryIR {
   readonly requestHeaders?: HeaderOpsIR;
   readonly responseHeaders?: HeaderOpsIR;
   readonly rewrite?: RewriteIR;
+  /** Copies sent after the request filters ran, before the action. */
+  readonly mirrors?: readonly MirrorIR[];
   readonly action: ActionIR;
 }
 

@@ -12,6 +12,7 @@ import {
   CorsIR,
   HTTPMatchIR,
   HeaderOpsIR,
+  MirrorIR,
   PathMatchIR,
   RetryIR,
   RewriteIR,
@@ -26,6 +27,7 @@ import {
   HTTPHeaderMatch,
   HTTPRequestRedirectFilter,
   HTTPRoute,
+  HTTPRequestMirrorFilter,
   HTTPRouteFilter,
   HTTPRouteRetry,
   HTTPRouteTimeouts,
@@ -52,6 +54,10 @@ export interface CompiledRule {
   readonly backends: readonly BackendIR[];
   readonly timeouts?: TimeoutsIR;
   readonly retry?: RetryIR;
+  /** RequestMirror backends with ready endpoints. */
+  readonly mirrors?: readonly MirrorIR[];
+  /** The rule has RequestMirror filters (mirrored or not, it needs the mirror capability). */
+  readonly mirrored?: boolean;
 }
 
 export interface CompiledRoute {
@@ -76,6 +82,7 @@ export interface CompiledRoute {
 export function ruleNeeds(rule: CompiledRule): Capability[] {
   const needs: Capability[] = [];
   if (rule.retry && rule.retry.codes.length > 0) needs.push("retryOnStatus");
+  if (rule.mirrored) needs.push("mirror");
   return needs;
 }
 
@@ -220,9 +227,22 @@ function compile<R extends HTTPRoute | GRPCRoute>(
         ...(ops.response && { responseHeaders: ops.response }),
       });
     }
+    const mirrors: MirrorIR[] = [];
+    let mirrored = false;
+    for (const f of rule.filters ?? []) {
+      if (f.type !== "RequestMirror" || !f.requestMirror) continue;
+      mirrored = true;
+      const m = mirrorIR(s, kind, namespace, f.requestMirror);
+      if (m.problem) refProblem ??= m.problem;
+      if (m.mirror) mirrors.push(m.mirror);
+    }
     try {
       const p = parts(rule as never, index);
-      rules.push(buildRule(index, kind, p, backends));
+      rules.push({
+        ...buildRule(index, kind, p, backends),
+        ...(mirrors.length > 0 && { mirrors }),
+        ...(mirrored && { mirrored }),
+      });
     } catch (e: unknown) {
       if (!(e instanceof RuleError)) throw e;
       dropped.push({ index, message: e.message });
@@ -275,6 +295,10 @@ function buildRule(
         if (kind !== "HTTPRoute") fail(`${at(j)}: filter type CORS is not supported`);
         cors = corsIR(f.cors ?? {});
         break;
+      case "RequestMirror":
+        // Resolved in compile(): its backend counts for ResolvedRefs even if the rule drops.
+        if (kind !== "HTTPRoute") fail(`${at(j)}: filter type RequestMirror is not supported`);
+        break;
       default:
         fail(`${at(j)}: filter type ${f.type} is not supported`);
     }
@@ -300,6 +324,37 @@ function buildRule(
     backends,
     ...(p.timeouts && { timeouts: p.timeouts }),
     ...(p.retry && { retry: p.retry }),
+  };
+}
+
+/**
+ * One RequestMirror filter: its backendRef resolved like a backendRef (a problem for
+ * ResolvedRefs when it does not resolve: nothing is mirrored there), its share as a fraction.
+ * No mirror when nothing would be sent: no ready endpoint, a zero share, or a
+ * BackendTLSPolicy on the Service (the copy would travel unencrypted: not sent).
+ */
+function mirrorIR(
+  s: Snapshot,
+  kind: "HTTPRoute" | "GRPCRoute",
+  namespace: string,
+  f: HTTPRequestMirrorFilter,
+): { mirror?: MirrorIR; problem?: { reason: string; message: string } } {
+  const r = resolveBackend(s, kind, namespace, f.backendRef);
+  if (!r.ok) return { problem: { reason: r.reason, message: `requestMirror ${r.message}` } };
+  if (r.endpoints.length === 0 || r.backendTLS) return {};
+  let numerator = f.percent ?? 100;
+  let denominator = 100;
+  if (f.fraction) {
+    numerator = f.fraction.numerator;
+    denominator = f.fraction.denominator ?? 100;
+  }
+  if (!(numerator > 0) || !(denominator > 0)) return {};
+  return {
+    mirror: {
+      id: r.id,
+      endpoints: r.endpoints,
+      ...(numerator < denominator && { fraction: { numerator, denominator } }),
+    },
   };
 }
 

@@ -685,6 +685,7 @@ function httpListenerIR(
             ...(rule.requestHeaders && { requestHeaders: rule.requestHeaders }),
             ...(rule.responseHeaders && { responseHeaders: rule.responseHeaders }),
             ...(rule.rewrite && { rewrite: rule.rewrite }),
+            ...(rule.mirrors && { mirrors: rule.mirrors }),
             action,
           };
           ranked.push({ match, route: ref, created: route.created, entry });

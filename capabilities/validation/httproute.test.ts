@@ -141,21 +141,32 @@ describe("httpRouteProblems", () => {
       },
       2,
     );
+    // RequestMirror: accepted here; whether a Gateway's proxy runs it is its flavour's matter.
     expect(problems).toEqual([
-      {
-        path: "spec.rules[2].filters[0].type",
-        value: "RequestMirror",
-        message:
-          "RequestMirror is not supported by the proxy (supported on an HTTPRoute rule: RequestHeaderModifier, ResponseHeaderModifier, RequestRedirect, URLRewrite, CORS)",
-      },
       expect.objectContaining({ path: "spec.rules[2].filters[2].type", value: "ExternalAuth" }),
       {
         path: "spec.rules[2].filters[3].extensionRef",
         value: "example.com/Plugin p",
         message:
-          "the proxy implements no ExtensionRef filters (supported on an HTTPRoute rule: RequestHeaderModifier, ResponseHeaderModifier, RequestRedirect, URLRewrite, CORS)",
+          "the proxy implements no ExtensionRef filters (supported on an HTTPRoute rule: RequestHeaderModifier, ResponseHeaderModifier, RequestRedirect, URLRewrite, CORS, RequestMirror)",
       },
     ]);
+  });
+
+  it("checks a mirror's share: percent or fraction, within [0, 1]", () => {
+    const mirror = (requestMirror: object) =>
+      httpRouteRuleProblems({ filters: [{ type: "RequestMirror", requestMirror }] }, 0);
+    expect(mirror({ percent: 50 })).toEqual([]);
+    expect(mirror({ fraction: { numerator: 1, denominator: 3 } })).toEqual([]);
+    expect(mirror({ fraction: { numerator: 5 } })).toEqual([]);
+    expect(mirror({ percent: 5, fraction: { numerator: 1 } })[0]).toMatchObject({
+      path: "spec.rules[0].filters[0].requestMirror",
+      message: "set percent or fraction, not both",
+    });
+    expect(mirror({ fraction: { numerator: 3, denominator: 2 } })[0]).toMatchObject({
+      path: "spec.rules[0].filters[0].requestMirror.fraction",
+      value: "3/2",
+    });
   });
 
   it("accepts header modifiers on each of several backendRefs, refuses other backendRef filters", () => {

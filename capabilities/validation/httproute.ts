@@ -10,10 +10,16 @@
  * sections, hostname mismatches.
  *
  * Features the proxy cannot run (design §5b) are problems: filters other than the header
- * modifiers, RequestRedirect, URLRewrite and CORS (RequestMirror, ExternalAuth, any
+ * modifiers, RequestRedirect, URLRewrite, CORS and RequestMirror (ExternalAuth, any
  * ExtensionRef) and sessionPersistence. All of them are Extended or implementation-specific
  * in Gateway API v1.6.1 and not in our supportedFeatures, so the conformance suite never
  * creates them for us.
+ *
+ * RequestMirror needs a module of our own in the proxy: these per-rule rules accept it, and
+ * whether a Gateway's proxies have the module is the one mapping in
+ * translate/proxy-flavor.ts (capability `mirror`). Which proxies run a route depends on its
+ * parent Gateways' parameters, which admission cannot read cheaply: admission accepts, and
+ * the translator drops the rule for a parent whose flavour lacks it (UnsupportedValue).
  */
 import { Collector, items } from "./budget";
 import {
@@ -49,6 +55,10 @@ export interface RouteFilter {
   readonly responseHeaderModifier?: HeaderFilter;
   readonly requestRedirect?: { readonly path?: PathModifier; readonly hostname?: string };
   readonly urlRewrite?: { readonly path?: PathModifier; readonly hostname?: string };
+  readonly requestMirror?: {
+    readonly percent?: number;
+    readonly fraction?: { readonly numerator?: number; readonly denominator?: number };
+  };
   readonly extensionRef?: {
     readonly group?: string;
     readonly kind?: string;
@@ -83,6 +93,7 @@ export const SUPPORTED_FILTERS = {
     "RequestRedirect",
     "URLRewrite",
     "CORS",
+    "RequestMirror",
   ],
   GRPCRoute: ["RequestHeaderModifier", "ResponseHeaderModifier"],
 } as const;
@@ -319,6 +330,27 @@ function filter(
   else if (type === "RequestRedirect")
     pathModifier(c, `${at}.requestRedirect.path`, f.requestRedirect?.path);
   else if (type === "URLRewrite") pathModifier(c, `${at}.urlRewrite.path`, f.urlRewrite?.path);
+  else if (type === "RequestMirror") mirrorShare(c, `${at}.requestMirror`, f.requestMirror);
+}
+
+/** percent or fraction, not both, a share in [0, 1] (the CRD's rules, for raw JSON too). */
+function mirrorShare(c: Collector, at: string, m: RouteFilter["requestMirror"]): void {
+  const fraction = m?.fraction;
+  if (m?.percent !== undefined && fraction !== undefined)
+    c.add([
+      { path: at, value: "percent and fraction", message: "set percent or fraction, not both" },
+    ]);
+  if (fraction === undefined) return;
+  const n = fraction.numerator ?? 0;
+  const d = fraction.denominator ?? 100;
+  if (!(d > 0 && n >= 0 && n <= d))
+    c.add([
+      {
+        path: `${at}.fraction`,
+        value: `${n}/${d}`,
+        message: "needs 0 <= numerator <= denominator and denominator > 0",
+      },
+    ]);
 }
 
 function headerModifier(c: Collector, at: string, h: HeaderFilter | undefined): void {

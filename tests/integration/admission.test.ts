@@ -178,7 +178,10 @@ describe("admission through kubectl", () => {
             matches: [{ headers: [{ name: "x_tenant", value: "a" }] }],
             filters: [
               { type: "RequestHeaderModifier", requestHeaderModifier: { remove: ["X-*"] } },
-              { type: "RequestMirror", requestMirror: { backendRef: { name: "svc", port: 80 } } },
+              {
+                type: "ExtensionRef",
+                extensionRef: { group: "example.com", kind: "Plugin", name: "p" },
+              },
             ],
             backendRefs: [{ name: "svc", port: 80 }],
           },
@@ -191,7 +194,7 @@ describe("admission through kubectl", () => {
       `HTTPRoute ${ns}/bad`,
       'spec.rules[0].matches[0].headers[0].name: contains "_" or "."',
       'spec.rules[0].filters[0].requestHeaderModifier.remove[0]: contains "*"',
-      "spec.rules[0].filters[1].type: RequestMirror is not supported by the proxy",
+      "spec.rules[0].filters[1].extensionRef: the proxy implements no ExtensionRef filters",
       "spec.rules[1].sessionPersistence: is not supported by the proxy: remove it",
     );
   });
@@ -339,7 +342,10 @@ describe("admission through kubectl", () => {
         rules: [
           {
             filters: [
-              { type: "RequestMirror", requestMirror: { backendRef: { name: "svc", port: 80 } } },
+              {
+                type: "ExtensionRef",
+                extensionRef: { group: "example.com", kind: "Plugin", name: "p" },
+              },
             ],
             backendRefs: [{ name: "svc", port: 80 }],
           },

@@ -29,6 +29,15 @@ let caddy: Caddy | undefined;
 let errorAddr = "";
 const backends: Server[] = [];
 
+/** What each echo server received, by server name (the mirror tests read it). */
+interface Seen {
+  method: string;
+  url: string;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+}
+const received = new Map<string, Seen[]>();
+
 /** Calls per `id` query value, for the retry tests (`?fail=N&id=X`: N failures, then 200). */
 const attempts = new Map<string, number>();
 
@@ -42,6 +51,9 @@ async function echoServer(name: string): Promise<number> {
       return;
     }
     const body = Buffer.concat(chunks).toString();
+    const log = received.get(name) ?? [];
+    log.push({ method: req.method ?? "", url: req.url ?? "", headers: req.headers, body });
+    received.set(name, log);
     const q = new URL(req.url ?? "/", "http://x").searchParams;
     const delay = Number(q.get("delay") ?? 0);
     if (delay > 0) await new Promise(r => setTimeout(r, delay));
@@ -435,5 +447,64 @@ describe("requests through real Caddy", () => {
     expect(await status("a.example.com", "b.c.example.com")).toBe(200); // same wildcard listener
     expect(await status("www.example.com", "a.example.com")).toBe(421);
     expect(await status("a.example.com", "www.example.com")).toBe(421);
+  });
+
+  it("mirror: the copy reaches each mirror with method, path, headers and body; the client's answer is the backend's", async () => {
+    await load("mirror");
+    const copies = (server: string, path: string): Seen[] =>
+      (received.get(server) ?? []).filter(r => r.url.startsWith(path));
+    const sleep = (ms: number) => new Promise(r => setTimeout(r, ms));
+    /** Waits for copies (sent in the background) until `server` got `n`, at most 30 s. */
+    const waitCopies = async (server: string, path: string, n: number): Promise<Seen[]> => {
+      for (let i = 0; i < 300 && copies(server, path).length < n; i++) await sleep(100);
+      return copies(server, path);
+    };
+    /** Waits until no copy has arrived for a second (at most 30 s), then counts them. */
+    const settled = async (server: string, path: string): Promise<number> => {
+      let last = -1;
+      for (let i = 0; i < 30 && copies(server, path).length !== last; i++) {
+        last = copies(server, path).length;
+        await sleep(1000);
+      }
+      return copies(server, path).length;
+    };
+    const r = await get(80, "app.test", "/one/x?q=1", {
+      method: "POST",
+      headers: { "x-test": "yes", "content-type": "text/plain" },
+      body: "payload",
+    });
+    expect(r.status).toBe(200);
+    expect(r.json).toMatchObject({ backend: "default/web-1", url: "/one/x?q=1", body: "payload" });
+    const [copy] = await waitCopies("default/copy-a-1", "/one/", 1);
+    expect(copy).toMatchObject({ method: "POST", url: "/one/x?q=1", body: "payload" });
+    expect(copy.headers).toMatchObject({ host: "app.test", "x-test": "yes" });
+
+    // Several mirrors: each gets its copy.
+    expect((await get(80, "app.test", "/several/1")).json?.backend).toBe("default/web-1");
+    expect(await waitCopies("default/copy-a-1", "/several/", 1)).toHaveLength(1);
+    expect(await waitCopies("default/copy-b-1", "/several/", 1)).toHaveLength(1);
+
+    // Copies carry the headers as the rule's filters left them (35 %: some of 40 requests).
+    for (let i = 0; i < 40; i++) {
+      const h = await get(80, "app.test", `/headers/${i}`, { headers: { "x-remove": "1" } });
+      expect(h.json?.headers["x-set"]).toBe("1");
+    }
+    expect(await settled("default/copy-a-1", "/headers/")).toBeGreaterThan(0);
+    for (const c of copies("default/copy-a-1", "/headers/")) {
+      expect(c.headers["x-set"]).toBe("1");
+      expect(c.headers["x-remove"]).toBeUndefined();
+    }
+
+    // A fraction (25/50): about half of 200 requests (binomial, ±6 standard deviations).
+    for (let i = 0; i < 200; i++)
+      expect((await get(80, "app.test", `/fraction/${i}`)).status).toBe(200);
+    const n = await settled("default/copy-b-1", "/fraction/");
+    expect(n).toBeGreaterThan(57);
+    expect(n).toBeLessThan(143);
+    expect(copies("default/copy-a-1", "/fraction/")).toHaveLength(0); // percent 0
+
+    // A missing mirror Service or one without endpoints: the request is served all the same.
+    expect((await get(80, "app.test", "/missing")).json?.backend).toBe("default/web-1");
+    expect((await get(80, "app.test", "/idle")).json?.backend).toBe("default/web-1");
   });
 });
