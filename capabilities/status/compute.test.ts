@@ -2,6 +2,7 @@ import { StatusResults } from "../translate";
 import {
   StoredObject,
   computeStatusUpdates,
+  gatewayStatus,
   policyStatus,
   routeStatus,
   stampConditions,
@@ -169,6 +170,32 @@ describe("computeStatusUpdates", () => {
       now: T1,
     });
     expect(again).toEqual([]);
+  });
+});
+
+describe("gatewayStatus attachedListenerSets", () => {
+  const result = {
+    namespace: "ns",
+    name: "gw",
+    conditions: [accepted("True")],
+    listeners: [],
+  };
+  it("writes the count when the translator gives one, 0 included", () => {
+    expect(gatewayStatus(undefined, { ...result, attachedListenerSets: 2 }, T0)).toMatchObject({
+      attachedListenerSets: 2,
+    });
+    expect(gatewayStatus(undefined, { ...result, attachedListenerSets: 0 }, T0)).toMatchObject({
+      attachedListenerSets: 0,
+    });
+  });
+  it("leaves the field out when not counted, resetting a stored count to 0", () => {
+    expect(gatewayStatus(undefined, result, T0)).not.toHaveProperty("attachedListenerSets");
+    expect(gatewayStatus({ status: { attachedListenerSets: 0 } }, result, T0)).not.toHaveProperty(
+      "attachedListenerSets",
+    );
+    expect(gatewayStatus({ status: { attachedListenerSets: 3 } }, result, T0)).toMatchObject({
+      attachedListenerSets: 0,
+    });
   });
 });
 

@@ -123,7 +123,22 @@ export function gatewayStatus(
       : {}),
     conditions: stampConditions(current?.status?.conditions, r.conditions, now),
     listeners: listenerStatuses(current?.status?.listeners, r.listeners, now),
+    ...attachedListenerSets(current, r),
   };
+}
+
+/**
+ * A Gateway's status.attachedListenerSets: written when the translator counts it, and reset
+ * to 0 when it no longer does but a count is stored (a merge patch keeps what it omits).
+ */
+function attachedListenerSets(
+  current: StoredObject | undefined,
+  r: GatewayStatusResult | ListenerSetStatusResult,
+): { attachedListenerSets?: number } {
+  const count = "attachedListenerSets" in r ? r.attachedListenerSets : undefined;
+  if (count !== undefined) return { attachedListenerSets: count };
+  const stored: unknown = current?.status?.attachedListenerSets;
+  return typeof stored === "number" && stored !== 0 ? { attachedListenerSets: 0 } : {};
 }
 
 interface Ref {

@@ -30,6 +30,15 @@ export const GatewayReason = {
   Pending: "Pending",
 } as const;
 
+export const ListenerSetReason = {
+  Accepted: "Accepted",
+  Programmed: "Programmed",
+  NotAllowed: "NotAllowed",
+  ParentNotAccepted: "ParentNotAccepted",
+  ListenersNotValid: "ListenersNotValid",
+  Invalid: "Invalid",
+} as const;
+
 export const ListenerReason = {
   Accepted: "Accepted",
   PortUnavailable: "PortUnavailable",

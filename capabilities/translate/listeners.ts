@@ -34,7 +34,10 @@ export interface ListenerOwner {
 export interface ResolvedListener {
   readonly owner: ListenerOwner;
   readonly listener: Listener;
-  /** `<namespace>/<owner name>/<listener name>`. */
+  /**
+   * `<namespace>/<Gateway name>/<listener name>`, or `ListenerSet:<namespace>/<name>/<listener
+   * name>` (a ListenerSet may share its Gateway's name, and its listeners their names).
+   */
   readonly id: string;
   readonly supportedKinds: readonly { readonly group: string; readonly kind: RouteKind }[];
   /** Accepted, Programmed, ResolvedRefs, Conflicted. */
@@ -138,7 +141,7 @@ function draft(s: Snapshot, owner: ListenerOwner, l: Listener, listenerIndex: nu
   const d: Draft = {
     owner,
     listener: l,
-    id: `${owner.namespace}/${owner.name}/${l.name}`,
+    id: `${owner.kind === "ListenerSet" ? "ListenerSet:" : ""}${owner.namespace}/${owner.name}/${l.name}`,
     supportedKinds: [],
     certificates: [],
   };
@@ -265,39 +268,57 @@ const decode = (b64: string | undefined): string | undefined =>
 /**
  * Listeners on one port must share the protocol (TCP- and UDP-based protocols may share a
  * port number), and same-protocol listeners must differ in hostname (TCP, UDP: may not
- * share). Indistinct listeners of the same owner are all Conflicted; a ListenerSet listener
- * indistinct from a higher-precedence owner's listener loses.
+ * share). Owners are settled in precedence order (the Gateway, then its ListenerSets): a
+ * listener indistinct from a live listener of a higher-precedence owner loses; the listeners
+ * of one owner left after that which are indistinct from each other are all Conflicted. A
+ * listener that lost does not take its siblings down with it.
  */
 function markConflicts(drafts: Draft[]): void {
-  const live = drafts.filter(d => !d.accepted);
-  for (const d of live) {
-    for (const o of live) {
-      if (o === d || o.listener.port !== d.listener.port) continue;
-      if (transport(o.listener.protocol) !== transport(d.listener.protocol)) continue;
-      if (o.owner.precedence > d.owner.precedence) continue;
-      if (o.owner.precedence < d.owner.precedence && o.conflicted) continue;
-      if (o.listener.protocol !== d.listener.protocol) {
-        d.conflicted = {
-          reason: ListenerReason.ProtocolConflict,
-          message: `port ${d.listener.port} is also used by listener ${o.id} with protocol ${o.listener.protocol}`,
-        };
-        break;
-      }
-      const hostless = d.listener.protocol === "TCP" || d.listener.protocol === "UDP";
-      if (
-        hostless ||
-        (o.listener.hostname ?? "").toLowerCase() === (d.listener.hostname ?? "").toLowerCase()
-      ) {
-        d.conflicted = {
-          reason: ListenerReason.HostnameConflict,
-          message: hostless
-            ? `port ${d.listener.port} is also used by ${d.listener.protocol} listener ${o.id}`
-            : `hostname ${JSON.stringify(d.listener.hostname ?? "")} on port ${d.listener.port} is also used by listener ${o.id}`,
-        };
-        break;
+  const live: Draft[] = [];
+  const owners = [...new Set(drafts.map(d => d.owner.precedence))].sort((a, b) => a - b);
+  for (const precedence of owners) {
+    const group = drafts.filter(d => !d.accepted && d.owner.precedence === precedence);
+    for (const d of group) {
+      for (const o of live) {
+        d.conflicted = conflictBetween(d, o);
+        if (d.conflicted) break;
       }
     }
+    const survivors = group.filter(d => !d.conflicted);
+    for (const d of survivors) {
+      for (const o of survivors) {
+        if (o === d) continue;
+        d.conflicted = conflictBetween(d, o);
+        if (d.conflicted) break;
+      }
+    }
+    live.push(...survivors.filter(d => !d.conflicted));
   }
+}
+
+/** Why `d` cannot share the proxy with `o`, if it cannot. */
+function conflictBetween(d: Draft, o: Draft): Draft["conflicted"] {
+  if (o.listener.port !== d.listener.port) return undefined;
+  if (transport(o.listener.protocol) !== transport(d.listener.protocol)) return undefined;
+  if (o.listener.protocol !== d.listener.protocol) {
+    return {
+      reason: ListenerReason.ProtocolConflict,
+      message: `port ${d.listener.port} is also used by listener ${o.id} with protocol ${o.listener.protocol}`,
+    };
+  }
+  const hostless = d.listener.protocol === "TCP" || d.listener.protocol === "UDP";
+  if (
+    hostless ||
+    (o.listener.hostname ?? "").toLowerCase() === (d.listener.hostname ?? "").toLowerCase()
+  ) {
+    return {
+      reason: ListenerReason.HostnameConflict,
+      message: hostless
+        ? `port ${d.listener.port} is also used by ${d.listener.protocol} listener ${o.id}`
+        : `hostname ${JSON.stringify(d.listener.hostname ?? "")} on port ${d.listener.port} is also used by listener ${o.id}`,
+    };
+  }
+  return undefined;
 }
 
 function finish(d: Draft): ResolvedListener {
@@ -326,7 +347,7 @@ function finish(d: Draft): ResolvedListener {
       : condition(
           ConditionType.Programmed,
           false,
-          ListenerReason.Invalid,
+          programmedReason(d),
           (d.accepted ?? d.conflicted ?? d.resolvedRefs)?.message ?? "not programmed",
           gen,
         ),
@@ -362,6 +383,17 @@ function finish(d: Draft): ResolvedListener {
     served,
     certificates: d.certificates,
   };
+}
+
+/**
+ * Why a listener is not programmed: its conflict or an unavailable port as such (the
+ * ListenerSet conformance tests expect a conflicted listener's Programmed reason to name the
+ * conflict), anything else Invalid.
+ */
+function programmedReason(d: Draft): string {
+  if (!d.accepted && d.conflicted) return d.conflicted.reason;
+  if (d.accepted?.reason === ListenerReason.PortUnavailable) return ListenerReason.PortUnavailable;
+  return ListenerReason.Invalid;
 }
 
 /** Whether a route in `routeNamespace` may attach to this listener by namespace. */

@@ -20,6 +20,11 @@ export interface GatewayStatusResult {
   readonly name: string;
   readonly conditions: readonly Condition[];
   readonly listeners: readonly ListenerStatusResult[];
+  /**
+   * ListenerSets attached (allowed by spec.allowedListeners and Accepted); undefined when the
+   * Gateway has no allowedListeners and no ListenerSet names it (the field is then not written).
+   */
+  readonly attachedListenerSets?: number;
 }
 
 export interface ListenerSetStatusResult {

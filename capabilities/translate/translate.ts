@@ -29,6 +29,7 @@ import {
   ConditionType,
   GatewayClassReason,
   GatewayReason,
+  ListenerSetReason,
   RouteReason,
   condition,
 } from "./conditions";
@@ -162,7 +163,8 @@ export function translate(s: Snapshot, options: TranslateOptions = {}): Translat
   }
   const listenerSetOwner = new Map<string, GatewayContext>();
   for (const ctx of contexts.values())
-    for (const ls of ctx.listenerSets) listenerSetOwner.set(keyOf(ls), ctx);
+    for (const ls of [...ctx.listenerSets, ...ctx.refusedListenerSets])
+      listenerSetOwner.set(keyOf(ls), ctx);
 
   // Routes.
   const routes: RouteStatusResult[] = [];
@@ -209,61 +211,33 @@ export function translate(s: Snapshot, options: TranslateOptions = {}): Translat
       "spec.infrastructure.parametersRef",
     );
     if (!badParameters) gateways.push(buildIR(ctx));
-    gatewayStatuses.push({
-      namespace: gw.metadata.namespace ?? "",
-      name: gw.metadata.name,
-      conditions: badParameters
-        ? [
-            condition(
-              ConditionType.Accepted,
-              false,
-              GatewayReason.InvalidParameters,
-              badParameters,
-              gen,
-            ),
-            condition(
-              ConditionType.Programmed,
-              false,
-              GatewayReason.Invalid,
-              "not accepted: invalid parameters",
-              gen,
-            ),
-          ]
-        : gatewayConditions(own, gen),
-      listeners: own.map(l => listenerStatus(l, ctx)),
-    });
-    for (const ls of ctx.listenerSets) {
-      const mine = ctx.listeners.filter(
-        l =>
-          l.owner.kind === "ListenerSet" &&
-          l.owner.namespace === ls.metadata.namespace &&
-          l.owner.name === ls.metadata.name,
-      );
-      listenerSetStatuses.push({
-        namespace: ls.metadata.namespace ?? "",
-        name: ls.metadata.name,
-        conditions: gatewayConditions(mine, ls.metadata.generation),
-        listeners: mine.map(l => listenerStatus(l, ctx)),
-      });
-    }
-    for (const ls of ctx.refusedListenerSets) {
-      const lg = ls.metadata.generation;
-      listenerSetStatuses.push({
-        namespace: ls.metadata.namespace ?? "",
-        name: ls.metadata.name,
-        conditions: [
+    const conditions = badParameters
+      ? [
           condition(
             ConditionType.Accepted,
             false,
-            "NotAllowed",
-            `Gateway ${keyOf(gw)} does not allow ListenerSets from namespace ${ls.metadata.namespace}`,
-            lg,
+            GatewayReason.InvalidParameters,
+            badParameters,
+            gen,
           ),
-          condition(ConditionType.Programmed, false, GatewayReason.Invalid, "not accepted", lg),
-        ],
-        listeners: [],
-      });
-    }
+          condition(
+            ConditionType.Programmed,
+            false,
+            GatewayReason.Invalid,
+            "not accepted: invalid parameters",
+            gen,
+          ),
+        ]
+      : gatewayConditions(own, gen);
+    const sets = listenerSetResults(ctx, conditions[0].status === "True");
+    listenerSetStatuses.push(...sets.statuses);
+    gatewayStatuses.push({
+      namespace: gw.metadata.namespace ?? "",
+      name: gw.metadata.name,
+      conditions,
+      listeners: own.map(l => listenerStatus(l, ctx)),
+      ...(sets.attached !== undefined && { attachedListenerSets: sets.attached }),
+    });
   }
   listenerSetStatuses.sort((a, b) =>
     `${a.namespace}/${a.name}` < `${b.namespace}/${b.name}` ? -1 : 1,
@@ -332,6 +306,8 @@ type ParentTarget =
       readonly type: "listenerSet";
       readonly ctx: GatewayContext;
       readonly listenerSet: ListenerSet;
+      /** The Gateway does not allow it (allowedListeners): nothing can attach through it. */
+      readonly refused: boolean;
     };
 
 function parentTarget(
@@ -349,8 +325,11 @@ function parentTarget(
   }
   if (kind === "ListenerSet") {
     const ctx = listenerSetOwner.get(key);
-    const listenerSet = ctx?.listenerSets.find(ls => keyOf(ls) === key);
-    return ctx && listenerSet ? { type: "listenerSet", ctx, listenerSet } : undefined;
+    if (!ctx) return undefined;
+    const listenerSet = ctx.listenerSets.find(ls => keyOf(ls) === key);
+    if (listenerSet) return { type: "listenerSet", ctx, listenerSet, refused: false };
+    const refused = ctx.refusedListenerSets.find(ls => keyOf(ls) === key);
+    return refused && { type: "listenerSet", ctx, listenerSet: refused, refused: true };
   }
   return undefined;
 }
@@ -446,6 +425,12 @@ function attach(
   const reject = (reason: string, message: string): RouteParentStatusResult =>
     status([condition(ConditionType.Accepted, false, reason, message, generation), resolved]);
 
+  if (target.type === "listenerSet" && target.refused) {
+    return reject(
+      RouteReason.NoMatchingParent,
+      `ListenerSet ${keyOf(target.listenerSet)} is not allowed by Gateway ${keyOf(ctx.gateway)} (spec.allowedListeners)`,
+    );
+  }
   let candidates = owned;
   if (parentRef.sectionName !== undefined) {
     candidates = candidates.filter(l => l.listener.name === parentRef.sectionName);
@@ -560,6 +545,97 @@ function gatewayConditions(
       : condition(ConditionType.Programmed, false, GatewayReason.Invalid, "no valid listener", gen);
   return [accepted, programmed];
 }
+
+/**
+ * Status of the ListenerSets naming this Gateway as parent, and how many are attached (allowed
+ * and Accepted: the Gateway's status.attachedListenerSets; undefined when the Gateway neither
+ * sets allowedListeners nor has a ListenerSet naming it, so the field is not written).
+ */
+function listenerSetResults(
+  ctx: GatewayContext,
+  parentAccepted: boolean,
+): { statuses: ListenerSetStatusResult[]; attached?: number } {
+  const gw = ctx.gateway;
+  const statuses: ListenerSetStatusResult[] = [];
+  let attached = 0;
+  for (const ls of ctx.listenerSets) {
+    const mine = ctx.listeners.filter(
+      l =>
+        l.owner.kind === "ListenerSet" &&
+        l.owner.namespace === ls.metadata.namespace &&
+        l.owner.name === ls.metadata.name,
+    );
+    const conditions = parentAccepted
+      ? listenerSetConditions(mine, ls.metadata.generation)
+      : refusedConditions(
+          ListenerSetReason.ParentNotAccepted,
+          `parent Gateway ${keyOf(gw)} is not accepted`,
+          ls.metadata.generation,
+        );
+    if (conditions[0].status === "True") attached++;
+    statuses.push({
+      namespace: ls.metadata.namespace ?? "",
+      name: ls.metadata.name,
+      conditions,
+      listeners: mine.map(l => listenerStatus(l, ctx)),
+    });
+  }
+  for (const ls of ctx.refusedListenerSets) {
+    const from = gw.spec.allowedListeners?.namespaces?.from ?? "None";
+    statuses.push({
+      namespace: ls.metadata.namespace ?? "",
+      name: ls.metadata.name,
+      conditions: refusedConditions(
+        ListenerSetReason.NotAllowed,
+        from === "None"
+          ? `Gateway ${keyOf(gw)} does not allow ListenerSets (spec.allowedListeners.namespaces.from: None, the default)`
+          : `Gateway ${keyOf(gw)} does not allow ListenerSets from namespace ${ls.metadata.namespace} (spec.allowedListeners.namespaces.from: ${from})`,
+        ls.metadata.generation,
+      ),
+      listeners: [],
+    });
+  }
+  const counted =
+    gw.spec.allowedListeners !== undefined ||
+    ctx.listenerSets.length + ctx.refusedListenerSets.length > 0;
+  return { statuses, ...(counted && { attached }) };
+}
+
+/** Accepted and Programmed of an attached ListenerSet, from its listeners. */
+function listenerSetConditions(
+  listeners: readonly ResolvedListener[],
+  gen: number | undefined,
+): Condition[] {
+  const invalid = listeners.filter(l => !l.served);
+  if (listeners.length > 0 && invalid.length === listeners.length) {
+    const message = `no valid listener: ${invalid.map(l => l.listener.name).join(", ")}`;
+    return refusedConditions(ListenerSetReason.ListenersNotValid, message, gen);
+  }
+  return [
+    invalid.length === 0
+      ? condition(ConditionType.Accepted, true, ListenerSetReason.Accepted, "accepted", gen)
+      : condition(
+          ConditionType.Accepted,
+          true,
+          ListenerSetReason.ListenersNotValid,
+          `listeners not valid: ${invalid.map(l => l.listener.name).join(", ")}`,
+          gen,
+        ),
+    condition(
+      ConditionType.Programmed,
+      true,
+      ListenerSetReason.Programmed,
+      "configuration translated for the proxies",
+      gen,
+    ),
+  ];
+}
+
+/** A ListenerSet not attached: Accepted and Programmed False with the same reason. */
+const refusedConditions = (reason: string, message: string, gen: number | undefined) => [
+  condition(ConditionType.Accepted, false, reason, message, gen),
+  condition(ConditionType.Programmed, false, reason, message, gen),
+];
 
 function listenerStatus(l: ResolvedListener, ctx: GatewayContext): ListenerStatusResult {
   return {
