@@ -1,5 +1,6 @@
 import type { ProxyState } from "../proxies";
-import { programmedCondition } from "./programmed";
+import type { Condition, GatewayStatusResult, ListenerSetStatusResult } from "../translate";
+import { listenerSetWithParent, programmedCondition, withListenerSetParents } from "./programmed";
 
 const H = "d".repeat(64);
 const ok: ProxyState = { phase: "Programmed", desiredHash: H, hash: H, at: 1, verifiedAt: 1 };
@@ -69,5 +70,89 @@ describe("programmedCondition", () => {
       reason: "AddressNotAssigned",
       message: "no Service labelled x",
     });
+  });
+});
+
+describe("listenerSetWithParent", () => {
+  const cond = (type: string, ok: boolean, reason: string, gen = 2): Condition => ({
+    type,
+    status: ok ? "True" : "False",
+    reason,
+    message: "m",
+    observedGeneration: gen,
+  });
+  const set: ListenerSetStatusResult = {
+    namespace: "team",
+    name: "set",
+    conditions: [cond("Accepted", true, "Accepted"), cond("Programmed", true, "Programmed")],
+    listeners: [
+      {
+        name: "ok",
+        supportedKinds: [],
+        attachedRoutes: 1,
+        conditions: [cond("Accepted", true, "Accepted"), cond("Programmed", true, "Programmed")],
+      },
+      {
+        name: "clash",
+        supportedKinds: [],
+        attachedRoutes: 0,
+        conditions: [
+          cond("Accepted", false, "HostnameConflict"),
+          cond("Programmed", false, "HostnameConflict"),
+        ],
+      },
+    ],
+  };
+  const gateway = (programmed: Condition): GatewayStatusResult => ({
+    namespace: "default",
+    name: "gw",
+    conditions: [cond("Accepted", true, "Accepted", 1), programmed],
+    listeners: [],
+  });
+
+  it("leaves the set alone while its Gateway is programmed, or when the set is not", () => {
+    expect(listenerSetWithParent(set, gateway(cond("Programmed", true, "Programmed", 1)))).toBe(
+      set,
+    );
+    const refused = {
+      ...set,
+      conditions: [cond("Accepted", false, "NotAllowed"), cond("Programmed", false, "NotAllowed")],
+    };
+    expect(listenerSetWithParent(refused, gateway(cond("Programmed", false, "Pending", 1)))).toBe(
+      refused,
+    );
+  });
+
+  it("is ParentNotProgrammed, its served listeners Pending, while the Gateway is not", () => {
+    const pending = { ...cond("Programmed", false, "Pending", 1), message: "0/2 proxies run it" };
+    const got = listenerSetWithParent(set, gateway(pending));
+    expect(got.conditions[0]).toEqual(set.conditions[0]);
+    expect(got.conditions[1]).toEqual({
+      type: "Programmed",
+      status: "False",
+      reason: "ParentNotProgrammed",
+      message: "parent Gateway default/gw is not programmed: 0/2 proxies run it",
+      observedGeneration: 2,
+    });
+    expect(got.listeners[0].conditions[1]).toMatchObject({
+      reason: "Pending",
+      observedGeneration: 2,
+    });
+    expect(got.listeners[1]).toEqual(set.listeners[1]);
+  });
+
+  it("finds each set's parent by key", () => {
+    const pending = cond("Programmed", false, "Pending", 1);
+    const results = {
+      gatewayClasses: [],
+      gateways: [gateway(pending)],
+      listenerSets: [set, { ...set, name: "orphan" }],
+      routes: [],
+    };
+    const got = withListenerSetParents(results, ls =>
+      ls.name === "set" ? "default/gw" : undefined,
+    );
+    expect(got.listenerSets[0].conditions[1].reason).toBe("ParentNotProgrammed");
+    expect(got.listenerSets[1]).toEqual(results.listenerSets[1]);
   });
 });

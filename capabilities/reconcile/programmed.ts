@@ -3,7 +3,12 @@
  * functions over the translator's intent, the proxies' states and the data-plane Service.
  */
 import type { ProxyState } from "../proxies";
-import type { Condition, GatewayStatusResult } from "../translate";
+import type {
+  Condition,
+  GatewayStatusResult,
+  ListenerSetStatusResult,
+  StatusResults,
+} from "../translate";
 import type { GatewayAddress } from "../status";
 
 interface ServiceLike {
@@ -154,4 +159,55 @@ export function withFleet(
     };
   });
   return { ...result, conditions, listeners };
+}
+
+/**
+ * A ListenerSet's status with Programmed following its parent Gateway's (decided by the fleet):
+ * while the Gateway is not programmed, an attached ListenerSet is Programmed=False
+ * (ParentNotProgrammed) and its programmed listeners Pending, as the Gateway's own listeners.
+ */
+export function listenerSetWithParent(
+  result: ListenerSetStatusResult,
+  parent: GatewayStatusResult | undefined,
+): ListenerSetStatusResult {
+  const gw = parent?.conditions.find(c => c.type === "Programmed");
+  const own = result.conditions.find(c => c.type === "Programmed");
+  if (!gw || gw.status === "True" || !own || own.status !== "True") return result;
+  const message = `parent Gateway ${parent!.namespace}/${parent!.name} is not programmed: ${gw.message}`;
+  const notYet = (c: Condition, reason: string): Condition => ({
+    type: "Programmed",
+    status: "False",
+    reason,
+    message,
+    ...(c.observedGeneration !== undefined ? { observedGeneration: c.observedGeneration } : {}),
+  });
+  return {
+    ...result,
+    conditions: result.conditions.map(c =>
+      c.type === "Programmed" ? notYet(c, "ParentNotProgrammed") : c,
+    ),
+    listeners: result.listeners.map(l => ({
+      ...l,
+      conditions: l.conditions.map(c =>
+        c.type === "Programmed" && c.status === "True" ? notYet(c, "Pending") : c,
+      ),
+    })),
+  };
+}
+
+/** Every ListenerSet result with Programmed following its parent Gateway's (`parentOf`: its key). */
+export function withListenerSetParents(
+  results: StatusResults,
+  parentOf: (ls: ListenerSetStatusResult) => string | undefined,
+): StatusResults {
+  const gateways = new Map<string, GatewayStatusResult>(
+    results.gateways.map(g => [`${g.namespace}/${g.name}`, g]),
+  );
+  return {
+    ...results,
+    listenerSets: results.listenerSets.map(ls => {
+      const key = parentOf(ls);
+      return listenerSetWithParent(ls, key === undefined ? undefined : gateways.get(key));
+    }),
+  };
 }

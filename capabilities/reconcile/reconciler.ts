@@ -64,7 +64,7 @@ import {
   gatewayRoutes,
   routeForHost,
 } from "./traffic";
-import { withFleet } from "./programmed";
+import { withFleet, withListenerSetParents } from "./programmed";
 import {
   KENGINE_PROXY_API,
   KengineProxyStatus,
@@ -523,7 +523,7 @@ export class Reconciler {
     // Status: the translator's results with Programmed and addresses decided by the fleet.
     const byKey = new Map(plans.map(p => [p.key, p]));
     const addresses = new Map<string, readonly GatewayAddress[]>();
-    const results: StatusResults = {
+    const fleetResults: StatusResults = {
       ...statuses,
       gatewayClasses: statuses.gatewayClasses.map(c => {
         const accepted = c.conditions.find(x => x.type === "Accepted");
@@ -555,6 +555,11 @@ export class Reconciler {
         return withFleet(g, view, plan.addresses);
       }),
     };
+    // A ListenerSet is programmed when its parent Gateway is.
+    const results = withListenerSetParents(fleetResults, ls => {
+      const p = snapshot.objects.ListenerSet.get(`${ls.namespace}/${ls.name}`)?.spec?.parentRef;
+      return p && `${p.namespace ?? ls.namespace}/${p.name}`;
+    });
     this.#lastResults = { results, addresses };
     fleetMetrics.gateways(
       plans.map(p => ({

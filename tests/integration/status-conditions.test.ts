@@ -27,6 +27,7 @@ interface Obj {
     conditions?: Cond[];
     addresses?: { type?: string; value: string }[];
     listeners?: { name: string; attachedRoutes: number; conditions: Cond[] }[];
+    attachedListenerSets?: number;
     parents?: { controllerName: string; parentRef: { name: string }; conditions: Cond[] }[];
   };
 }
@@ -307,7 +308,7 @@ spec:
     for (const n of ["p-http", "p-tls"]) {
       expect(sr(l(n), "Conflicted")).toBe("True/ProtocolConflict");
       expect(sr(l(n), "Accepted")).toBe("False/ProtocolConflict");
-      expect(sr(l(n), "Programmed")).toBe("False/Invalid");
+      expect(sr(l(n), "Programmed")).toBe("False/ProtocolConflict");
     }
     for (const n of ["a", "b"]) {
       expect(sr(l(n), "Conflicted")).toBe("False/NoConflicts");
@@ -329,7 +330,14 @@ spec:
     expect(sr(sl("a-again"), "Conflicted")).toBe("True/HostnameConflict");
     expect(sr(sl("a-again"), "Accepted")).toBe("False/HostnameConflict");
     expect(find(sl("a-again"), "Conflicted")!.message).toContain("a.example.com");
+    expect(sr(sl("a-again"), "Programmed")).toBe("False/HostnameConflict");
     expect(sr(sl("extra"), "Accepted")).toBe("True/Accepted");
+    expect(sr(set.status?.conditions, "Accepted")).toBe("True/ListenersNotValid");
+    // the Gateway counts the ListenerSet attached to it (Accepted: it has a valid listener)
+    await eventually("the Gateway's attachedListenerSets", () => {
+      const o = get("gateway", a, "listeners");
+      return o?.status?.attachedListenerSets === 1 ? o : undefined;
+    });
   });
 
   describe("addresses", () => {
