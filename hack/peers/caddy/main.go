@@ -19,8 +19,8 @@ import (
 	_ "github.com/mholt/caddy-l4/modules/l4subroute"
 	_ "github.com/mholt/caddy-l4/modules/l4tls"
 
-	_ "kengine.io/gateway/hack/proxy/mirror"
 	_ "kengine.io/gateway/hack/proxy/listener"
+	_ "kengine.io/gateway/hack/proxy/mirror"
 )
 
 func main() {
