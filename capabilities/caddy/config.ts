@@ -19,6 +19,7 @@ import {
   PathModifierIR,
   RedirectIR,
 } from "../ir";
+import { DEFAULT_PROXY_FLAVOR, ProxyCapabilities, capabilitiesOf } from "../translate/proxy-flavor";
 import { MAX_L4_WEIGHT_RATIO } from "../validation/l4route";
 import { quoteRE2 } from "../validation/regex";
 import {
@@ -76,13 +77,15 @@ export function toCaddyConfig(
   const pems: { certificate: string; key: string; tags: string[] }[] = [];
   const seenCert = new Set<string>();
   for (const ir of list) {
+    const caps = capabilitiesOf(ir.flavor ?? DEFAULT_PROXY_FLAVOR);
     for (const s of ir.httpServers)
       servers[serverName(s.protocol, s.port, list.length > 1 ? ir : undefined)] = httpServer(
         ctx,
         s,
+        caps,
       );
     for (const s of ir.l4Servers)
-      l4[serverName(s.protocol, s.port, list.length > 1 ? ir : undefined)] = l4Server(ctx, s);
+      l4[serverName(s.protocol, s.port, list.length > 1 ? ir : undefined)] = l4Server(ctx, s, caps);
     for (const c of ir.certificates) {
       if (seenCert.has(c.id)) continue;
       seenCert.add(c.id);
@@ -137,9 +140,17 @@ function serverName(protocol: string, port: number, ir?: GatewayIR): string {
 const listenAddress = (ctx: Ctx, port: number, network = ""): string =>
   `${network}${ctx.opts.bindHost ?? ""}:${port + (ctx.opts.portOffset ?? 0)}`;
 
+/**
+ * Networks of our listener module (hack/proxy/listener): one socket per address kept across
+ * config reloads, so a reload drops no connection. `kengine-http` also hands a connection an
+ * old config's HTTP server dropped unanswered to the new one; `kengine-tcp` is for caddy-l4.
+ */
+export const PERSISTENT_HTTP_NETWORK = "kengine-http";
+export const PERSISTENT_TCP_NETWORK = "kengine-tcp";
+
 /* ------------------------------------------------------------------ HTTP */
 
-function httpServer(ctx: Ctx, s: HTTPServerIR): CaddyHTTPServer {
+function httpServer(ctx: Ctx, s: HTTPServerIR, caps: ProxyCapabilities): CaddyHTTPServer {
   ctx.dispatch = ctx.opts.dispatch === "per-route" ? undefined : new Map();
   const routes: CaddyRoute[] = s.listeners.map((l, i) => listenerRoute(ctx, s, l, i));
   if (!s.listeners.some(l => l.hostname === undefined)) routes.push(notFound());
@@ -151,7 +162,9 @@ function httpServer(ctx: Ctx, s: HTTPServerIR): CaddyHTTPServer {
   }
   const tls = s.protocol === "HTTPS";
   return {
-    listen: [listenAddress(ctx, s.port)],
+    listen: [
+      listenAddress(ctx, s.port, caps.persistentListeners ? `${PERSISTENT_HTTP_NETWORK}/` : ""),
+    ],
     routes,
     automatic_https: { disable: true },
     protocols: tls ? ["h1", "h2"] : ["h1", "h2c"],
@@ -789,8 +802,10 @@ export function hexBelow(n: number): string {
  */
 export const L4_REFUSE_DIAL = "unix/@kengine-gateway-no-backend";
 
-function l4Server(ctx: Ctx, s: L4ServerIR): CaddyL4Server {
+function l4Server(ctx: Ctx, s: L4ServerIR, caps: ProxyCapabilities): CaddyL4Server {
   const network = s.protocol === "UDP" ? "udp/" : "";
+  const listenNetwork =
+    s.protocol === "UDP" ? "udp/" : caps.persistentListeners ? `${PERSISTENT_TCP_NETWORK}/` : "";
   const routes = s.routes.map(r => {
     const live = r.backends.filter(b => b.weight > 0);
     const upstreams: { dial: string[] }[] = [];
@@ -825,7 +840,7 @@ function l4Server(ctx: Ctx, s: L4ServerIR): CaddyL4Server {
       handle,
     };
   });
-  return { listen: [listenAddress(ctx, s.port, network)], routes };
+  return { listen: [listenAddress(ctx, s.port, listenNetwork)], routes };
 }
 
 /** The config as deterministic JSON text: object keys sorted, two-space indent. */
