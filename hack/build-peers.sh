@@ -2,8 +2,12 @@
 # Builds the real test peers from the Go modules pinned in hack/go.mod and caches them under
 #   ${XDG_CACHE_HOME:-$HOME/.cache}/kengine-gateway/<hash>/
 # so a fresh clone rebuilds nothing. Prints the cache directory on stdout (last line).
-# The hash covers go.mod, go.sum, the Go version, hack/peers/ and hack/proxy/ (our Caddy modules):
-# what the binaries are built from.
+# Each peer has a key: the Go version, go.mod, go.sum and the project's own sources it is built
+# from (e.g. hack/peers/caddy and hack/proxy for the proxy). A binary is built once per key into
+#   ${XDG_CACHE_HOME:-$HOME/.cache}/kengine-gateway/objects/<peer>-<key>
+# and hard-linked into the cache directory, whose <hash> covers every peer's key: a change to the
+# proxy's sources rebuilds the proxy only, and worktrees with different sources never share a
+# binary they disagree on.
 # Usage: hack/build-peers.sh [peer ...]   (default: all peers)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -11,10 +15,6 @@ cd "$here"
 
 command -v go >/dev/null || { echo "build-peers: Go is not installed (needed to build the test peers)" >&2; exit 1; }
 
-hash=$( { go version; cat go.mod go.sum; find peers proxy -type f -name '*.go' ! -name '*_test.go' | LC_ALL=C sort | xargs cat; } | sha256sum | cut -c1-16)
-cache="${XDG_CACHE_HOME:-$HOME/.cache}/kengine-gateway/$hash"
-bin="$cache/bin"
-mkdir -p "$bin" "$cache/crds"
 
 # peer name -> Go package (and the module it comes from, for error messages)
 declare -A pkg=(
@@ -23,7 +23,16 @@ declare -A pkg=(
   [kube-controller-manager]=k8s.io/kubernetes/cmd/kube-controller-manager
   [kubectl]=k8s.io/kubernetes/cmd/kubectl
   [caddy]=./peers/caddy
+  [caddy-2.8]=.
   [echo-basic]=sigs.k8s.io/gateway-api/conformance/echo-basic
+)
+# Where `go build` runs: a peer with a go.mod of its own is built inside its folder.
+declare -A dir=([caddy-2.8]=peers/caddy-2.8)
+# The project's own sources each peer is built from (besides go.mod and go.sum).
+declare -A sources=(
+  [etcd]=peers/etcd
+  [caddy]="peers/caddy proxy"
+  [caddy-2.8]=peers/caddy-2.8
 )
 declare -A module=(
   [etcd]=go.etcd.io/etcd/server/v3
@@ -31,26 +40,48 @@ declare -A module=(
   [kube-controller-manager]=k8s.io/kubernetes
   [kubectl]=k8s.io/kubernetes
   [caddy]="github.com/caddyserver/caddy/v2 + github.com/mholt/caddy-l4"
+  [caddy-2.8]="github.com/caddyserver/caddy/v2@v2.8.4"
   [echo-basic]=sigs.k8s.io/gateway-api/conformance
 )
-order=(etcd kube-apiserver kube-controller-manager kubectl caddy echo-basic)
+order=(etcd kube-apiserver kube-controller-manager kubectl caddy caddy-2.8 echo-basic)
 want=("$@")
 [ ${#want[@]} -eq 0 ] && want=("${order[@]}")
+
+common=$( { go version; cat go.mod go.sum; } | sha256sum | cut -c1-16)
+key_of() { # the peer's key: common inputs + its own sources (*.go, go.mod, go.sum), sorted by path
+  local p=$1
+  # shellcheck disable=SC2086
+  { echo "$common"; [ -z "${sources[$p]:-}" ] || find ${sources[$p]} -type f \( -name '*.go' -o -name go.mod -o -name go.sum \) ! -name '*_test.go' | LC_ALL=C sort | while read -r f; do echo "$f"; cat "$f"; done; } | sha256sum | cut -c1-16
+}
+declare -A key=()
+for p in "${order[@]}"; do key[$p]=$(key_of "$p"); done
+hash=$(for p in "${order[@]}"; do echo "$p ${key[$p]}"; done | sha256sum | cut -c1-16)
+root="${XDG_CACHE_HOME:-$HOME/.cache}/kengine-gateway"
+cache="$root/$hash"
+bin="$cache/bin"
+objects="$root/objects"
+mkdir -p "$bin" "$cache/crds" "$objects"
 
 export CGO_ENABLED=0
 for p in "${want[@]}"; do
   [ -n "${pkg[$p]:-}" ] || { echo "build-peers: unknown peer '$p' (known: ${order[*]})" >&2; exit 2; }
   if [ -x "$bin/$p" ]; then continue; fi
-  echo "build-peers: building $p from ${module[$p]} ..." >&2
-  start=$(date +%s)
-  if ! go build -trimpath -ldflags='-s -w' -o "$bin/$p.tmp" "${pkg[$p]}" >"$cache/build-$p.log" 2>&1; then
-    echo "build-peers: FAILED to build $p from module ${module[$p]} (package ${pkg[$p]}):" >&2
-    tail -n 30 "$cache/build-$p.log" >&2
-    rm -f "$bin/$p.tmp"
-    exit 1
+  obj="$objects/$p-${key[$p]}"
+  if [ ! -x "$obj" ]; then
+    echo "build-peers: building $p from ${module[$p]} ..." >&2
+    start=$(date +%s)
+    log="$objects/build-$p-${key[$p]}.log"
+    if ! (cd "${dir[$p]:-.}" && go build -trimpath -ldflags='-s -w' -o "$obj.tmp.$$" "${pkg[$p]}") >"$log" 2>&1; then
+      echo "build-peers: FAILED to build $p from module ${module[$p]} (package ${pkg[$p]}):" >&2
+      tail -n 30 "$log" >&2
+      rm -f "$obj.tmp.$$"
+      exit 1
+    fi
+    mv "$obj.tmp.$$" "$obj"
+    echo "build-peers: built $p in $(( $(date +%s) - start ))s" >&2
   fi
-  mv "$bin/$p.tmp" "$bin/$p"
-  echo "build-peers: built $p in $(( $(date +%s) - start ))s" >&2
+  ln -f "$obj" "$bin/$p.tmp.$$" 2>/dev/null || cp "$obj" "$bin/$p.tmp.$$"
+  mv -f "$bin/$p.tmp.$$" "$bin/$p"
 done
 
 # Gateway API CRDs (standard and experimental channels) from the pinned module.

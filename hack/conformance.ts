@@ -281,9 +281,13 @@ async function waitForGatewayClass(name: string, timeoutS: number): Promise<stri
  * namespace: one in another namespace has its own port 3000 and cluster, so it cannot disturb.
  */
 function otherPeprDevs(exclude: ReadonlySet<number> = new Set()): number[] {
-  const r = run("pgrep", ["--ns", String(process.pid), "--nslist", "net", "-f", "pepr/dist/cli\\.js dev"], {
-    timeoutMs: 10_000,
-  });
+  const r = run(
+    "pgrep",
+    ["--ns", String(process.pid), "--nslist", "net", "-f", "pepr/dist/cli\\.js dev"],
+    {
+      timeoutMs: 10_000,
+    },
+  );
   return r.stdout
     .split("\n")
     .map(Number)

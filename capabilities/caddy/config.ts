@@ -71,21 +71,20 @@ export function toCaddyConfig(
   opts: CaddyOptions = {},
 ): CaddyConfig {
   const list = (Array.isArray(irs) ? irs : [irs]) as readonly GatewayIR[];
-  const ctx: Ctx = { opts, needsErrorServer: false };
+  const ctx: Ctx = { opts, needsErrorServer: false, caps: capabilitiesOf(DEFAULT_PROXY_FLAVOR) };
   const servers: Record<string, CaddyHTTPServer | JsonObject> = {};
   const l4: Record<string, CaddyL4Server> = {};
   const pems: { certificate: string; key: string; tags: string[] }[] = [];
   const seenCert = new Set<string>();
   for (const ir of list) {
-    const caps = capabilitiesOf(ir.flavor ?? DEFAULT_PROXY_FLAVOR);
+    ctx.caps = capabilitiesOf(ir.flavor ?? DEFAULT_PROXY_FLAVOR);
     for (const s of ir.httpServers)
       servers[serverName(s.protocol, s.port, list.length > 1 ? ir : undefined)] = httpServer(
         ctx,
         s,
-        caps,
       );
     for (const s of ir.l4Servers)
-      l4[serverName(s.protocol, s.port, list.length > 1 ? ir : undefined)] = l4Server(ctx, s, caps);
+      l4[serverName(s.protocol, s.port, list.length > 1 ? ir : undefined)] = l4Server(ctx, s);
     for (const c of ir.certificates) {
       if (seenCert.has(c.id)) continue;
       seenCert.add(c.id);
@@ -124,6 +123,8 @@ export function toCaddyConfig(
 interface Ctx {
   readonly opts: CaddyOptions;
   needsErrorServer: boolean;
+  /** What the proxies of the Gateway being built can run (its flavour). */
+  caps: ProxyCapabilities;
   /** Shared dispatch of the server being built: reverse_proxy JSON → its route. */
   dispatch?: Map<string, { readonly id: string; readonly handler: CaddyHandler }>;
 }
@@ -150,7 +151,7 @@ export const PERSISTENT_TCP_NETWORK = "kengine-tcp";
 
 /* ------------------------------------------------------------------ HTTP */
 
-function httpServer(ctx: Ctx, s: HTTPServerIR, caps: ProxyCapabilities): CaddyHTTPServer {
+function httpServer(ctx: Ctx, s: HTTPServerIR): CaddyHTTPServer {
   ctx.dispatch = ctx.opts.dispatch === "per-route" ? undefined : new Map();
   const routes: CaddyRoute[] = s.listeners.map((l, i) => listenerRoute(ctx, s, l, i));
   if (!s.listeners.some(l => l.hostname === undefined)) routes.push(notFound());
@@ -163,18 +164,18 @@ function httpServer(ctx: Ctx, s: HTTPServerIR, caps: ProxyCapabilities): CaddyHT
   const tls = s.protocol === "HTTPS";
   return {
     listen: [
-      listenAddress(ctx, s.port, caps.persistentListeners ? `${PERSISTENT_HTTP_NETWORK}/` : ""),
+      listenAddress(ctx, s.port, ctx.caps.persistentListeners ? `${PERSISTENT_HTTP_NETWORK}/` : ""),
     ],
     routes,
     automatic_https: { disable: true },
     protocols: tls ? ["h1", "h2"] : ["h1", "h2c"],
-    ...(tls && { tls_connection_policies: connectionPolicies(s) }),
+    ...(tls && { tls_connection_policies: connectionPolicies(ctx, s) }),
   };
 }
 
-function connectionPolicies(s: HTTPServerIR): CaddyTLSConnectionPolicy[] {
+function connectionPolicies(ctx: Ctx, s: HTTPServerIR): CaddyTLSConnectionPolicy[] {
   return s.listeners.map(l => ({
-    ...(l.hostname !== undefined && { match: sniMatch(l.hostname) }),
+    ...(l.hostname !== undefined && { match: sniMatch(ctx, l.hostname) }),
     certificate_selection: { any_tag: [...l.certificateIds] },
   }));
 }
@@ -313,11 +314,24 @@ function hostMatcher(hostname: string): CaddyMatcherSet {
 }
 
 /**
- * A TLS handshake matcher for one server name. Caddy's `sni` wildcard covers exactly one label,
- * the Gateway API's any number of them, so wildcards become `sni_regexp`.
+ * How many labels a wildcard listener hostname matches in the TLS handshake on a proxy
+ * without `sni_regexp` (Kengine, Caddy 2.8): `*.example.com` becomes `*.example.com`,
+ * `*.*.example.com`, … with up to this many `*` labels (Caddy's `sni` wildcard covers exactly
+ * one label, and it compares each prefix of the name turned into `*` labels).
  */
-function sniMatch(name: string): CaddySNIMatch {
+export const WILDCARD_SNI_DEPTH = 8;
+
+/**
+ * A TLS handshake matcher for one server name. Caddy's `sni` wildcard covers exactly one label,
+ * the Gateway API's any number of them, so wildcards become `sni_regexp` where the proxy has
+ * it, else the `sni` patterns for 1 to WILDCARD_SNI_DEPTH labels.
+ */
+function sniMatch(ctx: Ctx, name: string): CaddySNIMatch {
   if (!name.startsWith("*.")) return { sni: [name] };
+  if (!ctx.caps.sniRegexp)
+    return {
+      sni: Array.from({ length: WILDCARD_SNI_DEPTH }, (_, i) => "*.".repeat(i) + name),
+    };
   return { sni_regexp: { pattern: `(?i)^[^.]+(?:\\.[^.]+)*${quoteRE2(name.slice(1))}$` } };
 }
 
@@ -802,10 +816,14 @@ export function hexBelow(n: number): string {
  */
 export const L4_REFUSE_DIAL = "unix/@kengine-gateway-no-backend";
 
-function l4Server(ctx: Ctx, s: L4ServerIR, caps: ProxyCapabilities): CaddyL4Server {
+function l4Server(ctx: Ctx, s: L4ServerIR): CaddyL4Server {
   const network = s.protocol === "UDP" ? "udp/" : "";
   const listenNetwork =
-    s.protocol === "UDP" ? "udp/" : caps.persistentListeners ? `${PERSISTENT_TCP_NETWORK}/` : "";
+    s.protocol === "UDP"
+      ? "udp/"
+      : ctx.caps.persistentListeners
+        ? `${PERSISTENT_TCP_NETWORK}/`
+        : "";
   const routes = s.routes.map(r => {
     const live = r.backends.filter(b => b.weight > 0);
     const upstreams: { dial: string[] }[] = [];
@@ -836,7 +854,7 @@ function l4Server(ctx: Ctx, s: L4ServerIR, caps: ProxyCapabilities): CaddyL4Serv
     handle.push(proxy);
     // One matcher set per name: caddy-l4 matches a route when any of its sets matches.
     return {
-      ...(r.serverNames && { match: r.serverNames.map(n => ({ tls: sniMatch(n) })) }),
+      ...(r.serverNames && { match: r.serverNames.map(n => ({ tls: sniMatch(ctx, n) })) }),
       handle,
     };
   });

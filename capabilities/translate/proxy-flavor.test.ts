@@ -15,20 +15,23 @@ describe("proxy flavours", () => {
       persistentListeners: true,
       mirror: true,
       retryOnStatus: true,
+      sniRegexp: true,
     });
     expect(supportedFeaturesOf("Bundled")).toEqual(SUPPORTED_FEATURES);
   });
 
-  it("stock flavours have none of our modules; Kengine 2.8 does not retry on status", () => {
+  it("stock flavours have none of our modules; Kengine 2.8 neither retries on status nor matches server names by regexp", () => {
     expect(capabilitiesOf("Caddy")).toEqual({
       persistentListeners: false,
       mirror: false,
       retryOnStatus: true,
+      sniRegexp: true,
     });
     expect(capabilitiesOf("Kengine")).toEqual({
       persistentListeners: false,
       mirror: false,
       retryOnStatus: false,
+      sniRegexp: false,
     });
     expect(supportedFeaturesOf("Caddy")).toContain("HTTPRouteRetry");
     expect(supportedFeaturesOf("Kengine")).not.toContain("HTTPRouteRetry");

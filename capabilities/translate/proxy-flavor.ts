@@ -27,14 +27,20 @@ export interface ProxyCapabilities {
   readonly mirror: boolean;
   /** `reverse_proxy` `retry_match` on the response status (Caddy ≥ 2.11.3). */
   readonly retryOnStatus: boolean;
+  /**
+   * The TLS handshake matcher `sni_regexp` (not in Caddy 2.8). Without it a wildcard listener
+   * hostname is matched by `sni` patterns with up to WILDCARD_SNI_DEPTH labels in place of
+   * the `*` (caddy/config.ts).
+   */
+  readonly sniRegexp: boolean;
 }
 
 export type Capability = keyof ProxyCapabilities;
 
 const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
-  Bundled: { persistentListeners: true, mirror: true, retryOnStatus: true },
-  Caddy: { persistentListeners: false, mirror: false, retryOnStatus: true },
-  Kengine: { persistentListeners: false, mirror: false, retryOnStatus: false },
+  Bundled: { persistentListeners: true, mirror: true, retryOnStatus: true, sniRegexp: true },
+  Caddy: { persistentListeners: false, mirror: false, retryOnStatus: true, sniRegexp: true },
+  Kengine: { persistentListeners: false, mirror: false, retryOnStatus: false, sniRegexp: false },
 };
 
 /** What a flavour's proxies can do. */
@@ -47,6 +53,7 @@ const CAPABILITY_TEXT: Readonly<Record<Capability, string>> = {
   persistentListeners: "listeners kept across config reloads",
   mirror: "request mirroring",
   retryOnStatus: "retries on response status codes",
+  sniRegexp: "regular-expression server-name matching",
 };
 
 /**

@@ -7,7 +7,6 @@
  */
 import { readFileSync, readdirSync } from "node:fs";
 import { IncomingMessage, Server, ServerResponse, createServer } from "node:http";
-import { request as httpsRequest } from "node:https";
 import { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { request } from "undici";
@@ -16,6 +15,7 @@ import { renderCaddyJSON, toCaddyConfig } from "../../capabilities/caddy";
 import { KubeObject, snapshotOf } from "../../capabilities/snapshot";
 import { translate } from "../../capabilities/translate";
 import { Caddy, freePort, startCaddy } from "../support/caddy";
+import { httpsGet } from "../support/https";
 import { withLoopbackEndpoints } from "../support/loopback";
 
 const goldenDir = join(__dirname, "..", "golden");
@@ -423,27 +423,8 @@ describe("requests through real Caddy", () => {
 
   it("misdirected HTTPS requests: 421 when the server name picked another listener than Host", async () => {
     await load("https");
-    // node:https, not undici: undici derives the server name from the Host header.
-    const status = (sni: string, host: string): Promise<number> =>
-      new Promise((resolve, reject) => {
-        const req = httpsRequest(
-          {
-            host: "127.0.0.1",
-            port: 443 + PORT_OFFSET,
-            path: "/",
-            servername: sni,
-            headers: { host },
-            rejectUnauthorized: false,
-            agent: false,
-          },
-          res => {
-            res.resume();
-            res.on("end", () => resolve(res.statusCode ?? 0));
-          },
-        );
-        req.on("error", reject);
-        req.end();
-      });
+    const status = async (sni: string, host: string): Promise<number> =>
+      (await httpsGet(443 + PORT_OFFSET, sni, host)).status;
     expect(await status("www.example.com", "www.example.com")).toBe(200);
     expect(await status("a.example.com", "b.c.example.com")).toBe(200); // same wildcard listener
     expect(await status("www.example.com", "a.example.com")).toBe(421);

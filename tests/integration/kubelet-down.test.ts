@@ -164,7 +164,9 @@ spec:
     const after = {
       kubeletAlive: alive(kubeletPid),
       alivePids: [...componentPids, ...containerPids].filter(alive),
-      kubeletProcesses: sh(`pgrep --ns ${process.pid} --nslist net -f 'hack/kubelet/[m]ain.ts' || true`).trim(),
+      kubeletProcesses: sh(
+        `pgrep --ns ${process.pid} --nslist net -f 'hack/kubelet/[m]ain.ts' || true`,
+      ).trim(),
       netns: netns(),
       links: kgLinks(),
       routingGuard: sh("ip rule show priority 27495").trim(),

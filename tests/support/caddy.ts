@@ -42,6 +42,8 @@ export interface StartCaddyOptions {
   name?: string;
   /** Ports the admin API must not take (e.g. a range the test's configs will listen on). */
   avoidPorts?: (port: number) => boolean;
+  /** Which Caddy peer of hack/build-peers.sh runs (default "caddy", the bundled proxy). */
+  peer?: "caddy" | "caddy-2.8";
 }
 
 const LOG_TAIL = 4000;
@@ -115,7 +117,7 @@ export async function startCaddy(opts: StartCaddyOptions = {}): Promise<Caddy> {
     initial,
     JSON.stringify({ admin: { listen: adminAddress, config: { persist: false } } }),
   );
-  const child = spawn(peerBin("caddy"), ["run", "--config", initial], {
+  const child = spawn(peerBin(opts.peer ?? "caddy"), ["run", "--config", initial], {
     stdio: ["ignore", "ignore", "pipe"],
     env: { ...process.env, HOME: dir, XDG_DATA_HOME: dir, XDG_CONFIG_HOME: dir },
   });
