@@ -45,6 +45,7 @@ export const SUPPORTED_FEATURES: readonly string[] = [
   "HTTPRouteCORS",
   "HTTPRouteRequestTimeout",
   "HTTPRouteRetry",
+  "ListenerSet",
 ]
   .slice()
   .sort();
