@@ -245,6 +245,29 @@ describe("Fleet", () => {
     expect(fleet.state("gw-2")).toMatchObject({ phase: "Programmed", at: 1_000_005 });
   });
 
+  it("stays Programmed while a check is in flight, and Pending (running the old config) while a push is", async () => {
+    const e = endpoint(1);
+    acceptLoad(e);
+    fleet.update([{ endpoint: e, config: v1 }]);
+    await fleet.settled();
+    agent
+      .get(originOf(e))
+      .intercept({ path: markerPath(v1.hash), method: "GET" })
+      .reply(200, '"x"');
+    const checked = fleet.verify();
+    expect(fleet.state(e.name)).toMatchObject({ phase: "Programmed", hash: v1.hash });
+    await checked;
+    acceptLoad(e);
+    fleet.update([{ endpoint: e, config: v2 }]);
+    expect(fleet.state(e.name)).toMatchObject({
+      phase: "Pending",
+      desiredHash: v2.hash,
+      applied: { hash: v1.hash },
+    });
+    await fleet.settled();
+    expect(fleet.state(e.name)).toMatchObject({ phase: "Programmed", hash: v2.hash });
+  });
+
   it("treats a proxy it cannot reach during a check as unknown and pushes when it is back", async () => {
     const e = endpoint(1);
     acceptLoad(e);

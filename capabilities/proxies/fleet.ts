@@ -109,6 +109,8 @@ interface Entry {
   /** New to this fleet: ask whether it already runs the desired config before pushing (a new leader adopts, not reloads). */
   probeFirst: boolean;
   inFlight: boolean;
+  /** Hash of the config a push in flight is loading (undefined: none, or only a check). */
+  pushing: string | undefined;
 }
 
 const sameEndpoint = (a: ProxyEndpoint, b: ProxyEndpoint): boolean =>
@@ -184,6 +186,7 @@ export class Fleet {
         needsVerify: false,
         probeFirst: this.#adoptRunning,
         inFlight: false,
+        pushing: undefined,
       });
       return;
     }
@@ -246,7 +249,8 @@ export class Fleet {
 
   #stateOf(entry: Entry): ProxyState {
     const desiredHash = entry.desired.hash;
-    if (!entry.inFlight && entry.applied?.hash === desiredHash) {
+    // a check in flight ("do you still run H?") leaves the proxy Programmed; a push does not
+    if (entry.pushing === undefined && entry.applied?.hash === desiredHash) {
       return {
         phase: "Programmed",
         desiredHash,
@@ -352,7 +356,10 @@ export class Fleet {
   async #push(entry: Entry): Promise<void> {
     const config = entry.desired;
     const started = this.#clock.now();
-    const result = await this.#client.load(entry.endpoint, config.bytes);
+    entry.pushing = config.hash;
+    const result = await this.#client.load(entry.endpoint, config.bytes).finally(() => {
+      entry.pushing = undefined;
+    });
     if (!this.#current(entry)) return;
     const now = this.#clock.now();
     entry.needsVerify = false;

@@ -1,6 +1,11 @@
 import type { ProxyState } from "../proxies";
 import type { Condition, GatewayStatusResult, ListenerSetStatusResult } from "../translate";
-import { listenerSetWithParent, programmedCondition, withListenerSetParents } from "./programmed";
+import {
+  FleetView,
+  listenerSetWithParent,
+  programmedCondition,
+  withListenerSetParents,
+} from "./programmed";
 
 const H = "d".repeat(64);
 const ok: ProxyState = { phase: "Programmed", desiredHash: H, hash: H, at: 1, verifiedAt: 1 };
@@ -69,6 +74,56 @@ describe("programmedCondition", () => {
       status: "False",
       reason: "AddressNotAssigned",
       message: "no Service labelled x",
+    });
+  });
+
+  it("keeps the stored condition through a rollout, and shows failures and new pods at once", () => {
+    const H0 = "c".repeat(64);
+    const rolling: ProxyState = { phase: "Pending", desiredHash: H, applied: { hash: H0, at: 1 } };
+    const stored: Condition = {
+      type: "Programmed",
+      status: "True",
+      reason: "Programmed",
+      message: "2/2 proxies run the current configuration",
+    };
+    const view = (proxies: (ProxyState & { name?: string })[], s = stored): FleetView => ({
+      proxies,
+      desiredHash: H,
+      serviceExists: true,
+      stored: s,
+    });
+    // one proxy has the new config, the other is loading it: still 2/2, nothing to rewrite
+    expect(programmedCondition(undefined, view([ok, rolling]), address, 3)).toEqual({
+      ...stored,
+      observedGeneration: 3,
+    });
+    expect(programmedCondition(undefined, view([rolling, rolling]), address)).toMatchObject({
+      status: "True",
+      message: "2/2 proxies run the current configuration",
+    });
+    // nothing stored (or something else stored): the truth
+    expect(
+      programmedCondition(undefined, { ...view([rolling, rolling]), stored: undefined }, address),
+    ).toMatchObject({ status: "False", message: "0/2 proxies run the current configuration" });
+    expect(
+      programmedCondition(
+        undefined,
+        view([ok, rolling], { ...stored, message: "1/2 proxies run the current configuration" }),
+        address,
+      ),
+    ).toMatchObject({ status: "True", message: "1/2 proxies run the current configuration" });
+    // a failing proxy is named at once
+    expect(
+      programmedCondition(undefined, view([rolling, { ...failed("bad"), name: "gw-b" }]), address),
+    ).toMatchObject({
+      status: "False",
+      message: "0/2 proxies run the current configuration: gw-b: bad",
+    });
+    // a new pod (nothing applied yet) changes the count at once
+    const fresh: ProxyState = { phase: "Pending", desiredHash: H, applied: undefined };
+    expect(programmedCondition(undefined, view([ok, rolling, fresh]), address)).toMatchObject({
+      status: "True",
+      message: "1/3 proxies run the current configuration",
     });
   });
 });

@@ -106,8 +106,31 @@ export function programmedCondition(
   const unknown =
     total > 0 && view.proxies.every(p => p.phase === "Pending" && p.applied === undefined);
   if (unknown && view.stored) return view.stored;
+  const actual = fleetCondition(view, false, generation);
+  // A route change starts a rollout: every proxy is briefly Pending while it loads the new
+  // config. That is not a state to show (it would flap Programmed and rewrite the Gateway on
+  // every change, once per proxy result): while the stored condition already says what the
+  // condition will say once the rollout completes, it stays. Failures and new pods show at once.
+  const rolling = view.proxies.some(p => p.phase === "Pending" && p.applied !== undefined);
+  if (rolling && view.stored) {
+    const done = fleetCondition(view, true, generation);
+    const s = view.stored;
+    if (s.status === done.status && s.reason === done.reason && s.message === done.message)
+      return done;
+  }
+  return actual;
+}
+
+/**
+ * The condition from the proxies' states; `rollingAsCurrent` counts a proxy that runs an earlier
+ * config while a newer one is pushed to it as running the current one.
+ */
+function fleetCondition(view: FleetView, rollingAsCurrent: boolean, generation?: number) {
+  const total = view.proxies.length;
   const current = view.proxies.filter(
-    p => p.phase === "Programmed" && p.hash === view.desiredHash,
+    p =>
+      (p.phase === "Programmed" && p.hash === view.desiredHash) ||
+      (rollingAsCurrent && p.phase === "Pending" && p.applied !== undefined),
   ).length;
   if (total === 0) return programmed(false, "Pending", "no proxy pods are running yet", generation);
   if (current === 0) {

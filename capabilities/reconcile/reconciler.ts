@@ -67,10 +67,12 @@ import {
 import { withFleet, withListenerSetParents } from "./programmed";
 import {
   KENGINE_PROXY_API,
-  KengineProxyStatus,
   ProxyRecord,
+  ProxyStatusTrack,
+  decideProxyStatusWrite,
   kengineProxyObject,
   kengineProxyStatus,
+  writtenTrack,
 } from "./proxy-status";
 
 export { CONTROLLER_NAME } from "../ownership";
@@ -155,8 +157,10 @@ export class Reconciler {
   readonly #traffic = new TrafficTotals();
   #trafficTargets: readonly { gateway: string; target: Target; routes: readonly RouteHosts[] }[] =
     [];
-  /** Last KengineProxy object and status written, by "namespace/pod". */
-  readonly #proxyWritten = new Map<string, { object: string; status?: KengineProxyStatus }>();
+  /** Last KengineProxy object written and its status track (proxy-status.ts), by "namespace/pod". */
+  readonly #proxyWritten = new Map<string, { object: string; track?: ProxyStatusTrack }>();
+  /** A build that writes KengineProxy status changes held back until they settle. */
+  #proxyRecheck: { at: number; timer: NodeJS.Timeout } | undefined;
   #ca: Authority | undefined;
   readonly #applied = new Map<string, string>();
   readonly #pendingServing = new Map<string, ManagementSecretData>();
@@ -390,6 +394,7 @@ export class Reconciler {
     this.#stopped = true;
     this.#batcher.cancel();
     for (const t of this.#timers) clearInterval(t);
+    if (this.#proxyRecheck) clearTimeout(this.#proxyRecheck.timer);
     await this.#building;
     this.#writer.close();
     await this.#elector.stop();
@@ -602,22 +607,29 @@ export class Reconciler {
       this.o.log.debug("status written", { written: report.written, conflicts: report.conflicts });
   }
 
-  /** KengineProxy objects: created once per pod (owned by it), status written when it changes. */
+  /**
+   * KengineProxy objects: created once per pod (owned by it); status written at once on the
+   * transitions a user must see, and routine changes once they settle (proxy-status.ts), so the
+   * requests do not grow with proxies × config changes. A timer brings the build back for
+   * changes held back.
+   */
   async #writeProxyStatus(plans: readonly GatewayPlan[], now: Date): Promise<void> {
     const seen = new Set<string>();
+    let recheckAt = Infinity;
     await Promise.all(
       plans.flatMap(plan =>
         plan.proxies.map(async p => {
           const [namespace, gateway] = plan.key.split("/") as [string, string];
           seen.add(p.name);
           const target = plan.targets.find(t => t.endpoint.name === p.name);
+          const state = this.#fleet?.state(p.name);
           const record: ProxyRecord = {
             namespace,
             gateway,
             pod: p.pod,
             podUid: p.uid,
             address: p.address,
-            state: this.#fleet?.state(p.name),
+            state,
             serverCertificateNotAfter: target
               ? this.#admin?.peerCertificate(target.endpoint)?.notAfter
               : undefined,
@@ -634,18 +646,32 @@ export class Reconciler {
                 object,
                 "application/apply-patch+yaml",
               );
-              this.#proxyWritten.set(p.name, { object: objectJson, status: written?.status });
+              this.#proxyWritten.set(p.name, { object: objectJson, track: written?.track });
             }
-            const status = kengineProxyStatus(record, written?.status, now);
-            if (JSON.stringify(status) !== JSON.stringify(written?.status)) {
-              await this.o.kube.request(
-                "PATCH",
-                `${base}/status`,
-                { status },
-                "application/merge-patch+json",
-              );
-              this.#proxyWritten.set(p.name, { object: objectJson, status });
+            const status = kengineProxyStatus(record, written?.track?.written, now);
+            const rolling = state?.phase === "Pending" && state.applied !== undefined;
+            const { decision, track } = decideProxyStatusWrite(
+              written?.track,
+              status,
+              rolling,
+              now.getTime(),
+            );
+            this.#proxyWritten.set(p.name, { object: objectJson, track });
+            if (!decision.write) {
+              if (decision.recheckAt !== undefined)
+                recheckAt = Math.min(recheckAt, decision.recheckAt);
+              return;
             }
+            await this.o.kube.request(
+              "PATCH",
+              `${base}/status`,
+              { status },
+              "application/merge-patch+json",
+            );
+            this.#proxyWritten.set(p.name, {
+              object: objectJson,
+              track: writtenTrack(track, status),
+            });
           } catch (e) {
             this.#proxyWritten.delete(p.name);
             this.o.log.debug("cannot write KengineProxy", {
@@ -658,6 +684,24 @@ export class Reconciler {
     );
     for (const name of [...this.#proxyWritten.keys()])
       if (!seen.has(name)) this.#proxyWritten.delete(name);
+    this.#scheduleProxyRecheck(recheckAt);
+  }
+
+  /** One timer for the earliest held-back KengineProxy change; it requests a build. */
+  #scheduleProxyRecheck(at: number): void {
+    if (this.#proxyRecheck && this.#proxyRecheck.at <= at) return;
+    if (this.#proxyRecheck) clearTimeout(this.#proxyRecheck.timer);
+    this.#proxyRecheck = undefined;
+    if (at === Infinity || this.#stopped) return;
+    const timer = setTimeout(
+      () => {
+        this.#proxyRecheck = undefined;
+        this.requestBuild();
+      },
+      Math.max(0, at - Date.now()) + 50,
+    );
+    timer.unref();
+    this.#proxyRecheck = { at, timer };
   }
 
   /** Deletes objects of ours that the settings no longer call for (once per leader term). */

@@ -476,8 +476,8 @@ function controllerRssMiB(): number {
 /**
  * Requests so far from the API server's apiserver_request_total: every client's (`all`), and
  * by resource and verb those only the controller makes (`controller`): writes of Gateway API
- * status, every KengineProxy request, server-side applies (PATCH) of the objects it
- * provisions. (The local API server runs without APF and the metric names no client; the
+ * status, every KengineProxy request, server-side applies (verb APPLY) and patches of the
+ * objects it provisions. (The local API server runs without APF and the metric names no client; the
  * controller's LIST/WATCH of its informers cannot be told apart from other clients' and do
  * not depend on the number of proxies.)
  */
@@ -504,7 +504,8 @@ async function apiRequests(kube: Kube): Promise<{
     const ours =
       (group === "gateway.networking.k8s.io" && sub === "status" && verb !== "GET") ||
       resource === "kengineproxies" ||
-      (verb === "PATCH" &&
+      // server-side apply is counted under verb APPLY, other patches under PATCH
+      ((verb === "PATCH" || verb === "APPLY") &&
         sub === "" &&
         ["deployments", "services", "secrets", "configmaps"].includes(resource));
     if (!ours) continue;
