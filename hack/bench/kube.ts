@@ -81,10 +81,16 @@ export class Kube {
       throw new Error(`apply ${o.kind} ${o.metadata.name}: ${r.status} ${r.text.slice(0, 400)}`);
   }
 
-  /** Creates one object; while the webhook cannot be reached (module restarting) it retries for 30 s. */
+  /**
+   * Creates one object; while the webhook cannot be reached (module restarting), or answers that
+   * it could not decide in time and nothing was stored (a loaded machine), it retries for 30 s.
+   */
   async create(o: KubeObjectLike): Promise<void> {
     let r = await this.call("POST", collectionPath(o), o);
-    for (let i = 0; i < 30 && r.status === 500 && r.text.includes("failed calling webhook"); i++) {
+    const retry = () =>
+      (r.status === 500 && r.text.includes("failed calling webhook")) ||
+      (r.status === 422 && r.text.includes("nothing was stored, retry"));
+    for (let i = 0; i < 30 && retry(); i++) {
       await new Promise(res => setTimeout(res, 1000));
       r = await this.call("POST", collectionPath(o), o);
     }
