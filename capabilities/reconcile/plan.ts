@@ -15,6 +15,7 @@ import {
   DEFAULT_READINESS_PORT,
   LEAF_LIFETIME_DAYS,
   ManagementSpec,
+  SecretPem,
   Target,
   bootstrapConfig,
   generateKeyPair,
@@ -187,11 +188,14 @@ function sealedFor(ir: GatewayIR, spec: ManagementSpec): Sealed {
   const specKey = JSON.stringify(spec);
   const hit = sealedCache.get(ir);
   if (hit && hit.spec === specKey) return hit.sealed;
+  const loader = managementCertificateLoader(spec);
   const config = toCaddyConfig(ir, {
     management: {
       adminListen: spec.adminAddress,
       server: managementServer(spec) as Record<string, never>,
-      loadFiles: [managementCertificateLoader(spec).entry as Record<string, never>],
+      ...(loader.key === "load_pem"
+        ? { loadPem: [loader.entry as { certificate: string; key: string; tags: string[] }] }
+        : { loadFiles: [loader.entry as Record<string, never>] }),
     },
   });
   // Compact JSON in construction order (deterministic): renderCaddyJSON's sorted, indented
@@ -325,7 +329,18 @@ export function planGateway(
     adminService(ref),
   ];
 
-  const sealed = sealedFor(ir, spec);
+  // Pushed configs carry the serving certificate inline (inside the mTLS channel, never on the
+  // proxy's disk: persist is off): a renewed certificate is a new config, pushed to every proxy at
+  // once, without waiting for the kubelet to refresh the mounted Secret. The bootstrap config
+  // (above) loads the mounted files, so the ConfigMap holds no private key.
+  const sealed = sealedFor(ir, {
+    ...spec,
+    serverCertificate: {
+      kind: "pem",
+      certificatePem: serving["tls.crt"],
+      privateKey: new SecretPem(serving["tls.key"]),
+    },
+  });
   const endpoints = proxyEndpoints(snapshot, ir.namespace, names.admin);
   const targets: Target[] = sealed.ok
     ? endpoints.map(e => ({

@@ -755,6 +755,126 @@ describe("three proxies: the push engine", () => {
   });
 });
 
+describe("certificate renewal with the push engine, under steady admin requests and traffic", () => {
+  const proxies: Proxy[] = [];
+  const events: FleetEvent[] = [];
+  let fleet: Fleet;
+  let channels: AdminChannels;
+
+  /** The spec the controller seals pushed configs with: the serving certificate inline. */
+  const inline = (cert: Issued): ManagementSpec => ({
+    ...spec,
+    serverCertificate: {
+      kind: "pem",
+      certificatePem: cert.certificatePem,
+      privateKey: cert.privateKey,
+    },
+  });
+  const sealedWith = (cert: Issued, body: string) =>
+    must(sealConfig(desired(body, {}, inline(cert)), inline(cert)));
+
+  beforeAll(async () => {
+    for (const name of ["renew-a", "renew-b"]) proxies.push(await newProxy(name));
+    await Promise.all(proxies.map(start));
+    channels = new AdminChannels(
+      new AdminClient({
+        caPem: ca.certificatePem,
+        certificatePem: controller.certificatePem,
+        privateKey: controller.privateKey,
+      }),
+    );
+    fleet = new Fleet({
+      client: channels,
+      backoff: { initialMs: 100, maxMs: 1000, factor: 2, jitter: 0.5 },
+      onEvent: e => events.push(e),
+    });
+  });
+  afterAll(async () => {
+    fleet?.close();
+    await channels?.close();
+    await Promise.all(proxies.map(kill));
+  });
+
+  /** Admin requests and traffic to every proxy, back to back, until stopped; what failed. */
+  function steadyClients(): { stop: () => Promise<{ sent: number; failed: string[] }> } {
+    let stopped = false;
+    let sent = 0;
+    const failed: string[] = [];
+    const loops = proxies.flatMap(p => [
+      (async () => {
+        while (!stopped) {
+          // any admin answer over mTLS is a success; the hash it is asked about moves on
+          const r = await channels.runsConfig(p.endpoint, "0".repeat(64));
+          sent++;
+          if (!r.ok) failed.push(`${p.name} admin: ${r.error.kind}: ${r.error.message}`);
+        }
+      })(),
+      (async () => {
+        while (!stopped) {
+          const r = await httpGet(p.ports.web);
+          sent++;
+          if (!("status" in r) || r.status !== 200)
+            failed.push(`${p.name} traffic: ${JSON.stringify(r)}`);
+        }
+      })(),
+    ]);
+    return {
+      stop: async () => {
+        stopped = true;
+        await Promise.all(loops);
+        return { sent, failed };
+      },
+    };
+  }
+
+  it("renews the proxies' serving certificate with one push each: inline in the config, mounted files untouched, no failed request", async () => {
+    fleet.update(proxies.map(p => ({ endpoint: p.endpoint, config: sealedWith(serving, "v1") })));
+    await fleet.settled();
+    for (const p of proxies) expect(fleet.state(p.name)?.phase).toBe("Programmed");
+    const files = spec.serverCertificate as { certificateFile: string; keyFile: string };
+    const mounted = readFileSync(files.certificateFile, "utf8");
+
+    const clients = steadyClients();
+    await new Promise(r => setTimeout(r, 300));
+    const renewed = must(
+      issueServerCertificate(ca, {
+        commonName: `${SERVICE}.${NAMESPACE}`,
+        dnsNames: proxyServerNames(SERVICE, NAMESPACE),
+        keys: generateKeyPair(),
+        notBefore: now,
+        lifetimeDays: 9,
+      }),
+    );
+    const before = sealedWith(serving, "v1");
+    const after = sealedWith(renewed, "v1");
+    // the same routes with a new certificate are a new config: the renewal reaches every proxy
+    expect(after.hash).not.toBe(before.hash);
+    const pushedBefore = events.filter(e => e.type === "pushed").length;
+    fleet.update(proxies.map(p => ({ endpoint: p.endpoint, config: after })));
+    await fleet.settled();
+    await new Promise(r => setTimeout(r, 300));
+    const { sent, failed } = await clients.stop();
+
+    expect(failed).toEqual([]);
+    expect(sent).toBeGreaterThan(20);
+    expect(events.filter(e => e.type === "failed")).toEqual([]);
+    expect(events.filter(e => e.type === "pushed").length - pushedBefore).toBe(proxies.length);
+    for (const p of proxies) {
+      expect(fleet.state(p.name)).toMatchObject({ phase: "Programmed", hash: after.hash });
+      // a fresh handshake presents the renewed certificate
+      expect(await channels.runsConfig(p.endpoint, after.hash)).toEqual({ ok: true, value: true });
+      expect(channels.peerCertificate(p.endpoint)?.notAfter).toEqual(renewed.notAfter);
+    }
+    // the renewal did not wait for (or touch) the mounted files, and its key is on no disk or log
+    expect(readFileSync(files.certificateFile, "utf8")).toBe(mounted);
+    const keyBody = renewed.privateKey.reveal().split("\n")[1]!;
+    for (const p of proxies) {
+      for (const f of filesUnder(p.dir)) expect(readFileSync(f, "utf8")).not.toContain(keyBody);
+      expect(p.log).not.toContain(keyBody);
+    }
+  });
+});
+
 describe("measurements (printed, not asserted): a 3,000-route config", () => {
   const proxies: Proxy[] = [];
   const ROUTES = 3000;

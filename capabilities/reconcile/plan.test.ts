@@ -1,0 +1,130 @@
+/**
+ * A managed Gateway's plan and its proxies' serving certificate: the pushed config carries the
+ * certificate inline (so a renewal is a new config, pushed to every proxy at once), while the
+ * bootstrap config keeps loading the mounted Secret's files (it holds no private key).
+ */
+import { X509Certificate } from "node:crypto";
+import { createAuthority, generateKeyPair, isSealed } from "../proxies";
+import type { ManagementSecretData } from "../provision";
+import { snapshotOf } from "../snapshot";
+import type { KubeObject } from "../snapshot";
+import { translate } from "../translate";
+import { planGateway, storedServing } from "./plan";
+
+const notBefore = new Date("2026-11-20T00:00:00Z");
+const ca = (() => {
+  const r = createAuthority({
+    commonName: "controller CA",
+    keys: generateKeyPair(),
+    notBefore,
+    lifetimeDays: 3650,
+  });
+  if (!r.ok) throw new Error(r.error);
+  return r.value;
+})();
+const objects = [
+  {
+    apiVersion: "gateway.networking.k8s.io/v1",
+    kind: "GatewayClass",
+    metadata: { name: "kengine" },
+    spec: { controllerName: "kengine.io/gateway-controller" },
+  },
+  {
+    apiVersion: "gateway.networking.k8s.io/v1",
+    kind: "Gateway",
+    metadata: { namespace: "apps", name: "edge", uid: "g1" },
+    spec: {
+      gatewayClassName: "kengine",
+      listeners: [{ name: "http", port: 80, protocol: "HTTP" }],
+    },
+  },
+  {
+    apiVersion: "discovery.k8s.io/v1",
+    kind: "EndpointSlice",
+    metadata: {
+      namespace: "apps",
+      name: "edge-kengine-admin-x1",
+      labels: { "kubernetes.io/service-name": "edge-kengine-admin" },
+    },
+    ports: [{ name: "admin", port: 19443 }],
+    endpoints: [{ addresses: ["10.244.0.6"], targetRef: { kind: "Pod", name: "p-a", uid: "ua" } }],
+  },
+] as unknown as KubeObject[];
+
+/** The snapshot as it is once the Secret the plan applied came back through the watch. */
+const withSecret = (data: ManagementSecretData) =>
+  snapshotOf([
+    ...objects,
+    {
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { namespace: "apps", name: "edge-kengine-admin" },
+      data: Object.fromEntries(
+        Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString("base64")]),
+      ),
+    } as unknown as KubeObject,
+  ]);
+
+const planAt = (snapshot: ReturnType<typeof snapshotOf>, now: Date) => {
+  const ir = translate(snapshot, { controllerName: "kengine.io/gateway-controller" }).gateways[0]!;
+  return planGateway({ ir, snapshot, ca, now });
+};
+
+interface Pushed {
+  apps: {
+    tls: {
+      certificates: {
+        load_pem?: { certificate: string; key: string; tags: string[] }[];
+        load_files?: unknown[];
+      };
+    };
+  };
+}
+
+describe("managed proxies' serving certificate", () => {
+  const t0 = new Date("2026-11-21T10:00:00Z");
+  const first = planAt(snapshotOf(objects), t0);
+  const serving = first.serving!;
+
+  it("is pushed inline in every config, while the bootstrap loads the mounted files", () => {
+    expect(first.targets).toHaveLength(1);
+    const config = first.targets[0]!.config;
+    expect(isSealed(config)).toBe(true);
+    const pushed = JSON.parse(config.bytes.toString("utf8")) as Pushed;
+    expect(pushed.apps.tls.certificates.load_files).toBeUndefined();
+    expect(pushed.apps.tls.certificates.load_pem).toContainEqual({
+      certificate: serving["tls.crt"],
+      key: serving["tls.key"],
+      tags: ["kengine-management"],
+    });
+    const bootstrap = first.manifests.find(m => m.kind === "ConfigMap")!;
+    const text = JSON.stringify(bootstrap);
+    expect(text).toContain("load_files");
+    expect(text).not.toContain("PRIVATE KEY");
+    // the Secret the pods mount holds the same certificate
+    const secret = first.manifests.find(m => m.kind === "Secret") as unknown as {
+      stringData: Record<string, string>;
+    };
+    expect(secret.stringData["tls.crt"]).toBe(serving["tls.crt"]);
+  });
+
+  it("keeps the config (and its hash) while the certificate is good, and renews it with a new hash", () => {
+    const stored = withSecret(serving);
+    expect(storedServing(stored, "apps", "edge")).toEqual(serving);
+    const later = planAt(stored, new Date("2027-03-01T00:00:00Z"));
+    expect(later.serving).toEqual(serving);
+    expect(later.desiredHash).toBe(first.desiredHash);
+
+    // two thirds of its year have passed: a new certificate, so a new config for every proxy
+    const due = planAt(stored, new Date("2027-08-21T00:00:00Z"));
+    expect(due.serving!["tls.crt"]).not.toBe(serving["tls.crt"]);
+    expect(
+      new Date(new X509Certificate(due.serving!["tls.crt"]).validTo).getTime(),
+    ).toBeGreaterThan(new Date("2028-08-01T00:00:00Z").getTime());
+    expect(due.desiredHash).not.toBe(first.desiredHash);
+    const pushed = JSON.parse(due.targets[0]!.config.bytes.toString("utf8")) as Pushed;
+    expect(pushed.apps.tls.certificates.load_pem?.map(e => e.certificate)).toContain(
+      due.serving!["tls.crt"],
+    );
+  });
+});
