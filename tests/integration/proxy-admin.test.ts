@@ -22,6 +22,7 @@ import { join } from "node:path";
 import { connect as tlsConnect } from "node:tls";
 import { request } from "undici";
 import { peerBin } from "../../hack/peers";
+import { steadyClient } from "../support/traffic";
 import {
   AdminChannels,
   AdminClient,
@@ -795,34 +796,37 @@ describe("certificate renewal with the push engine, under steady admin requests 
     await Promise.all(proxies.map(kill));
   });
 
-  /** Admin requests and traffic to every proxy, back to back, until stopped; what failed. */
-  function steadyClients(): { stop: () => Promise<{ sent: number; failed: string[] }> } {
+  /**
+   * The controller's own admin requests (checks of every proxy, back to back: the fleet never
+   * sends a proxy two at once, so a check waits for a push in flight) and traffic to every
+   * proxy (the e2e tests' steady client, a new connection per request), until stopped.
+   */
+  function steadyClients(): {
+    stop: () => Promise<{ checks: number; sent: number; failed: string[] }>;
+  } {
     let stopped = false;
-    let sent = 0;
-    const failed: string[] = [];
-    const loops = proxies.flatMap(p => [
-      (async () => {
-        while (!stopped) {
-          // any admin answer over mTLS is a success; the hash it is asked about moves on
-          const r = await channels.runsConfig(p.endpoint, "0".repeat(64));
-          sent++;
-          if (!r.ok) failed.push(`${p.name} admin: ${r.error.kind}: ${r.error.message}`);
-        }
-      })(),
-      (async () => {
-        while (!stopped) {
-          const r = await httpGet(p.ports.web);
-          sent++;
-          if (!("status" in r) || r.status !== 200)
-            failed.push(`${p.name} traffic: ${JSON.stringify(r)}`);
-        }
-      })(),
-    ]);
+    let checks = 0;
+    const admin = (async () => {
+      while (!stopped) {
+        await fleet.verify();
+        checks++;
+      }
+    })();
+    const traffic = proxies.map(p =>
+      steadyClient("127.0.0.1", "renew.test", { port: p.ports.web, intervalMs: 5 }),
+    );
     return {
       stop: async () => {
         stopped = true;
-        await Promise.all(loops);
-        return { sent, failed };
+        await admin;
+        const results = await Promise.all(traffic.map(t => t.stop()));
+        return {
+          checks,
+          sent: results.reduce((n, r) => n + r.sent, 0),
+          failed: results.flatMap((r, i) =>
+            r.failures.map(f => `${proxies[i]!.name}: ${JSON.stringify(f)}`),
+          ),
+        };
       },
     };
   }
@@ -853,10 +857,11 @@ describe("certificate renewal with the push engine, under steady admin requests 
     fleet.update(proxies.map(p => ({ endpoint: p.endpoint, config: after })));
     await fleet.settled();
     await new Promise(r => setTimeout(r, 300));
-    const { sent, failed } = await clients.stop();
+    const { checks, sent, failed } = await clients.stop();
 
     expect(failed).toEqual([]);
     expect(sent).toBeGreaterThan(20);
+    expect(checks).toBeGreaterThan(2);
     expect(events.filter(e => e.type === "failed")).toEqual([]);
     expect(events.filter(e => e.type === "pushed").length - pushedBefore).toBe(proxies.length);
     for (const p of proxies) {
