@@ -3,17 +3,17 @@
  * and for our own parameters resource. Registration only; the rules live in validation/
  * (shared with the translator and provisioning), the ownership look-ups in ownership/.
  *
- * Bound kinds are those with a rule the proxy needs: Gateway and ListenerSet (listeners),
- * HTTPRoute and GRPCRoute (matches, filters, rule features), TLSRoute, TCPRoute and UDPRoute
- * (backend weights beyond the layer-4 balancer), KengineParameters (values no proxy fleet can
- * be built from). Not bound, because nothing in them may be refused (docs/admission.md):
- * GatewayClass (a parametersRef that does not resolve, or resolves to bad data, is
- * Accepted=False/InvalidParameters by the spec), ReferenceGrant (belongs to no class; what it
- * grants is read by the routes' status), BackendTLSPolicy (the spec puts an unsupported
- * wellKnownCACertificates in its status; it targets Services that other implementations'
- * routes may use, so its subjectAltNames are reported in its status, validation/
- * backendtlspolicy.ts). A webhook for them could never deny, only add latency and a failure
- * mode for every implementation in the cluster.
+ * Bound kinds, and when an object is ours:
+ * - GatewayClass: its controllerName is ours (read from the object, no look-up).
+ * - Gateway: its class is ours. ListenerSet: its parent Gateway is ours.
+ * - HTTPRoute, GRPCRoute, TLSRoute, TCPRoute, UDPRoute: any parentRef reaches a Gateway of ours
+ *   (directly or through a ListenerSet).
+ * - BackendTLSPolicy: a targetRef Service is a backend of an HTTPRoute or GRPCRoute of ours.
+ * - ReferenceGrant: always (it belongs to no class); KengineParameters: always (our API).
+ * GatewayClass and ReferenceGrant have no rule that can refuse what the API server stores (the
+ * spec puts every parametersRef problem in status; a grant runs nothing): their validators
+ * check shapes only, for direct callers of the webhook (docs/admission.md says why they are
+ * bound anyway).
  *
  * Each request is judged from the object and cached read-only look-ups alone: no state is
  * kept between requests (Pepr runs two admission replicas). Webhook settings (package.json
@@ -22,23 +22,31 @@
  */
 import { Capability, K8s, PeprValidateRequest } from "pepr";
 import {
+  BackendTLSPolicy,
   GRPCRoute,
   Gateway,
   GatewayClass,
   HTTPRoute,
   ListenerSet,
+  ReferenceGrant,
   TCPRoute,
   TLSRoute,
   UDPRoute,
 } from "./generated";
 import {
+  CONTROLLER_NAME,
   OwnershipLookups,
   cached,
+  indexRoutesByService,
+  isOurBackendTLSPolicy,
   isOurGateway,
   isOurGatewayClass,
   isOurRoute,
   withDeadline,
 } from "./ownership";
+import { backendTLSPolicyProblems } from "./validation/backendtlspolicy";
+import { gatewayClassProblems } from "./validation/gatewayclass";
+import { referenceGrantProblems } from "./validation/referencegrant";
 import { gatewayProblems } from "./validation/gateway";
 import { grpcRouteProblems } from "./validation/grpcroute";
 import { httpRouteProblems } from "./validation/httproute";
@@ -82,7 +90,18 @@ const lookups: OwnershipLookups = {
     const ref = ls?.spec?.parentRef;
     return ref ? { namespace: ref.namespace ?? key.namespace, name: ref.name } : undefined;
   }, LOOKUP_TTL_MS),
+  routesUsingService: async key =>
+    (await routesByService("all")).get(`${key.namespace}/${key.name}`) ?? [],
 };
+
+/**
+ * Every HTTPRoute and GRPCRoute of the cluster indexed by the Services they use: read only when
+ * a BackendTLSPolicy is written (rare), at most once per TTL.
+ */
+const routesByService = cached(async (_all: string) => {
+  const [http, grpc] = await Promise.all([K8s(HTTPRoute).Get(), K8s(GRPCRoute).Get()]);
+  return indexRoutesByService([...http.items, ...grpc.items]);
+}, LOOKUP_TTL_MS);
 
 interface Meta {
   readonly metadata?: { readonly namespace?: string; readonly name?: string };
@@ -96,19 +115,21 @@ async function decide<T extends Meta>(
   problems: (obj: T) => FieldProblem[],
 ) {
   const obj = req.Raw;
-  const namespace = obj.metadata?.namespace ?? "default";
+  // Cluster-scoped kinds (GatewayClass) have none; the API server sets it on namespaced ones.
+  const shown = obj.metadata?.namespace || req.Request?.namespace || undefined;
+  const namespace = shown ?? "default";
   const owned = await withDeadline(ours(obj, namespace), LOOKUP_DEADLINE_MS);
   if (!owned.ok) {
     // Fail closed, as failurePolicy Fail would, but with a message instead of a timeout.
     return req.Deny(
-      `${kind} ${namespace}/${obj.metadata?.name ?? ""}: could not tell whether it belongs to a Kengine GatewayClass (${owned.error}); nothing was stored, retry`,
+      `${kind} ${shown ? `${shown}/` : ""}${obj.metadata?.name ?? ""}: could not tell whether it belongs to a Kengine GatewayClass (${owned.error}); nothing was stored, retry`,
       503,
     );
   }
   if (!owned.value) return req.Approve();
   const found = problems(obj);
   if (found.length === 0) return req.Approve();
-  return req.Deny(denialMessage(kind, namespace, obj.metadata?.name ?? "", found), 422);
+  return req.Deny(denialMessage(kind, shown, obj.metadata?.name ?? "", found), 422);
 }
 
 /**
@@ -169,6 +190,31 @@ export const validateUDPRoute = validateL4Route("UDPRoute");
 export const validateKengineParameters = (req: PeprValidateRequest<KengineParameters>) =>
   decide(req, "KengineParameters", () => Promise.resolve(true), kengineParametersProblems);
 
+/** A GatewayClass is ours by its own controllerName. */
+export const validateGatewayClass = (req: PeprValidateRequest<GatewayClass>) =>
+  decide(
+    req,
+    "GatewayClass",
+    gc => Promise.resolve(gc.spec?.controllerName === CONTROLLER_NAME),
+    gatewayClassProblems,
+  );
+
+/** A ReferenceGrant belongs to no class: every one is checked (shapes only). */
+export const validateReferenceGrant = (req: PeprValidateRequest<ReferenceGrant>) =>
+  decide(req, "ReferenceGrant", () => Promise.resolve(true), referenceGrantProblems);
+
+/** A BackendTLSPolicy is ours when a Service it targets is a backend of a route of ours. */
+export const validateBackendTLSPolicy = (req: PeprValidateRequest<BackendTLSPolicy>) =>
+  decide(
+    req,
+    "BackendTLSPolicy",
+    (p, ns) => isOurBackendTLSPolicy(ns, p.spec?.targetRefs, lookups),
+    backendTLSPolicyProblems,
+  );
+
+When(GatewayClass).IsCreatedOrUpdated().Validate(validateGatewayClass);
+When(ReferenceGrant).IsCreatedOrUpdated().Validate(validateReferenceGrant);
+When(BackendTLSPolicy).IsCreatedOrUpdated().Validate(validateBackendTLSPolicy);
 When(HTTPRoute).IsCreatedOrUpdated().Validate(validateHTTPRoute);
 When(GRPCRoute).IsCreatedOrUpdated().Validate(validateGRPCRoute);
 When(Gateway).IsCreatedOrUpdated().Validate(validateGateway);

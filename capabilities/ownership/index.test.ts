@@ -1,13 +1,24 @@
-import { CONTROLLER_NAME, OwnershipLookups, cached, isOurRoute, withDeadline } from "./index";
+import {
+  CONTROLLER_NAME,
+  OwnershipLookups,
+  RouteParents,
+  cached,
+  indexRoutesByService,
+  isOurBackendTLSPolicy,
+  isOurRoute,
+  withDeadline,
+} from "./index";
 
 const lookups = (
   classes: Record<string, string>,
   gateways: Record<string, string>,
   listenerSets: Record<string, { namespace: string; name: string }> = {},
+  services: Record<string, readonly RouteParents[]> = {},
 ): OwnershipLookups => ({
   gatewayClassController: async name => classes[name],
   gatewayClassOf: async gw => gateways[`${gw.namespace}/${gw.name}`],
   listenerSetParent: async ls => listenerSets[`${ls.namespace}/${ls.name}`],
+  routesUsingService: async svc => services[`${svc.namespace}/${svc.name}`] ?? [],
 });
 
 describe("isOurRoute", () => {
@@ -41,6 +52,56 @@ describe("isOurRoute", () => {
   });
 });
 
+describe("isOurBackendTLSPolicy", () => {
+  const routes = indexRoutesByService([
+    {
+      metadata: { namespace: "apps" },
+      spec: {
+        parentRefs: [{ name: "gw", namespace: "infra" }],
+        rules: [{ backendRefs: [{ name: "shop" }, { name: "db", namespace: "data" }] }],
+      },
+    },
+    {
+      metadata: { namespace: "apps" },
+      spec: { parentRefs: [{ name: "other" }], rules: [{ backendRefs: [{ name: "theirs" }] }] },
+    },
+    {
+      metadata: { namespace: "apps" },
+      spec: {
+        parentRefs: [{ name: "local" }],
+        rules: [{ backendRefs: [{ name: "bucket", group: "example.com", kind: "Bucket" }] }],
+      },
+    },
+  ]);
+  const l = lookups(
+    { ours: CONTROLLER_NAME, theirs: "example.com/other" },
+    { "infra/gw": "ours", "apps/local": "ours", "apps/other": "theirs" },
+    {},
+    Object.fromEntries(routes),
+  );
+  const svc = (name: string) => [{ group: "", kind: "Service", name }];
+
+  it("is ours when a targeted Service is a backend of a route of ours, in any namespace", async () => {
+    expect(await isOurBackendTLSPolicy("apps", svc("shop"), l)).toBe(true);
+    expect(await isOurBackendTLSPolicy("data", svc("db"), l)).toBe(true);
+  });
+  it("is not ours for Services only other controllers' routes use, or none", async () => {
+    expect(await isOurBackendTLSPolicy("apps", svc("theirs"), l)).toBe(false);
+    expect(await isOurBackendTLSPolicy("apps", svc("unused"), l)).toBe(false);
+    expect(await isOurBackendTLSPolicy("other", svc("shop"), l)).toBe(false);
+  });
+  it("looks only at core Service targets and Service backends", async () => {
+    expect(
+      await isOurBackendTLSPolicy("apps", [{ group: "x", kind: "Service", name: "shop" }], l),
+    ).toBe(false);
+    expect(await isOurBackendTLSPolicy("apps", svc("bucket"), l)).toBe(false);
+    expect(await isOurBackendTLSPolicy("apps", undefined, l)).toBe(false);
+  });
+  it("is true when any one target is ours", async () => {
+    expect(await isOurBackendTLSPolicy("apps", [...svc("theirs"), ...svc("shop")], l)).toBe(true);
+  });
+});
+
 describe("cached", () => {
   it("reuses an answer within the TTL and asks again after it", async () => {
     let t = 0;
@@ -58,6 +119,44 @@ describe("cached", () => {
     expect(await f("a")).toBe("a2");
     expect(calls).toBe(2);
   });
+  it("refreshes ahead: past half the TTL a caller gets the current answer and a read starts in the background", async () => {
+    let t = 0;
+    let calls = 0;
+    let release: (() => void) | undefined;
+    const f = cached(
+      (k: string) => {
+        const n = ++calls;
+        return n === 1
+          ? Promise.resolve(`${k}${n}`)
+          : new Promise<string>(r => (release = () => r(`${k}${n}`)));
+      },
+      100,
+      k => k,
+      () => t,
+    );
+    expect(await f("a")).toBe("a1");
+    t = 40;
+    expect(await f("a")).toBe("a1");
+    expect(calls).toBe(1);
+    t = 60;
+    // The refresh is still running: callers are not held up by it, nor start another one.
+    expect(await f("a")).toBe("a1");
+    expect(await f("a")).toBe("a1");
+    expect(calls).toBe(2);
+    release!();
+    await new Promise(r => setImmediate(r));
+    // The new answer counts from when its read started (t = 60): fresh until 110, then again
+    // refreshed ahead, expired at 160.
+    t = 100;
+    expect(await f("a")).toBe("a2");
+    expect(calls).toBe(2);
+    t = 160;
+    const third = f("a");
+    release!();
+    expect(await third).toBe("a3");
+    expect(calls).toBe(3);
+  });
+
   it("does not remember failures", async () => {
     let calls = 0;
     const f = cached(async () => {

@@ -21,6 +21,14 @@ export interface OwnershipLookups {
   gatewayClassOf(gateway: ObjectKey): Promise<string | undefined>;
   /** The Gateway a ListenerSet attaches to (its spec.parentRef), if any. */
   listenerSetParent(listenerSet: ObjectKey): Promise<ObjectKey | undefined>;
+  /** Every HTTPRoute and GRPCRoute with a backendRef to the Service (namespace and parents). */
+  routesUsingService(service: ObjectKey): Promise<readonly RouteParents[]>;
+}
+
+/** A route reduced to what ownership needs: where it lives and its parents. */
+export interface RouteParents {
+  readonly namespace: string;
+  readonly parentRefs?: readonly ParentReference[];
 }
 
 export interface ParentReference {
@@ -62,9 +70,79 @@ export async function isOurRoute(
   return false;
 }
 
+export interface PolicyTargetReference {
+  readonly group?: string;
+  readonly kind?: string;
+  readonly name?: string;
+}
+
+/**
+ * True when a BackendTLSPolicy (in namespace policyNamespace) targets a Service that an
+ * HTTPRoute or GRPCRoute of ours uses as a backend: the policies the translator applies and
+ * reports on (it covers a Service port one of our routes uses; here any port of the Service
+ * counts). Other implementations' policies, and ones whose routes do not exist yet, are not
+ * ours.
+ */
+export async function isOurBackendTLSPolicy(
+  policyNamespace: string,
+  targetRefs: readonly PolicyTargetReference[] | undefined,
+  l: OwnershipLookups,
+): Promise<boolean> {
+  const seen = new Set<string>();
+  for (const t of Array.isArray(targetRefs) ? targetRefs.slice(0, 16) : []) {
+    if ((t?.group ?? "") !== "" || t?.kind !== "Service" || typeof t.name !== "string") continue;
+    if (seen.has(t.name)) continue;
+    seen.add(t.name);
+    for (const route of await l.routesUsingService({ namespace: policyNamespace, name: t.name }))
+      if (await isOurRoute(route.namespace, route.parentRefs, l)) return true;
+  }
+  return false;
+}
+
+/**
+ * Indexes routes by the Services they use as backends (`namespace/name`; a backendRef's
+ * namespace defaults to the route's, its kind to Service, its group to core), for
+ * routesUsingService. Rule-level backendRefs only (those are the ones BackendTLSPolicy covers).
+ */
+export function indexRoutesByService(
+  routes: readonly {
+    readonly metadata?: { readonly namespace?: string };
+    readonly spec?: {
+      readonly parentRefs?: readonly ParentReference[];
+      readonly rules?: readonly {
+        readonly backendRefs?: readonly {
+          readonly group?: string;
+          readonly kind?: string;
+          readonly namespace?: string;
+          readonly name?: string;
+        }[];
+      }[];
+    };
+  }[],
+): ReadonlyMap<string, readonly RouteParents[]> {
+  const index = new Map<string, RouteParents[]>();
+  for (const r of routes) {
+    const namespace = r.metadata?.namespace ?? "default";
+    const services = new Set<string>();
+    for (const rule of r.spec?.rules ?? [])
+      for (const b of rule?.backendRefs ?? [])
+        if ((b?.group ?? "") === "" && (b?.kind ?? "Service") === "Service" && b?.name)
+          services.add(`${b.namespace ?? namespace}/${b.name}`);
+    for (const key of services) {
+      const list = index.get(key) ?? [];
+      list.push({ namespace, parentRefs: r.spec?.parentRefs });
+      index.set(key, list);
+    }
+  }
+  return index;
+}
+
 /**
  * Wraps an async look-up with a short-lived cache (admission answers many requests for the same
- * parents; a stale answer lives at most ttlMs). `now` is injectable for tests.
+ * parents; an answer is at most ttlMs old, counted from when its read started). Refresh-ahead:
+ * once an entry has lived half its TTL, the next caller starts a new read in the background and
+ * still gets the current answer, so a key in steady use is never waited for again (no request
+ * pays for an API round trip on expiry). `now` is injectable for tests.
  */
 export function cached<K, V>(
   fn: (key: K) => Promise<V>,
@@ -73,16 +151,35 @@ export function cached<K, V>(
   now: () => number = Date.now,
   maxEntries = 1000,
 ): (key: K) => Promise<V> {
-  const entries = new Map<string, { at: number; value: Promise<V> }>();
+  const entries = new Map<string, { at: number; value: Promise<V>; refreshing: boolean }>();
   return (key: K) => {
     const k = keyOf(key);
+    const t = now();
     const hit = entries.get(k);
-    if (hit && now() - hit.at < ttlMs) return hit.value;
+    if (hit && t - hit.at < ttlMs) {
+      if (!hit.refreshing && t - hit.at >= ttlMs / 2) {
+        hit.refreshing = true;
+        const next = fn(key);
+        next.then(
+          () => {
+            if (entries.get(k) === hit) entries.set(k, { at: t, value: next, refreshing: false });
+          },
+          // A failed refresh is not remembered: the entry expires as before.
+          () => {
+            hit.refreshing = false;
+          },
+        );
+      }
+      return hit.value;
+    }
     if (entries.size >= maxEntries) entries.clear();
     const value = fn(key);
-    entries.set(k, { at: now(), value });
+    const entry = { at: t, value, refreshing: false };
+    entries.set(k, entry);
     // A failed look-up is not remembered.
-    value.catch(() => entries.delete(k));
+    value.catch(() => {
+      if (entries.get(k) === entry) entries.delete(k);
+    });
     return value;
   };
 }

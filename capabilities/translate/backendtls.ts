@@ -11,15 +11,21 @@
  *   all invalid: also `Accepted=False/NoValidCACertificate`.
  * - `wellKnownCACertificates: System`: the proxy's system trust store; any other value is
  *   `Accepted=False/Invalid`.
- * - `subjectAltNames`: the proxy cannot verify a certificate against a SAN list other than
- *   the SNI, so such a policy is `Accepted=False/Invalid`.
+ * - What the proxy cannot run (validation/backendtlspolicy.ts, refused at admission for
+ *   policies of ours): `subjectAltNames` other than the hostname itself (the proxy verifies
+ *   against the SNI name only), an IP address as hostname (no SNI), any `options`: such a
+ *   policy is `Accepted=False/Invalid`.
  * Whenever the winning policy cannot be applied as written, requests to the Service port get
  * HTTP 500 rather than a connection with weaker verification (the spec asks for a 5xx).
  */
 import { X509Certificate } from "node:crypto";
 import { BackendTLSPolicy, Service, ServicePort, Snapshot, keyOf } from "../snapshot";
 import { Condition, ConditionType, condition } from "./conditions";
-import { backendTLSPolicyProblems } from "../validation/backendtlspolicy";
+import {
+  backendTLSPolicyProblems,
+  backendTLSPolicyStatusProblems,
+} from "../validation/backendtlspolicy";
+import { problemText } from "../validation/message";
 
 export const PolicyReason = {
   Accepted: "Accepted",
@@ -191,10 +197,11 @@ function evaluateOne(s: Snapshot, p: BackendTLSPolicy, isConflicted: boolean): E
       decision: evaluateOne(s, p, false).decision,
     };
   }
-  // What the proxy cannot verify: the shared rule (validation/backendtlspolicy.ts).
-  const problems = backendTLSPolicyProblems(p);
+  // What the spec puts in status, then what the proxy cannot run (admission refuses those):
+  // the shared rules (validation/backendtlspolicy.ts).
+  const problems = [...backendTLSPolicyStatusProblems(p), ...backendTLSPolicyProblems(p)];
   if (problems.length > 0) {
-    return reject(PolicyReason.Invalid, problems.map(pr => pr.message).join("; "));
+    return reject(PolicyReason.Invalid, problems.map(problemText).join("; "));
   }
   if (refs.length > 0 && cas.length === 0) {
     return reject(

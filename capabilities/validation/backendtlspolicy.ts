@@ -1,42 +1,99 @@
 /**
- * Rules for BackendTLSPolicy: what the proxy cannot verify. Used by the translator
- * (translate/backendtls.ts), which marks such a policy Accepted=False/Invalid and answers
- * requests to the covered Service port with HTTP 500 rather than connect with weaker checks.
+ * Rules for BackendTLSPolicy, in two sets with one source each:
  *
- * Not used by admission: a policy targets Services, not Gateways, so whether it concerns our
- * proxies is known only from the routes using those Services, which admission cannot afford
- * to look up; and another implementation in the same cluster may verify subjectAltNames, so
- * refusing them cluster-wide would break it. The policy's status reports the problem.
+ * - backendTLSPolicyProblems: what the proxy cannot run as written. Admission refuses a policy
+ *   of ours with any of them (capabilities/admission.ts; "ours": a targetRef Service is a
+ *   backend of a route of ours); the translator (translate/backendtls.ts) marks a stored one
+ *   Accepted=False/Invalid and answers requests to the covered Service port with HTTP 500
+ *   rather than connect with weaker checks.
+ *     · validation.hostname an IPv4 address: the spec makes it the SNI, and TLS cannot carry
+ *       an IP address as SNI (RFC 6066 §3): Go sends none and verifies IP SANs instead.
+ *     · subjectAltNames other than one equal to validation.hostname: the proxy (Caddy's
+ *       reverse_proxy TLS transport) verifies the backend's certificate against the SNI
+ *       name only. A Hostname SAN equal to validation.hostname means exactly that, so it runs.
+ *     · options: the proxy understands no backend TLS option yet (as for listener tls.options).
+ * - backendTLSPolicyStatusProblems: what the v1.6.1 spec says to report in the policy's status
+ *   and so must never be refused: a wellKnownCACertificates other than System ("the
+ *   implementation MUST ensure the Accepted Condition … is set to status: False, with a Reason
+ *   Invalid"). Missing or wrong-kind caCertificateRefs (ResolvedRefs=False) are cross-object
+ *   facts the translator reports itself.
  */
+import { Collector, items } from "./budget";
 import { FieldProblem, display, truncate } from "./regex";
 
 export interface BackendTLSPolicyLike {
   readonly spec?: {
+    readonly targetRefs?: readonly unknown[];
     readonly validation?: {
+      readonly hostname?: string;
       readonly wellKnownCACertificates?: string;
       readonly subjectAltNames?: readonly unknown[];
+      readonly caCertificateRefs?: readonly unknown[];
     };
+    readonly options?: Readonly<Record<string, unknown>>;
   };
 }
 
-export function backendTLSPolicyProblems(p: BackendTLSPolicyLike): FieldProblem[] {
-  const v = p.spec?.validation;
-  const problems: FieldProblem[] = [];
-  const wellKnown = display(v?.wellKnownCACertificates ?? "");
-  if (wellKnown !== "" && wellKnown !== "System") {
-    problems.push({
+const IPV4 = /^\d{1,3}(\.\d{1,3}){3}$/;
+
+/** What the proxy cannot run as written (refused at admission, Invalid in status). */
+export function backendTLSPolicyProblems(
+  p: BackendTLSPolicyLike,
+  c = new Collector(),
+): FieldProblem[] {
+  const spec = p?.spec;
+  const v = spec?.validation;
+  const hostname = typeof v?.hostname === "string" ? v.hostname : undefined;
+  if (hostname !== undefined && IPV4.test(hostname)) {
+    c.add([
+      {
+        path: "spec.validation.hostname",
+        value: hostname,
+        message:
+          "is an IP address, which TLS cannot send as SNI (RFC 6066): use a DNS name the backend's certificate holds",
+      },
+    ]);
+  }
+  items(v?.subjectAltNames).forEach((san, i) => {
+    const at = `spec.validation.subjectAltNames[${i}]`;
+    if (c.done || !c.spend(at)) return;
+    const s = (san ?? {}) as { type?: unknown; hostname?: unknown; uri?: unknown };
+    if (s.type === "Hostname" && hostname !== undefined && s.hostname === hostname) return;
+    const got = s.type === "Hostname" ? s.hostname : s.type === "URI" ? s.uri : s.type;
+    c.add([
+      {
+        path: s.type === "Hostname" ? `${at}.hostname` : s.type === "URI" ? `${at}.uri` : at,
+        value: truncate(display(got ?? "")),
+        message: `the proxy verifies the backend's certificate against spec.validation.hostname only, so the only subjectAltName it runs is {type: Hostname, hostname: ${JSON.stringify(truncate(hostname ?? ""))}}`,
+      },
+    ]);
+  });
+  const options = spec?.options;
+  if (options && typeof options === "object" && !Array.isArray(options)) {
+    for (const key of Object.keys(options).slice(0, 64)) {
+      if (c.done || !c.spend("spec.options")) break;
+      c.add([
+        {
+          path: `spec.options[${JSON.stringify(truncate(key, 48))}]`,
+          value: display(options[key] ?? ""),
+          message:
+            "is not a backend TLS option the Kengine proxy understands (it supports none yet): remove it",
+        },
+      ]);
+    }
+  }
+  return c.problems();
+}
+
+/** What the spec wants in the policy's status (Accepted=False/Invalid), never refused. */
+export function backendTLSPolicyStatusProblems(p: BackendTLSPolicyLike): FieldProblem[] {
+  const wellKnown = display(p?.spec?.validation?.wellKnownCACertificates ?? "");
+  if (wellKnown === "" || wellKnown === "System") return [];
+  return [
+    {
       path: "spec.validation.wellKnownCACertificates",
-      value: wellKnown,
-      message: `${JSON.stringify(wellKnown)} is not supported; use System`,
-    });
-  }
-  if (Array.isArray(v?.subjectAltNames) && v.subjectAltNames.length > 0) {
-    problems.push({
-      path: "spec.validation.subjectAltNames",
-      value: truncate(display(v.subjectAltNames)),
-      message:
-        "subjectAltNames are not supported by the proxy: it verifies the certificate against hostname only",
-    });
-  }
-  return problems;
+      value: truncate(wellKnown),
+      message: `${JSON.stringify(truncate(wellKnown))} is not supported; use System`,
+    },
+  ];
 }

@@ -23,7 +23,9 @@ export {
 } from "./httproute";
 export { grpcRouteProblems, grpcRouteRuleProblems } from "./grpcroute";
 export { gatewayProblems, listenerProblems } from "./gateway";
-export { backendTLSPolicyProblems } from "./backendtlspolicy";
+export { backendTLSPolicyProblems, backendTLSPolicyStatusProblems } from "./backendtlspolicy";
+export { gatewayClassProblems } from "./gatewayclass";
+export { referenceGrantProblems } from "./referencegrant";
 export { l4RouteProblems, MAX_L4_WEIGHT_RATIO } from "./l4route";
 export { kengineParametersProblems, REPLICAS } from "./parameters";
 export { denialMessage, problemText } from "./message";

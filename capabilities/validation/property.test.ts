@@ -13,6 +13,8 @@ import { httpRouteProblems } from "./httproute";
 import { l4RouteProblems } from "./l4route";
 import { MAX_PROBLEMS } from "./budget";
 import { backendTLSPolicyProblems } from "./backendtlspolicy";
+import { gatewayClassProblems } from "./gatewayclass";
+import { referenceGrantProblems } from "./referencegrant";
 import { denialMessage } from "./message";
 import { kengineParametersProblems } from "./parameters";
 import { FieldProblem } from "./regex";
@@ -400,13 +402,60 @@ const backendTLSPolicy = fc.record({
         validation: or(
           fc.record(
             {
-              hostname: or(fc.string()),
+              hostname: or(fc.oneof(fc.constantFrom("a.b", "10.0.0.1"), fc.string())),
               wellKnownCACertificates: or(fc.constantFrom("System", "", "Other")),
-              subjectAltNames: or(fc.oneof(fc.array(junk, { maxLength: 2 }), hostile)),
+              subjectAltNames: or(
+                fc.oneof(
+                  fc.array(
+                    fc.oneof(
+                      junk,
+                      fc.record({
+                        type: fc.constant("Hostname"),
+                        hostname: or(fc.constant("a.b")),
+                      }),
+                      fc.record({ type: fc.constant("URI"), uri: or(fc.string()) }),
+                    ),
+                    { maxLength: 3 },
+                  ),
+                  hostile,
+                ),
+              ),
             },
             { requiredKeys: [] },
           ),
         ),
+        options: or(fc.oneof(fc.dictionary(fc.string(), or(fc.string())), hostile)),
+      },
+      { requiredKeys: [] },
+    ),
+  ),
+});
+/** References as the API allows them, and malformed ones. */
+const reference = (fields: readonly string[]) =>
+  or(
+    fc.record(Object.fromEntries(fields.map(f => [f, or(fc.string({ maxLength: 20 }))])), {
+      requiredKeys: [],
+    }),
+  );
+const gatewayClass = fc.record({
+  spec: or(
+    fc.record(
+      {
+        controllerName: or(fc.constant("kengine.io/gateway-controller")),
+        parametersRef: reference(["group", "kind", "name", "namespace"]),
+      },
+      { requiredKeys: [] },
+    ),
+  ),
+});
+const referenceGrant = fc.record({
+  spec: or(
+    fc.record(
+      {
+        from: or(
+          fc.oneof(fc.array(reference(["group", "kind", "namespace"]), { maxLength: 4 }), hostile),
+        ),
+        to: or(fc.oneof(fc.array(reference(["group", "kind", "name"]), { maxLength: 4 }), hostile)),
       },
       { requiredKeys: [] },
     ),
@@ -487,17 +536,19 @@ const validL4Route = fc.record({
 /* ------------------------------------------------------------------ the properties */
 
 const runs: [string, (o: never) => FieldProblem[], fc.Arbitrary<unknown>, number][] = [
-  ["HTTPRoute", o => httpRouteProblems(o), httpRoute, 3000],
+  ["HTTPRoute", o => httpRouteProblems(o), httpRoute, 2200],
   ["GRPCRoute", o => grpcRouteProblems(o), grpcRoute, 1500],
   ["Gateway / ListenerSet", o => gatewayProblems(o), gateway, 1000],
   ["TLSRoute / TCPRoute / UDPRoute", o => l4RouteProblems(o), l4Route, 1000],
   ["KengineParameters", o => kengineParametersProblems(o), kengineParameters, 1500],
-  ["BackendTLSPolicy (translator)", o => backendTLSPolicyProblems(o), backendTLSPolicy, 500],
+  ["BackendTLSPolicy", o => backendTLSPolicyProblems(o), backendTLSPolicy, 500],
+  ["GatewayClass", o => gatewayClassProblems(o), gatewayClass, 200],
+  ["ReferenceGrant", o => referenceGrantProblems(o), referenceGrant, 200],
 ];
 
 describe("validators on random objects (fast-check)", () => {
   it("cover 10,000 objects in all", () => {
-    expect(runs.reduce((n, r) => n + r[3], 0) + 1000 + 500).toBe(10_000);
+    expect(runs.reduce((n, r) => n + r[3], 0) + 1000 + 500 + 400).toBe(10_000);
   });
 
   it.each(runs)(
@@ -519,6 +570,37 @@ describe("validators on random objects (fast-check)", () => {
         expect(httpRouteProblems(r as never)).toEqual([]);
       }),
       { numRuns: 1000 },
+    );
+  });
+
+  it("GatewayClasses and ReferenceGrants of the API's shape are never refused", () => {
+    const str = fc.string({ maxLength: 20 });
+    fc.assert(
+      fc.property(
+        fc.record(
+          { group: str, kind: str, name: str, namespace: str },
+          { requiredKeys: ["group", "kind", "name"] },
+        ),
+        ref => {
+          expect(gatewayClassProblems({ spec: { parametersRef: ref } })).toEqual([]);
+        },
+      ),
+      { numRuns: 200 },
+    );
+    fc.assert(
+      fc.property(
+        fc.array(fc.record({ group: str, kind: str, namespace: str }), { maxLength: 16 }),
+        fc.array(
+          fc.record({ group: str, kind: str, name: str }, { requiredKeys: ["group", "kind"] }),
+          {
+            maxLength: 16,
+          },
+        ),
+        (from, to) => {
+          expect(referenceGrantProblems({ spec: { from, to } })).toEqual([]);
+        },
+      ),
+      { numRuns: 200 },
     );
   });
 

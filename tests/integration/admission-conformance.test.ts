@@ -12,7 +12,9 @@
  * (design §2), so the namespaces, Gateways and ListenerSets are created for real — in
  * namespaces renamed with a unique prefix, each Gateway given a parametersRef that does not
  * resolve, so the controller reports it Accepted=False/InvalidParameters and provisions no
- * proxies. Everything else is applied with --dry-run=server only.
+ * proxies. A BackendTLSPolicy is judged only when a Service it targets is a backend of a route
+ * of ours, so the routes using such Services are created for real too. Everything else is
+ * applied with --dry-run=server only.
  */
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync, readdirSync } from "node:fs";
@@ -40,6 +42,8 @@ const UNADVERTISED: Readonly<Record<string, string>> = {
   "httproute-retry.yaml": "HTTPRouteRetry",
   "httproute-timeout-backend-request.yaml": "HTTPRouteBackendTimeout",
   "httproute-timeout-request.yaml": "HTTPRouteRequestTimeout",
+  // Policies whose subjectAltNames differ from the hostname: the proxy verifies the SNI name only.
+  "backendtlspolicy-san.yaml": "BackendTLSPolicySANValidation",
 };
 
 function conformanceDir(): string {
@@ -117,6 +121,7 @@ describe("the conformance suite's manifests through admission", () => {
   let manifests: Manifest[] = [];
   let namespaces: string[] = [];
   let parentErrors = "";
+  let policyRoutes: Record<string, any>[] = []; // eslint-disable-line @typescript-eslint/no-explicit-any
 
   beforeAll(async () => {
     manifests = loadManifests(conformanceDir());
@@ -163,9 +168,28 @@ describe("the conformance suite's manifests through admission", () => {
             }
           : o,
       );
+    // The routes whose backends BackendTLSPolicies target, so those policies are judged.
+    const targeted = new Set(
+      all
+        .filter(o => o.kind === "BackendTLSPolicy")
+        .flatMap(p =>
+          (p.spec?.targetRefs ?? []).map(
+            (t: { name: string }) => `${p.metadata.namespace}/${t.name}`,
+          ),
+        ),
+    );
+    policyRoutes = all.filter(
+      o =>
+        (o.kind === "HTTPRoute" || o.kind === "GRPCRoute") &&
+        (o.spec?.rules ?? []).some((r: { backendRefs?: { name: string; namespace?: string }[] }) =>
+          (r.backendRefs ?? []).some(b =>
+            targeted.has(`${b.namespace ?? o.metadata.namespace}/${b.name}`),
+          ),
+        ),
+    );
     const created = kubectl(
       ["apply", "-f", "-"],
-      JSON.stringify({ apiVersion: "v1", kind: "List", items: parents }),
+      JSON.stringify({ apiVersion: "v1", kind: "List", items: [...parents, ...policyRoutes] }),
     );
     parentErrors = created.code === 0 ? "" : created.stderr;
   }, 600_000);
@@ -185,8 +209,9 @@ describe("the conformance suite's manifests through admission", () => {
     expect(manifests.some(m => /\{GATEWAY_|PLACEHOLDER_/.test(m.text))).toBe(false);
   });
 
-  it("creates every Gateway and ListenerSet (the routes' parents)", () => {
+  it("creates every Gateway and ListenerSet (the routes' parents) and the BackendTLSPolicies' routes", () => {
     expect(parentErrors).toBe("");
+    expect(policyRoutes.length).toBeGreaterThanOrEqual(6);
   });
 
   it("accepts every object except the routes of unadvertised features, with --dry-run=server", () => {
@@ -202,7 +227,7 @@ describe("the conformance suite's manifests through admission", () => {
         refused.push(`${name}: ${d}`);
         // Refused only where the suite asks for a feature we do not advertise, naming a field.
         if (!(name in UNADVERTISED)) unexpected.push(`${m.file}: refused: ${d}`);
-        expect(d).toMatch(/: spec\.rules\[\d+\]\./);
+        expect(d).toMatch(/: spec\.(rules\[\d+\]|validation)\./);
       }
     }
     console.info(

@@ -1,6 +1,8 @@
 /**
  * Admission through kubectl, with the module running under `pepr dev`: for each bound kind
- * an object of our class the proxy cannot run is denied with the field path in the message;
+ * with a rule an object of our class the proxy cannot run can break, such an object is denied
+ * with the field path in the message (GatewayClass and ReferenceGrant: nothing the API server
+ * stores is refused, so they are shown admitted);
  * valid objects are stored; objects the spec wants reported through status (missing backend,
  * cross-namespace backend without a ReferenceGrant, hostname mismatch, unknown section) are
  * admitted; and the same objects attached to another controller are left alone.
@@ -111,11 +113,14 @@ describe("admission through kubectl", () => {
     const resources = hook.rules.flatMap(r => r.resources).sort();
     expect(resources).toEqual(
       [
+        "backendtlspolicies",
+        "gatewayclasses",
         "gateways",
         "grpcroutes",
         "httproutes",
         "kengineparameters",
         "listenersets",
+        "referencegrants",
         "tcproutes",
         "tlsroutes",
         "udproutes",
@@ -258,6 +263,91 @@ describe("admission through kubectl", () => {
       }),
     );
     expect(kubectl(["get", "kengineparameters", "good-params", "-n", ns]).code).toBe(0);
+  });
+
+  const backendTLSPolicy = (name: string, service: string, validation: object) =>
+    yaml({
+      apiVersion: "gateway.networking.k8s.io/v1",
+      kind: "BackendTLSPolicy",
+      metadata: { name, namespace: ns },
+      spec: { targetRefs: [{ group: "", kind: "Service", name: service }], validation },
+    });
+
+  it("denies a BackendTLSPolicy for a backend of our route that the proxy cannot verify; admits status-only problems and other controllers' backends", () => {
+    kubectlOk(
+      ["apply", "-f", "-"],
+      httpRoute(ns, "tls-user", {
+        parentRefs: [{ name: "gw" }],
+        rules: [{ backendRefs: [{ name: "tls-svc", port: 443 }] }],
+      }),
+    );
+    kubectlOk(
+      ["apply", "-f", "-"],
+      httpRoute(ns, "tls-foreign-user", {
+        parentRefs: [{ name: "foreign" }],
+        rules: [{ backendRefs: [{ name: "tls-foreign", port: 443 }] }],
+      }),
+    );
+    const sanURI = {
+      wellKnownCACertificates: "System",
+      hostname: "shop.internal",
+      subjectAltNames: [{ type: "URI", uri: "spiffe://cluster.local/ns/shop/sa/shop" }],
+    };
+    denied(
+      backendTLSPolicy("san", "tls-svc", sanURI),
+      `BackendTLSPolicy ${ns}/san cannot be run by the Kengine proxy: spec.validation.subjectAltNames[0].uri: the proxy verifies the backend's certificate against spec.validation.hostname only`,
+    );
+    expect(kubectl(["get", "backendtlspolicy", "san", "-n", ns]).code).not.toBe(0);
+    // The same policy for a Service only another controller's route uses: not ours.
+    kubectlOk(["apply", "-f", "-"], backendTLSPolicy("san-foreign", "tls-foreign", sanURI));
+    // What the spec puts in the policy's status, and a SAN equal to the hostname: stored.
+    kubectlOk(
+      ["apply", "-f", "-"],
+      backendTLSPolicy("corp-cas", "tls-svc", {
+        wellKnownCACertificates: "example.com/corp-cas",
+        hostname: "shop.internal",
+      }),
+    );
+    kubectlOk(
+      ["apply", "-f", "-"],
+      backendTLSPolicy("san-hostname", "tls-svc", {
+        caCertificateRefs: [{ group: "", kind: "ConfigMap", name: "missing-ca" }],
+        hostname: "shop.internal",
+        subjectAltNames: [{ type: "Hostname", hostname: "shop.internal" }],
+      }),
+    );
+    for (const name of ["san-foreign", "corp-cas", "san-hostname"])
+      expect(kubectl(["get", "backendtlspolicy", name, "-n", ns]).code).toBe(0);
+  });
+
+  it("admits GatewayClasses of ours whatever their parametersRef, and ReferenceGrants (the spec answers in status)", () => {
+    const cls = `${ours}-params`;
+    kubectlOk(
+      ["apply", "-f", "-"],
+      yaml({
+        apiVersion: "gateway.networking.k8s.io/v1",
+        kind: "GatewayClass",
+        metadata: { name: cls },
+        spec: {
+          controllerName: "kengine.io/gateway-controller",
+          parametersRef: { group: "invalid.io", kind: "InvalidParameters", name: "invalid" },
+        },
+      }),
+    );
+    kubectl(["delete", "gatewayclass", cls, "--ignore-not-found", "--wait=false"]);
+    kubectlOk(
+      ["apply", "-f", "-"],
+      yaml({
+        apiVersion: "gateway.networking.k8s.io/v1",
+        kind: "ReferenceGrant",
+        metadata: { name: "grant", namespace: other },
+        spec: {
+          from: [{ group: "gateway.networking.k8s.io", kind: "HTTPRoute", namespace: ns }],
+          to: [{ group: "", kind: "Service" }],
+        },
+      }),
+    );
+    expect(kubectl(["get", "referencegrant", "grant", "-n", other]).code).toBe(0);
   });
 
   it("stores valid objects of our class, braces in header values included", () => {

@@ -1,0 +1,142 @@
+import {
+  BackendTLSPolicyLike,
+  backendTLSPolicyProblems,
+  backendTLSPolicyStatusProblems,
+} from "./backendtlspolicy";
+
+const policy = (
+  validation: Record<string, unknown>,
+  options?: Record<string, string>,
+): BackendTLSPolicyLike => ({
+  spec: {
+    targetRefs: [{ group: "", kind: "Service", name: "shop" }],
+    validation: {
+      caCertificateRefs: [{ group: "", kind: "ConfigMap", name: "ca" }],
+      ...validation,
+    },
+    ...(options && { options }),
+  },
+});
+
+describe("backendTLSPolicyProblems (refused at admission, Invalid in status)", () => {
+  it("accepts a hostname, a CA or System trust, and a subjectAltName equal to the hostname", () => {
+    expect(backendTLSPolicyProblems(policy({ hostname: "shop.internal" }))).toEqual([]);
+    expect(
+      backendTLSPolicyProblems(
+        policy({ hostname: "shop.internal", wellKnownCACertificates: "System" }),
+      ),
+    ).toEqual([]);
+    expect(
+      backendTLSPolicyProblems(
+        policy({
+          hostname: "shop.internal",
+          subjectAltNames: [
+            { type: "Hostname", hostname: "shop.internal" },
+            { type: "Hostname", hostname: "shop.internal" },
+          ],
+        }),
+      ),
+    ).toEqual([]);
+  });
+
+  it("refuses an IP address as hostname (no SNI), with the exact message", () => {
+    expect(backendTLSPolicyProblems(policy({ hostname: "10.0.0.7" }))).toEqual([
+      {
+        path: "spec.validation.hostname",
+        value: "10.0.0.7",
+        message:
+          "is an IP address, which TLS cannot send as SNI (RFC 6066): use a DNS name the backend's certificate holds",
+      },
+    ]);
+    // A name with digit labels only in part is a DNS name.
+    expect(backendTLSPolicyProblems(policy({ hostname: "10.0.0.7.nip.io" }))).toEqual([]);
+  });
+
+  it("refuses every subjectAltName other than the hostname, each at its field", () => {
+    expect(
+      backendTLSPolicyProblems(
+        policy({
+          hostname: "abc.example.com",
+          subjectAltNames: [
+            { type: "URI", uri: "spiffe://abc.example.com/test-identity" },
+            { type: "Hostname", hostname: "abc.example.com" },
+            { type: "Hostname", hostname: "*.example.com" },
+          ],
+        }),
+      ),
+    ).toEqual([
+      {
+        path: "spec.validation.subjectAltNames[0].uri",
+        value: "spiffe://abc.example.com/test-identity",
+        message:
+          'the proxy verifies the backend\'s certificate against spec.validation.hostname only, so the only subjectAltName it runs is {type: Hostname, hostname: "abc.example.com"}',
+      },
+      {
+        path: "spec.validation.subjectAltNames[2].hostname",
+        value: "*.example.com",
+        message:
+          'the proxy verifies the backend\'s certificate against spec.validation.hostname only, so the only subjectAltName it runs is {type: Hostname, hostname: "abc.example.com"}',
+      },
+    ]);
+  });
+
+  it("refuses options (the proxy understands none), each by key", () => {
+    expect(
+      backendTLSPolicyProblems(
+        policy({ hostname: "a.b" }, { "example.com/min-version": "1.3", other: "x" }),
+      ),
+    ).toEqual([
+      {
+        path: 'spec.options["example.com/min-version"]',
+        value: "1.3",
+        message:
+          "is not a backend TLS option the Kengine proxy understands (it supports none yet): remove it",
+      },
+      {
+        path: 'spec.options["other"]',
+        value: "x",
+        message:
+          "is not a backend TLS option the Kengine proxy understands (it supports none yet): remove it",
+      },
+    ]);
+  });
+
+  it("never refuses what the spec puts in status: an unknown wellKnownCACertificates, bad CA refs", () => {
+    expect(
+      backendTLSPolicyProblems(
+        policy({ hostname: "a.b", wellKnownCACertificates: "example.com/corp-cas" }),
+      ),
+    ).toEqual([]);
+    expect(
+      backendTLSPolicyProblems({
+        spec: {
+          validation: {
+            hostname: "a.b",
+            caCertificateRefs: [{ group: "", kind: "Secret", name: "missing" }],
+          },
+        },
+      } as never),
+    ).toEqual([]);
+  });
+});
+
+describe("backendTLSPolicyStatusProblems (status only)", () => {
+  it("reports a wellKnownCACertificates other than System", () => {
+    expect(
+      backendTLSPolicyStatusProblems(
+        policy({ hostname: "a.b", wellKnownCACertificates: "example.com/corp-cas" }),
+      ),
+    ).toEqual([
+      {
+        path: "spec.validation.wellKnownCACertificates",
+        value: "example.com/corp-cas",
+        message: '"example.com/corp-cas" is not supported; use System',
+      },
+    ]);
+    expect(
+      backendTLSPolicyStatusProblems(
+        policy({ hostname: "a.b", wellKnownCACertificates: "System" }),
+      ),
+    ).toEqual([]);
+  });
+});
