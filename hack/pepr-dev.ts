@@ -4,6 +4,7 @@
  * dead webhook (failurePolicy Fail) cannot block later tests.
  */
 import { ChildProcess, spawn, spawnSync } from "node:child_process";
+import { get as httpsGet } from "node:https";
 import { join } from "node:path";
 import cfg from "../package.json";
 
@@ -18,6 +19,12 @@ export const webhookName = `pepr-${cfg.pepr.uuid}`;
  */
 const MODULE_KUBECONFIG_PRELOAD =
   "--import=data:text/javascript,if(process.env.PEPR_MODE==='dev'&&process.env.KG_MODULE_KUBECONFIG)process.env.KUBECONFIG=process.env.KG_MODULE_KUBECONFIG";
+/**
+ * `pepr dev` forces PEPR_PRETTY_LOGS=true on the module's fork (pino-pretty in a worker thread,
+ * which the main thread waits for when it falls behind); a deployed module logs JSON lines.
+ */
+const PRODUCTION_LOGS_PRELOAD =
+  "--import=data:text/javascript,if(process.env.PEPR_MODE==='dev')process.env.PEPR_PRETTY_LOGS='false'";
 
 export interface PeprDev {
   /** Everything the module printed so far. */
@@ -44,6 +51,41 @@ export interface PeprDevOptions {
   readonly moduleKubeconfig?: string;
   /** Directory of the module to run (default: this repository), e.g. another build of it. */
   readonly moduleDir?: string;
+  /**
+   * Log as a deployed module does (JSON lines, LOG_LEVEL info unless set) instead of `pepr
+   * dev`'s defaults (debug, every request body, pretty-printed in a worker thread): for
+   * measurements (npm run bench). Readiness is then read from /healthz and the controller's
+   * "snapshot synced" line, since the debug lines waited for otherwise are not printed.
+   */
+  readonly productionLogs?: boolean;
+}
+
+/** Waits until the module's webhook server answers GET /healthz with 200 (port 3000). */
+async function waitForHealthz(timeoutMs: number, exited: () => boolean): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (exited()) throw new Error("pepr dev exited before its webhook server answered");
+    const ok = await new Promise<boolean>(resolve => {
+      const req = httpsGet(
+        {
+          host: "127.0.0.1",
+          port: 3000,
+          path: "/healthz",
+          rejectUnauthorized: false,
+          timeout: 2000,
+        },
+        res => {
+          res.resume();
+          resolve(res.statusCode === 200);
+        },
+      );
+      req.on("error", () => resolve(false));
+      req.on("timeout", () => req.destroy());
+    });
+    if (ok) return;
+    if (Date.now() > deadline) throw new Error("the module's /healthz did not answer 200 in time");
+    await new Promise(r => setTimeout(r, 500));
+  }
 }
 
 export async function startPeprDev(opts: PeprDevOptions): Promise<PeprDev> {
@@ -54,6 +96,10 @@ export async function startPeprDev(opts: PeprDevOptions): Promise<PeprDev> {
       timeout: 60_000,
     });
   let out = "";
+  const preloads = [
+    ...(opts.moduleKubeconfig ? [MODULE_KUBECONFIG_PRELOAD] : []),
+    ...(opts.productionLogs ? [PRODUCTION_LOGS_PRELOAD] : []),
+  ];
   const child: ChildProcess = spawn(
     process.execPath,
     [
@@ -68,11 +114,10 @@ export async function startPeprDev(opts: PeprDevOptions): Promise<PeprDev> {
       env: {
         ...process.env,
         KUBECONFIG: kubeconfig,
-        ...(opts.moduleKubeconfig
-          ? {
-              KG_MODULE_KUBECONFIG: opts.moduleKubeconfig,
-              NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} ${MODULE_KUBECONFIG_PRELOAD}`.trim(),
-            }
+        ...(opts.moduleKubeconfig ? { KG_MODULE_KUBECONFIG: opts.moduleKubeconfig } : {}),
+        ...(opts.productionLogs ? { LOG_LEVEL: process.env.LOG_LEVEL ?? "info" } : {}),
+        ...(preloads.length > 0
+          ? { NODE_OPTIONS: [process.env.NODE_OPTIONS ?? "", ...preloads].join(" ").trim() }
           : {}),
       },
       detached: true,
@@ -132,12 +177,18 @@ export async function startPeprDev(opts: PeprDevOptions): Promise<PeprDev> {
   };
 
   try {
-    // The webhook server is up and the watch on Gateways is connected.
-    await waitForOutput(/Server listening on port/, readyTimeoutMs);
-    await waitForOutput(
-      /Watch event connect received\. \/apis\/gateway\.networking\.k8s\.io\/v1\/gateways/,
-      60_000,
-    );
+    if (opts.productionLogs) {
+      // The webhook server answers and the controller has listed every kind.
+      await waitForHealthz(readyTimeoutMs, () => child.exitCode !== null);
+      await waitForOutput(/snapshot synced/, 120_000);
+    } else {
+      // The webhook server is up and the watch on Gateways is connected.
+      await waitForOutput(/Server listening on port/, readyTimeoutMs);
+      await waitForOutput(
+        /Watch event connect received\. \/apis\/gateway\.networking\.k8s\.io\/v1\/gateways/,
+        60_000,
+      );
+    }
   } catch (e) {
     await stop();
     throw e;

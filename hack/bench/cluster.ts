@@ -9,6 +9,7 @@
 import { execFileSync, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import { join } from "node:path";
 import { Agent, Pool, request } from "undici";
 import { PeprDev, startPeprDev } from "../pepr-dev";
@@ -528,6 +529,21 @@ export interface ClusterResults {
     errors: number;
     denied: number;
     wrongDecisions: number;
+    /** CPU time (user + system) of the module's process per request over the timed window. */
+    cpuMsPerRequest: number;
+    /**
+     * The module's own decision time (kengine_gateway_admission_decision_seconds: ownership
+     * look-ups and rules, Pepr's request handling excluded), HTTPRoute, every request the module
+     * served: the histogram bucket bounds (ms) that p50 and p99 fall in.
+     */
+    decisionP50AtMostMs?: number;
+    decisionP99AtMostMs?: number;
+    /**
+     * Event-loop delay of the benchmark's own process over the window (p99, max): a request's
+     * latency includes any time the sender itself was not running.
+     */
+    driverLoopDelayP99Ms: number;
+    driverLoopDelayMaxMs: number;
   };
   settle?: { routes: number; ms: number; createMs: number; afterLastCreateMs: number };
   propagation?: {
@@ -628,6 +644,10 @@ async function admissionScenario(
     });
     await res.body.dump();
   }
+  const pid = controllerPid();
+  const cpu0 = cpuMs(pid);
+  const loop = monitorEventLoopDelay({ resolution: 5 });
+  loop.enable();
   const t0 = now();
   const inflight: Promise<void>[] = [];
   for (let i = 0; i < total; i++) {
@@ -658,11 +678,39 @@ async function admissionScenario(
   }
   await Promise.all(inflight);
   const elapsed = (now() - t0) / 1000;
+  loop.disable();
+  const driverLoopDelayP99Ms = round(loop.percentile(99) / 1e6);
+  const driverLoopDelayMaxMs = round(loop.max / 1e6);
+  const cpuMsPerRequest = round((cpuMs(pid) - cpu0) / total);
+  // The module's decision-time histogram, from its /metrics.
+  const metrics = await request(`https://127.0.0.1:${u.port || 443}/metrics`, { dispatcher: agent })
+    .then(r => r.body.text())
+    .catch(() => "");
+  const buckets = new Map<number, number>();
+  for (const m of metrics.matchAll(
+    /^kengine_gateway_admission_decision_seconds_bucket\{([^}]*)\} ([0-9.eE+-]+)$/gm,
+  )) {
+    if (!m[1].includes('kind="HTTPRoute"')) continue;
+    const le = /le="([^"]+)"/.exec(m[1])?.[1];
+    const at = le === "+Inf" ? Infinity : Number(le);
+    buckets.set(at, (buckets.get(at) ?? 0) + Number(m[2]));
+  }
+  const decisionAtMost = (q: number): number | undefined => {
+    const all = buckets.get(Infinity) ?? 0;
+    if (all === 0) return undefined;
+    const le = [...buckets.keys()].sort((a, b) => a - b).find(b => buckets.get(b)! >= q * all);
+    return le === undefined || le === Infinity ? undefined : Number((le * 1000).toPrecision(3));
+  };
   await agent.close();
   log(
-    `admission: ${lat.length} answered, ${errors} errors, ${denied} denied, ${wrong} wrong decisions`,
+    `admission: ${lat.length} answered, ${errors} errors, ${denied} denied, ${wrong} wrong decisions, ${cpuMsPerRequest} ms CPU per request, decision p50 ≤ ${decisionAtMost(0.5)} ms p99 ≤ ${decisionAtMost(0.99)} ms, the sender's event-loop delay p99 ${driverLoopDelayP99Ms} ms max ${driverLoopDelayMaxMs} ms`,
   );
   return {
+    cpuMsPerRequest,
+    driverLoopDelayP99Ms,
+    driverLoopDelayMaxMs,
+    decisionP50AtMostMs: decisionAtMost(0.5),
+    decisionP99AtMostMs: decisionAtMost(0.99),
     rps,
     p50Ms: round(median(lat)),
     p99Ms: round(quantile(lat, 0.99)),
@@ -720,7 +768,9 @@ export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> 
       process.env.NODE_OPTIONS =
         `${saved ?? ""} --heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${opts.profileDir}`.trim();
     try {
-      dev = await startPeprDev({ kubeconfig, kubectl: kubectlBin });
+      // Logging as a deployed module (JSON, info): pepr dev's debug + pretty-printing worker
+      // costs more CPU per admission request than the whole webhook path (docs/bench.md).
+      dev = await startPeprDev({ kubeconfig, kubectl: kubectlBin, productionLogs: true });
     } finally {
       if (saved === undefined) delete process.env.NODE_OPTIONS;
       else process.env.NODE_OPTIONS = saved;
