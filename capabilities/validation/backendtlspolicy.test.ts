@@ -3,6 +3,9 @@ import {
   backendTLSPolicyProblems,
   backendTLSPolicyStatusProblems,
 } from "./backendtlspolicy";
+import { problemText } from "./message";
+import { snapshotOf } from "../snapshot";
+import { translate } from "../translate";
 
 const policy = (
   validation: Record<string, unknown>,
@@ -138,5 +141,100 @@ describe("backendTLSPolicyStatusProblems (status only)", () => {
         policy({ hostname: "a.b", wellKnownCACertificates: "System" }),
       ),
     ).toEqual([]);
+  });
+});
+
+describe("the translator agrees with admission", () => {
+  // One Service per policy, all used by one route of our Gateway.
+  const policies: Record<string, Record<string, unknown>> = {
+    clean: { validation: { wellKnownCACertificates: "System", hostname: "a.internal" } },
+    "san-same": {
+      validation: {
+        wellKnownCACertificates: "System",
+        hostname: "a.internal",
+        subjectAltNames: [{ type: "Hostname", hostname: "a.internal" }],
+      },
+    },
+    "san-uri": {
+      validation: {
+        wellKnownCACertificates: "System",
+        hostname: "a.internal",
+        subjectAltNames: [{ type: "URI", uri: "spiffe://a/b" }],
+      },
+    },
+    ip: { validation: { wellKnownCACertificates: "System", hostname: "10.1.2.3" } },
+    options: {
+      validation: { wellKnownCACertificates: "System", hostname: "a.internal" },
+      options: { "example.com/min-version": "1.3" },
+    },
+    "corp-cas": {
+      validation: { wellKnownCACertificates: "example.com/corp", hostname: "a.internal" },
+    },
+  };
+  const names = Object.keys(policies);
+  const objects = [
+    {
+      apiVersion: "gateway.networking.k8s.io/v1",
+      kind: "GatewayClass",
+      metadata: { name: "k" },
+      spec: { controllerName: "kengine.io/gateway-controller" },
+    },
+    {
+      apiVersion: "gateway.networking.k8s.io/v1",
+      kind: "Gateway",
+      metadata: { name: "gw", namespace: "default" },
+      spec: { gatewayClassName: "k", listeners: [{ name: "http", port: 80, protocol: "HTTP" }] },
+    },
+    {
+      apiVersion: "gateway.networking.k8s.io/v1",
+      kind: "HTTPRoute",
+      metadata: { name: "r", namespace: "default" },
+      spec: {
+        parentRefs: [{ name: "gw" }],
+        rules: names.map(n => ({ backendRefs: [{ name: n, port: 443 }] })),
+      },
+    },
+    ...names.map(n => ({
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: { name: n, namespace: "default" },
+      spec: { ports: [{ name: "btls", port: 443 }] },
+    })),
+    ...names.map(n => ({
+      apiVersion: "gateway.networking.k8s.io/v1",
+      kind: "BackendTLSPolicy",
+      metadata: { name: n, namespace: "default", creationTimestamp: "2026-01-01T00:00:00Z" },
+      spec: { targetRefs: [{ group: "", kind: "Service", name: n }], ...policies[n] },
+    })),
+  ];
+
+  it("marks Accepted=False/Invalid exactly the policies with problems, naming the same problems", () => {
+    const statuses = translate(snapshotOf(objects as never)).statuses.backendTLSPolicies ?? [];
+    const accepted = Object.fromEntries(
+      statuses.map(s => {
+        const c = s.ancestors[0].conditions.find(x => x.type === "Accepted")!;
+        return [s.name, { status: c.status, reason: c.reason, message: c.message }];
+      }),
+    );
+    const expected = Object.fromEntries(
+      names.map(n => {
+        const p = { spec: policies[n] } as BackendTLSPolicyLike;
+        const all = [...backendTLSPolicyStatusProblems(p), ...backendTLSPolicyProblems(p)];
+        return [
+          n,
+          all.length === 0
+            ? { status: "True", reason: "Accepted", message: "policy accepted" }
+            : { status: "False", reason: "Invalid", message: all.map(problemText).join("; ") },
+        ];
+      }),
+    );
+    expect(accepted).toEqual(expected);
+    // Admission refuses the proxy's problems only: not the status-only one.
+    const refused = names.filter(
+      n => backendTLSPolicyProblems({ spec: policies[n] } as BackendTLSPolicyLike).length > 0,
+    );
+    expect(refused).toEqual(["san-uri", "ip", "options"]);
+    expect(accepted["corp-cas"].status).toBe("False");
+    expect(accepted["san-same"].status).toBe("True");
   });
 });
