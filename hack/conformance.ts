@@ -21,6 +21,7 @@
  *        --strict  --debug  --no-cleanup  --continue-after-setup-failure
  *        --timeout-overrides='Name:secs;...'
  *        --gateway-class=kengine  --gwc-timeout=SECONDS  --help
+ *        --usable-address=IP  --unusable-address=IP   (GatewayStaticAddresses)
  */
 import { ChildProcess, spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -56,6 +57,8 @@ const controllerName = "kengine.io/gateway-controller";
 const defaultProfiles = "GATEWAY-HTTP,GATEWAY-GRPC,GATEWAY-TLS";
 /** Logged by hack/conformance/conformance_test.go when setup failed and the tests ran anyway. */
 const setupFailedMarker = "KENGINE-CONFORMANCE: SETUP FAILED";
+/** Static addresses for GatewayStaticAddresses on the local load balancer (hack/kubelet/loadbalancer.ts). */
+const defaultAddresses = { usable: "127.20.250.1", unusable: "192.0.2.1" };
 const knownProfiles = ["GATEWAY-HTTP", "GATEWAY-GRPC", "GATEWAY-TLS", "MESH-HTTP", "MESH-GRPC"];
 
 const usage = `usage: npm run conformance -- [flags]
@@ -71,6 +74,10 @@ const usage = `usage: npm run conformance -- [flags]
   --timeout-overrides=S   the suite's timeout overrides, e.g. 'GatewayMustHaveAddress:300;NamespacesMustBeReady:900'
   --gateway-class=NAME    GatewayClass to create and test (default kengine)
   --gwc-timeout=SECONDS   how long to wait for the GatewayClass to be Accepted with features (default 120)
+  --usable-address=IP     the suite's -usable-address for GatewayStaticAddresses (default ${defaultAddresses.usable}:
+                          outside the range the local load balancer hands out by itself, so always free)
+  --unusable-address=IP   the suite's -unusable-address (default ${defaultAddresses.unusable}: the local load balancer
+                          serves only 127.20.0.0/16)
 environment:
   KG_CONTROLLER=external  do not start pepr dev; a controller is already running against the cluster
   KG_KEEP_CLUSTER=1       leave the cluster running even if this run started it
@@ -88,6 +95,8 @@ interface Options {
   timeoutOverrides?: string;
   gatewayClass: string;
   gwcTimeoutS: number;
+  usableAddress: string;
+  unusableAddress: string;
 }
 
 class UsageError extends Error {}
@@ -101,6 +110,8 @@ export function parseArgs(argv: readonly string[]): Options {
     continueAfterSetupFailure: false,
     gatewayClass: "kengine",
     gwcTimeoutS: 120,
+    usableAddress: defaultAddresses.usable,
+    unusableAddress: defaultAddresses.unusable,
   };
   for (const a of argv) {
     const m = /^--([a-z-]+)(?:=(.*))?$/.exec(a);
@@ -146,6 +157,12 @@ export function parseArgs(argv: readonly string[]): Options {
         o.gwcTimeoutS = Number(need());
         if (!Number.isFinite(o.gwcTimeoutS) || o.gwcTimeoutS <= 0)
           throw new UsageError("--gwc-timeout needs seconds > 0");
+        break;
+      case "usable-address":
+        o.usableAddress = need();
+        break;
+      case "unusable-address":
+        o.unusableAddress = need();
         break;
       case "help":
         throw new UsageError("");
@@ -603,6 +620,8 @@ async function main(): Promise<number> {
       `-contact=${impl.contact}`,
       `-cleanup-base-resources=${opts.cleanup}`,
       `-cleanup-test-resources=true`,
+      `-usable-address=${opts.usableAddress}`,
+      `-unusable-address=${opts.unusableAddress}`,
     ];
     if (opts.runTest) args.push(`-run-test=${opts.runTest}`);
     if (opts.skipTests) args.push(`-skip-tests=${opts.skipTests}`);

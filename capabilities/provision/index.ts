@@ -2,3 +2,4 @@ export * from "./names";
 export * from "./settings";
 export * from "./objects";
 export * from "./parameters";
+export * from "./addresses";

@@ -21,6 +21,7 @@ import {
   proxyNames,
 } from "./names";
 import { ProxySettings } from "./settings";
+import { AddressSpec, loadBalancerIP, requestedAddresses } from "./addresses";
 
 export interface GatewayRef {
   readonly namespace: string;
@@ -28,6 +29,8 @@ export interface GatewayRef {
   readonly uid: string;
   /** Listener ports and protocols (HTTP, HTTPS, TLS, TCP → TCP; UDP → UDP). */
   readonly listeners: readonly { readonly port: number; readonly protocol: string }[];
+  /** spec.addresses: static addresses the proxies' Service requests (provision/addresses.ts). */
+  readonly addresses?: readonly AddressSpec[];
   /** spec.infrastructure.labels / annotations: propagated to everything we create. */
   readonly infrastructure?: {
     readonly labels?: Readonly<Record<string, string>>;
@@ -211,6 +214,10 @@ export function proxyService(
   const ports = servicePorts(gw.listeners);
   const m = meta(gw, names.proxy, "proxy");
   const annotations = { ...(m.annotations ?? {}), ...(s.service.annotations ?? {}) };
+  const requestedIP =
+    s.serviceType === "LoadBalancer"
+      ? loadBalancerIP(requestedAddresses(gw.addresses, s.addresses))
+      : undefined;
   return {
     apiVersion: "v1",
     kind: "Service",
@@ -226,6 +233,8 @@ export function proxyService(
       ...(s.serviceType === "LoadBalancer" && s.service.loadBalancerClass
         ? { loadBalancerClass: s.service.loadBalancerClass }
         : {}),
+      // A requested static address (the Gateway's, else the parameters'), see addresses.ts.
+      ...(requestedIP ? { loadBalancerIP: requestedIP } : {}),
     },
   };
 }

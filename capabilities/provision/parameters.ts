@@ -35,6 +35,7 @@ interface ParametersSpec {
       | "affinity"
     >
   >;
+  readonly addresses?: ProxySettings["addresses"];
   readonly service?: Partial<ProxySettings["service"]> & {
     readonly type?: ProxySettings["serviceType"];
   };
@@ -90,6 +91,7 @@ const merge = (base: ProxySettings, p: ParametersSpec | undefined): ProxySetting
         ...base,
         ...Object.fromEntries(Object.entries(p.proxy ?? {}).filter(([, v]) => v !== undefined)),
         mode: p.mode ?? base.mode,
+        ...(p.addresses || base.addresses ? { addresses: p.addresses ?? base.addresses } : {}),
         ...(p.external || base.external
           ? {
               external: {

@@ -40,6 +40,8 @@ export interface ProxySettings {
   readonly tolerations?: readonly Readonly<Record<string, unknown>>[];
   /** Replaces the default preferred anti-affinity by hostname. */
   readonly affinity?: Readonly<Record<string, unknown>>;
+  /** Static addresses for the Gateway (KengineParameters spec.addresses); its own spec.addresses win. */
+  readonly addresses?: readonly { readonly type?: string; readonly value?: string }[];
   readonly serviceType: "LoadBalancer" | "NodePort" | "ClusterIP";
   readonly service: {
     readonly annotations?: Readonly<Record<string, string>>;

@@ -43,7 +43,10 @@ import {
   proxyWorkload,
   resolveSettings,
   proxyService,
+  addressOutcome,
+  requestedAddresses,
 } from "../provision";
+import type { AddressOutcome } from "../provision";
 import type { KubeObject, Snapshot } from "../snapshot";
 import type { GatewayAddress } from "../status";
 import { proxyEndpoints, externalEndpoints, owningServices } from "./endpoints";
@@ -69,6 +72,18 @@ export interface GatewayPlan {
   readonly configBytes?: number;
   readonly configProblem: string | undefined;
   readonly addresses: readonly GatewayAddress[];
+  /** Why the requested static addresses are not (yet) the Gateway's (provision/addresses.ts). */
+  readonly addressProblem?: AddressOutcome["problem"];
+  /**
+   * The proxies' Service to delete before applying it again: it requests another address than
+   * the Gateway now asks for and the load balancer has not given it that one (load balancers
+   * assign an address when a Service is created). Deleted only if its uid still matches.
+   */
+  readonly replaceService?: {
+    readonly namespace: string;
+    readonly name: string;
+    readonly uid: string;
+  };
   readonly serviceExists: boolean;
   /** Programmed's message while there is no proxies' Service (bring-your-own wording). */
   readonly noServiceMessage?: string;
@@ -114,6 +129,7 @@ export const issueServing: IssueServing = (ca, dnsNames, now) => {
 interface GatewayObject extends KubeObject {
   readonly spec: {
     readonly listeners?: readonly { readonly port: number; readonly protocol: string }[];
+    readonly addresses?: GatewayRef["addresses"];
     readonly infrastructure?: GatewayRef["infrastructure"] & {
       readonly parametersRef?: {
         readonly group?: string;
@@ -217,6 +233,15 @@ function planExternal(
   const channel = externalChannel(snapshot, ir.namespace, settings.external, now);
   const endpoints = externalEndpoints(snapshot, ir.namespace, ir.name);
   const services = owningServices(snapshot, ir.namespace, ir.name);
+  const gw = snapshot.objects.Gateway.get(key) as GatewayObject | undefined;
+  const outcome = addressOutcome(
+    requestedAddresses(gw?.spec.addresses, settings.addresses),
+    services.flatMap(svc => serviceAddresses(svc as Parameters<typeof serviceAddresses>[0])),
+    {
+      name: services.map(svc => `${svc.metadata.namespace}/${svc.metadata.name}`).join(", "),
+    },
+    false,
+  );
   // Every pod of a Gateway gets the same bytes: the management port of the first one found.
   const port = endpoints[0]?.port ?? DEFAULT_MANAGEMENT_PORT;
   const sealed = channel.ok
@@ -267,9 +292,8 @@ function planExternal(
     desiredHash: sealed?.ok ? sealed.value.hash : undefined,
     configBytes: sealed?.ok ? sealed.value.bytes.length : undefined,
     configProblem,
-    addresses: services.flatMap(svc =>
-      serviceAddresses(svc as Parameters<typeof serviceAddresses>[0]),
-    ),
+    addresses: outcome.addresses,
+    addressProblem: outcome.problem,
     serviceExists: services.length > 0,
     noServiceMessage: `no Service labelled ${OWNING_GATEWAY_LABEL}=${ir.name} in namespace ${ir.namespace} (the Gateway's parameters say mode External)`,
     channel: channel.ok ? channel.value : undefined,
@@ -304,6 +328,7 @@ export function planGateway(
     uid: gw?.metadata.uid ?? "",
     listeners: (gw?.spec.listeners ?? []).map(l => ({ port: l.port, protocol: l.protocol })),
     infrastructure: gw?.spec.infrastructure,
+    addresses: gw?.spec.addresses,
   };
   const gatewayClass = snapshot.objects.GatewayClass.get(ir.gatewayClassName);
   const { settings, problems: settingsProblems } = resolveSettings(
@@ -353,7 +378,27 @@ export function planGateway(
         config: sealed.value,
       }))
     : [];
-  const svc = snapshot.objects.Service.get(`${ir.namespace}/${names.proxy}`);
+  const svc = snapshot.objects.Service.get(`${ir.namespace}/${names.proxy}`) as
+    | (KubeObject & { spec?: { type?: string; loadBalancerIP?: string } })
+    | undefined;
+  const request = requestedAddresses(gw?.spec.addresses, settings.addresses);
+  const assigned = serviceAddresses(svc as Parameters<typeof serviceAddresses>[0]);
+  const desired = (proxyService(ref, settings).spec as { loadBalancerIP?: string }).loadBalancerIP;
+  const outcome = addressOutcome(
+    request,
+    assigned,
+    {
+      name: `${ir.namespace}/${names.proxy}`,
+      type: settings.serviceType,
+      loadBalancerIP: svc?.spec?.loadBalancerIP,
+    },
+    true,
+  );
+  const replace =
+    svc?.metadata.uid &&
+    desired !== undefined &&
+    svc.spec?.loadBalancerIP !== desired &&
+    !assigned.some(a => a.value === desired);
   return {
     key,
     manifests,
@@ -369,7 +414,11 @@ export function planGateway(
     configProblem: sealed.ok
       ? undefined
       : `the proxy configuration is not safe to load: ${sealed.error.join("; ")}`,
-    addresses: serviceAddresses(svc as Parameters<typeof serviceAddresses>[0]),
+    addresses: outcome.addresses,
+    addressProblem: outcome.problem,
+    ...(replace
+      ? { replaceService: { namespace: ir.namespace, name: names.proxy, uid: svc.metadata.uid! } }
+      : {}),
     serviceExists: svc !== undefined,
     secrets: [],
     stale: [

@@ -48,6 +48,8 @@ export interface FleetView {
   readonly serviceExists: boolean;
   /** What to say when it does not (default: the managed Service's wording). */
   readonly noServiceMessage?: string;
+  /** Why the requested static addresses are not (yet) the Gateway's. */
+  readonly addressProblem?: { readonly reason: string; readonly message: string };
   /** The Programmed condition as stored now: kept while no proxy's state is known yet (a new leader). */
   readonly stored?: Condition;
 }
@@ -95,6 +97,8 @@ export function programmedCondition(
       view.noServiceMessage ?? "the proxies' Service does not exist (yet)",
       generation,
     );
+  if (view.addressProblem)
+    return programmed(false, view.addressProblem.reason, view.addressProblem.message, generation);
   if (addresses.length === 0)
     return programmed(
       false,

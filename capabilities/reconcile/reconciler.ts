@@ -164,6 +164,8 @@ export class Reconciler {
   #ca: Authority | undefined;
   readonly #applied = new Map<string, string>();
   readonly #pendingServing = new Map<string, ManagementSecretData>();
+  /** uids of proxies' Services deleted to be made again with another address (plan.ts). */
+  readonly #replaced = new Set<string>();
   #lastResults:
     | { results: StatusResults; addresses: Map<string, readonly GatewayAddress[]> }
     | undefined;
@@ -515,6 +517,7 @@ export class Reconciler {
     );
     // proxies forgotten by this update still need their Gateway (metrics, events)
     this.#proxyGateway = new Map([...this.#proxyGateway, ...proxyGateway]);
+    await this.#replaceServices(plans.flatMap(p => (p.replaceService ? [p.replaceService] : [])));
     await this.#provision(plans.flatMap(p => p.manifests));
     await this.#removeStale(plans.flatMap(p => p.stale));
     this.#fleet.update(plans.flatMap(p => p.targets));
@@ -555,6 +558,7 @@ export class Reconciler {
           configProblem: plan.configProblem,
           serviceExists: plan.serviceExists,
           noServiceMessage: plan.noServiceMessage,
+          addressProblem: plan.addressProblem,
           stored,
         };
         return withFleet(g, view, plan.addresses);
@@ -702,6 +706,33 @@ export class Reconciler {
     );
     timer.unref();
     this.#proxyRecheck = { at, timer };
+  }
+
+  /**
+   * Deletes proxies' Services that must be made again to get another address (plan.ts
+   * replaceService); only the very object planned on (uid precondition), once.
+   */
+  async #replaceServices(services: NonNullable<GatewayPlan["replaceService"]>[]): Promise<void> {
+    for (const s of services) {
+      if (this.#replaced.has(s.uid)) continue;
+      this.#replaced.add(s.uid);
+      try {
+        await this.o.kube.request("DELETE", objectPath("v1", "Service", s.namespace, s.name), {
+          preconditions: { uid: s.uid },
+        });
+        this.o.log.info("re-creating the proxies' Service for its requested address", {
+          service: `${s.namespace}/${s.name}`,
+        });
+      } catch (e) {
+        if (statusOf(e) !== 404 && statusOf(e) !== 409) {
+          this.#replaced.delete(s.uid);
+          this.o.log.warn("cannot re-create the proxies' Service", {
+            service: `${s.namespace}/${s.name}`,
+            error: String(e),
+          });
+        }
+      }
+    }
   }
 
   /** Deletes objects of ours that the settings no longer call for (once per leader term). */

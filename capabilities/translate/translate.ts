@@ -40,6 +40,7 @@ import {
   missingCapability,
   supportedFeaturesOf,
 } from "./proxy-flavor";
+import { SUPPORTED_ADDRESS_TYPES } from "../provision/addresses";
 import { compareHostSpecificity, intersectHostnames } from "./hostnames";
 import {
   ResolvedListener,
@@ -210,21 +211,23 @@ export function translate(s: Snapshot, options: TranslateOptions = {}): Translat
       gw.metadata.namespace,
       "spec.infrastructure.parametersRef",
     );
-    if (!badParameters) gateways.push(buildIR(ctx));
-    const conditions = badParameters
+    // An address of a type we cannot request or recognise: not accepted either (spec:
+    // Accepted=False, reason UnsupportedAddress).
+    const badAddresses = unsupportedAddressProblem(gw.spec?.addresses);
+    if (!badParameters && !badAddresses) gateways.push(buildIR(ctx));
+    const refusal = badParameters
+      ? ([GatewayReason.InvalidParameters, badParameters, "invalid parameters"] as const)
+      : badAddresses
+        ? ([GatewayReason.UnsupportedAddress, badAddresses, "unsupported address type"] as const)
+        : undefined;
+    const conditions = refusal
       ? [
-          condition(
-            ConditionType.Accepted,
-            false,
-            GatewayReason.InvalidParameters,
-            badParameters,
-            gen,
-          ),
+          condition(ConditionType.Accepted, false, refusal[0], refusal[1], gen),
           condition(
             ConditionType.Programmed,
             false,
             GatewayReason.Invalid,
-            "not accepted: invalid parameters",
+            `not accepted: ${refusal[2]}`,
             gen,
           ),
         ]
@@ -515,6 +518,20 @@ const runnable = (rule: CompiledRule, flavor: ProxyFlavor): boolean =>
   missingCapability(flavor, ruleNeeds(rule)) === undefined;
 
 /* ------------------------------------------------------------------ status */
+
+/** Why spec.addresses holds a type we do not support (undefined: every type is supported). */
+export function unsupportedAddressProblem(
+  addresses: readonly { readonly type?: string; readonly value?: string }[] | undefined,
+): string | undefined {
+  const bad = (addresses ?? []).flatMap((a, i) =>
+    a.type && !SUPPORTED_ADDRESS_TYPES.includes(a.type)
+      ? [`spec.addresses[${i}].type ${JSON.stringify(a.type)}`]
+      : [],
+  );
+  return bad.length
+    ? `${bad.join(", ")}: address type not supported (supported: ${SUPPORTED_ADDRESS_TYPES.join(", ")})`
+    : undefined;
+}
 
 function gatewayConditions(
   listeners: readonly ResolvedListener[],

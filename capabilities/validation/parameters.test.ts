@@ -213,3 +213,45 @@ describe("kengineParametersProblems", () => {
     ).toEqual(PROXY_FLAVORS);
   });
 });
+
+describe("kengineParametersProblems: spec.addresses", () => {
+  it("accepts IPs and DNS names, each once", () => {
+    expect(
+      check({
+        addresses: [
+          { value: "127.20.250.1" },
+          { type: "IPAddress", value: "fd00::1" },
+          { type: "Hostname", value: "gw.example.com" },
+        ],
+      }),
+    ).toEqual([]);
+  });
+
+  it("names the entry that is not an address of its type, or listed twice", () => {
+    expect(
+      check({
+        addresses: [
+          { value: "300.1.1.1" },
+          { type: "Hostname", value: "Not A Name" },
+          { type: "NamedAddress", value: "x" },
+          { value: "10.0.0.1" },
+          { value: "10.0.0.1" },
+        ],
+      }),
+    ).toEqual([
+      { path: "spec.addresses[0].value", value: "300.1.1.1", message: "is not an IP address" },
+      {
+        path: "spec.addresses[1].value",
+        value: "Not A Name",
+        message: "is not a lower-case DNS name",
+      },
+      {
+        path: "spec.addresses[2].type",
+        value: "NamedAddress",
+        message: "accepted: IPAddress, Hostname",
+      },
+      { path: "spec.addresses[4].value", value: "10.0.0.1", message: "is listed twice" },
+    ]);
+    expect(check({ addresses: "10.0.0.1" })).toHaveLength(1);
+  });
+});

@@ -10,6 +10,7 @@
  * references them Accepted=False/InvalidParameters with the same problems (the spec's answer
  * to "the data within that resource is malformed").
  */
+import { isIP } from "node:net";
 import { Collector } from "./budget";
 import { PROXY_FLAVORS } from "../translate/proxy-flavor";
 import { FieldProblem, display, truncate } from "./regex";
@@ -21,6 +22,7 @@ export interface KengineParametersLike {
   readonly spec?: {
     readonly proxy?: Readonly<Record<string, unknown>>;
     readonly service?: Readonly<Record<string, unknown>>;
+    readonly addresses?: unknown;
   };
 }
 
@@ -126,6 +128,7 @@ export function kengineParametersProblems(
       c.add([{ path: "spec.proxy", value: show(proxy), message: "must be an object" }]);
     else proxyProblems(c, proxy);
   }
+  if (spec.addresses !== undefined) addressesProblems(c, spec.addresses);
   const service = spec.service;
   if (service !== undefined) {
     if (!isObject(service))
@@ -400,4 +403,38 @@ function serviceProblems(c: Collector, s: Readonly<Record<string, unknown>>): vo
         },
       ]);
   }
+}
+
+/** spec.addresses: static Gateway addresses, as Gateway.spec.addresses but every entry has a value. */
+function addressesProblems(c: Collector, list: unknown): void {
+  const at = "spec.addresses";
+  if (!Array.isArray(list) || list.length > 16) {
+    c.add([{ path: at, value: show(list), message: "must be a list of at most 16 addresses" }]);
+    return;
+  }
+  const seen = new Set<string>();
+  list.forEach((a: unknown, i) => {
+    const p = `${at}[${i}]`;
+    if (c.done || !c.spend(p)) return;
+    const type = isObject(a) ? (a.type ?? "IPAddress") : undefined;
+    const value = isObject(a) ? a.value : undefined;
+    if (type !== "IPAddress" && type !== "Hostname") {
+      c.add([{ path: `${p}.type`, value: show(type), message: "accepted: IPAddress, Hostname" }]);
+      return;
+    }
+    const ok =
+      typeof value === "string" &&
+      (type === "IPAddress" ? isIP(value) !== 0 : value.length <= 253 && DNS_SUBDOMAIN.test(value));
+    if (!ok)
+      c.add([
+        {
+          path: `${p}.value`,
+          value: show(value),
+          message: type === "IPAddress" ? "is not an IP address" : "is not a lower-case DNS name",
+        },
+      ]);
+    else if (seen.has(`${type}/${value}`))
+      c.add([{ path: `${p}.value`, value: show(value), message: "is listed twice" }]);
+    else seen.add(`${type}/${value}`);
+  });
 }

@@ -449,4 +449,126 @@ spec:
       expect(c.message).toMatch(/Service/);
     });
   });
+
+  describe("static addresses (the local kubelet's load balancer assigns 127.20.0.0/16)", () => {
+    // Outside the range the local load balancer picks from by itself (127.20.0-63.x), and
+    // apart from the conformance run's 127.20.250.1. 192.0.2.1 (RFC 5737) it never assigns.
+    const usable = "127.20.251.7";
+    const fromParameters = "127.20.251.8";
+    const gwCond = (name: string, type: string) =>
+      find(get("gateway", a, name)?.status?.conditions, type);
+    const serviceOf = (gw: string) =>
+      get("service", a, `${gw}-kengine`) as
+        | (Obj & {
+            metadata: { uid?: string };
+            spec?: { loadBalancerIP?: string };
+            status?: { loadBalancer?: { ingress?: { ip?: string }[] } };
+          })
+        | undefined;
+
+    it("unsupported type: Accepted=False UnsupportedAddress; unusable: AddressNotUsable; usable: assigned", async () => {
+      apply(`
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: static, namespace: ${a}}
+spec:
+  gatewayClassName: ${cls}
+  addresses: [{type: example.com/magic, value: "x"}, {value: "192.0.2.1"}]
+  listeners: [{name: http, port: 80, protocol: HTTP}]
+`);
+      const refused = await eventually("Accepted=False UnsupportedAddress", () => {
+        const c = gwCond("static", "Accepted");
+        return c?.reason === "UnsupportedAddress" ? c : undefined;
+      });
+      expect(refused.status).toBe("False");
+      expect(refused.message).toContain("example.com/magic");
+      expect(serviceOf("static")).toBeUndefined(); // not accepted: nothing provisioned
+
+      kubectlOk([
+        "patch",
+        "gateway",
+        "static",
+        "-n",
+        a,
+        "--type=merge",
+        "-p",
+        JSON.stringify({ spec: { addresses: [{ value: "192.0.2.1" }] } }),
+      ]);
+      const unusable = await eventually(
+        "Programmed=False AddressNotUsable",
+        () => {
+          const c = gwCond("static", "Programmed");
+          return c?.reason === "AddressNotUsable" ? c : undefined;
+        },
+        90_000,
+      );
+      expect(unusable.status).toBe("False");
+      expect(unusable.message).toContain("192.0.2.1 (spec.addresses) cannot be used");
+      expect(sr(get("gateway", a, "static")?.status?.conditions, "Accepted")).toBe("True/Accepted");
+      const first = serviceOf("static")!;
+      expect(first.spec?.loadBalancerIP).toBe("192.0.2.1");
+      // The load balancer gave it another address, which is not reported as the Gateway's.
+      expect(first.status?.loadBalancer?.ingress?.[0]?.ip).toMatch(/^127\.20\./);
+      expect(get("gateway", a, "static")?.status?.addresses ?? []).toEqual([]);
+
+      kubectlOk([
+        "patch",
+        "gateway",
+        "static",
+        "-n",
+        a,
+        "--type=merge",
+        "-p",
+        JSON.stringify({ spec: { addresses: [{ type: "IPAddress", value: usable }] } }),
+      ]);
+      const gw = await eventually(
+        "the usable address in status.addresses",
+        () => {
+          const o = get("gateway", a, "static");
+          return JSON.stringify(o?.status?.addresses) ===
+            JSON.stringify([{ type: "IPAddress", value: usable }])
+            ? o
+            : undefined;
+        },
+        90_000,
+      );
+      // The Service was made again to get the address (uid changed); the address is real.
+      const second = serviceOf("static")!;
+      expect(second.metadata.uid).not.toBe(first.metadata.uid);
+      expect(second.spec?.loadBalancerIP).toBe(usable);
+      expect(second.status?.loadBalancer?.ingress).toEqual([{ ip: usable, ipMode: "VIP" }]);
+      // No proxy pods in this class: Programmed waits for them, no longer for the address.
+      expect(sr(gw.status?.conditions, "Programmed")).toBe("False/Pending");
+    });
+
+    it("a static address from KengineParameters spec.addresses", async () => {
+      apply(`
+apiVersion: gateway.kengine.io/v1alpha1
+kind: KengineParameters
+metadata: {name: pinned, namespace: ${a}}
+spec:
+  proxy: {replicas: 0}
+  addresses: [{value: "${fromParameters}"}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: pinned, namespace: ${a}}
+spec:
+  gatewayClassName: ${cls}
+  infrastructure:
+    parametersRef: {group: gateway.kengine.io, kind: KengineParameters, name: pinned}
+  listeners: [{name: http, port: 80, protocol: HTTP}]
+`);
+      await eventually(
+        "the parameters' address in status.addresses",
+        () =>
+          JSON.stringify(get("gateway", a, "pinned")?.status?.addresses) ===
+          JSON.stringify([{ type: "IPAddress", value: fromParameters }])
+            ? true
+            : undefined,
+        90_000,
+      );
+      expect(serviceOf("pinned")?.spec?.loadBalancerIP).toBe(fromParameters);
+    });
+  });
 });
