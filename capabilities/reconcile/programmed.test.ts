@@ -211,3 +211,37 @@ describe("listenerSetWithParent", () => {
     expect(got.listenerSets[1]).toEqual(results.listenerSets[1]);
   });
 });
+
+describe("programmedCondition: the stored condition while the proxies are unknown", () => {
+  const pending: ProxyState = {
+    phase: "Pending",
+    desiredHash: H,
+    applied: undefined,
+  } as ProxyState;
+  const view = (stored: object) => ({
+    proxies: [pending],
+    desiredHash: H,
+    serviceExists: true,
+    stored: stored as never,
+  });
+  const stored = (status: string, observedGeneration: number) => ({
+    type: "Programmed",
+    status,
+    reason: status === "True" ? "Programmed" : "AddressNotAssigned",
+    message: "as stored",
+    observedGeneration,
+  });
+
+  it("keeps a stored True of this generation (a new leader does not flap it)", () => {
+    expect(programmedCondition(undefined, view(stored("True", 3)), address, 3)).toEqual(
+      stored("True", 3),
+    );
+  });
+
+  it("never writes back an older generation or a stale False", () => {
+    for (const s of [stored("True", 2), stored("False", 3)]) {
+      const c = programmedCondition(undefined, view(s), address, 3);
+      expect(c).toMatchObject({ status: "False", reason: "Pending", observedGeneration: 3 });
+    }
+  });
+});

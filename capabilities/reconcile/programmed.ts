@@ -109,7 +109,15 @@ export function programmedCondition(
   const total = view.proxies.length;
   const unknown =
     total > 0 && view.proxies.every(p => p.phase === "Pending" && p.applied === undefined);
-  if (unknown && view.stored) return view.stored;
+  // A new leader keeps a stored Programmed=True of this generation until it knows the proxies
+  // (no flap on handover); anything older or False is decided afresh (never written back with
+  // an older observedGeneration).
+  if (
+    unknown &&
+    view.stored?.status === "True" &&
+    (generation === undefined || view.stored.observedGeneration === generation)
+  )
+    return view.stored;
   const actual = fleetCondition(view, false, generation);
   // A route change starts a rollout: every proxy is briefly Pending while it loads the new
   // config. That is not a state to show (it would flap Programmed and rewrite the Gateway on
