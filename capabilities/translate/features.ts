@@ -46,6 +46,8 @@ export const SUPPORTED_FEATURES: readonly string[] = [
   "HTTPRouteRequestTimeout",
   "HTTPRouteRetry",
   "ListenerSet",
+  // Passed the conformance suite on 2026-11-21 (the local load balancer honours spec.loadBalancerIP):
+  "GatewayStaticAddresses",
 ]
   .slice()
   .sort();
