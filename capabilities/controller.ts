@@ -5,7 +5,7 @@
 import { hostname } from "node:os";
 import { Capability, metricsCollector } from "pepr";
 import { electionFromEnv } from "./election";
-import { kubeClient } from "./kube/client";
+import { kubeClient, userAgent } from "./kube/client";
 import { log } from "./log";
 import { serveThrough } from "./metrics";
 import { Reconciler } from "./reconcile";
@@ -34,11 +34,13 @@ if (runsWatches) {
     log.error(election.error);
     process.exit(1);
   }
+  const identity = process.env.POD_NAME ?? `${hostname()}-${process.pid}`;
   reconciler = new Reconciler({
-    kube: kubeClient(),
+    // The replica's identity in the User-Agent: the audit log tells who wrote what.
+    kube: kubeClient(undefined, { userAgent: userAgent(identity) }),
     log,
     namespace: process.env.KENGINE_NAMESPACE ?? "pepr-system",
-    identity: process.env.POD_NAME ?? `${hostname()}-${process.pid}`,
+    identity,
     election: election.value,
   });
   reconciler.start().catch(e => {

@@ -139,10 +139,29 @@ wait_for() { # DESCRIPTION SECONDS COMPONENT CMD...
 
 port_free() { ! ss -Hltn "sport = :$1" | grep -q .; }
 
+# Audit log: status-subresource writes of the Gateway API and our own API at Metadata level
+# (who wrote which object's status, and when), nothing else; 20 MB per file, 2 old files kept.
+# tests/integration/controller-handover.test.ts reads it to prove that only the leader writes.
+write_audit_policy() {
+  cat >"$local_dir/audit-policy.yaml" <<'EOF'
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+  verbs: [update, patch]
+  resources:
+  - {group: gateway.networking.k8s.io, resources: ["*/status"]}
+  - {group: gateway.kengine.io, resources: ["*/status"]}
+- level: None
+EOF
+}
+
 start_apiserver() { # BIN-DIR   starts kube-apiserver unless it runs, waits for /readyz
   local bin=$1
   if [ -z "$(pid_of kube-apiserver)" ]; then
     port_free "$api_port" || die "port $api_port (kube-apiserver) is in use by another process"
+    write_audit_policy
     start kube-apiserver "$bin/kube-apiserver" \
       --etcd-servers "http://127.0.0.1:$etcd_port" \
       --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
@@ -157,7 +176,9 @@ start_apiserver() { # BIN-DIR   starts kube-apiserver unless it runs, waits for 
       --service-account-issuer https://kubernetes.default.svc.cluster.local \
       --service-cluster-ip-range "$service_cidr" \
       --authorization-mode Node,RBAC --allow-privileged=true \
-      --enable-priority-and-fairness=false --profiling=false --v=1
+      --enable-priority-and-fairness=false --profiling=false --v=1 \
+      --audit-policy-file "$local_dir/audit-policy.yaml" --audit-log-path "$logs/audit.log" \
+      --audit-log-format json --audit-log-maxsize 20 --audit-log-maxbackup 2
   fi
   wait_for "kube-apiserver /readyz" 120 kube-apiserver \
     curl -fsS --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" \
@@ -191,6 +212,13 @@ up() {
   fi
   wait_for "etcd" 60 etcd curl -fsS "http://127.0.0.1:$etcd_port/health"
 
+  # An API server started without the audit log (an older cluster.sh): restart it with it.
+  local apid
+  apid=$(pid_of kube-apiserver)
+  if [ -n "$apid" ] && ! tr '\0' '\n' <"/proc/$apid/cmdline" 2>/dev/null | grep -qxF -- --audit-policy-file; then
+    log "kube-apiserver runs without the audit log: restarting it"
+    restart_apiserver
+  fi
   start_apiserver "$bin"
 
   if [ -z "$(pid_of kube-controller-manager)" ]; then

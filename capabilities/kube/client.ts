@@ -23,7 +23,13 @@ export interface KubeClient {
   request<T>(method: string, path: string, body?: unknown, contentType?: string): Promise<T>;
 }
 
-export function kubeClient(kc: KubeConfig = loadDefault()): KubeClient {
+/** User-Agent of our requests: the API server's audit log and metrics name the replica by it. */
+export const userAgent = (identity: string): string => `kengine-gateway/${identity}`;
+
+export function kubeClient(
+  kc: KubeConfig = loadDefault(),
+  options: { readonly userAgent?: string } = {},
+): KubeClient {
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new Error("no current cluster in the kubeconfig");
   const base = new URL(cluster.server);
@@ -42,6 +48,7 @@ export function kubeClient(kc: KubeConfig = loadDefault()): KubeClient {
         path,
         headers: {
           Accept: "application/json",
+          "User-Agent": options.userAgent ?? "kengine-gateway",
           // Node sends a DELETE body unframed (no chunked encoding by default): without a
           // length the server never sees it (e.g. DeleteOptions preconditions).
           ...(payload !== undefined
