@@ -128,3 +128,65 @@ describe("managed proxies' serving certificate", () => {
     );
   });
 });
+
+describe("planGateway: static addresses", () => {
+  const now = new Date("2026-11-21T00:00:00Z");
+  const serving: ManagementSecretData = planAt(snapshotOf(objects), now).serving!;
+  const withAddresses = (addresses: object[], svc?: object) =>
+    snapshotOf([
+      ...objects.map(o =>
+        o.kind === "Gateway"
+          ? ({ ...o, spec: { ...(o as { spec: object }).spec, addresses } } as KubeObject)
+          : o,
+      ),
+      ...(svc
+        ? [
+            {
+              apiVersion: "v1",
+              kind: "Service",
+              metadata: { namespace: "apps", name: "edge-kengine", uid: "s1" },
+              ...svc,
+            } as unknown as KubeObject,
+          ]
+        : []),
+    ]);
+  const plan = (s: ReturnType<typeof snapshotOf>) => {
+    const ir = translate(s, { controllerName: "kengine.io/gateway-controller" }).gateways[0]!;
+    return planGateway({ ir, snapshot: s, ca, now, pendingServing: serving });
+  };
+  const lb = (loadBalancerIP: string | undefined, ip: string) => ({
+    spec: { type: "LoadBalancer", ...(loadBalancerIP ? { loadBalancerIP } : {}) },
+    status: { loadBalancer: { ingress: [{ ip }] } },
+  });
+
+  it("requests the address and reports it once assigned", () => {
+    const first = plan(withAddresses([{ value: "127.20.250.1" }]));
+    const svc = first.manifests.find(
+      m => m.kind === "Service" && m.metadata.name === "edge-kengine",
+    );
+    expect((svc?.spec as { loadBalancerIP?: string }).loadBalancerIP).toBe("127.20.250.1");
+    const done = plan(
+      withAddresses([{ value: "127.20.250.1" }], lb("127.20.250.1", "127.20.250.1")),
+    );
+    expect(done.addresses).toEqual([{ type: "IPAddress", value: "127.20.250.1" }]);
+    expect(done.addressProblem).toBeUndefined();
+    expect(done.replaceService).toBeUndefined();
+  });
+
+  it("re-creates a Service that holds another address than the one now requested", () => {
+    const p = plan(withAddresses([{ value: "127.20.250.1" }], lb("192.0.2.1", "127.20.0.4")));
+    expect(p.replaceService).toEqual({ namespace: "apps", name: "edge-kengine", uid: "s1" });
+    expect(p.addressProblem?.reason).toBe("AddressNotAssigned");
+    expect(p.addresses).toEqual([]);
+    // switching from a dynamic address to the one it already has: kept, no re-creation
+    const same = plan(withAddresses([{ value: "127.20.0.4" }], lb(undefined, "127.20.0.4")));
+    expect(same.replaceService).toBeUndefined();
+  });
+
+  it("a requested address the load balancer did not give: AddressNotUsable, not re-created again", () => {
+    const p = plan(withAddresses([{ value: "192.0.2.1" }], lb("192.0.2.1", "127.20.0.4")));
+    expect(p.replaceService).toBeUndefined();
+    expect(p.addressProblem?.reason).toBe("AddressNotUsable");
+    expect(p.addresses).toEqual([]);
+  });
+});
