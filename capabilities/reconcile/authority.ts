@@ -44,6 +44,10 @@ async function readAuthority(kube: KubeClient, namespace: string): Promise<Autho
   return loaded.value;
 }
 
+/** PEM certificates as one bundle (each ends with a newline; one CA gives its PEM unchanged). */
+export const caBundle = (pems: readonly string[]): string =>
+  pems.map(p => (p.endsWith("\n") ? p : `${p}\n`)).join("");
+
 /** Reads the CA from its Secret, creating both if missing. */
 export async function ensureAuthority(
   kube: KubeClient,
@@ -84,11 +88,16 @@ export async function ensureAuthority(
   }
 }
 
-/** This replica's client identity for the admin channel (valid 30 days; re-issued on restart). */
+/**
+ * This replica's client identity for the admin channel (valid 30 days; re-issued on restart),
+ * signed by `ca`; the proxies' serving certificates are verified against `trusted` (every CA of
+ * a rotation in progress, rotation.ts).
+ */
 export function clientCredentials(
   ca: Authority,
   identity: string,
   now = new Date(),
+  trusted: readonly string[] = [ca.certificatePem],
 ): ClientCredentials {
   const issued = issueClientCertificate(ca, {
     commonName: `kengine-gateway controller ${identity}`.slice(0, 64),
@@ -99,7 +108,7 @@ export function clientCredentials(
   if (!issued.ok)
     throw new Error(`cannot issue the controller's client certificate: ${issued.error}`);
   return {
-    caPem: ca.certificatePem,
+    caPem: caBundle(trusted),
     certificatePem: issued.value.certificatePem,
     privateKey: issued.value.privateKey,
   };

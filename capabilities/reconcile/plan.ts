@@ -50,6 +50,7 @@ import type { AddressOutcome } from "../provision";
 import type { KubeObject, Snapshot } from "../snapshot";
 import type { GatewayAddress } from "../status";
 import { proxyEndpoints, externalEndpoints, owningServices } from "./endpoints";
+import { caBundle } from "./authority";
 import { ExternalChannel, externalChannel } from "./external";
 
 export { proxyEndpoints } from "./endpoints";
@@ -148,9 +149,9 @@ function reusableServing(
   stored: ManagementSecretData | undefined,
   ca: Authority,
   now: Date,
+  bundle: string,
 ): ManagementSecretData | undefined {
-  if (!stored?.["tls.crt"] || !stored["tls.key"] || stored["ca.crt"] !== ca.certificatePem)
-    return undefined;
+  if (!stored?.["tls.crt"] || !stored["tls.key"] || stored["ca.crt"] !== bundle) return undefined;
   try {
     const cert = new X509Certificate(stored["tls.crt"]);
     if (!cert.verify(createPublicKey(ca.signingKey))) return undefined;
@@ -184,6 +185,8 @@ export interface PlanInput {
   readonly ir: GatewayIR;
   readonly snapshot: Snapshot;
   readonly ca: Authority;
+  /** Every CA the proxies must trust for client certificates (a CA rotation: two); default `ca`. */
+  readonly trustedCaPems?: readonly string[];
   /** Settings before any KengineParameters apply. */
   readonly defaults?: ProxySettings;
   readonly now: Date;
@@ -338,11 +341,20 @@ export function planGateway(
     input.defaults,
   );
   if (settings.mode === "External") return planExternal(input, settings, settingsProblems);
-  const spec: ManagementSpec = podManagementSpec(ca.certificatePem);
-  const serving =
-    reusableServing(storedServing(snapshot, ir.namespace, ir.name), ca, now) ??
-    reusableServing(input.pendingServing, ca, now) ??
-    (input.issue ?? issueServing)(ca, proxyServerNames(names.admin, ir.namespace), now);
+  const trusted = input.trustedCaPems ?? [ca.certificatePem];
+  const spec: ManagementSpec = podManagementSpec(trusted.length === 1 ? trusted[0]! : trusted);
+  // ca.crt: the bundle the serving certificate is checked against (every CA being trusted)
+  const bundle = caBundle(trusted);
+  const serving = reusableServing(
+    storedServing(snapshot, ir.namespace, ir.name),
+    ca,
+    now,
+    bundle,
+  ) ??
+    reusableServing(input.pendingServing, ca, now, bundle) ?? {
+      ...(input.issue ?? issueServing)(ca, proxyServerNames(names.admin, ir.namespace), now),
+      "ca.crt": bundle,
+    };
 
   const boot = bootstrapConfig(spec);
   if (!boot.ok) throw new Error(`bootstrap config for ${key}: ${boot.error.join("; ")}`);

@@ -53,6 +53,15 @@ import {
 } from "../status";
 import { Condition, StatusResults, translate } from "../translate";
 import { clientCredentials, ensureAuthority } from "./authority";
+import {
+  CaRead,
+  CaStore,
+  DEFAULT_ROTATION_GRACE_MS,
+  caStep,
+  newAuthority,
+  rotationStep,
+  trustedCaPems,
+} from "./rotation";
 import { LIST_PATHS, objectPath } from "./kinds";
 import { EventRecorder, GatewayObjectRef, PushEvents } from "./events";
 import { GatewayPlan, planGateway } from "./plan";
@@ -103,6 +112,8 @@ export interface ReconcilerOptions {
   readonly trafficIntervalMs?: number;
   /** Sees every push-engine event (metrics, tests). */
   readonly onFleetEvent?: (event: FleetEvent) => void;
+  /** Admin CA rotation: time between steps for kubelets to refresh mounted files (rotation.ts). */
+  readonly caRotationGraceMs?: number;
 }
 
 const rvOf = (o: KubeObject): bigint | undefined => {
@@ -162,6 +173,12 @@ export class Reconciler {
   /** A build that writes KengineProxy status changes held back until they settle. */
   #proxyRecheck: { at: number; timer: NodeJS.Timeout } | undefined;
   #ca: Authority | undefined;
+  /** The admin CA's rotation state as last read from or written to its Secret (rotation.ts). */
+  #caStore: CaStore | undefined;
+  #caRead: CaRead | undefined;
+  /** Every CA the proxies and this controller trust now (the signing one; two while rotating). */
+  #trusted: readonly string[] = [];
+  #caStepTimer: NodeJS.Timeout | undefined;
   readonly #applied = new Map<string, string>();
   readonly #pendingServing = new Map<string, ManagementSecretData>();
   /** uids of proxies' Services deleted to be made again with another address (plan.ts). */
@@ -286,7 +303,10 @@ export class Reconciler {
 
   /** Lists every kind once (the "synced" signal), then starts election, pushing and building. */
   async start(): Promise<void> {
-    this.#ca = await ensureAuthority(this.o.kube, this.o.namespace);
+    await ensureAuthority(this.o.kube, this.o.namespace);
+    this.#caStore = new CaStore(this.o.kube, this.o.namespace);
+    this.#useCa(await this.#caStore.read());
+    const ca = this.#ca!;
     this.#bundleVersion = await this.o.kube
       .request<{ metadata: { annotations?: Record<string, string> } }>(
         "GET",
@@ -297,7 +317,7 @@ export class Reconciler {
         this.o.log.debug("cannot read the Gateway CRD's bundle-version", { error: String(e) });
         return undefined;
       });
-    const own = clientCredentials(this.#ca, this.o.identity);
+    const own = clientCredentials(ca, this.o.identity, undefined, this.#trusted);
     this.#clientCertificate = own.certificatePem;
     this.#admin = new AdminChannels(new AdminClient(own));
     this.#fleet = new Fleet({
@@ -317,6 +337,7 @@ export class Reconciler {
     );
     this.#elector.start();
     const resync = setInterval(() => {
+      void this.#refreshCa();
       this.renewClientCertificate();
       this.#applied.clear();
       this.requestBuild();
@@ -377,7 +398,7 @@ export class Reconciler {
     const cert = new X509Certificate(this.#clientCertificate);
     if (!renewalDue({ notBefore: new Date(cert.validFrom), notAfter: new Date(cert.validTo) }, now))
       return false;
-    const next = clientCredentials(this.#ca, this.o.identity, now);
+    const next = clientCredentials(this.#ca, this.o.identity, now, this.#trusted);
     this.#admin.replaceOwn(new AdminClient(next));
     this.#clientCertificate = next.certificatePem;
     this.o.log.info("renewed the admin channel's client certificate", {
@@ -397,6 +418,7 @@ export class Reconciler {
     this.#batcher.cancel();
     for (const t of this.#timers) clearInterval(t);
     if (this.#proxyRecheck) clearTimeout(this.#proxyRecheck.timer);
+    if (this.#caStepTimer) clearTimeout(this.#caStepTimer);
     await this.#building;
     this.#writer.close();
     await this.#elector.stop();
@@ -468,6 +490,7 @@ export class Reconciler {
     const snapshot = this.#snapshot;
     if (!isSynced(snapshot) || !this.#ca || !this.#fleet) return;
     const leader = this.#elector.isLeader();
+    const caRead = this.#caRead;
     if (this.#translationStale || !this.#translation) {
       this.#translationStale = false;
       const started = performance.now();
@@ -484,6 +507,7 @@ export class Reconciler {
           ir,
           snapshot,
           ca: this.#ca,
+          trustedCaPems: this.#trusted,
           defaults: this.o.defaults ?? DEFAULT_PROXY_SETTINGS,
           now,
           pendingServing: this.#pendingServing.get(key),
@@ -597,6 +621,94 @@ export class Reconciler {
     });
     // Always handed over, even empty: pending rate-limited updates no longer wanted are dropped.
     this.#reportWrites(await this.#writer.write(updates));
+    if (caRead && caRead === this.#caRead) await this.#stepCa(plans, caRead);
+  }
+
+  /** Uses a CA state: signing CA, trusted CAs, and a client certificate from it if they changed. */
+  #useCa(read: CaRead): void {
+    const before = this.#caRead?.state;
+    this.#caRead = read;
+    const s = read.state;
+    const trusted = trustedCaPems(s);
+    const changed =
+      !before ||
+      before.signing.certificatePem !== s.signing.certificatePem ||
+      trustedCaPems(before).join("") !== trusted.join("");
+    this.#ca = s.signing;
+    this.#trusted = trusted;
+    if (!changed || !this.#admin) return;
+    const next = clientCredentials(s.signing, this.o.identity, new Date(), trusted);
+    this.#admin.replaceOwn(new AdminClient(next));
+    this.#clientCertificate = next.certificatePem;
+  }
+
+  /** Re-reads the CA Secret (a rotation asked for, or stepped by another replica). */
+  async #refreshCa(): Promise<void> {
+    try {
+      const read = await this.#caStore?.read();
+      if (!read) return;
+      const before = this.#caRead;
+      this.#useCa(read);
+      if (read.requested !== before?.requested || read.state.since !== before?.state.since)
+        this.requestBuild();
+    } catch (e) {
+      this.o.log.warn("cannot read the admin CA", { error: String(e) });
+    }
+  }
+
+  /**
+   * Takes the admin CA's next rotation step (rotation.ts) once every managed proxy runs the
+   * config made under the current one (and the grace period passed). Leader only; the state is
+   * written to the CA Secret conditionally, so two replicas cannot both step.
+   */
+  async #stepCa(plans: readonly GatewayPlan[], read: CaRead): Promise<void> {
+    if (!this.#caStore || !this.#fleet) return;
+    const managed = plans.filter(p => !p.channel);
+    const fleetCurrent = managed.every(
+      p =>
+        p.desiredHash !== undefined &&
+        p.targets.every(t => {
+          const s = this.#fleet!.state(t.endpoint.name);
+          return s?.phase === "Programmed" && s.hash === p.desiredHash;
+        }),
+    );
+    const graceMs = this.o.caRotationGraceMs ?? DEFAULT_ROTATION_GRACE_MS;
+    const now = Date.now();
+    const next = rotationStep(read.state, {
+      requested: read.requested,
+      fleetCurrent,
+      now,
+      graceMs,
+      newAuthority,
+    });
+    if (!next) {
+      if (fleetCurrent && caStep(read.state) !== "Stable" && !this.#caStepTimer) {
+        // nothing else may happen before the grace period ends: come back then
+        this.#caStepTimer = setTimeout(
+          () => {
+            this.#caStepTimer = undefined;
+            this.requestBuild();
+          },
+          Math.max(0, read.state.since + graceMs - now) + 50,
+        );
+        this.#caStepTimer.unref();
+      }
+      return;
+    }
+    try {
+      if (!(await this.#caStore.write(next, read.resourceVersion))) {
+        await this.#refreshCa(); // someone else changed it: carry on from what is stored
+        return;
+      }
+      this.#useCa(await this.#caStore.read());
+      this.o.log.info("admin CA rotation", {
+        step: caStep(next),
+        proxies: managed.reduce((n, p) => n + p.targets.length, 0),
+      });
+      this.requestBuild();
+    } catch (e) {
+      this.o.log.warn("cannot write the admin CA's rotation step", { error: String(e) });
+    }
   }
 
   #reportWrites(report: WriteReport): void {
