@@ -136,7 +136,10 @@ describe("planGateway: static addresses", () => {
     snapshotOf([
       ...objects.map(o =>
         o.kind === "Gateway"
-          ? ({ ...o, spec: { ...(o as { spec: object }).spec, addresses } } as KubeObject)
+          ? ({
+              ...o,
+              spec: { ...(o as unknown as { spec: object }).spec, addresses },
+            } as KubeObject)
           : o,
       ),
       ...(svc
