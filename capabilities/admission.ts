@@ -46,7 +46,11 @@ import {
   isOurRoute,
   withDeadline,
 } from "./ownership";
-import { backendTLSPolicyProblems } from "./validation/backendtlspolicy";
+import {
+  backendTLSPolicyProblems,
+  backendTLSPolicyStatusProblems,
+} from "./validation/backendtlspolicy";
+import { parametersRefShapeProblem } from "./validation/parametersref";
 import { gatewayClassProblems } from "./validation/gatewayclass";
 import { referenceGrantProblems } from "./validation/referencegrant";
 import { gatewayProblems } from "./validation/gateway";
@@ -55,7 +59,7 @@ import { httpRouteProblems } from "./validation/httproute";
 import { l4RouteProblems } from "./validation/l4route";
 import { kengineParametersProblems } from "./validation/parameters";
 import { KengineParameters } from "./reconcile/watched";
-import { denialMessage } from "./validation/message";
+import { denialMessage, problemText } from "./validation/message";
 import { FieldProblem } from "./validation/regex";
 
 export const Admission = new Capability({
@@ -128,6 +132,7 @@ async function decide<T extends Meta>(
   kind: string,
   ours: (obj: T, namespace: string) => Promise<boolean>,
   problems: (obj: T) => FieldProblem[],
+  statusOnly: (obj: T, namespace: string) => string[] = () => [],
 ) {
   const started = performance.now();
   const done = (verdict: "admitted" | "denied" | "unknown") =>
@@ -146,13 +151,19 @@ async function decide<T extends Meta>(
     );
   }
   const found = owned.value ? problems(obj) : [];
+  // What the spec answers in status: stored, with kubectl showing what the status will say.
+  const warnings = owned.value
+    ? statusOnly(obj, namespace).map(
+        w => `${kind} ${shown ? `${shown}/` : ""}${obj.metadata?.name ?? ""}: ${w}`,
+      )
+    : [];
   if (found.length === 0) {
     done("admitted");
-    return req.Approve();
+    return req.Approve(warnings.length > 0 ? warnings : undefined);
   }
   const message = denialMessage(kind, shown, obj.metadata?.name ?? "", found);
   done("denied");
-  return req.Deny(message, 422);
+  return req.Deny(message, 422, warnings.length > 0 ? warnings : undefined);
 }
 
 /**
@@ -184,7 +195,19 @@ export const validateGateway = (req: PeprValidateRequest<Gateway>) =>
     "Gateway",
     g => isOurGatewayClass(g.spec?.gatewayClassName ?? "", lookups),
     gatewayProblems,
+    (g, ns) =>
+      invalidParameters(
+        parametersRefShapeProblem(
+          g.spec?.infrastructure?.parametersRef,
+          ns,
+          "spec.infrastructure.parametersRef",
+        ),
+      ),
   );
+
+/** A parametersRef problem as a warning: stored, and what its status will say. */
+const invalidParameters = (problem: string | undefined): string[] =>
+  problem ? [`${problem}; stored, its status will say Accepted=False/InvalidParameters`] : [];
 
 /** A ListenerSet is ours when its parent Gateway is; a parent that does not exist yet is not. */
 export const validateListenerSet = (req: PeprValidateRequest<ListenerSet>) =>
@@ -220,6 +243,14 @@ export const validateGatewayClass = (req: PeprValidateRequest<GatewayClass>) =>
     "GatewayClass",
     gc => Promise.resolve(gc.spec?.controllerName === CONTROLLER_NAME),
     gatewayClassProblems,
+    gc =>
+      invalidParameters(
+        parametersRefShapeProblem(
+          gc.spec?.parametersRef,
+          gc.spec?.parametersRef?.namespace,
+          "spec.parametersRef",
+        ),
+      ),
   );
 
 /** A ReferenceGrant belongs to no class: every one is checked (shapes only). */
@@ -233,6 +264,10 @@ export const validateBackendTLSPolicy = (req: PeprValidateRequest<BackendTLSPoli
     "BackendTLSPolicy",
     (p, ns) => isOurBackendTLSPolicy(ns, p.spec?.targetRefs, lookups),
     backendTLSPolicyProblems,
+    p =>
+      backendTLSPolicyStatusProblems(p).map(
+        pr => `${problemText(pr)}; stored, its status will say Accepted=False/Invalid`,
+      ),
   );
 
 When(GatewayClass).IsCreatedOrUpdated().Validate(validateGatewayClass);

@@ -5,11 +5,11 @@
  */
 import type { KubeObject, Snapshot } from "../snapshot";
 import { kengineParametersProblems } from "../validation/parameters";
+import { PARAMETERS_KIND, parametersRefShapeProblem } from "../validation/parametersref";
 import { problemText } from "../validation/message";
 import { DEFAULT_PROXY_SETTINGS, ProxySettings } from "./settings";
 
-export const PARAMETERS_GROUP = "gateway.kengine.io";
-export const PARAMETERS_KIND = "KengineParameters";
+export { PARAMETERS_GROUP, PARAMETERS_KIND } from "../validation/parametersref";
 
 interface Ref {
   readonly group?: string;
@@ -64,13 +64,9 @@ function lookup(
   where: string,
 ): { spec?: ParametersSpec; problem?: string } {
   if (!ref) return {};
-  if (ref.group !== PARAMETERS_GROUP || ref.kind !== PARAMETERS_KIND) {
-    return {
-      problem: `${where}: ${ref.group || "core"}/${ref.kind} is not supported (use ${PARAMETERS_GROUP}/${PARAMETERS_KIND})`,
-    };
-  }
-  if (!namespace)
-    return { problem: `${where}: ${PARAMETERS_KIND} is namespaced; set parametersRef.namespace` };
+  // What the reference alone says (admission warns with the same text).
+  const shape = parametersRefShapeProblem(ref, namespace, where);
+  if (shape) return { problem: shape };
   const obj = snapshot.objects.KengineParameters.get(`${namespace}/${ref.name}`) as
     | (KubeObject & { spec?: ParametersSpec })
     | undefined;

@@ -301,12 +301,17 @@ describe("admission through kubectl", () => {
     // The same policy for a Service only another controller's route uses: not ours.
     kubectlOk(["apply", "-f", "-"], backendTLSPolicy("san-foreign", "tls-foreign", sanURI));
     // What the spec puts in the policy's status, and a SAN equal to the hostname: stored.
-    kubectlOk(
+    const corp = kubectl(
       ["apply", "-f", "-"],
       backendTLSPolicy("corp-cas", "tls-svc", {
         wellKnownCACertificates: "example.com/corp-cas",
         hostname: "shop.internal",
       }),
+    );
+    expect(corp.code).toBe(0);
+    // Stored, with a warning saying what its status will say.
+    expect(corp.stderr).toContain(
+      `Warning: BackendTLSPolicy ${ns}/corp-cas: spec.validation.wellKnownCACertificates: "example.com/corp-cas" is not supported; use System (got "example.com/corp-cas"); stored, its status will say Accepted=False/Invalid`,
     );
     kubectlOk(
       ["apply", "-f", "-"],
@@ -322,7 +327,7 @@ describe("admission through kubectl", () => {
 
   it("admits GatewayClasses of ours whatever their parametersRef, and ReferenceGrants (the spec answers in status)", () => {
     const cls = `${ours}-params`;
-    kubectlOk(
+    const stored = kubectl(
       ["apply", "-f", "-"],
       yaml({
         apiVersion: "gateway.networking.k8s.io/v1",
@@ -335,6 +340,10 @@ describe("admission through kubectl", () => {
       }),
     );
     kubectl(["delete", "gatewayclass", cls, "--ignore-not-found", "--wait=false"]);
+    expect(stored.code).toBe(0);
+    expect(stored.stderr).toContain(
+      `Warning: GatewayClass ${cls}: spec.parametersRef: invalid.io/InvalidParameters is not supported (use gateway.kengine.io/KengineParameters); stored, its status will say Accepted=False/InvalidParameters`,
+    );
     kubectlOk(
       ["apply", "-f", "-"],
       yaml({
