@@ -19,6 +19,12 @@
 // its view closed, is not closed: it goes back to the socket, with the bytes the old server
 // had read replayed first, and the new config's server answers it.
 //
+// That cannot help a TLS connection (the server has written its handshake), so a new view of
+// an address waits, before it returns, until the TLS connections the older views handed out
+// are TLSSettle old: new connections already go to the new view (they queue until its server
+// accepts), and the old ones have had time to finish their handshake and send their request
+// before the old config stops. A TLS handshake slower than that can still be cut by a reload.
+//
 // Addresses look like stock ones with the network name in front:
 //
 //	"listen": ["kengine-http/:8080"]    (HTTP and HTTPS servers)
@@ -34,6 +40,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	_ "unsafe" // go:linkname, below
@@ -52,6 +59,9 @@ const (
 
 // Linger is how long a socket stays open after its last view closed.
 var Linger = 2 * time.Second
+
+// TLSSettle is how long a new view waits for the TLS connections of older views (see above).
+var TLSSettle = 500 * time.Millisecond
 
 // maxRescues bounds how often one connection is handed on after a server dropped it.
 const maxRescues = 3
@@ -91,6 +101,8 @@ type socket struct {
 	// done is closed when the socket is closed or can no longer accept; err says why.
 	done chan struct{}
 	err  error
+	// sawTLS: a client started a TLS handshake here (the socket serves HTTPS).
+	sawTLS atomic.Bool
 
 	// Guarded by mu:
 	views   []*view       // open views, oldest first
@@ -105,6 +117,31 @@ var (
 
 // acquire returns a new view of the socket at address, binding it if needed.
 func acquire(ctx context.Context, network, address string, cfg net.ListenConfig, rescue bool) (net.Listener, error) {
+	v, older, err := newView(ctx, network, address, cfg, rescue)
+	if err != nil {
+		return nil, err
+	}
+	// New connections go to v from now on; let those the older views took settle.
+	var until time.Time
+	for _, o := range older {
+		if t := o.tlsSettledAt(); t.After(until) {
+			until = t
+		}
+	}
+	if d := time.Until(until); d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+	}
+	return v, nil
+}
+
+// newView registers a new view of the socket at address (binding it if needed) and returns
+// the views that were open before it.
+func newView(ctx context.Context, network, address string, cfg net.ListenConfig, rescue bool) (*view, []*view, error) {
 	mu.Lock()
 	defer mu.Unlock()
 	s := sockets[address]
@@ -137,7 +174,7 @@ func acquire(ctx context.Context, network, address string, cfg net.ListenConfig,
 		}
 		ln, err := cfg.Listen(ctx, "tcp", address)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		s = &socket{address: address, ln: ln, done: make(chan struct{}), changed: make(chan struct{})}
 		sockets[address] = s
@@ -147,13 +184,17 @@ func acquire(ctx context.Context, network, address string, cfg net.ListenConfig,
 		s.linger.Stop()
 		s.linger = nil
 	}
-	v := &view{s: s, network: network, rescue: rescue, in: make(chan net.Conn), closed: make(chan struct{})}
+	v := &view{
+		s: s, network: network, rescue: rescue,
+		in: make(chan net.Conn), closed: make(chan struct{}), open: map[*conn]time.Time{},
+	}
+	older := append([]*view(nil), s.views...)
 	s.views = append(s.views, v)
 	s.notifyLocked()
 	if listenerPool != nil {
 		listenerPool.LoadOrStore(poolKey(network, address), nil)
 	}
-	return v, nil
+	return v, older, nil
 }
 
 func poolKey(network, address string) string { return network + "/" + address }
@@ -271,6 +312,24 @@ type view struct {
 	in      chan net.Conn
 	closed  chan struct{}
 	once    sync.Once
+
+	openMu sync.Mutex
+	open   map[*conn]time.Time // connections handed out and not closed (HTTP views), when
+}
+
+// tlsSettledAt is when every open TLS connection of v that could be cut is TLSSettle old.
+func (v *view) tlsSettledAt() time.Time {
+	v.openMu.Lock()
+	defer v.openMu.Unlock()
+	var until time.Time
+	for c, at := range v.open {
+		if c.tlsAtRisk() {
+			if t := at.Add(TLSSettle); t.After(until) {
+				until = t
+			}
+		}
+	}
+	return until
 }
 
 func (v *view) Accept() (net.Conn, error) {
@@ -295,7 +354,11 @@ func (v *view) Accept() (net.Conn, error) {
 		if r, ok := c.(*replayConn); ok {
 			rescues = r.rescues
 		}
-		return &conn{Conn: c, view: v, rescues: rescues}, nil
+		wrapped := &conn{Conn: c, view: v, rescues: rescues, first: -1}
+		v.openMu.Lock()
+		v.open[wrapped] = time.Now()
+		v.openMu.Unlock()
+		return wrapped, nil
 	case <-v.closed:
 		return nil, net.ErrClosed
 	case <-v.s.done:
@@ -342,12 +405,30 @@ type conn struct {
 	read     []byte
 	answered bool // the server wrote (or the replay buffer overflowed): no hand-on
 	closed   bool
+	first    int // the first byte the client sent, -1 before any
+}
+
+// tlsRecordHandshake opens every TLS connection (the ClientHello's record type).
+const tlsRecordHandshake = 0x16
+
+// tlsAtRisk: the client started a TLS handshake (the server writes its part soon, and then
+// the connection cannot be handed on), or it sent nothing yet on a socket that serves TLS.
+func (c *conn) tlsAtRisk() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.first == tlsRecordHandshake || c.first < 0 && c.view.s.sawTLS.Load()
 }
 
 func (c *conn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if n > 0 {
 		c.mu.Lock()
+		if c.first < 0 {
+			c.first = int(p[0])
+			if c.first == tlsRecordHandshake {
+				c.view.s.sawTLS.Store(true)
+			}
+		}
 		if !c.answered {
 			if len(c.read)+n > maxReplay {
 				c.answered, c.read = true, nil
@@ -389,6 +470,9 @@ func (c *conn) Close() error {
 	read := c.read
 	c.read = nil
 	c.mu.Unlock()
+	c.view.openMu.Lock()
+	delete(c.view.open, c)
+	c.view.openMu.Unlock()
 	if !unanswered {
 		return c.Conn.Close()
 	}

@@ -3,9 +3,17 @@ package listener
 import (
 	"bufio"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -19,6 +27,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	_ "github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	_ "github.com/caddyserver/caddy/v2/modules/caddyhttp/standard"
+	_ "github.com/caddyserver/caddy/v2/modules/caddytls"
 	_ "github.com/caddyserver/caddy/v2/modules/logging"
 	_ "github.com/mholt/caddy-l4/layer4"
 	_ "github.com/mholt/caddy-l4/modules/l4echo"
@@ -76,6 +85,10 @@ func httpConfig(addr, body, logFile string) []byte {
 // storm runs `clients` goroutines, each sending GETs on new connections to addr until stop
 // is closed; it returns how many were sent and every failure.
 func storm(addr string, clients int, stop <-chan struct{}) (sent *atomic.Int64, failures func() []string, wait func()) {
+	return stormURL("http://"+addr+"/", &http.Transport{DisableKeepAlives: true}, clients, stop)
+}
+
+func stormURL(url string, transport *http.Transport, clients int, stop <-chan struct{}) (sent *atomic.Int64, failures func() []string, wait func()) {
 	sent = new(atomic.Int64)
 	var mu sync.Mutex
 	var failed []string
@@ -84,10 +97,7 @@ func storm(addr string, clients int, stop <-chan struct{}) (sent *atomic.Int64, 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			client := &http.Client{
-				Timeout:   10 * time.Second,
-				Transport: &http.Transport{DisableKeepAlives: true},
-			}
+			client := &http.Client{Timeout: 10 * time.Second, Transport: transport}
 			for {
 				select {
 				case <-stop:
@@ -95,7 +105,7 @@ func storm(addr string, clients int, stop <-chan struct{}) (sent *atomic.Int64, 
 				default:
 				}
 				sent.Add(1)
-				resp, err := client.Get("http://" + addr + "/")
+				resp, err := client.Get(url)
 				if err == nil {
 					body, rerr := io.ReadAll(resp.Body)
 					resp.Body.Close()
@@ -165,6 +175,95 @@ func TestReloadStormLosesNoConnection(t *testing.T) {
 	}
 	if got := Sockets(); got[addr] != 1 {
 		t.Errorf("sockets after the storm: %v, want one view on %s", got, addr)
+	}
+}
+
+// selfSigned is a PEM certificate and key for localhost.
+func selfSigned(t *testing.T) (certPEM, keyPEM string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "localhost"},
+		DNSNames:     []string{"localhost"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
+		string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}))
+}
+
+// HTTPS: the same storm over TLS (new connection and handshake each). The server writes
+// during the handshake, so a connection it accepted just before its config stopped cannot be
+// handed on; a new view waits for the older views' TLS connections to settle. (Stock Caddy
+// on the same storm: about half the requests fail.)
+func TestTLSReloadStorm(t *testing.T) {
+	port := freePort(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	certPEM, keyPEM := selfSigned(t)
+	config := func(i int) []byte {
+		b, _ := json.Marshal(map[string]any{
+			"admin": map[string]any{"disabled": true, "config": map[string]any{"persist": false}},
+			"apps": map[string]any{
+				"http": map[string]any{
+					"shutdown_delay": "5s",
+					"servers": map[string]any{"srv": map[string]any{
+						"listen":                  []string{HTTPNetwork + "/" + addr},
+						"automatic_https":         map[string]any{"disable": true},
+						"protocols":               []string{"h1", "h2"},
+						"tls_connection_policies": []any{map[string]any{}},
+						"routes": []any{map[string]any{"handle": []any{map[string]any{
+							"handler": "static_response", "status_code": 200, "body": fmt.Sprintf("config-%d", i),
+						}}}},
+					}},
+				},
+				"tls": map[string]any{"certificates": map[string]any{
+					"load_pem": []any{map[string]any{"certificate": certPEM, "key": keyPEM}},
+				}},
+			},
+		})
+		return b
+	}
+	if err := caddy.Load(config(0), true); err != nil {
+		t.Fatal(err)
+	}
+	defer caddy.Stop()
+	stop := make(chan struct{})
+	sent, failures, wait := stormURL("https://"+addr+"/", &http.Transport{
+		DisableKeepAlives: true,
+		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true, ServerName: "localhost"},
+	}, 8, stop)
+	n := reloads() / 4 // each waits up to TLSSettle
+	if os.Getenv("TLS_NO_RELOAD") != "" {
+		n = 0
+		time.Sleep(2 * time.Second)
+	}
+	for i := 1; i <= n; i++ {
+		if err := caddy.Load(config(i), true); err != nil {
+			close(stop)
+			t.Fatalf("reload %d: %v", i, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
+	close(stop)
+	wait()
+	f := failures()
+	t.Logf("https: %d reloads, %d requests on new connections, %d failed %v", n, sent.Load(), len(f), f[:min(len(f), 5)])
+	// A handshake slower than TLSSettle can still be cut (package doc): at most 1 in 100.
+	if len(f)*100 > int(sent.Load()) {
+		t.Errorf("%d of %d requests failed", len(f), sent.Load())
 	}
 }
 
