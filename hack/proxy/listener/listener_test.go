@@ -206,8 +206,8 @@ func selfSigned(t *testing.T) (certPEM, keyPEM string) {
 
 // HTTPS: the same storm over TLS (new connection and handshake each). The server writes
 // during the handshake, so a connection it accepted just before its config stopped cannot be
-// handed on; a new view waits for the older views' TLS connections to settle. (Stock Caddy
-// on the same storm: about half the requests fail.)
+// handed on; a new view waits for the older views' TLS connections to settle. (Without that
+// wait about half the requests of this storm failed.)
 func TestTLSReloadStorm(t *testing.T) {
 	port := freePort(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
