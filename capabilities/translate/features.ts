@@ -48,6 +48,10 @@ export const SUPPORTED_FEATURES: readonly string[] = [
   "ListenerSet",
   // Passed the conformance suite on 2026-11-21 (the local load balancer honours spec.loadBalancerIP):
   "GatewayStaticAddresses",
+  // Passed the conformance suite on 2026-11-21 (kengine_mirror, Bundled flavour only):
+  "HTTPRouteRequestMirror",
+  "HTTPRouteRequestMultipleMirrors",
+  "HTTPRouteRequestPercentageMirror",
 ]
   .slice()
   .sort();

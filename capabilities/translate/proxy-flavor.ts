@@ -63,6 +63,8 @@ const CAPABILITY_TEXT: Readonly<Record<Capability, string>> = {
 export const FEATURE_NEEDS: Readonly<Record<string, Capability>> = {
   HTTPRouteRetry: "retryOnStatus",
   HTTPRouteRequestMirror: "mirror",
+  HTTPRouteRequestMultipleMirrors: "mirror",
+  HTTPRouteRequestPercentageMirror: "mirror",
 };
 
 /** The features a flavour delivers: SUPPORTED_FEATURES minus those needing what it lacks. */

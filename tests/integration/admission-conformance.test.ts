@@ -36,9 +36,6 @@ const UNADVERTISED: Readonly<Record<string, string>> = {
   "httproute-cors.yaml": "HTTPRouteCORS",
   "httproute-request-header-modifier-backend-weights.yaml":
     "HTTPRouteBackendRequestHeaderModification",
-  "httproute-request-mirror.yaml": "HTTPRouteRequestMirror",
-  "httproute-request-multiple-mirrors.yaml": "HTTPRouteRequestMultipleMirrors",
-  "httproute-request-percentage-mirror.yaml": "HTTPRouteRequestPercentageMirror",
   "httproute-retry.yaml": "HTTPRouteRetry",
   "httproute-timeout-backend-request.yaml": "HTTPRouteBackendTimeout",
   "httproute-timeout-request.yaml": "HTTPRouteRequestTimeout",
