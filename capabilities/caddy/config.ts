@@ -711,7 +711,14 @@ function forward(ctx: Ctx, backends: readonly BackendIR[], policy: ForwardPolicy
     ...(tls
       ? {
           transport: {
-            protocol: "http",
+            // subjectAltNames: our transport (hack/proxy/santls), the http one plus SAN checks.
+            protocol: tls.subjectAltNames ? "kengine_http" : "http",
+            ...(tls.subjectAltNames && {
+              subject_alt_names: {
+                ...(tls.subjectAltNames.dns.length > 0 && { dns: [...tls.subjectAltNames.dns] }),
+                ...(tls.subjectAltNames.uri.length > 0 && { uri: [...tls.subjectAltNames.uri] }),
+              },
+            }),
             ...(headerTimeout !== undefined && { response_header_timeout: `${headerTimeout}ms` }),
             tls: {
               server_name: tls.serverName,

@@ -72,7 +72,12 @@ export type CaddyHandler =
         readonly try_interval?: string;
       };
       readonly transport?: {
-        readonly protocol: "http";
+        /** kengine_http: our transport (hack/proxy/santls), http + subject_alt_names. */
+        readonly protocol: "http" | "kengine_http";
+        readonly subject_alt_names?: {
+          readonly dns?: readonly string[];
+          readonly uri?: readonly string[];
+        };
         readonly versions?: readonly string[];
         readonly response_header_timeout?: string;
         readonly tls?: {

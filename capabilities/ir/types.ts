@@ -115,7 +115,15 @@ export type BackendIR =
       readonly endpoints: readonly EndpointIR[];
       readonly protocol: "http" | "h2c";
       /** BackendTLSPolicy: connect over TLS with this SNI/verification name and trust (base64 DER; none = system). */
-      readonly tls?: { readonly serverName: string; readonly caCertificates?: readonly string[] };
+      readonly tls?: {
+        readonly serverName: string;
+        readonly caCertificates?: readonly string[];
+        /** The certificate must carry one of these (not the server name, then only the SNI). */
+        readonly subjectAltNames?: {
+          readonly dns: readonly string[];
+          readonly uri: readonly string[];
+        };
+      };
       readonly requestHeaders?: HeaderOpsIR;
       readonly responseHeaders?: HeaderOpsIR;
     }

@@ -12,9 +12,12 @@
  * - `wellKnownCACertificates: System`: the proxy's system trust store; any other value is
  *   `Accepted=False/Invalid`.
  * - What the proxy cannot run (validation/backendtlspolicy.ts, refused at admission for
- *   policies of ours): `subjectAltNames` other than the hostname itself (the proxy verifies
- *   against the SNI name only), an IP address as hostname (no SNI), any `options`: such a
- *   policy is `Accepted=False/Invalid`.
+ *   policies of ours): an IP address as hostname (no SNI), any `options`: such a policy is
+ *   `Accepted=False/Invalid`.
+ * - `subjectAltNames`: the certificate must carry one of them (hostname then only the SNI);
+ *   run by our transport `kengine_http`, so on a Gateway whose proxy flavour lacks it
+ *   (translate.ts) the policy is `Accepted=False/Invalid` for that ancestor and its Service
+ *   gets HTTP 500 there.
  * Whenever the winning policy cannot be applied as written, requests to the Service port get
  * HTTP 500 rather than a connection with weaker verification (the spec asks for a 5xx).
  */
@@ -43,6 +46,8 @@ export interface BackendTLS {
   readonly serverName: string;
   /** Trusted CA certificates, base64 DER; undefined: the proxy's system trust store. */
   readonly caCertificates?: readonly string[];
+  /** subjectAltNames: the certificate must carry one of them. */
+  readonly subjectAltNames?: { readonly dns: readonly string[]; readonly uri: readonly string[] };
 }
 
 export type BackendTLSDecision =
@@ -203,6 +208,7 @@ function evaluateOne(s: Snapshot, p: BackendTLSPolicy, isConflicted: boolean): E
   if (problems.length > 0) {
     return reject(PolicyReason.Invalid, problems.map(problemText).join("; "));
   }
+  const sans = subjectAltNames(p);
   if (refs.length > 0 && cas.length === 0) {
     return reject(
       PolicyReason.NoValidCACertificate,
@@ -230,9 +236,25 @@ function evaluateOne(s: Snapshot, p: BackendTLSPolicy, isConflicted: boolean): E
     decision: {
       policy: key,
       ok: true,
-      tls: { serverName: v?.hostname ?? "", ...(refs.length > 0 && { caCertificates: cas }) },
+      tls: {
+        serverName: v?.hostname ?? "",
+        ...(refs.length > 0 && { caCertificates: cas }),
+        ...(sans && { subjectAltNames: sans }),
+      },
     },
   };
+}
+
+/** The policy's subjectAltNames by type; undefined when it has none. */
+export function subjectAltNames(p: BackendTLSPolicy): { dns: string[]; uri: string[] } | undefined {
+  const list = (p.spec?.validation?.subjectAltNames ?? []) as readonly {
+    type?: string;
+    hostname?: string;
+    uri?: string;
+  }[];
+  const dns = list.filter(n => n.type === "Hostname" && n.hostname).map(n => n.hostname!);
+  const uri = list.filter(n => n.type === "URI" && n.uri).map(n => n.uri!);
+  return dns.length + uri.length > 0 ? { dns, uri } : undefined;
 }
 
 /** Every certificate in a PEM bundle as base64 DER; [] if any block is not a certificate. */

@@ -52,6 +52,8 @@ export const SUPPORTED_FEATURES: readonly string[] = [
   "HTTPRouteRequestMirror",
   "HTTPRouteRequestMultipleMirrors",
   "HTTPRouteRequestPercentageMirror",
+  // Passed the conformance suite on 2026-11-21 (kengine_http transport, Bundled flavour only):
+  "BackendTLSPolicySANValidation",
 ]
   .slice()
   .sort();

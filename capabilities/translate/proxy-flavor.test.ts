@@ -16,6 +16,7 @@ describe("proxy flavours", () => {
       mirror: true,
       retryOnStatus: true,
       sniRegexp: true,
+      backendSANs: true,
     });
     expect(supportedFeaturesOf("Bundled")).toEqual(SUPPORTED_FEATURES);
   });
@@ -26,12 +27,14 @@ describe("proxy flavours", () => {
       mirror: false,
       retryOnStatus: true,
       sniRegexp: true,
+      backendSANs: false,
     });
     expect(capabilitiesOf("Kengine")).toEqual({
       persistentListeners: false,
       mirror: false,
       retryOnStatus: false,
       sniRegexp: false,
+      backendSANs: false,
     });
     expect(supportedFeaturesOf("Caddy")).toContain("HTTPRouteRetry");
     expect(supportedFeaturesOf("Kengine")).not.toContain("HTTPRouteRetry");

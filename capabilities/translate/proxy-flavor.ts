@@ -33,14 +33,37 @@ export interface ProxyCapabilities {
    * the `*` (caddy/config.ts).
    */
   readonly sniRegexp: boolean;
+  /**
+   * Our reverse_proxy transport `kengine_http` (hack/proxy/santls): backend certificates
+   * verified against BackendTLSPolicy subjectAltNames.
+   */
+  readonly backendSANs: boolean;
 }
 
 export type Capability = keyof ProxyCapabilities;
 
 const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
-  Bundled: { persistentListeners: true, mirror: true, retryOnStatus: true, sniRegexp: true },
-  Caddy: { persistentListeners: false, mirror: false, retryOnStatus: true, sniRegexp: true },
-  Kengine: { persistentListeners: false, mirror: false, retryOnStatus: false, sniRegexp: false },
+  Bundled: {
+    persistentListeners: true,
+    mirror: true,
+    retryOnStatus: true,
+    sniRegexp: true,
+    backendSANs: true,
+  },
+  Caddy: {
+    persistentListeners: false,
+    mirror: false,
+    retryOnStatus: true,
+    sniRegexp: true,
+    backendSANs: false,
+  },
+  Kengine: {
+    persistentListeners: false,
+    mirror: false,
+    retryOnStatus: false,
+    sniRegexp: false,
+    backendSANs: false,
+  },
 };
 
 /** What a flavour's proxies can do. */
@@ -54,6 +77,7 @@ const CAPABILITY_TEXT: Readonly<Record<Capability, string>> = {
   mirror: "request mirroring",
   retryOnStatus: "retries on response status codes",
   sniRegexp: "regular-expression server-name matching",
+  backendSANs: "verification of backend certificates against subjectAltNames",
 };
 
 /**
@@ -65,6 +89,7 @@ export const FEATURE_NEEDS: Readonly<Record<string, Capability>> = {
   HTTPRouteRequestMirror: "mirror",
   HTTPRouteRequestMultipleMirrors: "mirror",
   HTTPRouteRequestPercentageMirror: "mirror",
+  BackendTLSPolicySANValidation: "backendSANs",
 };
 
 /** The features a flavour delivers: SUPPORTED_FEATURES minus those needing what it lacks. */

@@ -3,6 +3,7 @@
  * clock, no I/O, no randomness; the same snapshot gives the same output.
  */
 import {
+  BackendIR,
   GatewayIR,
   HTTPListenerIR,
   HTTPRouteEntryIR,
@@ -22,7 +23,7 @@ import {
   Snapshot,
   keyOf,
 } from "../snapshot";
-import { backendTLSPolicies } from "./backendtls";
+import { PolicyReason, backendTLSPolicies, subjectAltNames } from "./backendtls";
 import { resolveBackend } from "./backends";
 import {
   Condition,
@@ -37,6 +38,7 @@ import { parametersRefProblem, resolveSettings } from "../provision/parameters";
 import {
   DEFAULT_PROXY_FLAVOR,
   ProxyFlavor,
+  capabilitiesOf,
   missingCapability,
   supportedFeaturesOf,
 } from "./proxy-flavor";
@@ -261,6 +263,46 @@ export function translate(s: Snapshot, options: TranslateOptions = {}): Translat
  * Status of every BackendTLSPolicy covering a Service that a route attached to one of our
  * Gateways uses; one ancestor per such Gateway (PolicyAncestorStatus).
  */
+/**
+ * A policy with subjectAltNames on a Gateway whose flavour cannot verify them: not accepted
+ * for that ancestor (its Service gets 500 there: runnableBackends).
+ */
+function ancestorConditions(
+  s: Snapshot,
+  key: string,
+  conditions: readonly Condition[],
+  flavor: ProxyFlavor,
+): readonly Condition[] {
+  const why = missingCapability(flavor, ["backendSANs"]);
+  const policy = s.objects.BackendTLSPolicy.get(key);
+  if (!why || !policy || !subjectAltNames(policy)) return conditions;
+  return conditions.map(c =>
+    c.type === ConditionType.Accepted && c.status === "True"
+      ? condition(
+          ConditionType.Accepted,
+          false,
+          PolicyReason.Invalid,
+          `spec.validation.subjectAltNames: ${why}`,
+          c.observedGeneration,
+        )
+      : { ...c },
+  );
+}
+
+/** Backends as `flavor` can reach them: one whose TLS needs what it lacks gets HTTP 500. */
+function runnableBackends(
+  backends: readonly BackendIR[],
+  flavor: ProxyFlavor,
+): readonly BackendIR[] {
+  if (capabilitiesOf(flavor).backendSANs) return backends;
+  if (!backends.some(b => b.type === "service" && b.tls?.subjectAltNames)) return backends;
+  return backends.map(b =>
+    b.type === "service" && b.tls?.subjectAltNames
+      ? { type: "invalid", id: b.id, weight: b.weight }
+      : b,
+  );
+}
+
 function backendTLSPolicyStatuses(
   s: Snapshot,
   contexts: ReadonlyMap<string, GatewayContext>,
@@ -294,7 +336,12 @@ function backendTLSPolicyStatuses(
             name: gw.metadata.name,
           },
           controllerName: CONTROLLER_NAME,
-          conditions: policies.conditions(key),
+          conditions: ancestorConditions(
+            s,
+            key,
+            policies.conditions(key),
+            contexts.get(gwKey)!.flavor,
+          ),
         };
       }),
     };
@@ -767,7 +814,7 @@ function httpListenerIR(
               ? { type: "respond", status: 500, body: "" }
               : {
                   type: "forward",
-                  backends: rule.backends,
+                  backends: runnableBackends(rule.backends, flavor),
                   ...(rule.timeouts && { timeouts: rule.timeouts }),
                   ...(rule.retry && { retry: rule.retry }),
                 };

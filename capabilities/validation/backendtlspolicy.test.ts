@@ -55,32 +55,18 @@ describe("backendTLSPolicyProblems (refused at admission, Invalid in status)", (
     expect(backendTLSPolicyProblems(policy({ hostname: "10.0.0.7.nip.io" }))).toEqual([]);
   });
 
-  it("refuses every subjectAltName other than the hostname, each at its field", () => {
+  it("admits subjectAltNames (run by our kengine_http transport; per flavour in status)", () => {
     expect(
       backendTLSPolicyProblems(
         policy({
           hostname: "abc.example.com",
           subjectAltNames: [
             { type: "URI", uri: "spiffe://abc.example.com/test-identity" },
-            { type: "Hostname", hostname: "abc.example.com" },
             { type: "Hostname", hostname: "*.example.com" },
           ],
         }),
       ),
-    ).toEqual([
-      {
-        path: "spec.validation.subjectAltNames[0].uri",
-        value: "spiffe://abc.example.com/test-identity",
-        message:
-          'the proxy verifies the backend\'s certificate against spec.validation.hostname only, so the only subjectAltName it runs is {type: Hostname, hostname: "abc.example.com"}',
-      },
-      {
-        path: "spec.validation.subjectAltNames[2].hostname",
-        value: "*.example.com",
-        message:
-          'the proxy verifies the backend\'s certificate against spec.validation.hostname only, so the only subjectAltName it runs is {type: Hostname, hostname: "abc.example.com"}',
-      },
-    ]);
+    ).toEqual([]);
   });
 
   it("refuses options (the proxy understands none), each by key", () => {

@@ -8,10 +8,11 @@
  *   rather than connect with weaker checks.
  *     · validation.hostname an IPv4 address: the spec makes it the SNI, and TLS cannot carry
  *       an IP address as SNI (RFC 6066 §3): Go sends none and verifies IP SANs instead.
- *     · subjectAltNames other than one equal to validation.hostname: the proxy (Caddy's
- *       reverse_proxy TLS transport) verifies the backend's certificate against the SNI
- *       name only. A Hostname SAN equal to validation.hostname means exactly that, so it runs.
  *     · options: the proxy understands no backend TLS option yet (as for listener tls.options).
+ * subjectAltNames are run by our transport kengine_http (hack/proxy/santls), which only some
+ * proxy flavours have (translate/proxy-flavor.ts, capability backendSANs): which proxies reach
+ * a Service is not a property of the policy, so they are admitted, and the translator marks
+ * the policy Accepted=False/Invalid for an ancestor Gateway whose flavour lacks the transport.
  * - backendTLSPolicyStatusProblems: what the v1.6.1 spec says to report in the policy's status
  *   and so must never be refused: a wellKnownCACertificates other than System ("the
  *   implementation MUST ensure the Accepted Condition … is set to status: False, with a Reason
@@ -54,20 +55,6 @@ export function backendTLSPolicyProblems(
       },
     ]);
   }
-  items(v?.subjectAltNames).forEach((san, i) => {
-    const at = `spec.validation.subjectAltNames[${i}]`;
-    if (c.done || !c.spend(at)) return;
-    const s = (san ?? {}) as { type?: unknown; hostname?: unknown; uri?: unknown };
-    if (s.type === "Hostname" && hostname !== undefined && s.hostname === hostname) return;
-    const got = s.type === "Hostname" ? s.hostname : s.type === "URI" ? s.uri : s.type;
-    c.add([
-      {
-        path: s.type === "Hostname" ? `${at}.hostname` : s.type === "URI" ? `${at}.uri` : at,
-        value: truncate(display(got ?? "")),
-        message: `the proxy verifies the backend's certificate against spec.validation.hostname only, so the only subjectAltName it runs is {type: Hostname, hostname: ${JSON.stringify(truncate(hostname ?? ""))}}`,
-      },
-    ]);
-  });
   const options = spec?.options;
   if (options && typeof options === "object" && !Array.isArray(options)) {
     for (const key of Object.keys(options).slice(0, 64)) {

@@ -39,8 +39,6 @@ const UNADVERTISED: Readonly<Record<string, string>> = {
   "httproute-retry.yaml": "HTTPRouteRetry",
   "httproute-timeout-backend-request.yaml": "HTTPRouteBackendTimeout",
   "httproute-timeout-request.yaml": "HTTPRouteRequestTimeout",
-  // Policies whose subjectAltNames differ from the hostname: the proxy verifies the SNI name only.
-  "backendtlspolicy-san.yaml": "BackendTLSPolicySANValidation",
 };
 
 function conformanceDir(): string {

@@ -108,10 +108,16 @@ describe("BackendTLSPolicy through real Caddy", () => {
     expect((await get("/system")).status).toBe(502);
   });
 
-  it("answers 500 where the policy cannot be applied (no valid CA, wrong kind, subjectAltNames)", async () => {
+  it("answers 500 where the policy cannot be applied (no valid CA, wrong kind)", async () => {
     expect((await get("/bad-ca")).status).toBe(500);
     expect((await get("/kind")).status).toBe(500);
-    expect((await get("/san")).status).toBe(500);
+  });
+
+  it("subjectAltNames: one of them must be on the certificate, the hostname is then only the SNI", async () => {
+    const r = await get("/san/x"); // hostname sni-only.internal, SAN backend.internal: served
+    expect(r.status).toBe(200);
+    expect(r.json).toEqual({ backend: "default/san-1", tls: true, sni: "sni-only.internal" });
+    expect((await get("/other-san")).status).toBe(502); // hostname matches, the SAN does not
   });
 
   it("leaves Services without a policy on plain HTTP", async () => {
