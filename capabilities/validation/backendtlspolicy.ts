@@ -19,7 +19,7 @@
  *   Invalid"). Missing or wrong-kind caCertificateRefs (ResolvedRefs=False) are cross-object
  *   facts the translator reports itself.
  */
-import { Collector, items } from "./budget";
+import { Collector } from "./budget";
 import { FieldProblem, display, truncate } from "./regex";
 
 export interface BackendTLSPolicyLike {
