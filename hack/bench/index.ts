@@ -5,6 +5,7 @@
  *
  *   npm run bench                                  # everything (the cluster part takes a while)
  *   npm run bench -- --only=translate,configLoad   # a selection (written to reports/bench.partial.json)
+ *   npm run bench -- --only=apiRequests --merge    # a selection replacing its scenarios in reports/bench.json
  *   npm run bench -- --api-window=300              # apiRequests window per proxy count (s)
  *   flock /tmp/kg-cluster.lock npm run bench -- --locked   # the caller holds the lock
  *   npm run bench -- --profile=/tmp/prof           # module CPU profile + heap snapshots there
@@ -85,10 +86,26 @@ async function main(argv: string[]): Promise<void> {
     if (r.status !== 0) log(`the cluster part failed (exit ${r.status}); its results are missing`);
   }
 
-  const rows: Row[] = evaluate(report);
-  report.targets = rows;
-  const file = arg("out") ?? join(repoRoot, "reports", full ? "bench.json" : "bench.partial.json");
-  writeFileSync(file, JSON.stringify(report, null, 2) + "\n");
+  // --merge: a selection replaces its scenarios in reports/bench.json (the rest of the file, from
+  // earlier runs, is kept; each merged scenario records when it was measured).
+  const merge = argv.includes("--merge") && !full;
+  const benchJson = join(repoRoot, "reports", "bench.json");
+  let out: Record<string, unknown> = report;
+  if (merge && existsSync(benchJson)) {
+    out = JSON.parse(readFileSync(benchJson, "utf8")) as Record<string, unknown>;
+    for (const s of ALL.filter(x => only.has(x)))
+      if (report[s] !== undefined)
+        out[s] =
+          typeof report[s] === "object" && !Array.isArray(report[s])
+            ? { ...(report[s] as object), measuredAt: report.date }
+            : report[s];
+  }
+  const rows: Row[] = evaluate(out);
+  out.targets = rows;
+  const file =
+    arg("out") ??
+    (merge ? benchJson : join(repoRoot, "reports", full ? "bench.json" : "bench.partial.json"));
+  writeFileSync(file, JSON.stringify(out, null, 2) + "\n");
   process.stdout.write(renderTable(rows) + "\n");
   log(`written ${file}`);
 }
