@@ -178,7 +178,12 @@ describe("planGateway: static addresses", () => {
 
   it("re-creates a Service that holds another address than the one now requested", () => {
     const p = plan(withAddresses([{ value: "127.20.250.1" }], lb("192.0.2.1", "127.20.0.4")));
-    expect(p.replaceService).toEqual({ namespace: "apps", name: "edge-kengine", uid: "s1" });
+    expect(p.replaceService).toEqual({
+      namespace: "apps",
+      name: "edge-kengine",
+      uid: "s1",
+      address: "127.20.250.1",
+    });
     expect(p.addressProblem?.reason).toBe("AddressNotAssigned");
     expect(p.addresses).toEqual([]);
     // switching from a dynamic address to the one it already has: kept, no re-creation

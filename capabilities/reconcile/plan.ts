@@ -81,6 +81,8 @@ export interface GatewayPlan {
    * assign an address when a Service is created). Deleted only if its uid still matches.
    */
   readonly replaceService?: {
+    /** The address it is re-created for (one re-creation per Service and address). */
+    readonly address: string;
     readonly namespace: string;
     readonly name: string;
     readonly uid: string;
@@ -429,7 +431,14 @@ export function planGateway(
     addresses: outcome.addresses,
     addressProblem: outcome.problem,
     ...(replace
-      ? { replaceService: { namespace: ir.namespace, name: names.proxy, uid: svc.metadata.uid! } }
+      ? {
+          replaceService: {
+            namespace: ir.namespace,
+            name: names.proxy,
+            uid: svc.metadata.uid!,
+            address: desired,
+          },
+        }
       : {}),
     serviceExists: svc !== undefined,
     secrets: [],

@@ -181,7 +181,12 @@ export class Reconciler {
   #caStepTimer: NodeJS.Timeout | undefined;
   readonly #applied = new Map<string, string>();
   readonly #pendingServing = new Map<string, ManagementSecretData>();
-  /** uids of proxies' Services deleted to be made again with another address (plan.ts). */
+  /**
+   * "namespace/name|address" of proxies' Services deleted to be made again for that address
+   * (plan.ts): once each per leader term, so a platform that drops or ignores the requested
+   * address cannot make us delete the Service over and over (the Service then keeps requesting
+   * it in place, and the Gateway says AddressNotAssigned or AddressNotUsable).
+   */
   readonly #replaced = new Set<string>();
   #lastResults:
     | { results: StatusResults; addresses: Map<string, readonly GatewayAddress[]> }
@@ -225,6 +230,7 @@ export class Reconciler {
           identity: o.identity,
         });
         this.#applied.clear(); // re-apply and rewrite everything we own
+        this.#replaced.clear();
         this.#proxyWritten.clear();
         this.requestBuild();
       },
@@ -822,12 +828,13 @@ export class Reconciler {
 
   /**
    * Deletes proxies' Services that must be made again to get another address (plan.ts
-   * replaceService); only the very object planned on (uid precondition), once.
+   * replaceService); only the very object planned on (uid precondition), once per address.
    */
   async #replaceServices(services: NonNullable<GatewayPlan["replaceService"]>[]): Promise<void> {
+    const key = (s: (typeof services)[number]) => `${s.namespace}/${s.name}|${s.address}`;
     for (const s of services) {
-      if (this.#replaced.has(s.uid)) continue;
-      this.#replaced.add(s.uid);
+      if (this.#replaced.has(key(s))) continue;
+      this.#replaced.add(key(s));
       try {
         await this.o.kube.request("DELETE", objectPath("v1", "Service", s.namespace, s.name), {
           preconditions: { uid: s.uid },
@@ -837,7 +844,7 @@ export class Reconciler {
         });
       } catch (e) {
         if (statusOf(e) !== 404 && statusOf(e) !== 409) {
-          this.#replaced.delete(s.uid);
+          this.#replaced.delete(key(s));
           this.o.log.warn("cannot re-create the proxies' Service", {
             service: `${s.namespace}/${s.name}`,
             error: String(e),
