@@ -23,6 +23,7 @@ import { Reconciler } from "../../capabilities/reconcile";
 import { feed } from "../support/feed";
 import { createNamespace, deleteNamespace, eventually, kubectl, kubectlOk } from "../support/kube";
 import { repoRoot } from "../support/paths";
+import { echoBackend } from "../support/manifests";
 
 const quiet = {
   info: () => {},
@@ -194,44 +195,7 @@ describe("bring-your-own proxies", () => {
           ],
         },
       },
-      {
-        apiVersion: "apps/v1",
-        kind: "Deployment",
-        metadata: { name: "echo", namespace: ns },
-        spec: {
-          replicas: 1,
-          selector: { matchLabels: { app: "echo" } },
-          template: {
-            metadata: { labels: { app: "echo" } },
-            spec: {
-              containers: [
-                {
-                  name: "echo",
-                  image: "registry.k8s.io/gateway-api/echo-basic:v1.6.1",
-                  env: [
-                    { name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
-                    {
-                      name: "NAMESPACE",
-                      valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } },
-                    },
-                  ],
-                  ports: [{ containerPort: 3000 }],
-                  readinessProbe: { httpGet: { path: "/", port: 3000 }, periodSeconds: 2 },
-                },
-              ],
-            },
-          },
-        },
-      },
-      {
-        apiVersion: "v1",
-        kind: "Service",
-        metadata: { name: "echo", namespace: ns },
-        spec: {
-          selector: { app: "echo" },
-          ports: [{ name: "http", port: 8080, targetPort: 3000 }],
-        },
-      },
+      ...echoBackend(ns),
       {
         apiVersion: "gateway.kengine.io/v1alpha1",
         kind: "KengineParameters",

@@ -20,6 +20,7 @@ import { Reconciler } from "../../capabilities/reconcile";
 import { CA_SECRET_NAME, ROTATE_CA_ANNOTATION } from "../../capabilities/reconcile/rotation";
 import { feed } from "../support/feed";
 import { createNamespace, deleteNamespace, eventually, kubectl, kubectlOk } from "../support/kube";
+import { echoBackend } from "../support/manifests";
 import { get, steadyClient } from "../support/traffic";
 
 const quiet = {
@@ -81,47 +82,7 @@ describe("admin CA rotation", () => {
               listeners: [{ name: "http", port: 80, protocol: "HTTP" }],
             },
           },
-          {
-            apiVersion: "apps/v1",
-            kind: "Deployment",
-            metadata: { name: "echo", namespace: ns },
-            spec: {
-              replicas: 1,
-              selector: { matchLabels: { app: "echo" } },
-              template: {
-                metadata: { labels: { app: "echo" } },
-                spec: {
-                  containers: [
-                    {
-                      name: "echo",
-                      image: "registry.k8s.io/gateway-api/echo-basic:v1.6.1",
-                      env: [
-                        {
-                          name: "POD_NAME",
-                          valueFrom: { fieldRef: { fieldPath: "metadata.name" } },
-                        },
-                        {
-                          name: "NAMESPACE",
-                          valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } },
-                        },
-                      ],
-                      ports: [{ containerPort: 3000 }],
-                      readinessProbe: { httpGet: { path: "/", port: 3000 }, periodSeconds: 2 },
-                    },
-                  ],
-                },
-              },
-            },
-          },
-          {
-            apiVersion: "v1",
-            kind: "Service",
-            metadata: { name: "echo", namespace: ns },
-            spec: {
-              selector: { app: "echo" },
-              ports: [{ name: "http", port: 8080, targetPort: 3000 }],
-            },
-          },
+          ...echoBackend(ns),
           {
             apiVersion: "gateway.networking.k8s.io/v1",
             kind: "HTTPRoute",

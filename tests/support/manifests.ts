@@ -1,0 +1,51 @@
+/**
+ * Manifests the integration tests apply more than once: plain objects, ready for
+ * `kubectl apply -f -` as JSON.
+ */
+
+/**
+ * The conformance suite's echo server as a backend: Deployment `echo` (1 replica, Ready once
+ * it answers on :3000) and Service `echo` (port 8080 named http → 3000) in `namespace`.
+ */
+export function echoBackend(namespace: string): object[] {
+  return [
+    {
+      apiVersion: "apps/v1",
+      kind: "Deployment",
+      metadata: { name: "echo", namespace },
+      spec: {
+        replicas: 1,
+        selector: { matchLabels: { app: "echo" } },
+        template: {
+          metadata: { labels: { app: "echo" } },
+          spec: {
+            containers: [
+              {
+                name: "echo",
+                image: "registry.k8s.io/gateway-api/echo-basic:v1.6.1",
+                env: [
+                  { name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
+                  {
+                    name: "NAMESPACE",
+                    valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } },
+                  },
+                ],
+                ports: [{ containerPort: 3000 }],
+                readinessProbe: { httpGet: { path: "/", port: 3000 }, periodSeconds: 2 },
+              },
+            ],
+          },
+        },
+      },
+    },
+    {
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: { name: "echo", namespace },
+      spec: {
+        selector: { app: "echo" },
+        ports: [{ name: "http", port: 8080, targetPort: 3000 }],
+      },
+    },
+  ];
+}
