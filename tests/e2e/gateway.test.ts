@@ -4,13 +4,11 @@
  * the echo backend; a replaced proxy pod is programmed without anyone acting, while a steady
  * client sees no failed request.
  */
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { connect } from "node:tls";
 import { createNamespace, deleteNamespace, eventually, kubectl, kubectlOk } from "../support/kube";
 import { PeprDev, startModule } from "../support/module";
-import { repoRoot } from "../support/paths";
 import { get, steadyClient } from "../support/traffic";
+import { demoSample } from "../support/manifests";
 
 interface Echo {
   readonly namespace: string;
@@ -40,12 +38,7 @@ describe("a Gateway of our class on the local cluster", () => {
     dev = await startModule();
     ns = createNamespace("e2e");
     // The sample's backend, GatewayClass, Gateway and route, moved to this test's namespace.
-    const sample = readFileSync(join(repoRoot, "hack", "samples", "demo.yaml"), "utf8")
-      .split(/^---$/m)
-      .filter(doc => !/kind: Namespace/.test(doc))
-      .join("---")
-      .replace(/namespace: kengine-demo/g, `namespace: ${ns}`)
-      .replace(/demo\.kengine\.local/g, host);
+    const sample = demoSample(ns, host);
     kubectlOk(["apply", "-f", "-"], sample);
     // pepr dev alone may take up to 240 s to start on a loaded 2-core machine
   }, 420_000);

@@ -23,14 +23,7 @@ import { Reconciler } from "../../capabilities/reconcile";
 import { feed } from "../support/feed";
 import { createNamespace, deleteNamespace, eventually, kubectl, kubectlOk } from "../support/kube";
 import { repoRoot } from "../support/paths";
-import { echoBackend } from "../support/manifests";
-
-const quiet = {
-  info: () => {},
-  warn: () => {},
-  error: (m: string, meta?: object) => console.error(m, meta),
-  debug: () => {},
-};
+import { echoBackend, quietLogger } from "../support/manifests";
 
 function get(address: string, host: string, path = "/"): Promise<{ status: number; body: string }> {
   return new Promise(resolve => {
@@ -242,7 +235,7 @@ describe("bring-your-own proxies", () => {
     const r = new Reconciler({
       onFleetEvent: e => fleetEvents.push(`${e.type} ${e.name}`),
       kube: kubeClient(),
-      log: quiet,
+      log: quietLogger,
       namespace: ns,
       identity: "byo",
       trafficIntervalMs: 0, // the test reads the proxies' metrics itself

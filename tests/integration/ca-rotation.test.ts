@@ -20,15 +20,9 @@ import { Reconciler } from "../../capabilities/reconcile";
 import { CA_SECRET_NAME, ROTATE_CA_ANNOTATION } from "../../capabilities/reconcile/rotation";
 import { feed } from "../support/feed";
 import { createNamespace, deleteNamespace, eventually, kubectl, kubectlOk } from "../support/kube";
-import { echoBackend } from "../support/manifests";
+import { echoBackend, quietLogger } from "../support/manifests";
 import { get, steadyClient } from "../support/traffic";
 
-const quiet = {
-  info: () => {},
-  warn: () => {},
-  error: (m: string, meta?: object) => console.error(m, meta),
-  debug: () => {},
-};
 const must = <T>(r: { ok: true; value: T } | { ok: false; error: string }): T => {
   if (!r.ok) throw new Error(r.error);
   return r.value;
@@ -102,7 +96,7 @@ describe("admin CA rotation", () => {
           `${e.type} ${e.name}${e.type === "failed" ? `: ${e.error.kind}: ${e.error.message}` : ""}`,
         ),
       kube: kubeClient(),
-      log: { ...quiet, info: (m, meta) => logged.push(`${m} ${JSON.stringify(meta ?? {})}`) },
+      log: { ...quietLogger, info: (m, meta) => logged.push(`${m} ${JSON.stringify(meta ?? {})}`) },
       namespace: ns,
       identity: "rotate",
       trafficIntervalMs: 0,

@@ -1,3 +1,7 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { repoRoot } from "./paths";
+
 /**
  * Manifests the integration tests apply more than once: plain objects, ready for
  * `kubectl apply -f -` as JSON.
@@ -49,3 +53,24 @@ export function echoBackend(namespace: string): object[] {
     },
   ];
 }
+
+/**
+ * `npm start`'s sample (hack/samples/demo.yaml: echo backend, GatewayClass, Gateway, route)
+ * moved into `namespace` with its hostname replaced by `host`; without its Namespace object.
+ */
+export function demoSample(namespace: string, host: string): string {
+  return readFileSync(join(repoRoot, "hack", "samples", "demo.yaml"), "utf8")
+    .split(/^---$/m)
+    .filter(doc => !/kind: Namespace/.test(doc))
+    .join("---")
+    .replace(/namespace: kengine-demo/g, `namespace: ${namespace}`)
+    .replace(/demo\.kengine\.local/g, host);
+}
+
+/** A logger for a Reconciler under test: only errors are printed. */
+export const quietLogger = {
+  info: () => {},
+  warn: () => {},
+  error: (m: string, meta?: object) => console.error(m, meta),
+  debug: () => {},
+};
