@@ -17,10 +17,11 @@ import { renderCaddyJSON, toCaddyConfig } from "../../capabilities/caddy";
 import { Secret, snapshotOf } from "../../capabilities/snapshot";
 import { translate } from "../../capabilities/translate";
 import { Caddy, freePort, startCaddy } from "../support/caddy";
+import { listenerPortOffset } from "../support/ports";
 import { withLoopbackEndpoints } from "../support/loopback";
 
 const LOCAL = "127.0.0.1";
-const PORT_OFFSET = 43000;
+const PORT_OFFSET = listenerPortOffset();
 const golden = join(__dirname, "..", "golden", "backend-tls.in.yaml");
 const objects = parseSnapshotYAML(readFileSync(golden, "utf8"));
 const serving = objects.find(

@@ -15,6 +15,7 @@ import { renderCaddyJSON, toCaddyConfig } from "../../capabilities/caddy";
 import { KubeObject, snapshotOf } from "../../capabilities/snapshot";
 import { translate } from "../../capabilities/translate";
 import { Caddy, freePort, startCaddy } from "../support/caddy";
+import { HIGHEST_CONFIG_PORT, listenerPortOffset } from "../support/ports";
 import { httpsGet } from "../support/https";
 import { withLoopbackEndpoints } from "../support/loopback";
 
@@ -23,7 +24,7 @@ const cases = readdirSync(goldenDir)
   .filter(f => f.endsWith(".in.yaml"))
   .map(f => f.slice(0, -".in.yaml".length))
   .sort();
-const PORT_OFFSET = 41000;
+const PORT_OFFSET = listenerPortOffset();
 
 let caddy: Caddy | undefined;
 let errorAddr = "";
@@ -94,6 +95,9 @@ async function loopbackObjects(name: string): Promise<KubeObject[]> {
 async function load(name: string, only?: string): Promise<void> {
   const result = translate(snapshotOf(await loopbackObjects(name)));
   for (const ir of result.gateways.filter(g => only === undefined || g.name === only)) {
+    // Moved ports must stay below the ephemeral range (tests/support/ports.ts).
+    for (const { port } of [...ir.httpServers, ...ir.l4Servers])
+      expect(port).toBeLessThanOrEqual(HIGHEST_CONFIG_PORT);
     const config = toCaddyConfig(ir, {
       bindHost: "127.0.0.1",
       portOffset: PORT_OFFSET,
@@ -151,11 +155,8 @@ async function get(
 }
 
 beforeAll(async () => {
-  // The goldens' listeners move to PORT_OFFSET + port: the admin API and the error backend must
-  // not take one of those (an ephemeral port may fall in that range).
-  const remapped = (port: number) => port >= PORT_OFFSET;
-  caddy = await startCaddy({ name: "golden-caddy", avoidPorts: remapped });
-  errorAddr = `127.0.0.1:${await freePort("127.0.0.1", remapped)}`;
+  caddy = await startCaddy({ name: "golden-caddy" });
+  errorAddr = `127.0.0.1:${await freePort()}`;
 });
 
 afterAll(async () => {

@@ -15,6 +15,7 @@ import { renderCaddyJSON, toCaddyConfig } from "../../capabilities/caddy";
 import { snapshotOf } from "../../capabilities/snapshot";
 import { translate } from "../../capabilities/translate";
 import { Caddy, freePort, startCaddy } from "../support/caddy";
+import { listenerPortOffset } from "../support/ports";
 import { httpsGet } from "../support/https";
 import { withLoopbackEndpoints } from "../support/loopback";
 import { withProxyFlavor } from "../support/flavor";
@@ -24,7 +25,7 @@ const cases = readdirSync(goldenDir)
   .filter(f => f.endsWith(".in.yaml"))
   .map(f => f.slice(0, -".in.yaml".length))
   .sort();
-const PORT_OFFSET = 42000;
+const PORT_OFFSET = listenerPortOffset();
 
 let caddy: Caddy | undefined;
 let errorAddr = "";
@@ -71,9 +72,8 @@ async function load(name: string): Promise<number> {
 }
 
 beforeAll(async () => {
-  const remapped = (port: number) => port >= PORT_OFFSET;
-  caddy = await startCaddy({ name: "kengine-compat", peer: "caddy-2.8", avoidPorts: remapped });
-  errorAddr = `127.0.0.1:${await freePort("127.0.0.1", remapped)}`;
+  caddy = await startCaddy({ name: "kengine-compat", peer: "caddy-2.8" });
+  errorAddr = `127.0.0.1:${await freePort()}`;
   const version = await caddy.admin("GET", "/config/");
   expect(version.status).toBe(200);
 });

@@ -28,10 +28,11 @@ import { renderCaddyJSON, toCaddyConfig } from "../../capabilities/caddy";
 import { Secret, snapshotOf } from "../../capabilities/snapshot";
 import { translate } from "../../capabilities/translate";
 import { Caddy, freePort, startCaddy } from "../support/caddy";
+import { listenerPortOffset } from "../support/ports";
 import { withLoopbackEndpoints } from "../support/loopback";
 
 const goldenDir = join(__dirname, "..", "golden");
-const PORT_OFFSET = 42000;
+const PORT_OFFSET = listenerPortOffset();
 const LOCAL = "127.0.0.1";
 
 type BackendKind = "http" | "tls" | "tcp+udp" | "h2c" | "https";

@@ -10,6 +10,7 @@ import { snapshotOf } from "../../capabilities/snapshot";
 import { translate } from "../../capabilities/translate";
 import { arbitrarySnapshot } from "../support/arbitrary-snapshot";
 import { Caddy, freePort, startCaddy } from "../support/caddy";
+import { listenerPortOffset } from "../support/ports";
 
 const SAMPLE = Number(process.env.KG_PROPERTY_SAMPLE ?? 40);
 const SEED = Number(process.env.KG_PROPERTY_SEED ?? 20261121);
@@ -18,8 +19,8 @@ let caddy: Caddy | undefined;
 let errorAddr = "";
 
 beforeAll(async () => {
-  caddy = await startCaddy({ name: "property-caddy", avoidPorts: p => p >= 42000 });
-  errorAddr = `127.0.0.1:${await freePort("127.0.0.1", p => p >= 42000)}`;
+  caddy = await startCaddy({ name: "property-caddy" });
+  errorAddr = `127.0.0.1:${await freePort()}`;
 });
 
 afterAll(async () => {
@@ -33,7 +34,7 @@ describe(`random valid snapshots (seed ${SEED}): Caddy accepts every config`, ()
     for (const ir of result.gateways) {
       const config = toCaddyConfig(ir, {
         bindHost: "127.0.0.1",
-        portOffset: 42000,
+        portOffset: listenerPortOffset(),
         errorResponderListen: errorAddr,
         management: { adminListen: caddy!.adminAddress },
       });

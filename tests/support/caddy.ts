@@ -40,8 +40,6 @@ export interface StartCaddyOptions {
   host?: string;
   /** Names the temporary directory: kg-<name>-XXXXXX (default "caddy"). */
   name?: string;
-  /** Ports the admin API must not take (e.g. a range the test's configs will listen on). */
-  avoidPorts?: (port: number) => boolean;
   /** Which Caddy peer of hack/build-peers.sh runs (default "caddy", the bundled proxy). */
   peer?: "caddy" | "caddy-2.8";
 }
@@ -51,19 +49,11 @@ const START_POLLS = 200;
 const POLL_INTERVAL_MS = 50;
 const STOP_GRACE_MS = 10_000;
 
-/** A TCP port that was free on `host` a moment ago, and not one `avoid` refuses. */
-export async function freePort(
-  host = "127.0.0.1",
-  avoid: (port: number) => boolean = () => false,
-): Promise<number> {
-  for (let i = 0; i < 100; i++) {
-    const port = await anyFreePort(host);
-    if (!avoid(port)) return port;
-  }
-  throw new Error(`no free port on ${host} outside the avoided ones after 100 tries`);
-}
-
-function anyFreePort(host: string): Promise<number> {
+/**
+ * A TCP port that was free on `host` a moment ago. It comes from the ephemeral range, so it
+ * never falls among the ports test configs listen on (tests/support/ports.ts).
+ */
+export function freePort(host = "127.0.0.1"): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = createServer();
     s.once("error", reject);
@@ -110,7 +100,7 @@ function exited(child: ChildProcess, timeoutMs: number): Promise<void> {
  */
 export async function startCaddy(opts: StartCaddyOptions = {}): Promise<Caddy> {
   const host = opts.host ?? "127.0.0.1";
-  const adminAddress = `${host}:${await freePort(host, opts.avoidPorts)}`;
+  const adminAddress = `${host}:${await freePort(host)}`;
   const dir = mkdtempSync(join(tmpdir(), `kg-${opts.name ?? "caddy"}-`));
   const initial = join(dir, "initial.json");
   writeFileSync(
