@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PeprDev, startPeprDev } from "../../hack/pepr-dev";
 import { createNamespace, deleteNamespace, eventually, kubectl, kubectlOk } from "../support/kube";
-import { kubeconfigPath, kubectlBin, repoRoot } from "../support/paths";
+import { kubeconfigPath, kubectlBin, localDir, repoRoot } from "../support/paths";
 
 const HOST = "upgrade.kengine.local";
 
@@ -93,6 +93,21 @@ const proxyRows = (ns: string) =>
     })
     .sort((a, b) => a.name.localeCompare(b.name));
 
+/** The hash (12 characters, as KengineProxy shows it) of the last config pushed to each proxy. */
+function lastPushed(output: string): Map<string, string> {
+  const pushed = new Map<string, string>();
+  for (const line of output.split("\n")) {
+    if (!line.includes('"proxy pushed"')) continue;
+    try {
+      const entry = JSON.parse(line.slice(line.indexOf("{"))) as { proxy?: string; hash?: string };
+      if (entry.proxy && entry.hash) pushed.set(entry.proxy, entry.hash.slice(0, 12));
+    } catch {
+      // not a log entry
+    }
+  }
+  return pushed;
+}
+
 describe("upgrading the controller while traffic flows", () => {
   let dev: PeprDev | undefined;
   let ns: string;
@@ -127,18 +142,23 @@ describe("upgrading the controller while traffic flows", () => {
   });
 
   afterAll(async () => {
+    // Kept for troubleshooting (the cluster's logs are in the same directory).
+    if (dev) writeFileSync(join(localDir, "logs", "upgrade-controller.log"), dev.output());
     await dev?.stop();
     if (ns) deleteNamespace(ns);
     if (newer) rmSync(newer.dir, { recursive: true, force: true });
   });
 
   it("replaces the controller with a newer build: no failed request, no proxy reloaded or restarted", async () => {
+    // KengineProxy rows show a routine hash change only once it has settled (about 5 s), so the
+    // rows are taken as "before" only when they show what the controller last pushed.
     const before = await eventually(
-      "two Synced KengineProxy rows with one hash",
+      "two Synced KengineProxy rows with the hash the controller last pushed to each",
       () => {
         const rows = proxyRows(ns);
+        const pushed = lastPushed(dev!.output());
         return rows.length === 2 &&
-          rows.every(r => r.synced === "True") &&
+          rows.every(r => r.synced === "True" && pushed.get(`${ns}/${r.name}`) === r.applied) &&
           rows[0]!.applied === rows[1]!.applied
           ? rows
           : undefined;
@@ -176,15 +196,20 @@ describe("upgrading the controller while traffic flows", () => {
       "every KengineProxy verified by the new controller, hash unchanged",
       () => {
         const rows = proxyRows(ns);
-        return rows.length === 2 &&
+        if (
+          rows.length === 2 &&
           rows.every(
             r =>
               r.synced === "True" &&
               r.applied === before[0]!.applied &&
               Date.parse(r.lastSync) >= replacedAt - 1000,
           )
-          ? rows
-          : undefined;
+        )
+          return rows;
+        // shown if it times out
+        throw new Error(
+          `rows ${JSON.stringify(rows)}, hash before ${before[0]!.applied}, replaced at ${new Date(replacedAt).toISOString()}`,
+        );
       },
       120_000,
       500,
