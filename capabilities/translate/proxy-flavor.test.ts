@@ -15,6 +15,7 @@ describe("proxy flavours", () => {
       persistentListeners: true,
       mirror: true,
       retryOnStatus: true,
+      retryOnTransportError: true,
       sniRegexp: true,
       backendSANs: true,
     });
@@ -26,6 +27,7 @@ describe("proxy flavours", () => {
       persistentListeners: false,
       mirror: false,
       retryOnStatus: true,
+      retryOnTransportError: true,
       sniRegexp: true,
       backendSANs: false,
     });
@@ -33,6 +35,7 @@ describe("proxy flavours", () => {
       persistentListeners: false,
       mirror: false,
       retryOnStatus: false,
+      retryOnTransportError: false,
       sniRegexp: false,
       backendSANs: false,
     });
