@@ -41,6 +41,10 @@ describe("proxy flavours", () => {
     });
     expect(supportedFeaturesOf("Caddy")).toContain("HTTPRouteRetry");
     expect(supportedFeaturesOf("Kengine")).not.toContain("HTTPRouteRetry");
+    for (const f of ["HTTPRouteRetryBackendTimeout", "HTTPRouteRetryConnectionError"]) {
+      expect(supportedFeaturesOf("Caddy")).toContain(f);
+      expect(supportedFeaturesOf("Kengine")).not.toContain(f);
+    }
     expect(supportedFeaturesOf("Caddy", ["HTTPRoute", "HTTPRouteRequestMirror"])).toEqual([
       "HTTPRoute",
     ]);
