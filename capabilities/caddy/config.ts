@@ -673,6 +673,7 @@ function forward(ctx: Ctx, backends: readonly BackendIR[], policy: ForwardPolicy
   const errorPort = (ctx.opts.errorResponderListen ?? DEFAULT_ERROR_LISTEN).split(":").pop()!;
   const headerTimeout = minDefined(policy.timeouts?.backendRequestMs, policy.timeouts?.requestMs);
   const retry = policy.retry;
+  const match = retry && retryMatch(retry.codes, ctx.caps.retryOnTransportError);
   return {
     handler: "reverse_proxy",
     upstreams: upstreams.map(u => ({ dial: u.dial })),
@@ -684,11 +685,7 @@ function forward(ctx: Ctx, backends: readonly BackendIR[], policy: ForwardPolicy
         : { policy: "weighted_round_robin", weights },
       ...(retry && {
         retries: retry.attempts,
-        ...(retry.codes.length > 0 && {
-          retry_match: [
-            { expression: `{http.reverse_proxy.status_code} in [${retry.codes.join(", ")}]` },
-          ],
-        }),
+        ...(match && { retry_match: [{ expression: match }] }),
         ...(retry.backoffMs !== undefined && { try_interval: `${retry.backoffMs}ms` }),
         // The request timeout bounds the whole exchange, retries included.
         ...(policy.timeouts?.requestMs !== undefined && {
@@ -741,6 +738,22 @@ function forward(ctx: Ctx, backends: readonly BackendIR[], policy: ForwardPolicy
 }
 
 const RETRY_BODY_BUFFER = 1 << 20;
+
+/**
+ * The `retry_match` expression of a rule's retry: its status codes, and, where the proxy can
+ * tell (`retryOnTransportError`), any attempt that failed after the connection was made
+ * (reset or closed by the backend, backendRequest timeout), whatever the method. Caddy
+ * retries a failed dial by itself; without a `retry_match` it retries other failures of GET
+ * requests only. One expression: a transport failure has no status code (the placeholder is
+ * null, `in` is false), a response is no transport failure (null `== true` is false).
+ */
+function retryMatch(codes: readonly number[], transportErrors: boolean): string | undefined {
+  const parts = [
+    ...(transportErrors ? ["{http.reverse_proxy.is_transport_error} == true"] : []),
+    ...(codes.length > 0 ? [`{http.reverse_proxy.status_code} in [${codes.join(", ")}]`] : []),
+  ];
+  return parts.length > 0 ? parts.join(" || ") : undefined;
+}
 
 type ForwardPolicy = Pick<Extract<ActionIR, { type: "forward" }>, "timeouts" | "retry"> & {
   /** URLRewrite hostname of the entry, if any. */

@@ -44,3 +44,39 @@ describe("server names in the TLS handshake, per proxy flavour", () => {
     expect(matches).toContainEqual(["www.example.com"]);
   });
 });
+
+describe("retries of attempts without a response, per proxy flavour", () => {
+  /** The retry settings of each reverse_proxy in the retry-errors golden, as `flavor` gets it. */
+  function retries(flavor: ProxyFlavor): { retries?: number; retry_match?: object[] }[] {
+    const objects = parseSnapshotYAML(
+      readFileSync(join(__dirname, "../../tests/golden/retry-errors.in.yaml"), "utf8"),
+    );
+    const [ir] = translate(snapshotOf(withProxyFlavor(objects, flavor))).gateways;
+    const found: { retries?: number; retry_match?: object[] }[] = [];
+    JSON.stringify(toCaddyConfig(ir), (key, value: unknown) => {
+      if (key === "load_balancing") found.push(value as { retries?: number });
+      return value;
+    });
+    return found;
+  }
+  const TRANSPORT = "{http.reverse_proxy.is_transport_error} == true";
+
+  it("Bundled and Caddy retry transport errors of every method, with or without status codes", () => {
+    for (const flavor of ["Bundled", "Caddy"] as const) {
+      const lbs = retries(flavor).filter(lb => lb.retries !== undefined);
+      expect(lbs.map(lb => lb.retry_match)).toEqual([
+        [{ expression: TRANSPORT }],
+        [{ expression: TRANSPORT }],
+        [{ expression: `${TRANSPORT} || {http.reverse_proxy.status_code} in [500, 503]` }],
+      ]);
+    }
+  });
+
+  it("Kengine (Caddy 2.8 has no is_transport_error) keeps Caddy's default: GET only, no retry_match", () => {
+    const json = JSON.stringify(retries("Kengine"));
+    expect(json).not.toContain("is_transport_error");
+    expect(json).not.toContain("retry_match");
+    // The rule with status codes is dropped on Kengine; the two others keep their retries.
+    expect(retries("Kengine").filter(lb => lb.retries !== undefined)).toHaveLength(2);
+  });
+});

@@ -54,6 +54,10 @@ export const SUPPORTED_FEATURES: readonly string[] = [
   "HTTPRouteRequestPercentageMirror",
   // Passed the conformance suite on 2026-11-21 (kengine_http transport, Bundled flavour only):
   "BackendTLSPolicySANValidation",
+  // No test in suite v1.6.1 (v1.7.0's connection-error test fails dials); proven on real Caddy
+  // by tests/integration/retry-caddy.test.ts (retry_match on is_transport_error, Caddy >= 2.11.3):
+  "HTTPRouteRetryBackendTimeout",
+  "HTTPRouteRetryConnectionError",
 ]
   .slice()
   .sort();

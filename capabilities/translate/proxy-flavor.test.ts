@@ -15,6 +15,7 @@ describe("proxy flavours", () => {
       persistentListeners: true,
       mirror: true,
       retryOnStatus: true,
+      retryOnTransportError: true,
       sniRegexp: true,
       backendSANs: true,
     });
@@ -26,6 +27,7 @@ describe("proxy flavours", () => {
       persistentListeners: false,
       mirror: false,
       retryOnStatus: true,
+      retryOnTransportError: true,
       sniRegexp: true,
       backendSANs: false,
     });
@@ -33,11 +35,16 @@ describe("proxy flavours", () => {
       persistentListeners: false,
       mirror: false,
       retryOnStatus: false,
+      retryOnTransportError: false,
       sniRegexp: false,
       backendSANs: false,
     });
     expect(supportedFeaturesOf("Caddy")).toContain("HTTPRouteRetry");
     expect(supportedFeaturesOf("Kengine")).not.toContain("HTTPRouteRetry");
+    for (const f of ["HTTPRouteRetryBackendTimeout", "HTTPRouteRetryConnectionError"]) {
+      expect(supportedFeaturesOf("Caddy")).toContain(f);
+      expect(supportedFeaturesOf("Kengine")).not.toContain(f);
+    }
     expect(supportedFeaturesOf("Caddy", ["HTTPRoute", "HTTPRouteRequestMirror"])).toEqual([
       "HTTPRoute",
     ]);

@@ -28,6 +28,12 @@ export interface ProxyCapabilities {
   /** `reverse_proxy` `retry_match` on the response status (Caddy ≥ 2.11.3). */
   readonly retryOnStatus: boolean;
   /**
+   * `retry_match` on `{http.reverse_proxy.is_transport_error}` (Caddy ≥ 2.11.3): a request
+   * whose attempt failed after the connection was made (reset, closed, backendRequest timeout)
+   * is retried whatever its method. Without it only GET is.
+   */
+  readonly retryOnTransportError: boolean;
+  /**
    * The TLS handshake matcher `sni_regexp` (not in Caddy 2.8). Without it a wildcard listener
    * hostname is matched by `sni` patterns with up to WILDCARD_SNI_DEPTH labels in place of
    * the `*` (caddy/config.ts).
@@ -47,6 +53,7 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
     persistentListeners: true,
     mirror: true,
     retryOnStatus: true,
+    retryOnTransportError: true,
     sniRegexp: true,
     backendSANs: true,
   },
@@ -54,6 +61,7 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
     persistentListeners: false,
     mirror: false,
     retryOnStatus: true,
+    retryOnTransportError: true,
     sniRegexp: true,
     backendSANs: false,
   },
@@ -61,6 +69,7 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
     persistentListeners: false,
     mirror: false,
     retryOnStatus: false,
+    retryOnTransportError: false,
     sniRegexp: false,
     backendSANs: false,
   },
@@ -76,6 +85,7 @@ const CAPABILITY_TEXT: Readonly<Record<Capability, string>> = {
   persistentListeners: "listeners kept across config reloads",
   mirror: "request mirroring",
   retryOnStatus: "retries on response status codes",
+  retryOnTransportError: "retries after connection errors and backend timeouts",
   sniRegexp: "regular-expression server-name matching",
   backendSANs: "verification of backend certificates against subjectAltNames",
 };
@@ -86,6 +96,8 @@ const CAPABILITY_TEXT: Readonly<Record<Capability, string>> = {
  */
 export const FEATURE_NEEDS: Readonly<Record<string, Capability>> = {
   HTTPRouteRetry: "retryOnStatus",
+  HTTPRouteRetryBackendTimeout: "retryOnTransportError",
+  HTTPRouteRetryConnectionError: "retryOnTransportError",
   HTTPRouteRequestMirror: "mirror",
   HTTPRouteRequestMultipleMirrors: "mirror",
   HTTPRouteRequestPercentageMirror: "mirror",
