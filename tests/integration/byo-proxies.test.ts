@@ -341,7 +341,20 @@ describe("bring-your-own proxies", () => {
       "jsonpath={.status.addresses[0].value}",
     ]);
 
-    expect(await value("kengine_gateway_proxies", { gateway: gw, state: "Programmed" })).toBe(2);
+    // The gauges show the fleet as of the controller's last build: a push in flight (the periodic
+    // resync, an endpoint change) counts its proxy Pending until the build that follows it.
+    const byState = await eventually(
+      "both proxies Programmed on /metrics",
+      async () => {
+        const samples = (await scrape()).filter(
+          x => x.name === "kengine_gateway_proxies" && x.labels.gateway === gw,
+        );
+        const counts = Object.fromEntries(samples.map(x => [x.labels.state, x.value]));
+        return counts.Programmed === 2 ? counts : undefined;
+      },
+      30_000,
+    );
+    expect(byState).toEqual({ Programmed: 2, Pending: 0, Failed: 0 });
     expect(await value("kengine_gateway_proxy_config_bytes", { gateway: gw })).toBeGreaterThan(
       1000,
     );

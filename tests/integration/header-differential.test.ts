@@ -19,11 +19,12 @@
 import { ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { Server, createServer, get } from "node:http";
-import { AddressInfo, createConnection, createServer as createNetServer } from "node:net";
+import { AddressInfo, createConnection } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { request } from "undici";
 import { peerBin } from "../../hack/peers";
+import { freePort } from "../support/ports";
 import { escapePlaceholders } from "../../capabilities/caddy";
 import { quoteRE2 } from "../../capabilities/validation/regex";
 import {
@@ -106,16 +107,6 @@ let adminAddr = "";
 let httpPort = 0;
 let upstreamPort = 0;
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createNetServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 async function load(handlers: object[], match: object[] = [{ path: ["/*"] }]): Promise<number> {
   const config = {

@@ -22,6 +22,7 @@ import { join } from "node:path";
 import { connect as tlsConnect } from "node:tls";
 import { request } from "undici";
 import { peerBin } from "../../hack/peers";
+import { freePort } from "../support/ports";
 import { steadyClient } from "../support/traffic";
 import {
   AdminChannels,
@@ -51,16 +52,6 @@ const must = <T>(r: { ok: true; value: T } | { ok: false; error: unknown }): T =
   if (!r.ok) throw new Error(`unexpected failure: ${JSON.stringify(r.error)}`);
   return r.value;
 };
-
-const freePort = (): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
 
 const canConnect = (port: number): Promise<boolean> =>
   new Promise(resolve => {

@@ -11,7 +11,6 @@
  */
 import { ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Dispatcher, request } from "undici";
@@ -49,20 +48,9 @@ const START_POLLS = 200;
 const POLL_INTERVAL_MS = 50;
 const STOP_GRACE_MS = 10_000;
 
-/**
- * A TCP port that was free on `host` a moment ago. It comes from the ephemeral range, so it
- * never falls among the ports test configs listen on (tests/support/ports.ts).
- */
-export function freePort(host = "127.0.0.1"): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, host, () => {
-      const port = (s.address() as AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
+import { freePort } from "./ports";
+
+export { freePort };
 
 async function adminRequest(
   adminAddress: string,

@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { createServer } from "node:net";
 
 /**
  * Tests that run a golden or generated config on a local Caddy move its listeners to
@@ -39,4 +40,46 @@ export function listenerPortOffset(range = ephemeralPortRange()): number {
         `${range[0]}-${range[1]} (net.ipv4.ip_local_port_range); outgoing connections could take them`,
     );
   return LISTENER_PORT_OFFSET;
+}
+
+/**
+ * Ports handed out by freePort: below LISTENER_PORT_OFFSET and above every well-known port the
+ * cluster scripts use, and, like the moved listeners, outside the ephemeral range.
+ */
+export const FREE_PORT_RANGE: readonly [number, number] = [13_000, 18_999];
+
+const handedOut = new Set<number>();
+let cursor = -1;
+
+function bindable(port: number, host: string): Promise<boolean> {
+  return new Promise(resolve => {
+    const s = createServer();
+    s.once("error", () => resolve(false));
+    s.listen(port, host, () => s.close(() => resolve(true)));
+  });
+}
+
+/**
+ * A TCP port that was free on `host` a moment ago and that this process has not handed out
+ * before. Not from the kernel (listen on port 0): such a port lies in the ephemeral range, and a
+ * process that binds it later (Caddy on /load, a restarted proxy) finds it taken by the source
+ * port of some outgoing connection, as in CI.
+ */
+export async function freePort(host = "127.0.0.1", range = ephemeralPortRange()): Promise<number> {
+  const [low, high] = FREE_PORT_RANGE;
+  if (high >= range[0] && low <= range[1])
+    throw new Error(
+      `freePort uses ports ${low}-${high}, which overlap the ephemeral range ${range[0]}-${range[1]} (net.ipv4.ip_local_port_range)`,
+    );
+  const size = high - low + 1;
+  // a random start keeps separate test processes apart; the cursor keeps this one's ports distinct
+  if (cursor < 0) cursor = Math.floor(Math.random() * size);
+  for (let i = 0; i < size; i++) {
+    const port = low + ((cursor + i) % size);
+    if (handedOut.has(port) || !(await bindable(port, host))) continue;
+    cursor = (cursor + i + 1) % size;
+    handedOut.add(port);
+    return port;
+  }
+  throw new Error(`no free port on ${host} in ${low}-${high}`);
 }
