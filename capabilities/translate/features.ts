@@ -54,6 +54,11 @@ export const SUPPORTED_FEATURES: readonly string[] = [
   "HTTPRouteRequestPercentageMirror",
   // Passed the conformance suite on 2026-11-21 (kengine_http transport, Bundled flavour only):
   "BackendTLSPolicySANValidation",
+  // Passed the conformance suite on 2026-11-21 (client certificates; the backend one on the
+  // kengine_http transport, Bundled flavour only):
+  "GatewayBackendClientCertificate",
+  "GatewayFrontendClientCertificateValidation",
+  "GatewayFrontendClientCertificateValidationInsecureFallback",
 ]
   .slice()
   .sort();

@@ -17,6 +17,7 @@ describe("proxy flavours", () => {
       retryOnStatus: true,
       sniRegexp: true,
       backendSANs: true,
+      backendClientCertificate: true,
     });
     expect(supportedFeaturesOf("Bundled")).toEqual(SUPPORTED_FEATURES);
   });
@@ -28,6 +29,7 @@ describe("proxy flavours", () => {
       retryOnStatus: true,
       sniRegexp: true,
       backendSANs: false,
+      backendClientCertificate: false,
     });
     expect(capabilitiesOf("Kengine")).toEqual({
       persistentListeners: false,
@@ -35,12 +37,22 @@ describe("proxy flavours", () => {
       retryOnStatus: false,
       sniRegexp: false,
       backendSANs: false,
+      backendClientCertificate: false,
     });
     expect(supportedFeaturesOf("Caddy")).toContain("HTTPRouteRetry");
     expect(supportedFeaturesOf("Kengine")).not.toContain("HTTPRouteRetry");
     expect(supportedFeaturesOf("Caddy", ["HTTPRoute", "HTTPRouteRequestMirror"])).toEqual([
       "HTTPRoute",
     ]);
+    // Frontend client certificate validation is stock Caddy (2.8 too); presenting a client
+    // certificate to backends needs our transport.
+    for (const flavor of ["Caddy", "Kengine"] as const) {
+      expect(supportedFeaturesOf(flavor)).toContain("GatewayFrontendClientCertificateValidation");
+      expect(supportedFeaturesOf(flavor)).toContain(
+        "GatewayFrontendClientCertificateValidationInsecureFallback",
+      );
+      expect(supportedFeaturesOf(flavor)).not.toContain("GatewayBackendClientCertificate");
+    }
   });
 
   it("a flavour drops exactly the features whose capability it lacks", () => {

@@ -38,6 +38,12 @@ export interface ProxyCapabilities {
    * verified against BackendTLSPolicy subjectAltNames.
    */
   readonly backendSANs: boolean;
+  /**
+   * The same transport's inline `client_certificate`: a client certificate presented to TLS
+   * backends (Gateway spec.tls.backend.clientCertificateRef). Stock Caddy reads one from files
+   * only, which a configuration pushed over the admin API cannot provide.
+   */
+  readonly backendClientCertificate: boolean;
 }
 
 export type Capability = keyof ProxyCapabilities;
@@ -49,6 +55,7 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
     retryOnStatus: true,
     sniRegexp: true,
     backendSANs: true,
+    backendClientCertificate: true,
   },
   Caddy: {
     persistentListeners: false,
@@ -56,6 +63,7 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
     retryOnStatus: true,
     sniRegexp: true,
     backendSANs: false,
+    backendClientCertificate: false,
   },
   Kengine: {
     persistentListeners: false,
@@ -63,6 +71,7 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
     retryOnStatus: false,
     sniRegexp: false,
     backendSANs: false,
+    backendClientCertificate: false,
   },
 };
 
@@ -78,6 +87,7 @@ const CAPABILITY_TEXT: Readonly<Record<Capability, string>> = {
   retryOnStatus: "retries on response status codes",
   sniRegexp: "regular-expression server-name matching",
   backendSANs: "verification of backend certificates against subjectAltNames",
+  backendClientCertificate: "client certificates for backends",
 };
 
 /**
@@ -90,6 +100,7 @@ export const FEATURE_NEEDS: Readonly<Record<string, Capability>> = {
   HTTPRouteRequestMultipleMirrors: "mirror",
   HTTPRouteRequestPercentageMirror: "mirror",
   BackendTLSPolicySANValidation: "backendSANs",
+  GatewayBackendClientCertificate: "backendClientCertificate",
 };
 
 /** The features a flavour delivers: SUPPORTED_FEATURES minus those needing what it lacks. */
