@@ -174,6 +174,12 @@ function httpServer(ctx: Ctx, s: HTTPServerIR): CaddyHTTPServer {
     automatic_https: { disable: true },
     protocols: tls ? ["h1", "h2"] : ["h1", "h2c"],
     ...(tls && { tls_connection_policies: connectionPolicies(ctx, s) }),
+    // Caddy turns strict_sni_host on by itself once a policy checks client certificates (so
+    // that a Host outside the policy that authenticated cannot be reached). Every policy of
+    // this server checks them alike (per port), so it would only refuse requests the
+    // listeners serve without client validation (a Host other than the SNI under a wildcard
+    // or hostname-less listener; misdirected ones get 421 from the listener routes).
+    ...(tls && s.clientValidation && { strict_sni_host: false }),
   };
 }
 

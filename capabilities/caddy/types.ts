@@ -120,6 +120,7 @@ export interface CaddyHTTPServer {
   readonly automatic_https: { readonly disable: true };
   readonly protocols: readonly string[];
   readonly tls_connection_policies?: readonly CaddyTLSConnectionPolicy[];
+  readonly strict_sni_host?: boolean;
 }
 
 export type CaddyL4Handler =

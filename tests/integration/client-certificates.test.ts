@@ -1,6 +1,6 @@
 /**
  * Gateway spec.tls through real Caddy, with real certificates made here (capabilities/proxies/
- * pki.ts): a Gateway whose HTTPS listener on 443 requires a client certificate from CA
+ * pki.ts): a Gateway whose HTTPS listener on 443 (no hostname) requires a client certificate from CA
  * "clients" (frontend default, AllowValidOnly), whose listener on 8443 asks for one and takes
  * any (perPort, AllowInsecureFallback), and whose backend clientCertificateRef is presented to
  * a node HTTPS backend (BackendTLSPolicy) that itself requires a client certificate from CA
@@ -87,11 +87,11 @@ function objects(): KubeObject[] {
     type: "kubernetes.io/tls",
     data: { "tls.crt": b64(i.certificatePem), "tls.key": b64(i.privateKey.reveal()) },
   });
-  const tlsListener = (name: string, port: number) => ({
+  const tlsListener = (name: string, port: number, hostname?: string) => ({
     name,
     port,
     protocol: "HTTPS",
-    hostname: HOST,
+    ...(hostname && { hostname }),
     tls: { certificateRefs: [{ name: "serving" }] },
   });
   return [
@@ -133,7 +133,7 @@ function objects(): KubeObject[] {
             ],
           },
         },
-        listeners: [tlsListener("strict", 443), tlsListener("fallback", 8443)],
+        listeners: [tlsListener("strict", 443), tlsListener("fallback", 8443, HOST)],
       },
     },
     {
@@ -262,6 +262,11 @@ describe.each(RUNS)("client certificates on the $flavor proxy", ({ flavor, peer 
   it("AllowValidOnly: no certificate, or one from another CA, is refused in the handshake", async () => {
     await expect(get(strict)).rejects.toThrow();
     await expect(get(strict, stranger)).rejects.toThrow();
+  });
+
+  it("AllowValidOnly: a Host other than the SNI is served by a listener without hostname (no strict SNI-Host check)", async () => {
+    const r = await httpsGet(strict, HOST, `www.${HOST}`, "/", trusted);
+    expect(r.status).toBe(flavor === "Bundled" ? 200 : 502);
   });
 
   it("AllowInsecureFallback: trusted, untrusted and no certificate all get through", async () => {
