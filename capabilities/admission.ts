@@ -53,7 +53,7 @@ import {
 import { parametersRefShapeProblem } from "./validation/parametersref";
 import { gatewayClassProblems } from "./validation/gatewayclass";
 import { referenceGrantProblems } from "./validation/referencegrant";
-import { gatewayProblems } from "./validation/gateway";
+import { gatewayProblems, gatewayTLSWarnings } from "./validation/gateway";
 import { grpcRouteProblems } from "./validation/grpcroute";
 import { httpRouteProblems } from "./validation/httproute";
 import { l4RouteProblems } from "./validation/l4route";
@@ -195,14 +195,16 @@ export const validateGateway = (req: PeprValidateRequest<Gateway>) =>
     "Gateway",
     g => isOurGatewayClass(g.spec?.gatewayClassName ?? "", lookups),
     gatewayProblems,
-    (g, ns) =>
-      invalidParameters(
+    (g, ns) => [
+      ...invalidParameters(
         parametersRefShapeProblem(
           g.spec?.infrastructure?.parametersRef,
           ns,
           "spec.infrastructure.parametersRef",
         ),
       ),
+      ...gatewayTLSWarnings(g),
+    ],
   );
 
 /** A parametersRef problem as a warning: stored, and what its status will say. */

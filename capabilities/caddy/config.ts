@@ -7,6 +7,7 @@
 import {
   ActionIR,
   BackendIR,
+  CertificateIR,
   CorsIR,
   EndpointIR,
   GatewayIR,
@@ -78,6 +79,7 @@ export function toCaddyConfig(
   const seenCert = new Set<string>();
   for (const ir of list) {
     ctx.caps = capabilitiesOf(ir.flavor ?? DEFAULT_PROXY_FLAVOR);
+    ctx.clientCertificate = ir.backendClientCertificate;
     for (const s of ir.httpServers)
       servers[serverName(s.protocol, s.port, list.length > 1 ? ir : undefined)] = httpServer(
         ctx,
@@ -125,6 +127,8 @@ interface Ctx {
   needsErrorServer: boolean;
   /** What the proxies of the Gateway being built can run (its flavour). */
   caps: ProxyCapabilities;
+  /** The client certificate the Gateway being built presents to TLS backends. */
+  clientCertificate?: CertificateIR;
   /** Shared dispatch of the server being built: reverse_proxy JSON → its route. */
   dispatch?: Map<string, { readonly id: string; readonly handler: CaddyHandler }>;
 }
@@ -170,13 +174,31 @@ function httpServer(ctx: Ctx, s: HTTPServerIR): CaddyHTTPServer {
     automatic_https: { disable: true },
     protocols: tls ? ["h1", "h2"] : ["h1", "h2c"],
     ...(tls && { tls_connection_policies: connectionPolicies(ctx, s) }),
+    // Caddy turns strict_sni_host on by itself once a policy checks client certificates (so
+    // that a Host outside the policy that authenticated cannot be reached). Every policy of
+    // this server checks them alike (per port), so it would only refuse requests the
+    // listeners serve without client validation (a Host other than the SNI under a wildcard
+    // or hostname-less listener; misdirected ones get 421 from the listener routes).
+    ...(tls && s.clientValidation && { strict_sni_host: false }),
   };
 }
 
 function connectionPolicies(ctx: Ctx, s: HTTPServerIR): CaddyTLSConnectionPolicy[] {
+  const v = s.clientValidation;
   return s.listeners.map(l => ({
     ...(l.hostname !== undefined && { match: sniMatch(ctx, l.hostname) }),
     certificate_selection: { any_tag: [...l.certificateIds] },
+    // Gateway spec.tls.frontend: AllowValidOnly requires a certificate that verifies;
+    // AllowInsecureFallback asks for one and takes the connection whatever is sent.
+    ...(v && {
+      client_authentication: {
+        ca: { provider: "inline" as const, trusted_ca_certs: [...v.caCertificates] },
+        mode:
+          v.mode === "AllowInsecureFallback"
+            ? ("request" as const)
+            : ("require_and_verify" as const),
+      },
+    }),
   }));
 }
 
@@ -708,8 +730,15 @@ function forward(ctx: Ctx, backends: readonly BackendIR[], policy: ForwardPolicy
     ...(tls
       ? {
           transport: {
-            // subjectAltNames: our transport (hack/proxy/santls), the http one plus SAN checks.
-            protocol: tls.subjectAltNames ? "kengine_http" : "http",
+            // subjectAltNames, a client certificate: our transport (hack/proxy/santls), the
+            // http one plus SAN checks and an inline client certificate.
+            protocol: tls.subjectAltNames || ctx.clientCertificate ? "kengine_http" : "http",
+            ...(ctx.clientCertificate && {
+              client_certificate: {
+                certificate: ctx.clientCertificate.certificatePem,
+                key: ctx.clientCertificate.keyPem,
+              },
+            }),
             ...(tls.subjectAltNames && {
               subject_alt_names: {
                 ...(tls.subjectAltNames.dns.length > 0 && { dns: [...tls.subjectAltNames.dns] }),

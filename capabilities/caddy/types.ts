@@ -72,12 +72,13 @@ export type CaddyHandler =
         readonly try_interval?: string;
       };
       readonly transport?: {
-        /** kengine_http: our transport (hack/proxy/santls), http + subject_alt_names. */
+        /** kengine_http: our transport (hack/proxy/santls), http + subject_alt_names + client_certificate. */
         readonly protocol: "http" | "kengine_http";
         readonly subject_alt_names?: {
           readonly dns?: readonly string[];
           readonly uri?: readonly string[];
         };
+        readonly client_certificate?: { readonly certificate: string; readonly key: string };
         readonly versions?: readonly string[];
         readonly response_header_timeout?: string;
         readonly tls?: {
@@ -107,6 +108,10 @@ export type CaddySNIMatch =
 export interface CaddyTLSConnectionPolicy {
   readonly match?: CaddySNIMatch;
   readonly certificate_selection?: { readonly any_tag: readonly string[] };
+  readonly client_authentication?: {
+    readonly ca: { readonly provider: "inline"; readonly trusted_ca_certs: readonly string[] };
+    readonly mode: "require_and_verify" | "request";
+  };
 }
 
 export interface CaddyHTTPServer {
@@ -115,6 +120,7 @@ export interface CaddyHTTPServer {
   readonly automatic_https: { readonly disable: true };
   readonly protocols: readonly string[];
   readonly tls_connection_policies?: readonly CaddyTLSConnectionPolicy[];
+  readonly strict_sni_host?: boolean;
 }
 
 export type CaddyL4Handler =

@@ -20,6 +20,11 @@ export interface GatewayIR {
   readonly l4Servers: readonly L4ServerIR[];
   /** TLS certificates used by HTTPS listeners, referenced by `id`. */
   readonly certificates: readonly CertificateIR[];
+  /**
+   * The client certificate presented to backends reached over TLS (Gateway
+   * spec.tls.backend.clientCertificateRef); only when the flavour can present one.
+   */
+  readonly backendClientCertificate?: CertificateIR;
 }
 
 export interface CertificateIR {
@@ -32,6 +37,15 @@ export interface CertificateIR {
 export interface HTTPServerIR {
   readonly port: number;
   readonly protocol: "HTTP" | "HTTPS";
+  /**
+   * HTTPS: client certificates are checked against these CAs (Gateway spec.tls.frontend);
+   * AllowInsecureFallback: asked for, not required nor verified.
+   */
+  readonly clientValidation?: {
+    readonly mode: "AllowValidOnly" | "AllowInsecureFallback";
+    /** Base64 DER. */
+    readonly caCertificates: readonly string[];
+  };
   /** Listeners sharing the port, most specific hostname first. */
   readonly listeners: readonly HTTPListenerIR[];
 }

@@ -106,6 +106,43 @@ describe("snapshot", () => {
     ).toBe(true);
   });
 
+  it("rebuilds for the ConfigMaps and Secret a Gateway's spec.tls names, not for others", () => {
+    const [gc, gw, route] = base();
+    const withTLS = obj("Gateway", "gw", {
+      spec: {
+        ...(gw as unknown as { spec: object }).spec,
+        tls: {
+          backend: { clientCertificateRef: { name: "client", namespace: "certs" } },
+          frontend: {
+            default: {
+              validation: { caCertificateRefs: [{ group: "", kind: "ConfigMap", name: "ca" }] },
+            },
+            perPort: [
+              {
+                port: 8443,
+                tls: {
+                  validation: {
+                    caCertificateRefs: [
+                      { group: "", kind: "ConfigMap", name: "ca2", namespace: "o" },
+                    ],
+                  },
+                },
+              },
+            ],
+          },
+        },
+      },
+    });
+    const s = snapshotOf([gc, withTLS, route]);
+    const relevant = (kind: "ConfigMap" | "Secret", name: string, ns = "default") =>
+      apply(s, { type: "upsert", kind, object: obj(kind, name, {}, ns) }).relevant;
+    expect(relevant("ConfigMap", "ca")).toBe(true);
+    expect(relevant("ConfigMap", "ca2", "o")).toBe(true);
+    expect(relevant("Secret", "client", "certs")).toBe(true);
+    expect(relevant("ConfigMap", "unrelated")).toBe(false);
+    expect(relevant("Secret", "client")).toBe(false); // other namespace than the ref's
+  });
+
   it("ignores routes and Gateways of other controllers", () => {
     const s = snapshotOf(base());
     expect(

@@ -192,7 +192,17 @@ function buildIndex(s: Snapshot): ReferenceIndex {
   for (const gw of s.objects.Gateway.values()) {
     if (!ourClasses.has(gw.spec?.gatewayClassName)) continue;
     ourGateways.add(keyOf(gw));
-    addListenerRefs(gw.metadata.namespace ?? "", gw.spec.listeners);
+    const gwNs = gw.metadata.namespace ?? "";
+    addListenerRefs(gwNs, gw.spec.listeners);
+    const tls = gw.spec.tls;
+    const client = tls?.backend?.clientCertificateRef;
+    if (client) secrets.add(`${client.namespace ?? gwNs}/${client.name}`);
+    for (const v of [
+      tls?.frontend?.default?.validation,
+      ...(tls?.frontend?.perPort ?? []).map(p => p.tls?.validation),
+    ])
+      for (const ref of v?.caCertificateRefs ?? [])
+        if (ref.kind === "ConfigMap") configMaps.add(`${ref.namespace ?? gwNs}/${ref.name}`);
     if (gw.spec.allowedListeners?.namespaces?.from === "Selector") namespaceSelectors = true;
   }
   for (const ls of s.objects.ListenerSet.values()) {

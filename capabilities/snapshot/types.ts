@@ -82,10 +82,36 @@ export interface Listener {
   readonly allowedRoutes?: AllowedRoutes;
 }
 
+/** A reference to any object (ObjectReference): caCertificateRefs. */
+export interface ObjectReference {
+  readonly group: string;
+  readonly kind: string;
+  readonly name: string;
+  readonly namespace?: string;
+}
+
+/** Client certificate validation of HTTPS listeners (Gateway spec.tls.frontend). */
+export interface FrontendTLSValidation {
+  readonly caCertificateRefs?: readonly ObjectReference[];
+  readonly mode?: "AllowValidOnly" | "AllowInsecureFallback" | string;
+}
+
+export interface GatewayTLS {
+  readonly backend?: { readonly clientCertificateRef?: SecretObjectReference };
+  readonly frontend?: {
+    readonly default?: { readonly validation?: FrontendTLSValidation };
+    readonly perPort?: readonly {
+      readonly port: number;
+      readonly tls?: { readonly validation?: FrontendTLSValidation };
+    }[];
+  };
+}
+
 export interface Gateway extends KubeObject {
   readonly spec: {
     readonly gatewayClassName: string;
     readonly listeners?: readonly Listener[];
+    readonly tls?: GatewayTLS;
     readonly addresses?: readonly { readonly type?: string; readonly value?: string }[];
     readonly allowedListeners?: {
       readonly namespaces?: { readonly from?: string; readonly selector?: LabelSelector };

@@ -258,7 +258,7 @@ export function subjectAltNames(p: BackendTLSPolicy): { dns: string[]; uri: stri
 }
 
 /** Every certificate in a PEM bundle as base64 DER; [] if any block is not a certificate. */
-function pemCertificates(pem: string): string[] {
+export function pemCertificates(pem: string): string[] {
   const blocks = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g) ?? [];
   const out: string[] = [];
   for (const b of blocks) {

@@ -10,6 +10,7 @@ export const ConditionType = {
   Conflicted: "Conflicted",
   PartiallyInvalid: "PartiallyInvalid",
   SupportedVersion: "SupportedVersion",
+  InsecureFrontendValidationMode: "InsecureFrontendValidationMode",
 } as const;
 export type ConditionType = (typeof ConditionType)[keyof typeof ConditionType];
 
@@ -54,6 +55,9 @@ export const ListenerReason = {
   NoConflicts: "NoConflicts",
   HostnameConflict: "HostnameConflict",
   ProtocolConflict: "ProtocolConflict",
+  InvalidCACertificateRef: "InvalidCACertificateRef",
+  InvalidCACertificateKind: "InvalidCACertificateKind",
+  NoValidCACertificate: "NoValidCACertificate",
 } as const;
 
 export const RouteReason = {

@@ -58,6 +58,11 @@ export const SUPPORTED_FEATURES: readonly string[] = [
   // by tests/integration/retry-caddy.test.ts (retry_match on is_transport_error, Caddy >= 2.11.3):
   "HTTPRouteRetryBackendTimeout",
   "HTTPRouteRetryConnectionError",
+  // Passed the conformance suite on 2026-11-21 (client certificates; the backend one on the
+  // kengine_http transport, Bundled flavour only):
+  "GatewayBackendClientCertificate",
+  "GatewayFrontendClientCertificateValidation",
+  "GatewayFrontendClientCertificateValidationInsecureFallback",
 ]
   .slice()
   .sort();

@@ -17,6 +17,7 @@ import {
 } from "../snapshot";
 import { Condition, ConditionType, ListenerReason, condition } from "./conditions";
 import { refPermitted } from "./refs";
+import { ClientValidation, frontendValidation } from "./gatewaytls";
 import { listenerProblems } from "../validation/gateway";
 import { problemText } from "../validation/message";
 
@@ -45,6 +46,8 @@ export interface ResolvedListener {
   /** Whether the proxy serves this listener (accepted, not conflicted, references resolved). */
   readonly served: boolean;
   readonly certificates: readonly CertificateIR[];
+  /** HTTPS: the client certificate validation of its port (Gateway spec.tls.frontend). */
+  readonly clientValidation?: ClientValidation;
 }
 
 const PROTOCOL_KINDS: Readonly<Record<string, readonly RouteKind[]>> = {
@@ -64,8 +67,11 @@ interface Draft {
   supportedKinds: { group: string; kind: RouteKind }[];
   accepted?: { reason: string; message: string };
   resolvedRefs?: { reason: string; message: string };
+  /** resolvedRefs does not stop the listener being served (some CA refs are still usable). */
+  resolvedRefsServed?: boolean;
   conflicted?: { reason: string; message: string };
   certificates: CertificateIR[];
+  clientValidation?: ClientValidation;
 }
 
 /** ListenerSets attached to `gw` and allowed by its `allowedListeners`, in precedence order. */
@@ -122,7 +128,7 @@ export function resolveListeners(
     generation: gw.metadata.generation,
     precedence: 0,
   };
-  (gw.spec.listeners ?? []).forEach((l, i) => drafts.push(draft(s, gwOwner, l, i)));
+  (gw.spec.listeners ?? []).forEach((l, i) => drafts.push(draft(s, gw, gwOwner, l, i)));
   listenerSets.forEach((ls, i) => {
     const owner: ListenerOwner = {
       kind: "ListenerSet",
@@ -131,13 +137,19 @@ export function resolveListeners(
       generation: ls.metadata.generation,
       precedence: i + 1,
     };
-    (ls.spec?.listeners ?? []).forEach((l, j) => drafts.push(draft(s, owner, l, j)));
+    (ls.spec?.listeners ?? []).forEach((l, j) => drafts.push(draft(s, gw, owner, l, j)));
   });
   markConflicts(drafts);
   return drafts.map(finish);
 }
 
-function draft(s: Snapshot, owner: ListenerOwner, l: Listener, listenerIndex: number): Draft {
+function draft(
+  s: Snapshot,
+  gw: Gateway,
+  owner: ListenerOwner,
+  l: Listener,
+  listenerIndex: number,
+): Draft {
   const d: Draft = {
     owner,
     listener: l,
@@ -207,6 +219,20 @@ function draft(s: Snapshot, owner: ListenerOwner, l: Listener, listenerIndex: nu
         break;
       }
     }
+  }
+  // Client certificate validation (Gateway spec.tls.frontend), HTTPS listeners only.
+  const fv = l.protocol === "HTTPS" ? frontendValidation(s, gw, l.port) : undefined;
+  if (fv) {
+    if (fv.problem && !d.resolvedRefs) {
+      d.resolvedRefs = fv.problem;
+      d.resolvedRefsServed = fv.validation !== undefined;
+    }
+    if (fv.validation) d.clientValidation = fv.validation;
+    else
+      d.accepted = {
+        reason: ListenerReason.NoValidCACertificate,
+        message: `no usable CA certificate for client certificate validation: ${fv.problem?.message ?? "no caCertificateRefs"}`,
+      };
   }
   return d;
 }
@@ -333,6 +359,7 @@ function finish(d: Draft): ResolvedListener {
   // A listener with some unsupported route kinds still serves the supported ones.
   const refsBlock =
     d.resolvedRefs &&
+    !d.resolvedRefsServed &&
     !(d.resolvedRefs.reason === ListenerReason.InvalidRouteKinds && d.supportedKinds.length > 0);
   const served = !d.accepted && !d.conflicted && !refsBlock;
   conditions.push(
@@ -382,6 +409,7 @@ function finish(d: Draft): ResolvedListener {
     conditions,
     served,
     certificates: d.certificates,
+    ...(d.clientValidation && { clientValidation: d.clientValidation }),
   };
 }
 

@@ -18,6 +18,7 @@ describe("proxy flavours", () => {
       retryOnTransportError: true,
       sniRegexp: true,
       backendSANs: true,
+      backendClientCertificate: true,
     });
     expect(supportedFeaturesOf("Bundled")).toEqual(SUPPORTED_FEATURES);
   });
@@ -30,6 +31,7 @@ describe("proxy flavours", () => {
       retryOnTransportError: true,
       sniRegexp: true,
       backendSANs: false,
+      backendClientCertificate: false,
     });
     expect(capabilitiesOf("Kengine")).toEqual({
       persistentListeners: false,
@@ -38,6 +40,7 @@ describe("proxy flavours", () => {
       retryOnTransportError: false,
       sniRegexp: false,
       backendSANs: false,
+      backendClientCertificate: false,
     });
     expect(supportedFeaturesOf("Caddy")).toContain("HTTPRouteRetry");
     expect(supportedFeaturesOf("Kengine")).not.toContain("HTTPRouteRetry");
@@ -48,6 +51,15 @@ describe("proxy flavours", () => {
     expect(supportedFeaturesOf("Caddy", ["HTTPRoute", "HTTPRouteRequestMirror"])).toEqual([
       "HTTPRoute",
     ]);
+    // Frontend client certificate validation is stock Caddy (2.8 too); presenting a client
+    // certificate to backends needs our transport.
+    for (const flavor of ["Caddy", "Kengine"] as const) {
+      expect(supportedFeaturesOf(flavor)).toContain("GatewayFrontendClientCertificateValidation");
+      expect(supportedFeaturesOf(flavor)).toContain(
+        "GatewayFrontendClientCertificateValidationInsecureFallback",
+      );
+      expect(supportedFeaturesOf(flavor)).not.toContain("GatewayBackendClientCertificate");
+    }
   });
 
   it("a flavour drops exactly the features whose capability it lacks", () => {

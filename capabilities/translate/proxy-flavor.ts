@@ -44,6 +44,12 @@ export interface ProxyCapabilities {
    * verified against BackendTLSPolicy subjectAltNames.
    */
   readonly backendSANs: boolean;
+  /**
+   * The same transport's inline `client_certificate`: a client certificate presented to TLS
+   * backends (Gateway spec.tls.backend.clientCertificateRef). Stock Caddy reads one from files
+   * only, which a configuration pushed over the admin API cannot provide.
+   */
+  readonly backendClientCertificate: boolean;
 }
 
 export type Capability = keyof ProxyCapabilities;
@@ -56,6 +62,7 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
     retryOnTransportError: true,
     sniRegexp: true,
     backendSANs: true,
+    backendClientCertificate: true,
   },
   Caddy: {
     persistentListeners: false,
@@ -64,6 +71,7 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
     retryOnTransportError: true,
     sniRegexp: true,
     backendSANs: false,
+    backendClientCertificate: false,
   },
   Kengine: {
     persistentListeners: false,
@@ -72,6 +80,7 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
     retryOnTransportError: false,
     sniRegexp: false,
     backendSANs: false,
+    backendClientCertificate: false,
   },
 };
 
@@ -88,6 +97,7 @@ const CAPABILITY_TEXT: Readonly<Record<Capability, string>> = {
   retryOnTransportError: "retries after connection errors and backend timeouts",
   sniRegexp: "regular-expression server-name matching",
   backendSANs: "verification of backend certificates against subjectAltNames",
+  backendClientCertificate: "client certificates for backends",
 };
 
 /**
@@ -102,6 +112,7 @@ export const FEATURE_NEEDS: Readonly<Record<string, Capability>> = {
   HTTPRouteRequestMultipleMirrors: "mirror",
   HTTPRouteRequestPercentageMirror: "mirror",
   BackendTLSPolicySANValidation: "backendSANs",
+  GatewayBackendClientCertificate: "backendClientCertificate",
 };
 
 /** The features a flavour delivers: SUPPORTED_FEATURES minus those needing what it lacks. */

@@ -53,6 +53,12 @@ import {
 } from "./listeners";
 import { RankedMatch, comparePrecedence } from "./precedence";
 import {
+  BackendClientCertificateResult,
+  GatewayTLSReason,
+  backendClientCertificate,
+  insecureFrontendValidation,
+} from "./gatewaytls";
+import {
   CompiledRoute,
   CompiledRule,
   compileGRPCRoute,
@@ -107,6 +113,8 @@ interface GatewayContext {
   readonly attachments: Map<string, Attachment[]>;
   /** What the Gateway's proxies run (class parameters, then the Gateway's). */
   readonly flavor: ProxyFlavor;
+  /** spec.tls.backend.clientCertificateRef, resolved (undefined: none set). */
+  readonly backendClientCertificate?: BackendClientCertificateResult;
 }
 
 const byKey = <T extends { metadata: { name: string; namespace?: string } }>(a: T, b: T): number =>
@@ -162,6 +170,7 @@ export function translate(s: Snapshot, options: TranslateOptions = {}): Translat
       listeners: resolveListeners(s, gw, allowed),
       attachments: new Map(),
       flavor,
+      backendClientCertificate: backendClientCertificate(s, gw),
     });
   }
   const listenerSetOwner = new Map<string, GatewayContext>();
@@ -233,7 +242,7 @@ export function translate(s: Snapshot, options: TranslateOptions = {}): Translat
             gen,
           ),
         ]
-      : gatewayConditions(own, gen);
+      : [...gatewayConditions(own, gen), ...gatewayTLSConditions(ctx, own, gen)];
     const sets = listenerSetResults(ctx, conditions[0].status === "True");
     listenerSetStatuses.push(...sets.statuses);
     gatewayStatuses.push({
@@ -611,6 +620,71 @@ function gatewayConditions(
 }
 
 /**
+ * Conditions of a Gateway that sets spec.tls: ResolvedRefs (its backend clientCertificateRef,
+ * else a summary of its listeners' ResolvedRefs) and, while any frontend validation allows an
+ * insecure fallback, InsecureFrontendValidationMode. Gateways without spec.tls have neither.
+ */
+function gatewayTLSConditions(
+  ctx: GatewayContext,
+  listeners: readonly ResolvedListener[],
+  gen: number | undefined,
+): Condition[] {
+  const gw = ctx.gateway;
+  if (!gw.spec.tls?.backend && !gw.spec.tls?.frontend) return [];
+  const client = ctx.backendClientCertificate;
+  const unresolved = listeners.filter(l =>
+    l.conditions.some(c => c.type === ConditionType.ResolvedRefs && c.status === "False"),
+  );
+  const why = client?.ok ? missingCapability(ctx.flavor, ["backendClientCertificate"]) : undefined;
+  const resolved =
+    client && !client.ok
+      ? condition(
+          ConditionType.ResolvedRefs,
+          false,
+          client.reason,
+          `${client.message}; backends are reached without a client certificate`,
+          gen,
+        )
+      : why
+        ? condition(
+            ConditionType.ResolvedRefs,
+            false,
+            GatewayTLSReason.UnsupportedValue,
+            `spec.tls.backend.clientCertificateRef: ${why}; backends are reached without a client certificate`,
+            gen,
+          )
+        : unresolved.length > 0
+          ? condition(
+              ConditionType.ResolvedRefs,
+              false,
+              GatewayTLSReason.ListenersNotResolved,
+              `listeners with unresolved references: ${unresolved.map(l => l.listener.name).join(", ")}`,
+              gen,
+            )
+          : condition(
+              ConditionType.ResolvedRefs,
+              true,
+              GatewayTLSReason.ResolvedRefs,
+              "all references resolved",
+              gen,
+            );
+  return [
+    resolved,
+    ...(insecureFrontendValidation(gw)
+      ? [
+          condition(
+            ConditionType.InsecureFrontendValidationMode,
+            true,
+            GatewayTLSReason.ConfigurationChanged,
+            "spec.tls.frontend sets mode AllowInsecureFallback: HTTPS clients without a valid client certificate are accepted",
+            gen,
+          ),
+        ]
+      : []),
+  ];
+}
+
+/**
  * Status of the ListenerSets naming this Gateway as parent, and how many are attached (allowed
  * and Accepted: the Gateway's status.attachedListenerSets; undefined when the Gateway neither
  * sets allowedListeners nor has a ListenerSet naming it, so the field is not written).
@@ -733,9 +807,11 @@ function buildIR(ctx: GatewayContext): GatewayIR {
             ) || (a.id < b.id ? -1 : 1),
         )
         .map(l => httpListenerIR(l, ctx.attachments.get(l.id) ?? [], ctx.flavor));
+      const clientValidation = http.find(l => l.clientValidation)?.clientValidation;
       httpServers.push({
         port,
         protocol: http[0].listener.protocol as "HTTP" | "HTTPS",
+        ...(clientValidation && { clientValidation }),
         listeners,
       });
     }
@@ -776,6 +852,7 @@ function buildIR(ctx: GatewayContext): GatewayIR {
     }
   }
   const certs = new Map(served.flatMap(l => l.certificates).map(c => [c.id, c] as const));
+  const client = ctx.backendClientCertificate;
   return {
     namespace: ctx.gateway.metadata.namespace ?? "",
     name: ctx.gateway.metadata.name,
@@ -784,6 +861,14 @@ function buildIR(ctx: GatewayContext): GatewayIR {
     httpServers,
     l4Servers,
     certificates: [...certs.values()].sort((a, b) => (a.id < b.id ? -1 : 1)),
+    ...(client?.ok &&
+      capabilitiesOf(ctx.flavor).backendClientCertificate && {
+        backendClientCertificate: {
+          id: client.id,
+          certificatePem: client.certificatePem,
+          keyPem: client.keyPem,
+        },
+      }),
   };
 }
 

@@ -1,4 +1,9 @@
-import { gatewayProblems } from "./gateway";
+import {
+  caCertificateRefKindProblem,
+  clientCertificateRefKindProblem,
+  gatewayProblems,
+  gatewayTLSWarnings,
+} from "./gateway";
 
 describe("gatewayProblems", () => {
   it("refuses reserved ports and TLS options, each with its listener's path", () => {
@@ -44,5 +49,65 @@ describe("gatewayProblems", () => {
         },
       }),
     ).toEqual([]);
+  });
+});
+
+describe("Gateway spec.tls", () => {
+  it("reads CA certificates from core ConfigMaps only", () => {
+    expect(
+      caCertificateRefKindProblem({ group: "", kind: "ConfigMap", name: "ca" }),
+    ).toBeUndefined();
+    expect(caCertificateRefKindProblem({ group: "", kind: "Service", name: "x" })).toMatch(
+      /Service.core is not a supported CA certificate kind/,
+    );
+    expect(
+      caCertificateRefKindProblem({ group: "example.io", kind: "ConfigMap", name: "x" }),
+    ).toMatch(/ConfigMap.example.io/);
+  });
+
+  it("reads the backend client certificate from core Secrets only (kind Secret by default)", () => {
+    expect(clientCertificateRefKindProblem({ name: "c" })).toBeUndefined();
+    expect(clientCertificateRefKindProblem({ group: "", kind: "WrongKind", name: "c" })).toMatch(
+      /WrongKind.core/,
+    );
+    expect(clientCertificateRefKindProblem({ group: "x.io", kind: "Secret", name: "c" })).toMatch(
+      /Secret.x.io/,
+    );
+  });
+
+  it("warns about what status will say: wrong kinds and the insecure fallback", () => {
+    expect(gatewayTLSWarnings({ spec: {} })).toEqual([]);
+    const warnings = gatewayTLSWarnings({
+      spec: {
+        tls: {
+          backend: { clientCertificateRef: { group: "", kind: "ConfigMap", name: "c" } },
+          frontend: {
+            default: {
+              validation: { caCertificateRefs: [{ group: "", kind: "ConfigMap", name: "ok" }] },
+            },
+            perPort: [
+              {
+                port: 8443,
+                tls: {
+                  validation: {
+                    mode: "AllowInsecureFallback",
+                    caCertificateRefs: [{ group: "", kind: "Secret", name: "s" }],
+                  },
+                },
+              },
+            ],
+          },
+        },
+      },
+    });
+    expect(warnings).toEqual([
+      expect.stringMatching(
+        /^spec.tls.backend.clientCertificateRef: .*ResolvedRefs=False\/InvalidClientCertificateRef$/,
+      ),
+      expect.stringMatching(
+        /^spec.tls.frontend.perPort\[0\].tls.validation.caCertificateRefs\[0\]: Secret.core .*InvalidCACertificateKind$/,
+      ),
+      expect.stringMatching(/AllowInsecureFallback.*InsecureFrontendValidationMode=True$/),
+    ]);
   });
 });

@@ -56,3 +56,92 @@ export function gatewayProblems(obj: GatewayLike, c = new Collector()): FieldPro
   });
   return c.problems();
 }
+
+/* ------------------------------------------------------------------ spec.tls */
+
+/** A reference as the Gateway writes it (group and kind may be left out on a Secret ref). */
+interface RefLike {
+  readonly group?: string;
+  readonly kind?: string;
+  readonly name?: string;
+  readonly namespace?: string;
+}
+
+/**
+ * Why a frontend `caCertificateRefs` entry names a kind we cannot read, or undefined. Only
+ * core ConfigMaps (the CA bundle under `ca.crt`) are supported; the spec reports another kind
+ * as `ResolvedRefs=False/InvalidCACertificateKind` on every HTTPS listener it applies to.
+ */
+export function caCertificateRefKindProblem(ref: RefLike): string | undefined {
+  const group = ref.group ?? "";
+  if (group === "" && ref.kind === "ConfigMap") return undefined;
+  return `${ref.kind ?? ""}.${group || "core"} is not a supported CA certificate kind (only core ConfigMaps with ca.crt)`;
+}
+
+/**
+ * Why `spec.tls.backend.clientCertificateRef` names a kind we cannot read, or undefined: only
+ * core Secrets (tls.crt and tls.key); status `ResolvedRefs=False/InvalidClientCertificateRef`.
+ */
+export function clientCertificateRefKindProblem(ref: RefLike): string | undefined {
+  const group = ref.group ?? "";
+  const kind = ref.kind ?? "Secret";
+  if (group === "" && kind === "Secret") return undefined;
+  return `${kind}.${group || "core"} is not a supported client certificate kind (only core Secrets with tls.crt and tls.key)`;
+}
+
+export interface GatewayTLSLike {
+  readonly spec?: {
+    readonly tls?: {
+      readonly backend?: { readonly clientCertificateRef?: RefLike };
+      readonly frontend?: {
+        readonly default?: { readonly validation?: FrontendValidationLike };
+        readonly perPort?: readonly {
+          readonly port?: number;
+          readonly tls?: { readonly validation?: FrontendValidationLike };
+        }[];
+      };
+    };
+  };
+}
+interface FrontendValidationLike {
+  readonly caCertificateRefs?: readonly RefLike[];
+  readonly mode?: string;
+}
+
+/**
+ * What the Gateway's `spec.tls` alone says its status will report (admission stores the
+ * Gateway and shows these as kubectl warnings; the translator reports the same in status).
+ */
+export function gatewayTLSWarnings(obj: GatewayTLSLike): string[] {
+  const tls = obj.spec?.tls;
+  const out: string[] = [];
+  const client = tls?.backend?.clientCertificateRef;
+  const clientProblem = client && clientCertificateRefKindProblem(client);
+  if (clientProblem)
+    out.push(
+      `spec.tls.backend.clientCertificateRef: ${clientProblem}; its status will say ResolvedRefs=False/InvalidClientCertificateRef`,
+    );
+  const validations: [string, FrontendValidationLike | undefined][] = [
+    ["spec.tls.frontend.default.validation", tls?.frontend?.default?.validation],
+    ...items(tls?.frontend?.perPort).map(
+      (p, i) => [`spec.tls.frontend.perPort[${i}].tls.validation`, p?.tls?.validation] as const,
+    ),
+  ] as [string, FrontendValidationLike | undefined][];
+  let insecure = false;
+  for (const [at, v] of validations) {
+    if (!v) continue;
+    if (v.mode === "AllowInsecureFallback") insecure = true;
+    items(v.caCertificateRefs).forEach((ref, i) => {
+      const problem = caCertificateRefKindProblem(ref ?? {});
+      if (problem)
+        out.push(
+          `${at}.caCertificateRefs[${i}]: ${problem}; the HTTPS listeners it applies to will say ResolvedRefs=False/InvalidCACertificateKind`,
+        );
+    });
+  }
+  if (insecure)
+    out.push(
+      "spec.tls.frontend: mode AllowInsecureFallback accepts HTTPS clients without a valid client certificate; its status will say InsecureFrontendValidationMode=True",
+    );
+  return out;
+}

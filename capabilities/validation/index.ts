@@ -22,7 +22,13 @@ export {
   SUPPORTED_BACKEND_FILTERS,
 } from "./httproute";
 export { grpcRouteProblems, grpcRouteRuleProblems } from "./grpcroute";
-export { gatewayProblems, listenerProblems } from "./gateway";
+export {
+  caCertificateRefKindProblem,
+  clientCertificateRefKindProblem,
+  gatewayProblems,
+  gatewayTLSWarnings,
+  listenerProblems,
+} from "./gateway";
 export { backendTLSPolicyProblems, backendTLSPolicyStatusProblems } from "./backendtlspolicy";
 export { gatewayClassProblems } from "./gatewayclass";
 export { referenceGrantProblems } from "./referencegrant";

@@ -365,6 +365,40 @@ describe("admission through kubectl", () => {
     expect(kubectl(["get", "referencegrant", "grant", "-n", other]).code).toBe(0);
   });
 
+  it("stores a Gateway whose spec.tls names unsupported kinds or the insecure fallback, warning what its status will say", () => {
+    const stored = kubectl(
+      ["apply", "-f", "-"],
+      yaml({
+        apiVersion: "gateway.networking.k8s.io/v1",
+        kind: "Gateway",
+        metadata: { name: "client-certs", namespace: ns },
+        spec: {
+          gatewayClassName: ours,
+          listeners: [{ name: "http", port: 80, protocol: "HTTP" }],
+          tls: {
+            backend: { clientCertificateRef: { group: "", kind: "WrongKind", name: "c" } },
+            frontend: {
+              default: {
+                validation: {
+                  mode: "AllowInsecureFallback",
+                  caCertificateRefs: [{ group: "", kind: "Service", name: "s" }],
+                },
+              },
+            },
+          },
+        },
+      }),
+    );
+    expect(stored.code).toBe(0);
+    expect(stored.stderr).toContain(
+      `Warning: Gateway ${ns}/client-certs: spec.tls.backend.clientCertificateRef: WrongKind.core is not a supported client certificate kind (only core Secrets with tls.crt and tls.key); its status will say ResolvedRefs=False/InvalidClientCertificateRef`,
+    );
+    expect(stored.stderr).toContain(
+      `Warning: Gateway ${ns}/client-certs: spec.tls.frontend.default.validation.caCertificateRefs[0]: Service.core is not a supported CA certificate kind`,
+    );
+    expect(stored.stderr).toContain("InsecureFrontendValidationMode=True");
+  });
+
   it("stores valid objects of our class, braces in header values included", () => {
     kubectlOk(
       ["apply", "-f", "-"],

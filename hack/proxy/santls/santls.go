@@ -1,13 +1,20 @@
 // Package santls is the reverse_proxy transport `kengine_http`: Caddy's `http` transport plus
-// Gateway API BackendTLSPolicy `subjectAltNames`. Stock Caddy verifies a backend certificate
-// against the TLS server name only; with subject_alt_names set, this transport verifies the
-// chain against the configured trust (the `tls.ca` pool, or the system's) and requires the
-// certificate to carry at least one of the listed names, and no longer the server name, which
-// stays the SNI (the spec's rule when subjectAltNames is set).
+// Gateway API BackendTLSPolicy `subjectAltNames` and a client certificate given inline.
+//
+// Stock Caddy verifies a backend certificate against the TLS server name only; with
+// subject_alt_names set, this transport verifies the chain against the configured trust (the
+// `tls.ca` pool, or the system's) and requires the certificate to carry at least one of the
+// listed names, and no longer the server name, which stays the SNI (the spec's rule when
+// subjectAltNames is set).
+//
+// Stock Caddy takes a client certificate for backends from files only; with
+// client_certificate set, this transport presents the PEM certificate (chain) and key given in
+// the config (Gateway spec.tls.backend.clientCertificateRef) when a backend asks for one.
 //
 // Config (JSON): every field of the `http` transport, and
 //
-//	"subject_alt_names": {"dns": ["abc.example.com"], "uri": ["spiffe://abc.example.com/id"]}
+//	"subject_alt_names": {"dns": ["abc.example.com"], "uri": ["spiffe://abc.example.com/id"]},
+//	"client_certificate": {"certificate": "-----BEGIN CERTIFICATE-----...", "key": "-----BEGIN ..."}
 package santls
 
 import (
@@ -31,10 +38,18 @@ type SubjectAltNames struct {
 	URI []string `json:"uri,omitempty"`
 }
 
-// Transport is Caddy's HTTP transport with subjectAltNames verification.
+// ClientCertificate is a PEM certificate (chain, leaf first) and its PEM private key.
+type ClientCertificate struct {
+	Certificate string `json:"certificate,omitempty"`
+	Key         string `json:"key,omitempty"`
+}
+
+// Transport is Caddy's HTTP transport with subjectAltNames verification and an inline client
+// certificate.
 type Transport struct {
 	reverseproxy.HTTPTransport
-	SubjectAltNames *SubjectAltNames `json:"subject_alt_names,omitempty"`
+	SubjectAltNames   *SubjectAltNames   `json:"subject_alt_names,omitempty"`
+	ClientCertificate *ClientCertificate `json:"client_certificate,omitempty"`
 }
 
 // CaddyModule returns the module's information.
@@ -45,28 +60,46 @@ func (Transport) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-// Provision sets up the `http` transport, then replaces its server-name check by the SAN check.
+// Provision sets up the `http` transport, then replaces its server-name check by the SAN check
+// and adds the client certificate.
 func (t *Transport) Provision(ctx caddy.Context) error {
 	sans := t.SubjectAltNames
-	if sans == nil || len(sans.DNS)+len(sans.URI) == 0 {
+	withSANs := sans != nil && len(sans.DNS)+len(sans.URI) > 0
+	var cert *tls.Certificate
+	if t.ClientCertificate != nil {
+		c, err := tls.X509KeyPair([]byte(t.ClientCertificate.Certificate), []byte(t.ClientCertificate.Key))
+		if err != nil {
+			return fmt.Errorf("client_certificate: %v", err)
+		}
+		cert = &c
+	}
+	if !withSANs && cert == nil {
 		return t.HTTPTransport.Provision(ctx)
 	}
 	if t.TLS == nil {
-		return errors.New("subject_alt_names needs tls")
+		return errors.New("subject_alt_names and client_certificate need tls")
 	}
-	if t.TLS.InsecureSkipVerify {
+	if withSANs && t.TLS.InsecureSkipVerify {
 		return errors.New("subject_alt_names cannot be combined with insecure_skip_verify")
+	}
+	if cert != nil && (t.TLS.ClientCertificateFile != "" || t.TLS.ClientCertificateAutomate != "") {
+		return errors.New("client_certificate cannot be combined with tls client_certificate_file or client_certificate_automate")
 	}
 	if err := t.HTTPTransport.Provision(ctx); err != nil {
 		return err
 	}
 	cfg := t.Transport.TLSClientConfig
 	if cfg == nil {
-		return errors.New("subject_alt_names: the http transport has no TLS client config")
+		return errors.New("kengine_http: the http transport has no TLS client config")
 	}
-	// The standard verification checks the server name: skip it and verify here instead.
-	cfg.InsecureSkipVerify = true
-	cfg.VerifyConnection = Verifier(cfg.RootCAs, *sans)
+	if cert != nil {
+		cfg.Certificates = []tls.Certificate{*cert}
+	}
+	if withSANs {
+		// The standard verification checks the server name: skip it and verify here instead.
+		cfg.InsecureSkipVerify = true
+		cfg.VerifyConnection = Verifier(cfg.RootCAs, *sans)
+	}
 	return nil
 }
 

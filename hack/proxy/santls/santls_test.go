@@ -1,17 +1,24 @@
 package santls
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/pem"
 	"math/big"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
 )
 
 func issue(t *testing.T, parent *x509.Certificate, parentKey *ecdsa.PrivateKey, tmpl *x509.Certificate) (*x509.Certificate, *ecdsa.PrivateKey) {
@@ -77,5 +84,71 @@ func TestVerifierChecksTheChainAndTheSubjectAltNames(t *testing.T) {
 	}
 	if Verifier(roots, SubjectAltNames{DNS: []string{"abc.example.com"}})(tls.ConnectionState{}) == nil {
 		t.Error("no certificate: accepted")
+	}
+}
+
+func pemOf(t *testing.T, cert *x509.Certificate, key *ecdsa.PrivateKey) (string, string) {
+	t.Helper()
+	der, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw})),
+		string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}))
+}
+
+// A backend that requires a client certificate from clientCA gets the one in the config.
+func TestTransportPresentsTheInlineClientCertificate(t *testing.T) {
+	ca, caKey := issue(t, nil, nil, &x509.Certificate{Subject: pkix.Name{CommonName: "client ca"}, IsCA: true,
+		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign})
+	client, clientKey := issue(t, ca, caKey, &x509.Certificate{Subject: pkix.Name{CommonName: "gateway client"},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	pool := x509.NewCertPool()
+	pool.AddCert(ca)
+	seen := make(chan string, 4)
+	backend := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen <- r.TLS.PeerCertificates[0].Subject.CommonName
+	}))
+	backend.TLS = &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool}
+	backend.StartTLS()
+	defer backend.Close()
+
+	certPEM, keyPEM := pemOf(t, client, clientKey)
+	roundTrip := func(tr *Transport) error {
+		ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+		defer cancel()
+		if err := tr.Provision(ctx); err != nil {
+			return err
+		}
+		defer func() { _ = tr.Cleanup() }()
+		req, _ := http.NewRequest(http.MethodGet, backend.URL, nil)
+		res, err := tr.RoundTrip(req)
+		if err != nil {
+			return err
+		}
+		return res.Body.Close()
+	}
+	newTransport := func(cc *ClientCertificate) *Transport {
+		return &Transport{
+			HTTPTransport:     reverseproxy.HTTPTransport{TLS: &reverseproxy.TLSConfig{InsecureSkipVerify: true}},
+			ClientCertificate: cc,
+		}
+	}
+	if err := roundTrip(newTransport(&ClientCertificate{Certificate: certPEM, Key: keyPEM})); err != nil {
+		t.Fatalf("with the client certificate: %v", err)
+	}
+	if got := <-seen; got != "gateway client" {
+		t.Fatalf("backend saw client %q", got)
+	}
+	if err := roundTrip(newTransport(nil)); err == nil {
+		t.Fatal("without a client certificate the backend accepted the connection")
+	}
+	if err := roundTrip(newTransport(&ClientCertificate{Certificate: certPEM, Key: "not a key"})); err == nil ||
+		!strings.Contains(err.Error(), "client_certificate") {
+		t.Fatalf("a broken key: got %v, want a client_certificate error", err)
+	}
+	noTLS := &Transport{ClientCertificate: &ClientCertificate{Certificate: certPEM, Key: keyPEM}}
+	if err := roundTrip(noTLS); err == nil || !strings.Contains(err.Error(), "need tls") {
+		t.Fatalf("without tls: got %v", err)
 	}
 }
