@@ -13,10 +13,9 @@ import { join } from "node:path";
 import { TLSSocket } from "node:tls";
 import { request } from "undici";
 import { parseSnapshotYAML } from "../../hack/translate";
-import { renderCaddyJSON, toCaddyConfig } from "../../capabilities/caddy";
 import { Secret, snapshotOf } from "../../capabilities/snapshot";
 import { translate } from "../../capabilities/translate";
-import { Caddy, freePort, startCaddy } from "../support/caddy";
+import { Caddy, loadGateway, startCaddy } from "../support/caddy";
 import { listenerPortOffset } from "../support/ports";
 import { withLoopbackEndpoints } from "../support/loopback";
 
@@ -79,14 +78,7 @@ beforeAll(async () => {
   caddy = await startCaddy({ host: LOCAL, name: "backend-tls" });
   const out = await withLoopbackEndpoints(objects, backend, { host: LOCAL, allEndpoints: true });
   const result = translate(snapshotOf(out));
-  const config = toCaddyConfig(result.gateways[0], {
-    bindHost: LOCAL,
-    portOffset: PORT_OFFSET,
-    errorResponderListen: `${LOCAL}:${await freePort(LOCAL)}`,
-    management: { adminListen: caddy.adminAddress },
-  });
-  const res = await caddy.load(renderCaddyJSON(config));
-  if (res.status !== 200) throw new Error(`Caddy refused the config (${res.status}): ${res.text}`);
+  await loadGateway(caddy, result.gateways[0]!, LOCAL);
 }, 120_000);
 
 afterAll(async () => {

@@ -11,7 +11,6 @@
 import { createServer as createHTTPSServer, Server as HTTPSServer } from "node:https";
 import { AddressInfo } from "node:net";
 import { TLSSocket } from "node:tls";
-import { renderCaddyJSON, toCaddyConfig } from "../../capabilities/caddy";
 import {
   Authority,
   Issued,
@@ -23,7 +22,7 @@ import {
 import { KubeObject, snapshotOf } from "../../capabilities/snapshot";
 import { translate } from "../../capabilities/translate";
 import type { ProxyFlavor } from "../../capabilities/translate/proxy-flavor";
-import { Caddy, freePort, startCaddy } from "../support/caddy";
+import { Caddy, loadGateway, startCaddy } from "../support/caddy";
 import { withProxyFlavor } from "../support/flavor";
 import { ClientCertificate, httpsGet } from "../support/https";
 import { withLoopbackEndpoints } from "../support/loopback";
@@ -231,15 +230,7 @@ describe.each(RUNS)("client certificates on the $flavor proxy", ({ flavor, peer 
     expect(status.conditions.find(c => c.type === "InsecureFrontendValidationMode")?.status).toBe(
       "True",
     );
-    const config = toCaddyConfig(result.gateways[0], {
-      bindHost: LOCAL,
-      portOffset: PORT_OFFSET,
-      errorResponderListen: `${LOCAL}:${await freePort(LOCAL)}`,
-      management: { adminListen: caddy.adminAddress },
-    });
-    const res = await caddy.load(renderCaddyJSON(config));
-    if (res.status !== 200)
-      throw new Error(`Caddy refused the config (${res.status}): ${res.text}`);
+    await loadGateway(caddy, result.gateways[0]!, LOCAL);
   }, 120_000);
 
   afterAll(async () => {

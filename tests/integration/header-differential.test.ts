@@ -107,7 +107,6 @@ let adminAddr = "";
 let httpPort = 0;
 let upstreamPort = 0;
 
-
 async function load(handlers: object[], match: object[] = [{ path: ["/*"] }]): Promise<number> {
   const config = {
     admin: { listen: adminAddr, config: { persist: false } },

@@ -45,6 +45,7 @@ import {
   sealConfig,
   withManagement,
 } from "../../capabilities/proxies";
+import { PERSISTENT_HTTP_NETWORK } from "../../capabilities/caddy/config";
 
 const SERVICE = "kengine-test";
 const NAMESPACE = "default";
@@ -174,7 +175,12 @@ async function kill(p: Proxy): Promise<void> {
   p.proc = undefined;
 }
 
-/** An app config as the translator would hand it over: one route on the web port, plus management. */
+/**
+ * An app config as the translator hands it to the bundled proxy: one route on the web port (on
+ * our listener module's network, which keeps the socket across reloads; on a plain address stock
+ * Caddy resets connections queued at a reload, and the no-failed-request checks below would
+ * measure that instead), plus management.
+ */
 function desired(body: string, extra: CaddyConfig = {}, management: ManagementSpec = spec): string {
   const config = must(
     withManagement(
@@ -184,7 +190,7 @@ function desired(body: string, extra: CaddyConfig = {}, management: ManagementSp
           http: {
             servers: {
               web: {
-                listen: ["127.0.0.1:{env.KG_WEB_PORT}"],
+                listen: [`${PERSISTENT_HTTP_NETWORK}/127.0.0.1:{env.KG_WEB_PORT}`],
                 automatic_https: { disable: true },
                 routes: [{ handle: [{ handler: "static_response", status_code: 200, body }] }],
               },
@@ -880,7 +886,7 @@ describe("measurements (printed, not asserted): a 3,000-route config", () => {
         http: {
           servers: {
             web: {
-              listen: ["127.0.0.1:{env.KG_WEB_PORT}"],
+              listen: [`${PERSISTENT_HTTP_NETWORK}/127.0.0.1:{env.KG_WEB_PORT}`],
               automatic_https: { disable: true },
               routes: Array.from({ length: ROUTES }, (_, i) => ({
                 match: [{ host: [`app-${i}.example.test`], path: [`/svc-${i}/*`] }],

@@ -13,11 +13,10 @@ import { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { request } from "undici";
 import { parseSnapshotYAML } from "../../hack/translate";
-import { renderCaddyJSON, toCaddyConfig } from "../../capabilities/caddy";
 import { snapshotOf } from "../../capabilities/snapshot";
 import { translate } from "../../capabilities/translate";
 import { ProxyFlavor } from "../../capabilities/translate/proxy-flavor";
-import { Caddy, freePort, startCaddy } from "../support/caddy";
+import { Caddy, loadGateway, startCaddy } from "../support/caddy";
 import { listenerPortOffset } from "../support/ports";
 import { withLoopbackEndpoints } from "../support/loopback";
 import { withProxyFlavor } from "../support/flavor";
@@ -93,14 +92,7 @@ async function load(caddy: Caddy, flavor: ProxyFlavor): Promise<void> {
   );
   const result = translate(snapshotOf(withProxyFlavor(objects, flavor)));
   expect(result.gateways).toHaveLength(1);
-  const config = toCaddyConfig(result.gateways[0], {
-    bindHost: "127.0.0.1",
-    portOffset: PORT_OFFSET,
-    errorResponderListen: `127.0.0.1:${await freePort()}`,
-    management: { adminListen: caddy.adminAddress },
-  });
-  const res = await caddy.load(renderCaddyJSON(config));
-  if (res.status !== 200) throw new Error(`Caddy refused the config (${res.status}): ${res.text}`);
+  await loadGateway(caddy, result.gateways[0]!);
 }
 
 let seq = 0;

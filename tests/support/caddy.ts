@@ -15,6 +15,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Dispatcher, request } from "undici";
 import { peerBin } from "../../hack/peers";
+import { renderCaddyJSON, toCaddyConfig } from "../../capabilities/caddy/config";
+import type { GatewayIR } from "../../capabilities/ir/types";
 
 export interface AdminReply {
   status: number;
@@ -48,7 +50,7 @@ const START_POLLS = 200;
 const POLL_INTERVAL_MS = 50;
 const STOP_GRACE_MS = 10_000;
 
-import { freePort } from "./ports";
+import { freePort, listenerPortOffset } from "./ports";
 
 export { freePort };
 
@@ -136,4 +138,23 @@ export async function startCaddy(opts: StartCaddyOptions = {}): Promise<Caddy> {
     }
     await new Promise(r => setTimeout(r, POLL_INTERVAL_MS));
   }
+}
+
+/**
+ * Loads one Gateway's config into a local Caddy as the tests run it: listeners on `host`, moved
+ * by the test port offset (tests/support/ports.ts), errors answered on a free port, the admin API
+ * where the Caddy listens. Throws with Caddy's message when it refuses the config.
+ */
+export async function loadGateway(caddy: Caddy, ir: GatewayIR, host = "127.0.0.1"): Promise<void> {
+  const config = toCaddyConfig(ir, {
+    bindHost: host,
+    portOffset: listenerPortOffset(),
+    errorResponderListen: `${host}:${await freePort(host)}`,
+    management: { adminListen: caddy.adminAddress },
+  });
+  const res = await caddy.load(renderCaddyJSON(config));
+  if (res.status !== 200)
+    throw new Error(
+      `${ir.namespace}/${ir.name}: Caddy refused the config (${res.status}): ${res.text}`,
+    );
 }
