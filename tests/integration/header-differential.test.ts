@@ -16,16 +16,11 @@
  * Each must equal the rule's verdict (no problems ⇔ faithful). Values are escaped with the
  * translator's escapePlaceholders, as in every pushed config, so `{…}` must arrive literally.
  */
-import { ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
 import { Server, createServer, get } from "node:http";
 import { AddressInfo, createConnection } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { request } from "undici";
-import { peerBin } from "../../hack/peers";
-import { freePort } from "../support/ports";
+import { Caddy, freePort, startCaddy } from "../support/caddy";
 import { escapePlaceholders } from "../../capabilities/caddy";
+import { PERSISTENT_HTTP_NETWORK } from "../../capabilities/caddy/config";
 import { quoteRE2 } from "../../capabilities/validation/regex";
 import {
   checkHeaderName,
@@ -101,20 +96,23 @@ const badValues = [
 ];
 const removeNames = ["X-Gone", "*", "X-*", "*-Gone", "*Gon*"];
 
-let caddy: ChildProcess | undefined;
+let caddy: Caddy | undefined;
 let upstream: Server | undefined;
-let adminAddr = "";
 let httpPort = 0;
 let upstreamPort = 0;
 
+/**
+ * Loads a probe server on `httpPort` (our listener module's network, as the translator emits for
+ * the bundled proxy: a reload then drops no connection) and returns /load's status.
+ */
 async function load(handlers: object[], match: object[] = [{ path: ["/*"] }]): Promise<number> {
   const config = {
-    admin: { listen: adminAddr, config: { persist: false } },
+    admin: { listen: caddy!.adminAddress, config: { persist: false } },
     apps: {
       http: {
         servers: {
           probe: {
-            listen: [`127.0.0.1:${httpPort}`],
+            listen: [`${PERSISTENT_HTTP_NETWORK}/127.0.0.1:${httpPort}`],
             automatic_https: { disable: true },
             routes: [
               { match, handle: handlers, terminal: true },
@@ -125,14 +123,7 @@ async function load(handlers: object[], match: object[] = [{ path: ["/*"] }]): P
       },
     },
   };
-  const res = await request(`http://${adminAddr}/load`, {
-    method: "POST",
-    reset: true,
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify(config),
-  });
-  await res.body.text();
-  return res.statusCode;
+  return (await caddy!.load(config)).status;
 }
 
 const proxy = { handler: "reverse_proxy", upstreams: [{ dial: "" }] };
@@ -185,7 +176,7 @@ const has = (raw: string[], name: string, value: string): boolean =>
   pairs(raw).some(([n, v]) => n.toLowerCase() === name.toLowerCase() && v === wire(value));
 
 beforeAll(async () => {
-  adminAddr = `127.0.0.1:${await freePort()}`;
+  caddy = await startCaddy({ name: "hdr" });
   httpPort = await freePort();
   upstream = createServer((req, res) => {
     res.setHeader("content-type", "application/json");
@@ -194,33 +185,10 @@ beforeAll(async () => {
   upstream.on("clientError", (_e, s) => s.end("HTTP/1.1 400 Bad Request\r\n\r\n"));
   await new Promise<void>(r => upstream!.listen(0, "127.0.0.1", () => r()));
   upstreamPort = (upstream.address() as AddressInfo).port;
-  const dir = mkdtempSync(join(tmpdir(), "kg-hdr-"));
-  const initial = join(dir, "initial.json");
-  writeFileSync(
-    initial,
-    JSON.stringify({ admin: { listen: adminAddr, config: { persist: false } } }),
-  );
-  caddy = spawn(peerBin("caddy"), ["run", "--config", initial], {
-    stdio: ["ignore", "ignore", "pipe"],
-    env: { ...process.env, HOME: dir, XDG_DATA_HOME: dir, XDG_CONFIG_HOME: dir },
-  });
-  let log = "";
-  caddy.stderr?.on("data", (d: Buffer) => (log = (log + d.toString()).slice(-4000)));
-  for (let i = 0; ; i++) {
-    try {
-      const res = await request(`http://${adminAddr}/config/`, { reset: true });
-      await res.body.text();
-      if (res.statusCode === 200) break;
-    } catch {
-      // not up yet
-    }
-    if (i > 200) throw new Error(`caddy did not start: ${log}`);
-    await new Promise(r => setTimeout(r, 50));
-  }
 }, 120_000);
 
 afterAll(async () => {
-  if (caddy?.pid) caddy.kill("SIGTERM");
+  await caddy?.stop();
   await new Promise<void>(r => (upstream ? upstream.close(() => r()) : r()));
 });
 

@@ -54,19 +54,41 @@ import { freePort, listenerPortOffset } from "./ports";
 
 export { freePort };
 
+/** Attempts of one admin request that an admin server being replaced dropped unanswered. */
+const ADMIN_ATTEMPTS = 5;
+
+/**
+ * Whether the admin server dropped the connection without answering. Caddy replaces its admin
+ * server on every /load and shuts the old one down asynchronously (caddy v2.11.9 admin.go,
+ * replaceLocalAdminServer): a connection the kernel queued on the old socket is reset when it
+ * closes, and Go's server closes unanswered a request it reads once shutting down. Neither
+ * request was carried out, so sending it again is safe (and /load is idempotent anyway).
+ */
+const droppedUnanswered = (e: unknown): boolean => {
+  const code = (e as { code?: unknown } | undefined)?.code;
+  return code === "ECONNRESET" || code === "UND_ERR_SOCKET";
+};
+
 async function adminRequest(
   adminAddress: string,
   method: Dispatcher.HttpMethod,
   path: string,
   body?: string,
 ): Promise<AdminReply> {
-  const res = await request(`http://${adminAddress}${path}`, {
-    method,
-    reset: true,
-    headers: body ? { "content-type": "application/json" } : {},
-    body,
-  });
-  return { status: res.statusCode, text: await res.body.text() };
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const res = await request(`http://${adminAddress}${path}`, {
+        method,
+        reset: true,
+        headers: body ? { "content-type": "application/json" } : {},
+        body,
+      });
+      return { status: res.statusCode, text: await res.body.text() };
+    } catch (e) {
+      if (!droppedUnanswered(e) || attempt >= ADMIN_ATTEMPTS) throw e;
+      await new Promise(r => setTimeout(r, 50 * attempt));
+    }
+  }
 }
 
 /** Resolves when `child` has exited; SIGKILLs it if it is still running after `timeoutMs`. */
