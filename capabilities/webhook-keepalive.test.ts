@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import https from "node:https";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 import { createAuthority, generateKeyPair, issueServerCertificate } from "./proxies/pki";
 import { Result } from "./proxies/result";
 import {
@@ -37,25 +37,43 @@ const tls = {
   key: keys.privateKey.export({ type: "pkcs8", format: "pem" }),
 };
 
-/** Two requests on one keep-alive agent, `idleMs` apart: was the second sent on the first's socket? */
-async function reusedAfterIdle(server: https.Server, idleMs: number): Promise<boolean> {
+/**
+ * Two requests on one keep-alive agent: after the first, waits until the server closes the idle
+ * connection or `idleMs` pass, whichever comes first; then sends the second. Waiting for the
+ * close rather than a fixed pause keeps the test from racing the server's timer on a busy CPU.
+ */
+async function afterIdle(
+  server: https.Server,
+  idleMs: number,
+): Promise<{ closedAfterMs: number | undefined; reused: boolean }> {
   await new Promise<void>(r => server.listen(0, "127.0.0.1", () => r()));
   const { port } = server.address() as AddressInfo;
   const agent = new https.Agent({ keepAlive: true, maxSockets: 1, ca: ca.certificatePem });
   const get = () =>
-    new Promise<{ status: number; reused: boolean }>((resolve, reject) => {
+    new Promise<{ status: number; reused: boolean; socket: Socket }>((resolve, reject) => {
       const req = https.get({ host: "127.0.0.1", servername: "localhost", port, agent }, res => {
         res.resume();
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, reused: req.reusedSocket }));
+        res.on("end", () =>
+          resolve({ status: res.statusCode ?? 0, reused: req.reusedSocket, socket: req.socket! }),
+        );
       });
       req.on("error", reject);
     });
   try {
-    expect((await get()).status).toBe(200);
-    await new Promise(r => setTimeout(r, idleMs));
+    const first = await get();
+    expect(first.status).toBe(200);
+    const idleSince = Date.now();
+    let closedAfterMs: number | undefined;
+    const closed = new Promise<void>(r =>
+      first.socket.once("close", () => {
+        closedAfterMs = Date.now() - idleSince;
+        r();
+      }),
+    );
+    await Promise.race([closed, new Promise(r => setTimeout(r, idleMs))]);
     const second = await get();
     expect(second.status).toBe(200);
-    return second.reused;
+    return { closedAfterMs, reused: second.reused };
   } finally {
     agent.destroy();
     server.closeAllConnections();
@@ -80,11 +98,15 @@ describe("webhook keep-alive", () => {
     const kept = https.createServer(tls, ok);
     expect(plain.keepAliveTimeout).toBe(5_000);
     expect(kept.keepAliveTimeout).toBe(WEBHOOK_KEEP_ALIVE_MS);
-    const [plainReused, keptReused] = await Promise.all([
-      reusedAfterIdle(plain, 6_000),
-      reusedAfterIdle(kept, 6_000),
+    const [plainIdle, keptIdle] = await Promise.all([
+      afterIdle(plain, 20_000),
+      afterIdle(kept, 6_000),
     ]);
-    expect(plainReused).toBe(false);
-    expect(keptReused).toBe(true);
+    // the default server closes an idle connection after about 5 s; the next request opens one
+    expect(plainIdle.closedAfterMs).toBeGreaterThanOrEqual(4_000);
+    expect(plainIdle.reused).toBe(false);
+    // ours keeps it through the same idle time and the next request reuses it
+    expect(keptIdle.closedAfterMs).toBeUndefined();
+    expect(keptIdle.reused).toBe(true);
   }, 30_000);
 });
