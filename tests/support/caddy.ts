@@ -17,6 +17,7 @@ import { Dispatcher, request } from "undici";
 import { peerBin } from "../../hack/peers";
 import { renderCaddyJSON, toCaddyConfig } from "../../capabilities/caddy/config";
 import type { GatewayIR } from "../../capabilities/ir/types";
+import { freePort, listenerPortOffset } from "./ports";
 
 export interface AdminReply {
   status: number;
@@ -49,8 +50,6 @@ const LOG_TAIL = 4000;
 const START_POLLS = 200;
 const POLL_INTERVAL_MS = 50;
 const STOP_GRACE_MS = 10_000;
-
-import { freePort, listenerPortOffset } from "./ports";
 
 export { freePort };
 
