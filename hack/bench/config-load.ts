@@ -13,7 +13,8 @@ import { readFileSync } from "node:fs";
 import { CaddyOptions, toCaddyConfig } from "../../capabilities/caddy";
 import { KubeObject, snapshotOf } from "../../capabilities/snapshot";
 import { translate } from "../../capabilities/translate";
-import { Caddy, freePort, startCaddy } from "../../tests/support/caddy";
+import { Caddy, startCaddy } from "../../tests/support/caddy";
+import { freePort } from "../../tests/support/ports";
 import { median, now, round } from "./stats";
 import { httpRoute, snapshotObjects, WorkloadOptions } from "./workload";
 

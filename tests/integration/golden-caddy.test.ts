@@ -14,8 +14,8 @@ import { parseSnapshotYAML } from "../../hack/translate";
 import { renderCaddyJSON, toCaddyConfig } from "../../capabilities/caddy";
 import { KubeObject, snapshotOf } from "../../capabilities/snapshot";
 import { translate } from "../../capabilities/translate";
-import { Caddy, freePort, startCaddy } from "../support/caddy";
-import { HIGHEST_CONFIG_PORT, listenerPortOffset } from "../support/ports";
+import { Caddy, startCaddy } from "../support/caddy";
+import { freePort, HIGHEST_CONFIG_PORT, listenerPortOffset } from "../support/ports";
 import { httpsGet } from "../support/https";
 import { withLoopbackEndpoints } from "../support/loopback";
 

@@ -18,7 +18,8 @@
  */
 import { Server, createServer, get } from "node:http";
 import { AddressInfo, createConnection } from "node:net";
-import { Caddy, freePort, startCaddy } from "../support/caddy";
+import { Caddy, startCaddy } from "../support/caddy";
+import { freePort } from "../support/ports";
 import { escapePlaceholders } from "../../capabilities/caddy";
 import { PERSISTENT_HTTP_NETWORK } from "../../capabilities/caddy/config";
 import { quoteRE2 } from "../../capabilities/validation/regex";

@@ -27,8 +27,8 @@ import { parseSnapshotYAML } from "../../hack/translate";
 import { renderCaddyJSON, toCaddyConfig } from "../../capabilities/caddy";
 import { Secret, snapshotOf } from "../../capabilities/snapshot";
 import { translate } from "../../capabilities/translate";
-import { Caddy, freePort, startCaddy } from "../support/caddy";
-import { listenerPortOffset } from "../support/ports";
+import { Caddy, startCaddy } from "../support/caddy";
+import { freePort, listenerPortOffset } from "../support/ports";
 import { withLoopbackEndpoints } from "../support/loopback";
 
 const goldenDir = join(__dirname, "..", "golden");

@@ -9,8 +9,8 @@ import { renderCaddyJSON, toCaddyConfig } from "../../capabilities/caddy";
 import { snapshotOf } from "../../capabilities/snapshot";
 import { translate } from "../../capabilities/translate";
 import { arbitrarySnapshot } from "../support/arbitrary-snapshot";
-import { Caddy, freePort, startCaddy } from "../support/caddy";
-import { listenerPortOffset } from "../support/ports";
+import { Caddy, startCaddy } from "../support/caddy";
+import { freePort, listenerPortOffset } from "../support/ports";
 
 const SAMPLE = Number(process.env.KG_PROPERTY_SAMPLE ?? 40);
 const SEED = Number(process.env.KG_PROPERTY_SEED ?? 20261121);

@@ -15,7 +15,8 @@ import { renderCaddyJSON, toCaddyConfig } from "../../capabilities/caddy";
 import { CaddyHTTPServer } from "../../capabilities/caddy/types";
 import { GatewayIR } from "../../capabilities/ir";
 import { MAX_REGEX_LENGTH, checkRegex } from "../../capabilities/validation/regex";
-import { Caddy, freePort, startCaddy } from "../support/caddy";
+import { Caddy, startCaddy } from "../support/caddy";
+import { freePort } from "../support/ports";
 
 /** Expressions whose verdict must equal Caddy's (valid and invalid alike). */
 const corpus: string[] = [

@@ -51,8 +51,6 @@ const START_POLLS = 200;
 const POLL_INTERVAL_MS = 50;
 const STOP_GRACE_MS = 10_000;
 
-export { freePort };
-
 /** Attempts of one admin request that an admin server being replaced dropped unanswered. */
 const ADMIN_ATTEMPTS = 5;
 

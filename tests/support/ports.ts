@@ -27,18 +27,22 @@ export function ephemeralPortRange(
   return [32768, 60999];
 }
 
+/** Throws, naming the kernel setting, when ports [low, high] overlap the ephemeral range. */
+function checkOutsideEphemeral(what: string, low: number, high: number, range: [number, number]) {
+  if (high >= range[0] && low <= range[1])
+    throw new Error(
+      `${what} use ports ${low}-${high}, which overlap the ephemeral range ` +
+        `${range[0]}-${range[1]} (net.ipv4.ip_local_port_range); outgoing connections could take them`,
+    );
+}
+
 /**
  * LISTENER_PORT_OFFSET, after checking that no moved port can fall in the ephemeral range;
  * throws naming the kernel setting when it can.
  */
 export function listenerPortOffset(range = ephemeralPortRange()): number {
-  const lowest = LISTENER_PORT_OFFSET;
   const highest = LISTENER_PORT_OFFSET + HIGHEST_CONFIG_PORT;
-  if (highest >= range[0] && lowest <= range[1])
-    throw new Error(
-      `test listeners use ports ${lowest}-${highest}, which overlap the ephemeral range ` +
-        `${range[0]}-${range[1]} (net.ipv4.ip_local_port_range); outgoing connections could take them`,
-    );
+  checkOutsideEphemeral("test listeners", LISTENER_PORT_OFFSET, highest, range);
   return LISTENER_PORT_OFFSET;
 }
 
@@ -67,10 +71,7 @@ function bindable(port: number, host: string): Promise<boolean> {
  */
 export async function freePort(host = "127.0.0.1", range = ephemeralPortRange()): Promise<number> {
   const [low, high] = FREE_PORT_RANGE;
-  if (high >= range[0] && low <= range[1])
-    throw new Error(
-      `freePort uses ports ${low}-${high}, which overlap the ephemeral range ${range[0]}-${range[1]} (net.ipv4.ip_local_port_range)`,
-    );
+  checkOutsideEphemeral("ports from freePort", low, high, range);
   const size = high - low + 1;
   // a random start keeps separate test processes apart; the cursor keeps this one's ports distinct
   if (cursor < 0) cursor = Math.floor(Math.random() * size);
