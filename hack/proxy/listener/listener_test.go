@@ -31,32 +31,14 @@ import (
 	_ "github.com/caddyserver/caddy/v2/modules/logging"
 	_ "github.com/mholt/caddy-l4/layer4"
 	_ "github.com/mholt/caddy-l4/modules/l4echo"
+
+	"kengine.io/gateway/hack/proxy/internal/caddytest"
 )
 
-func TestMain(m *testing.M) {
-	// Caddy keeps its data (autosave, storage) under XDG_DATA_HOME / XDG_CONFIG_HOME.
-	dir, err := os.MkdirTemp("", "kengine-listener-test-")
-	if err != nil {
-		panic(err)
-	}
-	os.Setenv("XDG_DATA_HOME", dir)
-	os.Setenv("XDG_CONFIG_HOME", dir)
-	code := m.Run()
-	_ = caddy.Stop()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { caddytest.Main(m, "listener") }
 
 // freePort is a loopback port nothing listens on right now.
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
+func freePort(t *testing.T) int { return caddytest.FreePort(t) }
 
 // httpConfig is a Caddy config with one HTTP server on addr answering `body`, the shutdown
 // delay the controller sets, and a debug log to logFile.
