@@ -7,7 +7,7 @@ import { Capability, metricsCollector } from "pepr";
 import { electionFromEnv } from "./election";
 import { kubeClient, userAgent } from "./kube/client";
 import { log } from "./log";
-import { serveThrough } from "./metrics";
+import { serveThrough, startupMetrics } from "./metrics";
 import { Reconciler } from "./reconcile";
 import { WATCHED } from "./reconcile/watched";
 import type { KubeObject } from "./snapshot";
@@ -43,11 +43,17 @@ if (runsWatches) {
     identity,
     election: election.value,
   });
+  // Start-up requests are retried while their failure can pass (reconcile/list.ts); what
+  // cannot pass (RBAC still refusing after retries, a bug) ends the process visibly, so
+  // Kubernetes restarts it and the pod's restarts show it: never a watcher that runs without
+  // programming. Pepr 1.1.4's /healthz always answers OK (a static handler on its private
+  // express app), so the state is on /metrics: kengine_gateway_controller_synced.
   reconciler.start().catch(e => {
-    log.error("controller failed to start", {
+    startupMetrics.state("failed");
+    log.error("controller failed to start: exiting", {
       error: e instanceof Error ? (e.stack ?? e.message) : String(e),
     });
-    process.exitCode = 1;
+    process.exit(1);
   });
   const shutdown = () => void reconciler?.stop().finally(() => process.exit(0));
   process.once("SIGTERM", shutdown);
