@@ -66,6 +66,7 @@ import { LIST_PATHS, objectPath } from "./kinds";
 import { DEFAULT_RETRY, Listed, RetryDeps, RetryPolicy, listAll, retrying } from "./list";
 import { EventRecorder, GatewayObjectRef, PushEvents } from "./events";
 import { GatewayPlan, planGateway } from "./plan";
+import { claimProxies, each, planFailure } from "./contain";
 import {
   RELOAD_SAMPLE,
   REQUESTS_SAMPLE,
@@ -117,6 +118,8 @@ export interface ReconcilerOptions {
   readonly caRotationGraceMs?: number;
   /** Retries of the start-up requests (default list.ts DEFAULT_RETRY). */
   readonly startupRetry?: RetryPolicy;
+  /** How long a build waits for provisioning before pushing anyway (default 5 s). */
+  readonly provisionWaitMs?: number;
   /** Waits between start-up retries (tests pass a fake). */
   readonly sleep?: (ms: number) => Promise<void>;
 }
@@ -221,6 +224,8 @@ export class Reconciler {
   #bundleVersion: string | undefined;
   #building: Promise<void> | undefined;
   #again = false;
+  /** Each Gateway's provisioning still running (bounded wait: #provisionEach). */
+  readonly #provisioning = new Map<string, Promise<void>>();
   /** Kinds the API server does not serve (start-up lists answered 404). */
   readonly #missing = new Set<Kind>();
   /**
@@ -621,14 +626,16 @@ export class Reconciler {
     }
     const { gateways, statuses } = this.#translation;
     const now = new Date();
-    const plans: GatewayPlan[] = [];
-    for (const ir of gateways) {
-      const key = `${ir.namespace}/${ir.name}`;
-      try {
+    // Each Gateway planned on its own: an exception fails that Gateway alone (contain.ts).
+    const planned = each(
+      gateways,
+      ir => `${ir.namespace}/${ir.name}`,
+      ir => {
+        const key = `${ir.namespace}/${ir.name}`;
         const plan = planGateway({
           ir,
           snapshot,
-          ca: this.#ca,
+          ca: this.#ca!,
           trustedCaPems: this.#trusted,
           defaults: this.o.defaults ?? DEFAULT_PROXY_SETTINGS,
           now,
@@ -638,14 +645,20 @@ export class Reconciler {
         else this.#pendingServing.delete(key);
         for (const problem of plan.settingsProblems)
           this.o.log.warn("proxy settings", { gateway: key, problem });
-        plans.push(plan);
-      } catch (e) {
-        this.o.log.error("cannot plan gateway", {
-          gateway: key,
-          error: e instanceof Error ? e.message : String(e),
-        });
+        return plan;
+      },
+    );
+    const planFailures = new Map<string, string>();
+    for (const r of planned)
+      if (!r.ok) {
+        planFailures.set(r.key, r.error);
+        this.o.log.error("cannot plan gateway", { gateway: r.key, error: r.error });
       }
-    }
+    // A proxy pod serves one Gateway: the oldest Gateway keeps a pod two Gateways select.
+    const plans = claimProxies(
+      planned.flatMap(r => (r.ok ? [r.value] : [])),
+      key => snapshot.objects.Gateway.get(key)?.metadata.creationTimestamp ?? "",
+    );
     for (const key of [...this.#pendingServing.keys()])
       if (!plans.some(p => p.key === key)) this.#pendingServing.delete(key);
 
@@ -663,9 +676,7 @@ export class Reconciler {
     );
     // proxies forgotten by this update still need their Gateway (metrics, events)
     this.#proxyGateway = new Map([...this.#proxyGateway, ...proxyGateway]);
-    await this.#replaceServices(plans.flatMap(p => (p.replaceService ? [p.replaceService] : [])));
-    await this.#provision(plans.flatMap(p => p.manifests));
-    await this.#removeStale(plans.flatMap(p => p.stale));
+    await this.#provisionEach(plans);
     this.#fleet.update(plans.flatMap(p => p.targets));
     this.#proxyGateway = proxyGateway;
     this.#trafficTargets = plans.flatMap(p => {
@@ -690,6 +701,18 @@ export class Reconciler {
       }),
       gateways: statuses.gateways.map(g => {
         const plan = byKey.get(`${g.namespace}/${g.name}`);
+        const failure = planFailures.get(`${g.namespace}/${g.name}`);
+        if (!plan && failure !== undefined)
+          return withFleet(
+            g,
+            {
+              proxies: [],
+              desiredHash: undefined,
+              configProblem: planFailure(failure),
+              serviceExists: true,
+            },
+            [],
+          );
         if (!plan) return g;
         addresses.set(plan.key, plan.addresses);
         const proxies = plan.targets.flatMap(t => {
@@ -944,6 +967,40 @@ export class Reconciler {
     );
     timer.unref();
     this.#proxyRecheck = { at, timer };
+  }
+
+  /**
+   * Provisions every Gateway on its own (its Service replacement, then its objects, then its
+   * stale objects), all Gateways at once, and waits for them at most `provisionWaitMs`: one
+   * Gateway's slow or failing API calls do not hold back the others' pushes. A Gateway still
+   * provisioning is not started again by the next build; when the slow ones finish, a build
+   * follows.
+   */
+  async #provisionEach(plans: readonly GatewayPlan[]): Promise<void> {
+    const runs = plans.map(p => {
+      const running = this.#provisioning.get(p.key);
+      if (running) return running;
+      const run = (async () => {
+        await this.#replaceServices(p.replaceService ? [p.replaceService] : []);
+        await this.#provision(p.manifests);
+        await this.#removeStale(p.stale);
+      })().finally(() => this.#provisioning.delete(p.key));
+      this.#provisioning.set(p.key, run);
+      return run;
+    });
+    const all = Promise.all(runs).then(() => true);
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<false>(resolve => {
+      timer = setTimeout(() => resolve(false), this.o.provisionWaitMs ?? 5_000);
+      timer.unref();
+    });
+    const finished = await Promise.race([all, bound]);
+    clearTimeout(timer);
+    if (finished) return;
+    this.o.log.warn("provisioning is slow for some Gateways: pushing the others meanwhile", {
+      gateways: [...this.#provisioning.keys()],
+    });
+    void all.then(() => this.requestBuild());
   }
 
   /**
