@@ -234,7 +234,8 @@ subjects: [{kind: ServiceAccount, name: controller, namespace: ${ns}}]
     ]);
     await eventually("the controller started", () => inst.started || undefined, 120_000);
     await eventually("Gateway gw Programmed=True", () => programmed(ns), 180_000);
-    expect(inst.fleet).toContain("pushed");
+    // (the instance's stdout is read between polls: spawnSync blocks the event loop)
+    await eventually("a push by the instance", () => inst.fleet.includes("pushed") || undefined);
     expect(inst.exit).toBeUndefined();
     await stopInstance(inst);
   }, 400_000);
