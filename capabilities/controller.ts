@@ -9,7 +9,7 @@ import { kubeClient, userAgent } from "./kube/client";
 import { log } from "./log";
 import { serveThrough, startupMetrics } from "./metrics";
 import { Reconciler } from "./reconcile";
-import { WATCHED } from "./reconcile/watched";
+import { OPTIONAL_KINDS, WATCHED, watchKind } from "./reconcile/watched";
 import type { KubeObject } from "./snapshot";
 
 export const Controller = new Capability({
@@ -60,7 +60,17 @@ if (runsWatches) {
   process.once("SIGINT", shutdown);
 }
 
-for (const [kind, model] of WATCHED) {
+// Kinds a cluster may not serve are watched by the controller itself (watched.ts
+// OPTIONAL_KINDS: Pepr's watch of a resource that is not served ends the process).
+if (runsWatches)
+  for (const [kind, model] of WATCHED.filter(([k]) => OPTIONAL_KINDS.has(k)))
+    void watchKind(kind, model, (k, type, obj) => reconciler?.ingest(k, type, obj), {
+      resyncDelaySec: 10,
+    })
+      .start()
+      .catch(e => log.warn("cannot start a watch", { kind, error: String(e) }));
+
+for (const [kind, model] of WATCHED.filter(([k]) => !OPTIONAL_KINDS.has(k))) {
   When(model)
     .IsCreatedOrUpdated()
     .Watch(obj => reconciler?.ingest(kind, "upsert", obj as unknown as KubeObject));
