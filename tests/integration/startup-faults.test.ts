@@ -2,6 +2,9 @@
  * Start-up faults against the real cluster (issue 15): the controller either recovers and
  * programs, or exits visibly; it never runs without programming.
  *
+ * - The API server cannot be reached at start (connections refused): the controller reaches it
+ *   through a loopback TCP forwarder that is not listening yet; its requests are retried with
+ *   back-off, and once the forwarder listens it starts and programs.
  * - The API server refuses the lists for a while: the controller runs as a ServiceAccount that
  *   may not read Gateway API objects at first (RBAC, a real 403 from the real API server); its
  *   lists are retried with back-off, and once the rule is granted it programs. Refused for
@@ -16,10 +19,12 @@
  */
 import { ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { Server, Socket, createServer, connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createNamespace, deleteNamespace, eventually, kubectl, kubectlOk } from "../support/kube";
 import { repoRoot } from "../support/paths";
+import { freePort } from "../support/ports";
 
 interface Instance {
   readonly proc: ChildProcess;
@@ -129,15 +134,14 @@ spec:
   );
 }
 
-/**
- * A kubeconfig for ServiceAccount `sa` of `ns` (a real token from the TokenRequest API), so
- * the API server's RBAC decides what the controller may list.
- */
-function serviceAccountKubeconfig(ns: string, sa: string): string {
-  const admin = JSON.parse(kubectlOk(["config", "view", "--raw", "--minify", "-o", "json"])) as {
-    clusters: { name: string; cluster: Record<string, unknown> }[];
+/** The admin kubeconfig as JSON (server, CA, client credentials). */
+const adminKubeconfig = () =>
+  JSON.parse(kubectlOk(["config", "view", "--raw", "--minify", "-o", "json"])) as {
+    clusters: { name: string; cluster: { server: string } & Record<string, unknown> }[];
+    users: { name: string; user: Record<string, unknown> }[];
   };
-  const token = kubectlOk(["create", "token", sa, "-n", ns, "--duration=1h"]).trim();
+
+function writeKubeconfig(cluster: Record<string, unknown>, user: Record<string, unknown>): string {
   const dir = mkdtempSync(join(tmpdir(), "kg-startup-"));
   dirs.push(dir);
   const path = join(dir, "kubeconfig");
@@ -146,13 +150,22 @@ function serviceAccountKubeconfig(ns: string, sa: string): string {
     JSON.stringify({
       apiVersion: "v1",
       kind: "Config",
-      clusters: [{ name: "local", cluster: admin.clusters[0]!.cluster }],
-      users: [{ name: sa, user: { token } }],
-      contexts: [{ name: "sa", context: { cluster: "local", user: sa } }],
-      "current-context": "sa",
+      clusters: [{ name: "local", cluster }],
+      users: [{ name: "user", user }],
+      contexts: [{ name: "ctx", context: { cluster: "local", user: "user" } }],
+      "current-context": "ctx",
     }),
   );
   return path;
+}
+
+/**
+ * A kubeconfig for ServiceAccount `sa` of `ns` (a real token from the TokenRequest API), so
+ * the API server's RBAC decides what the controller may list.
+ */
+function serviceAccountKubeconfig(ns: string, sa: string): string {
+  const token = kubectlOk(["create", "token", sa, "-n", ns, "--duration=1h"]).trim();
+  return writeKubeconfig(adminKubeconfig().clusters[0]!.cluster, { token });
 }
 
 afterAll(async () => {
@@ -163,6 +176,57 @@ afterAll(async () => {
       await gone;
     }
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+describe("the API server cannot be reached at start", () => {
+  let ns: string;
+  const cls = `startup-down-${Date.now().toString(36)}`;
+  let forwarder: Server | undefined;
+  const sockets = new Set<Socket>();
+
+  beforeAll(() => {
+    ns = createNamespace("startup-down");
+    applyGateway(ns, cls);
+  });
+  afterAll(async () => {
+    for (const c of sockets) c.destroy();
+    await new Promise(r => (forwarder ? forwarder.close(r) : r(undefined)));
+    kubectl(["delete", "gatewayclass", cls, "--ignore-not-found"]);
+    if (ns) deleteNamespace(ns);
+  });
+
+  it("retries refused connections, then starts and programs once the API server answers", async () => {
+    // the admin credentials, with the server at a loopback port nothing listens on yet
+    const admin = adminKubeconfig();
+    const real = new URL(admin.clusters[0]!.cluster.server);
+    const port = await freePort();
+    const kubeconfig = writeKubeconfig(
+      { ...admin.clusters[0]!.cluster, server: `https://${real.hostname}:${port}` },
+      admin.users[0]!.user,
+    );
+    const inst = startInstance(ns, { ...process.env, KUBECONFIG: kubeconfig });
+    await eventually("two retried start-up requests", () => inst.retries[1], 60_000);
+    expect(inst.started).toBe(false);
+    expect(inst.exit).toBeUndefined();
+    // now the API server is reachable there: a plain TCP forwarder to the real one
+    forwarder = createServer(client => {
+      const upstream = connect(Number(real.port), real.hostname);
+      for (const c of [client, upstream]) {
+        sockets.add(c);
+        c.once("close", () => sockets.delete(c));
+      }
+      client.pipe(upstream).pipe(client);
+      const close = () => (client.destroy(), upstream.destroy());
+      client.on("error", close);
+      upstream.on("error", close);
+    });
+    await new Promise<void>(r => forwarder!.listen(port, real.hostname, r));
+    await eventually("the controller started", () => inst.started || undefined, 120_000);
+    await eventually("Gateway gw Programmed=True", () => programmed(ns), 180_000);
+    await eventually("a push by the instance", () => inst.fleet.includes("pushed") || undefined);
+    expect(inst.exit).toBeUndefined();
+    await stopInstance(inst);
+  }, 400_000);
 });
 
 describe("the API server refuses the start-up lists for a while (RBAC)", () => {
