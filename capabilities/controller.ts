@@ -7,9 +7,9 @@ import { Capability, metricsCollector } from "pepr";
 import { electionFromEnv } from "./election";
 import { kubeClient, userAgent } from "./kube/client";
 import { log } from "./log";
-import { serveThrough } from "./metrics";
+import { serveThrough, startupMetrics } from "./metrics";
 import { Reconciler } from "./reconcile";
-import { WATCHED } from "./reconcile/watched";
+import { OPTIONAL_KINDS, WATCHED, watchKind } from "./reconcile/watched";
 import type { KubeObject } from "./snapshot";
 
 export const Controller = new Capability({
@@ -43,18 +43,34 @@ if (runsWatches) {
     identity,
     election: election.value,
   });
+  // Start-up requests are retried while their failure can pass (reconcile/list.ts); what
+  // cannot pass (RBAC still refusing after retries, a bug) ends the process visibly, so
+  // Kubernetes restarts it and the pod's restarts show it: never a watcher that runs without
+  // programming. Pepr 1.1.4's /healthz always answers OK (a static handler on its private
+  // express app), so the state is on /metrics: kengine_gateway_controller_synced.
   reconciler.start().catch(e => {
-    log.error("controller failed to start", {
+    startupMetrics.state("failed");
+    log.error("controller failed to start: exiting", {
       error: e instanceof Error ? (e.stack ?? e.message) : String(e),
     });
-    process.exitCode = 1;
+    process.exit(1);
   });
   const shutdown = () => void reconciler?.stop().finally(() => process.exit(0));
   process.once("SIGTERM", shutdown);
   process.once("SIGINT", shutdown);
 }
 
-for (const [kind, model] of WATCHED) {
+// Kinds a cluster may not serve are watched by the controller itself (watched.ts
+// OPTIONAL_KINDS: Pepr's watch of a resource that is not served ends the process).
+if (runsWatches)
+  for (const [kind, model] of WATCHED.filter(([k]) => OPTIONAL_KINDS.has(k)))
+    void watchKind(kind, model, (k, type, obj) => reconciler?.ingest(k, type, obj), {
+      resyncDelaySec: 10,
+    })
+      .start()
+      .catch(e => log.warn("cannot start a watch", { kind, error: String(e) }));
+
+for (const [kind, model] of WATCHED.filter(([k]) => !OPTIONAL_KINDS.has(k))) {
   When(model)
     .IsCreatedOrUpdated()
     .Watch(obj => reconciler?.ingest(kind, "upsert", obj as unknown as KubeObject));

@@ -114,3 +114,34 @@ export function electionMetrics(lease: string, identity: string) {
     },
   };
 }
+
+/** The controller's start-up: 0 listing (or retrying), 1 synced and building, -1 failed for good. */
+export type StartupState = "starting" | "synced" | "failed";
+const startupState = new Gauge({
+  name: `${METRIC_PREFIX}controller_synced`,
+  help: "1 once every kind is listed and the controller builds, 0 while it lists or retries, -1 when start-up failed for good (the process exits).",
+  registers: [registry],
+});
+const startupRetries = new Counter({
+  name: `${METRIC_PREFIX}startup_retries_total`,
+  help: "Start-up requests (initial lists, admin CA) retried after a retryable failure.",
+  registers: [registry],
+});
+const kindServed = new Gauge({
+  name: `${METRIC_PREFIX}api_kind_served`,
+  help: "1 when the API server serves the kind (its CRD is installed), 0 when it does not: the kind counts as empty.",
+  labelNames: ["kind"],
+  registers: [registry],
+});
+
+export const startupMetrics = {
+  state(s: StartupState): void {
+    startupState.set(s === "synced" ? 1 : s === "failed" ? -1 : 0);
+  },
+  retried(): void {
+    startupRetries.inc();
+  },
+  served(kind: string, served: boolean): void {
+    kindServed.set({ kind }, served ? 1 : 0);
+  },
+};

@@ -4,6 +4,7 @@
  * itself is proven against real Caddy in tests/integration/proxy-admin.test.ts.
  */
 import { MockAgent } from "undici";
+import { DEFAULT_ELECTION, LeaderElector, LeaseRecord, LeaseStore } from "../election";
 import { AdminClient, ProxyEndpoint } from "./admin-client";
 import { ManualClock } from "./backoff";
 import { AdminApi, Fleet, FleetEvent } from "./fleet";
@@ -398,5 +399,68 @@ describe("Fleet concurrency", () => {
     expect(peak).toBe(3);
     expect([...limited.states().values()].filter(s => s.phase === "Programmed")).toHaveLength(20);
     limited.close();
+  });
+});
+
+describe("Fleet push gate (an ex-leader never pushes)", () => {
+  /** An in-memory Lease store and a clock the test moves; the loop runs once, then sleeps forever. */
+  const electedReplica = async () => {
+    let now = 5_000_000;
+    let record: LeaseRecord | undefined;
+    let rv = 0;
+    const store: LeaseStore = {
+      get: async () => record,
+      create: async r => (record = { ...r, resourceVersion: String(++rv) }),
+      update: async r => (record = { ...r, resourceVersion: String(++rv) }),
+    };
+    const cfg = { ...DEFAULT_ELECTION, namespace: "ns", name: "lease", identity: "me" };
+    const elector = new LeaderElector(
+      store,
+      cfg,
+      { onStartedLeading: () => undefined, onStoppedLeading: () => undefined },
+      { now: () => now, sleep: () => new Promise(() => undefined) },
+    );
+    elector.start();
+    for (let i = 0; i < 10 && !elector.isLeader(); i++) await new Promise(r => setImmediate(r));
+    return { elector, cfg, advance: (ms: number) => (now += ms) };
+  };
+
+  it("asks for leadership right before each load: none once the lease is not renewed in time", async () => {
+    const { elector, cfg, advance } = await electedReplica();
+    expect(elector.isLeader()).toBe(true);
+    const sent: string[] = [];
+    const gated = new Fleet({
+      client: {
+        load: async (e, bytes) => (
+          sent.push(`${e.name}:${bytes.length}`),
+          { ok: true, value: undefined }
+        ),
+        runsConfig: async () => ({ ok: true, value: false }),
+      },
+      backoff,
+      clock,
+      random: () => 0,
+      onEvent: e => events.push(e),
+      mayPush: () => elector.isLeader(),
+    });
+    try {
+      gated.update([{ endpoint: endpoint(1), config: v1 }]);
+      await gated.settled();
+      expect(sent).toHaveLength(1);
+      // no renewal for renewDeadline by our own clock (the election loop has not even noticed)
+      advance(cfg.renewDeadlineMs);
+      expect(elector.isLeader()).toBe(false);
+      gated.update([{ endpoint: endpoint(1), config: v2 }]);
+      await gated.settled();
+      for (let i = 0; i < 5; i++) {
+        clock.advance(backoff.maxMs);
+        await gated.settled();
+      }
+      expect(sent).toHaveLength(1);
+      expect(events.filter(e => e.type === "withheld").length).toBeGreaterThanOrEqual(1);
+      expect(gated.state("gw-1")).toMatchObject({ phase: "Pending", desiredHash: v2.hash });
+    } finally {
+      gated.close();
+    }
   });
 });

@@ -79,7 +79,9 @@ export type FleetEvent =
     }
   | { readonly type: "drifted"; readonly name: string; readonly hash: string }
   | { readonly type: "adopted"; readonly name: string; readonly hash: string }
-  | { readonly type: "forgotten"; readonly name: string };
+  | { readonly type: "forgotten"; readonly name: string }
+  /** A push not sent because `mayPush` said no (an ex-leader never pushes). */
+  | { readonly type: "withheld"; readonly name: string; readonly hash: string };
 
 export interface FleetOptions {
   readonly client: AdminApi;
@@ -94,6 +96,11 @@ export interface FleetOptions {
    * new leader (or a restarted controller) adopts programmed proxies instead of reloading them.
    */
   readonly adoptRunning?: boolean;
+  /**
+   * Asked right before every POST /load (after any queueing or back-off): false withholds the
+   * push (e.g. this replica is no longer the leader); it is asked again after `backoff.initialMs`.
+   */
+  readonly mayPush?: () => boolean;
 }
 
 interface Entry {
@@ -128,6 +135,7 @@ export class Fleet {
   readonly #clock: Clock;
   readonly #random: () => number;
   readonly #onEvent: (event: FleetEvent) => void;
+  readonly #mayPush: (() => boolean) | undefined;
   readonly #entries = new Map<string, Entry>();
   readonly #adoptRunning: boolean;
   #running = 0;
@@ -144,6 +152,7 @@ export class Fleet {
     this.#clock = options.clock ?? systemClock;
     this.#random = options.random ?? Math.random;
     this.#onEvent = options.onEvent ?? (() => undefined);
+    this.#mayPush = options.mayPush;
     this.#adoptRunning = options.adoptRunning ?? false;
   }
 
@@ -356,6 +365,11 @@ export class Fleet {
   async #push(entry: Entry): Promise<void> {
     const config = entry.desired;
     const started = this.#clock.now();
+    if (this.#mayPush && !this.#mayPush()) {
+      entry.nextAttemptAt = started + this.#backoff.initialMs;
+      this.#onEvent({ type: "withheld", name: entry.endpoint.name, hash: config.hash });
+      return;
+    }
     entry.pushing = config.hash;
     const result = await this.#client.load(entry.endpoint, config.bytes).finally(() => {
       entry.pushing = undefined;

@@ -7,7 +7,7 @@
 import { X509Certificate, createHash } from "node:crypto";
 import { ElectionConfig, DEFAULT_ELECTION, LeaderElector, kubeLeaseStore } from "../election";
 import { KubeClient, statusOf } from "../kube/client";
-import { electionMetrics, statusMetrics } from "../metrics";
+import { electionMetrics, startupMetrics, statusMetrics } from "../metrics";
 import { fleetMetrics } from "../metrics/fleet";
 import {
   AdminChannels,
@@ -63,8 +63,10 @@ import {
   trustedCaPems,
 } from "./rotation";
 import { LIST_PATHS, objectPath } from "./kinds";
+import { DEFAULT_RETRY, Listed, RetryDeps, RetryPolicy, listAll, retrying } from "./list";
 import { EventRecorder, GatewayObjectRef, PushEvents } from "./events";
 import { GatewayPlan, planGateway } from "./plan";
+import { claimProxies, each, planFailure } from "./contain";
 import {
   RELOAD_SAMPLE,
   REQUESTS_SAMPLE,
@@ -114,7 +116,34 @@ export interface ReconcilerOptions {
   readonly onFleetEvent?: (event: FleetEvent) => void;
   /** Admin CA rotation: time between steps for kubelets to refresh mounted files (rotation.ts). */
   readonly caRotationGraceMs?: number;
+  /** Retries of the start-up requests (default list.ts DEFAULT_RETRY). */
+  readonly startupRetry?: RetryPolicy;
+  /** How long a build waits for provisioning before pushing anyway (default 5 s). */
+  readonly provisionWaitMs?: number;
+  /** Waits between start-up retries (tests pass a fake). */
+  readonly sleep?: (ms: number) => Promise<void>;
 }
+
+/** Start-up failed for good: the process should exit (Kubernetes restarts it). */
+export class StartError extends Error {
+  constructor(
+    message: string,
+    readonly failure: string,
+    readonly error: unknown,
+  ) {
+    super(message);
+    this.name = "StartError";
+  }
+}
+
+const startError = (what: string, r: { failure: string; error: unknown }): StartError =>
+  new StartError(
+    `${what}: ${r.failure === "denied" ? "not allowed (RBAC or credentials)" : r.failure === "missing" ? "not found" : "cannot continue"}: ${
+      r.error instanceof Error ? r.error.message : String(r.error)
+    }`,
+    r.failure,
+    r.error,
+  );
 
 const rvOf = (o: KubeObject): bigint | undefined => {
   const rv = o.metadata.resourceVersion;
@@ -195,6 +224,10 @@ export class Reconciler {
   #bundleVersion: string | undefined;
   #building: Promise<void> | undefined;
   #again = false;
+  /** Each Gateway's provisioning still running (bounded wait: #provisionEach). */
+  readonly #provisioning = new Map<string, Promise<void>>();
+  /** Kinds the API server does not serve (start-up lists answered 404). */
+  readonly #missing = new Set<Kind>();
   /**
    * The last translation, reused while no event changed what translate() reads (it never
    * reads status): builds that only follow proxy pushes or our own status writes coming
@@ -307,12 +340,43 @@ export class Reconciler {
     if (r.relevant || (ours && isSynced(r.snapshot))) this.#batcher.notify();
   }
 
-  /** Lists every kind once (the "synced" signal), then starts election, pushing and building. */
+  /**
+   * Lists every kind once (the "synced" signal), then starts election, pushing and building.
+   * Start-up requests are retried while their failure can pass (list.ts); a kind the API
+   * server does not serve (its CRD is not installed) counts as empty and is reported. Rejects
+   * with a StartError when start-up cannot succeed: the caller exits the process.
+   */
   async start(): Promise<void> {
-    await ensureAuthority(this.o.kube, this.o.namespace);
-    this.#caStore = new CaStore(this.o.kube, this.o.namespace);
-    this.#useCa(await this.#caStore.read());
-    const ca = this.#ca!;
+    startupMetrics.state("starting");
+    const retry = this.o.startupRetry ?? DEFAULT_RETRY;
+    const deps: RetryDeps = {
+      sleep: this.o.sleep ?? (ms => new Promise(r => setTimeout(r, ms))),
+      random: Math.random,
+      stopped: () => this.#stopped,
+      onRetry: (what, error, attempt, delayMs) => {
+        startupMetrics.retried();
+        this.o.log.warn("start-up request failed, retrying", {
+          request: what,
+          attempt,
+          retryInMs: delayMs,
+          error: error instanceof Error ? error.message : String(error),
+        });
+      },
+    };
+    const authority = await retrying(
+      "admin CA",
+      async () => {
+        await ensureAuthority(this.o.kube, this.o.namespace);
+        this.#caStore = new CaStore(this.o.kube, this.o.namespace);
+        this.#useCa(await this.#caStore.read());
+        return this.#ca!;
+      },
+      retry,
+      deps,
+    );
+    if (this.#stopped) return;
+    if (!authority.ok) throw startError("admin CA", authority);
+    const ca = authority.value;
     this.#bundleVersion = await this.o.kube
       .request<{ metadata: { annotations?: Record<string, string> } }>(
         "GET",
@@ -323,6 +387,18 @@ export class Reconciler {
         this.o.log.debug("cannot read the Gateway CRD's bundle-version", { error: String(e) });
         return undefined;
       });
+    for (const kind of KINDS) {
+      const listed = await listAll<KubeObject>(
+        path => this.o.kube.request("GET", path),
+        LIST_PATHS[kind],
+        retry,
+        deps,
+      );
+      if (this.#stopped) return;
+      if (!listed.ok) throw startError(`list ${kind}`, listed);
+      this.#listed(kind, listed.value);
+    }
+    if (this.#stopped) return;
     const own = clientCredentials(ca, this.o.identity, undefined, this.#trusted);
     this.#clientCertificate = own.certificatePem;
     this.#admin = new AdminChannels(new AdminClient(own));
@@ -330,20 +406,19 @@ export class Reconciler {
       client: this.#admin,
       onEvent: e => this.#onFleetEvent(e),
       adoptRunning: true,
+      // an ex-leader never pushes: asked again right before every POST /load
+      mayPush: () => this.#elector.isLeader(),
     });
     this.#fleet.start(this.o.verifyIntervalMs ?? 10_000);
-    for (const kind of KINDS) {
-      const list = await this.o.kube.request<{ items?: KubeObject[] }>("GET", LIST_PATHS[kind]);
-      for (const item of list.items ?? []) this.ingest(kind, "upsert", item);
-      this.#apply({ type: "synced", kind });
-    }
     this.o.log.info(
       "snapshot synced",
       Object.fromEntries(KINDS.map(k => [k, this.#snapshot.objects[k].size])),
     );
+    startupMetrics.state("synced");
     this.#elector.start();
     const resync = setInterval(() => {
       void this.#refreshCa();
+      void this.#relistMissing(retry, deps);
       this.renewClientCertificate();
       this.#applied.clear();
       this.requestBuild();
@@ -357,6 +432,52 @@ export class Reconciler {
       this.#timers.push(traffic);
     }
     this.requestBuild();
+  }
+
+  /** Kinds the API server does not serve (their CRD is not installed): empty and synced. */
+  get missingKinds(): readonly Kind[] {
+    return [...this.#missing];
+  }
+
+  /** The initial list of one kind into the snapshot (a kind not served counts as empty). */
+  #listed(kind: Kind, listed: Listed<KubeObject>): void {
+    startupMetrics.served(kind, listed.found);
+    if (!listed.found) {
+      if (!this.#missing.has(kind))
+        this.o.log.warn("kind not served by the API server (CRD not installed): counted as empty", {
+          kind,
+          path: LIST_PATHS[kind],
+        });
+      this.#missing.add(kind);
+    } else {
+      if (this.#missing.delete(kind))
+        this.o.log.info("kind now served by the API server: picked up", {
+          kind,
+          objects: listed.items.length,
+        });
+      for (const item of listed.items) this.ingest(kind, "upsert", item);
+    }
+    this.#apply({ type: "synced", kind });
+  }
+
+  /**
+   * Lists again the kinds that were not served (at every resync): a CRD installed later is
+   * picked up even if no watch delivers its objects. One try each; never throws.
+   */
+  async #relistMissing(retry: RetryPolicy, deps: RetryDeps): Promise<void> {
+    for (const kind of [...this.#missing]) {
+      const listed = await listAll<KubeObject>(
+        path => this.o.kube.request("GET", path),
+        LIST_PATHS[kind],
+        { ...retry, retryAttempts: 1, deniedAttempts: 1 },
+        deps,
+      );
+      if (listed.ok && listed.value.found) {
+        this.#listed(kind, listed.value);
+        this.#translationStale = true;
+        this.requestBuild();
+      }
+    }
   }
 
   /**
@@ -478,7 +599,7 @@ export class Reconciler {
       else if (e.type === "forgotten") fleetMetrics.forgetProxy(gw, pod);
     }
     if (event && gateway && this.#elector.isLeader()) this.#events.record(gateway, event);
-    if (e.type === "skipped") return;
+    if (e.type === "skipped" || e.type === "withheld") return;
     const level = e.type === "failed" ? "warn" : "debug";
     const { type, name } = e;
     this.o.log[level]("proxy " + type, {
@@ -505,14 +626,16 @@ export class Reconciler {
     }
     const { gateways, statuses } = this.#translation;
     const now = new Date();
-    const plans: GatewayPlan[] = [];
-    for (const ir of gateways) {
-      const key = `${ir.namespace}/${ir.name}`;
-      try {
+    // Each Gateway planned on its own: an exception fails that Gateway alone (contain.ts).
+    const planned = each(
+      gateways,
+      ir => `${ir.namespace}/${ir.name}`,
+      ir => {
+        const key = `${ir.namespace}/${ir.name}`;
         const plan = planGateway({
           ir,
           snapshot,
-          ca: this.#ca,
+          ca: this.#ca!,
           trustedCaPems: this.#trusted,
           defaults: this.o.defaults ?? DEFAULT_PROXY_SETTINGS,
           now,
@@ -522,14 +645,20 @@ export class Reconciler {
         else this.#pendingServing.delete(key);
         for (const problem of plan.settingsProblems)
           this.o.log.warn("proxy settings", { gateway: key, problem });
-        plans.push(plan);
-      } catch (e) {
-        this.o.log.error("cannot plan gateway", {
-          gateway: key,
-          error: e instanceof Error ? e.message : String(e),
-        });
+        return plan;
+      },
+    );
+    const planFailures = new Map<string, string>();
+    for (const r of planned)
+      if (!r.ok) {
+        planFailures.set(r.key, r.error);
+        this.o.log.error("cannot plan gateway", { gateway: r.key, error: r.error });
       }
-    }
+    // A proxy pod serves one Gateway: the oldest Gateway keeps a pod two Gateways select.
+    const plans = claimProxies(
+      planned.flatMap(r => (r.ok ? [r.value] : [])),
+      key => snapshot.objects.Gateway.get(key)?.metadata.creationTimestamp ?? "",
+    );
     for (const key of [...this.#pendingServing.keys()])
       if (!plans.some(p => p.key === key)) this.#pendingServing.delete(key);
 
@@ -547,9 +676,7 @@ export class Reconciler {
     );
     // proxies forgotten by this update still need their Gateway (metrics, events)
     this.#proxyGateway = new Map([...this.#proxyGateway, ...proxyGateway]);
-    await this.#replaceServices(plans.flatMap(p => (p.replaceService ? [p.replaceService] : [])));
-    await this.#provision(plans.flatMap(p => p.manifests));
-    await this.#removeStale(plans.flatMap(p => p.stale));
+    await this.#provisionEach(plans);
     this.#fleet.update(plans.flatMap(p => p.targets));
     this.#proxyGateway = proxyGateway;
     this.#trafficTargets = plans.flatMap(p => {
@@ -565,11 +692,27 @@ export class Reconciler {
       ...statuses,
       gatewayClasses: statuses.gatewayClasses.map(c => {
         const accepted = c.conditions.find(x => x.type === "Accepted");
-        const v = supportedVersionCondition(this.#bundleVersion, accepted?.observedGeneration);
+        const v = supportedVersionCondition(
+          this.#bundleVersion,
+          accepted?.observedGeneration,
+          this.missingKinds,
+        );
         return v ? { ...c, conditions: [...c.conditions, v] } : c;
       }),
       gateways: statuses.gateways.map(g => {
         const plan = byKey.get(`${g.namespace}/${g.name}`);
+        const failure = planFailures.get(`${g.namespace}/${g.name}`);
+        if (!plan && failure !== undefined)
+          return withFleet(
+            g,
+            {
+              proxies: [],
+              desiredHash: undefined,
+              configProblem: planFailure(failure),
+              serviceExists: true,
+            },
+            [],
+          );
         if (!plan) return g;
         addresses.set(plan.key, plan.addresses);
         const proxies = plan.targets.flatMap(t => {
@@ -824,6 +967,40 @@ export class Reconciler {
     );
     timer.unref();
     this.#proxyRecheck = { at, timer };
+  }
+
+  /**
+   * Provisions every Gateway on its own (its Service replacement, then its objects, then its
+   * stale objects), all Gateways at once, and waits for them at most `provisionWaitMs`: one
+   * Gateway's slow or failing API calls do not hold back the others' pushes. A Gateway still
+   * provisioning is not started again by the next build; when the slow ones finish, a build
+   * follows.
+   */
+  async #provisionEach(plans: readonly GatewayPlan[]): Promise<void> {
+    const runs = plans.map(p => {
+      const running = this.#provisioning.get(p.key);
+      if (running) return running;
+      const run = (async () => {
+        await this.#replaceServices(p.replaceService ? [p.replaceService] : []);
+        await this.#provision(p.manifests);
+        await this.#removeStale(p.stale);
+      })().finally(() => this.#provisioning.delete(p.key));
+      this.#provisioning.set(p.key, run);
+      return run;
+    });
+    const all = Promise.all(runs).then(() => true);
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<false>(resolve => {
+      timer = setTimeout(() => resolve(false), this.o.provisionWaitMs ?? 5_000);
+      timer.unref();
+    });
+    const finished = await Promise.race([all, bound]);
+    clearTimeout(timer);
+    if (finished) return;
+    this.o.log.warn("provisioning is slow for some Gateways: pushing the others meanwhile", {
+      gateways: [...this.#provisioning.keys()],
+    });
+    void all.then(() => this.requestBuild());
   }
 
   /**

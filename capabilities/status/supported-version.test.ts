@@ -16,3 +16,12 @@ describe("supportedVersionCondition", () => {
     expect(supportedVersionCondition(undefined)).toBeUndefined();
   });
 });
+
+describe("supportedVersionCondition with kinds not served", () => {
+  it("names every kind whose CRD is not installed, sorted, and keeps the version's status", () => {
+    const c = supportedVersionCondition("v1.6.1", 1, ["UDPRoute", "TCPRoute"]);
+    expect(c?.status).toBe("True");
+    expect(c?.message).toContain("TCPRoute, UDPRoute");
+    expect(supportedVersionCondition("v1.6.1", 1, [])?.message).not.toContain("not installed");
+  });
+});

@@ -16,20 +16,30 @@ const minor = (v: string) =>
     ?.slice(1, 3)
     .join(".");
 
-/** The condition for an installed bundle version (undefined: the CRD could not be read). */
+/**
+ * The condition for an installed bundle version (undefined: the CRD could not be read).
+ * `notServed`: kinds whose CRD is not installed (e.g. a standard-channel-only cluster); the
+ * message names them (they count as empty until installed), the status stays the version's.
+ */
 export function supportedVersionCondition(
   installed: string | undefined,
   observedGeneration?: number,
+  notServed: readonly string[] = [],
 ): Condition | undefined {
   if (installed === undefined) return undefined;
   const ok = minor(installed) !== undefined && minor(installed) === minor(SUPPORTED_BUNDLE_VERSION);
+  const missing = notServed.length
+    ? `; CRDs not installed (those kinds are ignored until installed): ${[...notServed].sort().join(", ")}`
+    : "";
   return {
     type: "SupportedVersion",
     status: ok ? "True" : "False",
     reason: ok ? "SupportedVersion" : "UnsupportedVersion",
-    message: ok
-      ? `Gateway API ${installed} is supported`
-      : `Gateway API CRDs ${installed || "(no bundle-version)"} are installed; this controller supports ${SUPPORTED_BUNDLE_VERSION} (best effort for others)`,
+    message:
+      (ok
+        ? `Gateway API ${installed} is supported`
+        : `Gateway API CRDs ${installed || "(no bundle-version)"} are installed; this controller supports ${SUPPORTED_BUNDLE_VERSION} (best effort for others)`) +
+      missing,
     ...(observedGeneration !== undefined ? { observedGeneration } : {}),
   };
 }

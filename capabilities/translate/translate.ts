@@ -225,7 +225,14 @@ export function translate(s: Snapshot, options: TranslateOptions = {}): Translat
     // An address of a type we cannot request or recognise: not accepted either (spec:
     // Accepted=False, reason UnsupportedAddress).
     const badAddresses = unsupportedAddressProblem(gw.spec?.addresses);
-    if (!badParameters && !badAddresses) gateways.push(buildIR(ctx));
+    // An exception while building one Gateway's IR fails that Gateway alone (issue 15).
+    let irFailure: string | undefined;
+    if (!badParameters && !badAddresses)
+      try {
+        gateways.push(buildIR(ctx));
+      } catch (e) {
+        irFailure = `cannot translate this Gateway: ${e instanceof Error ? e.message : String(e)}`;
+      }
     const refusal = badParameters
       ? ([GatewayReason.InvalidParameters, badParameters, "invalid parameters"] as const)
       : badAddresses
@@ -242,7 +249,11 @@ export function translate(s: Snapshot, options: TranslateOptions = {}): Translat
             gen,
           ),
         ]
-      : [...gatewayConditions(own, gen), ...gatewayTLSConditions(ctx, own, gen)];
+      : [...gatewayConditions(own, gen), ...gatewayTLSConditions(ctx, own, gen)].map(c =>
+          irFailure && c.type === ConditionType.Programmed
+            ? condition(ConditionType.Programmed, false, GatewayReason.Invalid, irFailure, gen)
+            : c,
+        );
     const sets = listenerSetResults(ctx, conditions[0].status === "True");
     listenerSetStatuses.push(...sets.statuses);
     gatewayStatuses.push({

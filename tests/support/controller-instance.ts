@@ -7,7 +7,7 @@
  *   node --import tsx tests/support/controller-instance.ts NAMESPACE IDENTITY LEASE
  *
  * stdout: one JSON line per event: {"started":true}, {"leader":bool} on every change,
- * {"fleet":"pushed"|"adopted"|...}. SIGTERM stops it gracefully (the Lease is released).
+ * {"fleet":"pushed"|"adopted"|...}, {"startupRetry":request} and {"notServed":kind} (start-up). SIGTERM stops it gracefully (the Lease is released).
  */
 import { kubeClient, userAgent } from "../../capabilities/kube/client";
 import { DEFAULT_PROXY_SETTINGS } from "../../capabilities/provision";
@@ -30,7 +30,11 @@ async function main(): Promise<void> {
     kube: kubeClient(undefined, { userAgent: userAgent(identity) }),
     log: {
       info: () => {},
-      warn: () => {},
+      // start-up retries and kinds not served, for the start-up fault test
+      warn: (m, meta) => {
+        if (m.startsWith("start-up request failed")) say({ startupRetry: meta?.request });
+        else if (m.startsWith("kind not served")) say({ notServed: meta?.kind });
+      },
       debug: () => {},
       error: (m, meta) => process.stderr.write(`${m} ${JSON.stringify(meta ?? {})}\n`),
     },
