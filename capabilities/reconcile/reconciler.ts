@@ -65,6 +65,8 @@ import {
 import { LIST_PATHS, objectPath } from "./kinds";
 import { EventRecorder, GatewayObjectRef, PushEvents } from "./events";
 import { GatewayPlan, planGateway } from "./plan";
+import { LastGoodWriter } from "./last-good-writer";
+import { DEFAULT_LAST_GOOD_POLICY, withoutLastGoodData } from "./last-good";
 import {
   RELOAD_SAMPLE,
   REQUESTS_SAMPLE,
@@ -114,6 +116,8 @@ export interface ReconcilerOptions {
   readonly onFleetEvent?: (event: FleetEvent) => void;
   /** Admin CA rotation: time between steps for kubelets to refresh mounted files (rotation.ts). */
   readonly caRotationGraceMs?: number;
+  /** Minimum time between two writes of a Gateway's last-good Secret (last-good.ts). */
+  readonly lastGoodIntervalMs?: number;
 }
 
 const rvOf = (o: KubeObject): bigint | undefined => {
@@ -164,6 +168,10 @@ export class Reconciler {
   readonly #events: EventRecorder;
   /** The Gateway of each proxy ("namespace/pod") the fleet pushes to. */
   #proxyGateway = new Map<string, GatewayObjectRef>();
+  /** Stores each Gateway's last accepted config (last-good.ts), off the build path. */
+  readonly #lastGood: LastGoodWriter;
+  /** Per managed Gateway ("namespace/name"): the last-good key and the config now desired. */
+  #lastGoodPlans = new Map<string, NonNullable<GatewayPlan["lastGood"]>>();
   /** The proxies' traffic, summed per Gateway and route, from their own /metrics. */
   readonly #traffic = new TrafficTotals();
   #trafficTargets: readonly { gateway: string; target: Target; routes: readonly RouteHosts[] }[] =
@@ -215,6 +223,21 @@ export class Reconciler {
       instance: o.identity,
       onError: e => o.log.debug("cannot write Event", { error: String(e) }),
     });
+    this.#lastGood = new LastGoodWriter({
+      kube: o.kube,
+      isLeader: () => this.#elector.isLeader(),
+      log: o.log,
+      ...(o.lastGoodIntervalMs !== undefined
+        ? { policy: { ...DEFAULT_LAST_GOOD_POLICY, intervalMs: o.lastGoodIntervalMs } }
+        : {}),
+      onTooLarge: (gw, bytes, max) =>
+        this.#events.record(gw, {
+          proxy: "",
+          reason: "LastGoodTooLarge",
+          type: "Warning",
+          note: `the proxies' config (${bytes} bytes) is larger than a Secret can hold (${max} bytes): new proxy pods start from the bootstrap config and are not Ready until the controller programs them`,
+        }),
+    });
     const election: ElectionConfig = {
       ...DEFAULT_ELECTION,
       name: "kengine-gateway-leader",
@@ -240,6 +263,7 @@ export class Reconciler {
           identity: o.identity,
         });
         this.#fleet?.update([]);
+        this.#lastGood.clear();
       },
       onNewLeader: id => o.log.info("following", { leader: id }),
       onError: e => o.log.debug("lease operation failed", { error: String(e) }),
@@ -290,7 +314,7 @@ export class Reconciler {
     if (rv !== undefined) this.#seen.set(id, rv);
     const key = `${object.metadata.namespace ?? ""}/${object.metadata.name}`;
     this.#apply(
-      { type, kind, object },
+      { type, kind, object: withoutLastGoodData(kind, object) },
       ownedByUs(object) || (kind === "Secret" && this.#planSecrets.has(key)),
     );
   }
@@ -429,6 +453,7 @@ export class Reconciler {
     this.#writer.close();
     await this.#elector.stop();
     this.#fleet?.close();
+    this.#lastGood.close();
     await this.#admin?.close();
   }
 
@@ -478,6 +503,13 @@ export class Reconciler {
       else if (e.type === "forgotten") fleetMetrics.forgetProxy(gw, pod);
     }
     if (event && gateway && this.#elector.isLeader()) this.#events.record(gateway, event);
+    if (gateway && (e.type === "pushed" || e.type === "adopted")) {
+      // a proxy accepted the Gateway's current config: it becomes the last known good one
+      const gw = `${gateway.namespace}/${gateway.name}`;
+      const lastGood = this.#lastGoodPlans.get(gw);
+      if (lastGood?.config?.hash === e.hash)
+        this.#lastGood.accepted(gw, lastGood.key, lastGood.config);
+    }
     if (e.type === "skipped") return;
     const level = e.type === "failed" ? "warn" : "debug";
     const { type, name } = e;
@@ -538,6 +570,10 @@ export class Reconciler {
       new Map(plans.flatMap(p => (p.channel ? [[p.channel.key, p.channel.credentials]] : []))),
     );
     if (!leader) return;
+    this.#lastGoodPlans = new Map(
+      plans.flatMap(p => (p.lastGood ? [[p.key, p.lastGood] as const] : [])),
+    );
+    this.#lastGood.observe([...this.#lastGoodPlans.values()]);
     const proxyGateway = new Map(
       plans.flatMap(p => {
         const [namespace, name] = p.key.split("/") as [string, string];
