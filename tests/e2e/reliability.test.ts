@@ -25,6 +25,7 @@ import { join } from "node:path";
 import { connect } from "node:tls";
 import { createNamespace, deleteNamespace, eventually, kubectl, kubectlOk } from "../support/kube";
 import { PeprDev, startModule } from "../support/module";
+import { ProxyPod, proxyPods as listProxyPods } from "../support/proxy-pods";
 import { repoRoot } from "../support/paths";
 import { Failure, get, steadyClient } from "../support/traffic";
 
@@ -48,13 +49,6 @@ const controllerLog = join(repoRoot, "reports", "e2e-controller.log");
 
 const jsonpath = (args: string[], path: string): string =>
   kubectl([...args, "-o", `jsonpath=${path}`]).stdout.trim();
-
-interface ProxyPod {
-  readonly name: string;
-  readonly uid: string;
-  readonly ready: boolean;
-  readonly deleting: boolean;
-}
 
 interface ProxyRow {
   readonly name: string;
@@ -118,24 +112,7 @@ describe("reliability: zero failed requests through a Gateway while things break
   let address: string;
   const blockers: ChildProcess[] = [];
 
-  const proxyPods = (): ProxyPod[] =>
-    jsonpath(
-      [
-        "get",
-        "pods",
-        "-n",
-        ns,
-        "-l",
-        `gateway.networking.k8s.io/gateway-name=${GW},app.kubernetes.io/component=proxy`,
-      ],
-      `{range .items[*]}{.metadata.name},{.metadata.uid},{.status.conditions[?(@.type=='Ready')].status},{.metadata.deletionTimestamp}{"\\n"}{end}`,
-    )
-      .split("\n")
-      .filter(Boolean)
-      .map(l => {
-        const [name, uid, ready, deleting] = l.split(",");
-        return { name, uid, ready: ready === "True", deleting: Boolean(deleting) };
-      });
+  const proxyPods = (): ProxyPod[] => listProxyPods(ns, GW);
 
   const proxyRows = (): ProxyRow[] =>
     jsonpath(
