@@ -9,6 +9,7 @@ import {
   LastGoodTrack,
   MAX_SECRET_DATA_BYTES,
   decideLastGood,
+  lastGoodCurrent,
   storedLastGood,
   withoutLastGoodData,
 } from "./last-good";
@@ -72,6 +73,16 @@ const gw: GatewayRef = { namespace: "ns", name: "web", uid: "u1", listeners: [] 
 const sealed = (hash: string, size = 10): SealedConfig => ({
   hash,
   bytes: Buffer.from(`{"k":"${"x".repeat(Math.max(0, size - 8))}"}`),
+});
+
+describe("lastGoodCurrent", () => {
+  it("holds when the Secret was written for the desired hash, stored or too large", () => {
+    expect(lastGoodCurrent("h1", { hash: "h1", key: "k", stored: true })).toBe(true);
+    expect(lastGoodCurrent("h1", { hash: "h1", key: "k", stored: false })).toBe(true);
+    expect(lastGoodCurrent("h2", { hash: "h1", key: "k", stored: true })).toBe(false);
+    expect(lastGoodCurrent("h1", undefined)).toBe(false);
+    expect(lastGoodCurrent(undefined, undefined)).toBe(false);
+  });
 });
 
 describe("lastGoodSecret / storedLastGood", () => {

@@ -60,6 +60,17 @@ export function withoutLastGoodData(kind: Kind, o: KubeObject): KubeObject {
   return rest as KubeObject;
 }
 
+/**
+ * Whether a pod starting now would start from the desired config (or, beyond the limit, from
+ * the bootstrap, which only the controller programs): the Secret was written for that hash. A
+ * CA rotation step waits for this, so no pod can start from a config that trusts only a CA the
+ * controller no longer uses (it would serve, but could never be programmed again).
+ */
+export const lastGoodCurrent = (
+  desiredHash: string | undefined,
+  stored: StoredLastGood | undefined,
+): boolean => desiredHash !== undefined && stored?.hash === desiredHash;
+
 /** A config a proxy of the Gateway accepted: its hash, the proxy build's key, its size. */
 export interface AcceptedConfig {
   readonly hash: string;

@@ -66,7 +66,7 @@ import { LIST_PATHS, objectPath } from "./kinds";
 import { EventRecorder, GatewayObjectRef, PushEvents } from "./events";
 import { GatewayPlan, planGateway } from "./plan";
 import { LastGoodWriter } from "./last-good-writer";
-import { DEFAULT_LAST_GOOD_POLICY, withoutLastGoodData } from "./last-good";
+import { DEFAULT_LAST_GOOD_POLICY, lastGoodCurrent, withoutLastGoodData } from "./last-good";
 import {
   RELOAD_SAMPLE,
   REQUESTS_SAMPLE,
@@ -712,7 +712,9 @@ export class Reconciler {
         p.targets.every(t => {
           const s = this.#fleet!.state(t.endpoint.name);
           return s?.phase === "Programmed" && s.hash === p.desiredHash;
-        }),
+        }) &&
+        // a pod (re)starting from the last-good Secret must trust the CA of this step too
+        (p.targets.length === 0 || lastGoodCurrent(p.desiredHash, p.lastGood?.stored)),
     );
     const graceMs = this.o.caRotationGraceMs ?? DEFAULT_ROTATION_GRACE_MS;
     const now = Date.now();
