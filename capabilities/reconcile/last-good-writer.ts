@@ -34,11 +34,16 @@ export interface LastGoodWriterOptions {
 interface GatewayEntry {
   ref: GatewayRef;
   track: LastGoodTrack;
+  /** What the snapshot last said the Secret holds. */
+  seen: StoredLastGood | undefined;
   /** The newest accepted config not yet written (or waiting for the interval). */
   pending: { readonly key: string; readonly config: SealedConfig } | undefined;
   timer: NodeJS.Timeout | undefined;
   writing: boolean;
 }
+
+const sameStored = (a: StoredLastGood | undefined, b: StoredLastGood | undefined): boolean =>
+  a?.hash === b?.hash && a?.key === b?.key && a?.stored === b?.stored;
 
 const keyOf = (ref: Pick<GatewayRef, "namespace" | "name">) => `${ref.namespace}/${ref.name}`;
 
@@ -52,9 +57,10 @@ export class LastGoodWriter {
   }
 
   /**
-   * The managed Gateways of the latest build, with what their Secret holds in the snapshot
-   * (read once per Gateway: afterwards this replica's own writes are the truth). Gateways not
-   * named are forgotten.
+   * The managed Gateways of the latest build, with what their Secret holds in the snapshot.
+   * A change seen there (the Secret deleted, or written by another replica) becomes the truth;
+   * until then this replica's own last write is (the watch brings it back a little later).
+   * Gateways not named are forgotten.
    */
   observe(
     gateways: readonly { readonly ref: GatewayRef; readonly stored: StoredLastGood | undefined }[],
@@ -64,11 +70,17 @@ export class LastGoodWriter {
       const key = keyOf(ref);
       keep.add(key);
       const entry = this.#entries.get(key);
-      if (entry) entry.ref = ref;
-      else
+      if (entry) {
+        entry.ref = ref;
+        if (!sameStored(entry.seen, stored)) {
+          entry.seen = stored;
+          if (!entry.writing) entry.track = { ...entry.track, stored };
+        }
+      } else
         this.#entries.set(key, {
           ref,
           track: { stored },
+          seen: stored,
           pending: undefined,
           timer: undefined,
           writing: false,

@@ -185,6 +185,29 @@ describe("LastGoodWriter", () => {
     w.close();
   });
 
+  it("writes again when the snapshot shows the Secret gone", async () => {
+    const api = fakeKube();
+    const w = new LastGoodWriter({
+      kube: api.kube,
+      isLeader: () => true,
+      log: silent,
+      policy: { intervalMs: 0, maxBytes: 1000 },
+    });
+    w.observe([{ ref: gw, stored: undefined }]);
+    w.accepted("ns/web", "k", sealed("h1"));
+    await w.idle();
+    // the watch brings our write back, then the Secret's deletion
+    w.observe([{ ref: gw, stored: { hash: "h1", key: "k", stored: true } }]);
+    w.accepted("ns/web", "k", sealed("h1"));
+    await w.idle();
+    expect(api.applied).toHaveLength(1);
+    w.observe([{ ref: gw, stored: undefined }]);
+    w.accepted("ns/web", "k", sealed("h1"));
+    await w.idle();
+    expect(api.applied.map(a => storedHash(a.body))).toEqual(["h1", "h1"]);
+    w.close();
+  });
+
   it("writes nothing unless leader", async () => {
     const api = fakeKube();
     const w = new LastGoodWriter({ kube: api.kube, isLeader: () => false, log: silent });

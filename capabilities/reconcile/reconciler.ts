@@ -170,8 +170,6 @@ export class Reconciler {
   #proxyGateway = new Map<string, GatewayObjectRef>();
   /** Stores each Gateway's last accepted config (last-good.ts), off the build path. */
   readonly #lastGood: LastGoodWriter;
-  /** Per managed Gateway ("namespace/name"): the last-good key and the config now desired. */
-  #lastGoodPlans = new Map<string, NonNullable<GatewayPlan["lastGood"]>>();
   /** The proxies' traffic, summed per Gateway and route, from their own /metrics. */
   readonly #traffic = new TrafficTotals();
   #trafficTargets: readonly { gateway: string; target: Target; routes: readonly RouteHosts[] }[] =
@@ -503,13 +501,6 @@ export class Reconciler {
       else if (e.type === "forgotten") fleetMetrics.forgetProxy(gw, pod);
     }
     if (event && gateway && this.#elector.isLeader()) this.#events.record(gateway, event);
-    if (gateway && (e.type === "pushed" || e.type === "adopted")) {
-      // a proxy accepted the Gateway's current config: it becomes the last known good one
-      const gw = `${gateway.namespace}/${gateway.name}`;
-      const lastGood = this.#lastGoodPlans.get(gw);
-      if (lastGood?.config?.hash === e.hash)
-        this.#lastGood.accepted(gw, lastGood.key, lastGood.config);
-    }
     if (e.type === "skipped") return;
     const level = e.type === "failed" ? "warn" : "debug";
     const { type, name } = e;
@@ -570,10 +561,7 @@ export class Reconciler {
       new Map(plans.flatMap(p => (p.channel ? [[p.channel.key, p.channel.credentials]] : []))),
     );
     if (!leader) return;
-    this.#lastGoodPlans = new Map(
-      plans.flatMap(p => (p.lastGood ? [[p.key, p.lastGood] as const] : [])),
-    );
-    this.#lastGood.observe([...this.#lastGoodPlans.values()]);
+    this.#lastGood.observe(plans.flatMap(p => (p.lastGood ? [p.lastGood] : [])));
     const proxyGateway = new Map(
       plans.flatMap(p => {
         const [namespace, name] = p.key.split("/") as [string, string];
@@ -587,6 +575,19 @@ export class Reconciler {
     await this.#provision(plans.flatMap(p => p.manifests));
     await this.#removeStale(plans.flatMap(p => p.stale));
     this.#fleet.update(plans.flatMap(p => p.targets));
+    // A config some proxy of the Gateway runs (pushed, or found running) is the last known good
+    // one; the writer stores it off the build path (a build follows every push result).
+    for (const p of plans) {
+      const config = p.lastGood?.config;
+      if (
+        config &&
+        p.targets.some(t => {
+          const s = this.#fleet!.state(t.endpoint.name);
+          return s?.phase === "Programmed" && s.hash === config.hash;
+        })
+      )
+        this.#lastGood.accepted(p.key, p.lastGood!.key, config);
+    }
     this.#proxyGateway = proxyGateway;
     this.#trafficTargets = plans.flatMap(p => {
       const [namespace, name] = p.key.split("/") as [string, string];
