@@ -104,7 +104,8 @@ export function proxyTemplates(input: TemplateInput): Mutable[] {
   if (!boot.ok) throw new Error(`bootstrap config: ${boot.error.join("; ")}`);
 
   // The workload, with its volumes pointing at this setup's Secret and ConfigMap.
-  const workload = userOwned(proxyWorkload(ref, settings, names), n.workload);
+  // No last-good Secret: the controller keeps one only for the proxies it manages.
+  const workload = userOwned(proxyWorkload(ref, settings, names, { lastGood: false }), n.workload);
   const spec = workload.spec as { template: { spec: { volumes: Mutable[] } } };
   spec.template.spec.volumes = spec.template.spec.volumes.map(v =>
     v.secret

@@ -50,7 +50,19 @@ const requests = new Counter({
   registers: [registry],
 });
 
+/** Outcome of one write of a Gateway's last-good Secret (reconcile/last-good.ts). */
+export type LastGoodResult = "stored" | "too_large" | "failed";
+const lastGoodWrites = new Counter({
+  name: `${METRIC_PREFIX}last_good_writes_total`,
+  help: "Writes of a Gateway's last-good Secret (the config new proxy pods start from), by Gateway and result: stored; too_large (config beyond the Secret limit, new pods start from the bootstrap config); failed.",
+  labelNames: ["gateway", "result"],
+  registers: [registry],
+});
+
 export const fleetMetrics = {
+  lastGood(gateway: string, result: LastGoodResult): void {
+    lastGoodWrites.inc({ gateway, result });
+  },
   push(gateway: string, proxy: string, result: PushResult, seconds?: number): void {
     pushes.inc({ gateway, proxy, result });
     if (seconds !== undefined) pushDuration.observe({ gateway }, seconds);

@@ -7,6 +7,12 @@ export const MANAGED_BY = "kengine-gateway";
 /** On a bring-your-own proxies' Service (design §4): the name of the Gateway, in the same namespace. */
 export const OWNING_GATEWAY_LABEL = "gateway.kengine.io/owning-gateway";
 export const COMPONENT_LABEL = "app.kubernetes.io/component";
+/** On the last-good Secret: hash and key of the config it was written for, and whether it holds it. */
+export const LAST_GOOD_HASH_ANNOTATION = "gateway.kengine.io/config-hash";
+export const LAST_GOOD_KEY_ANNOTATION = "gateway.kengine.io/config-key";
+export const LAST_GOOD_STORED_ANNOTATION = "gateway.kengine.io/config-stored";
+/** The last-good Secret's component label (the controller keeps only its metadata in memory). */
+export const LAST_GOOD_COMPONENT = "proxy-last-good";
 
 /** A DNS-1035 label of at most 63 characters: long names are cut and keep a hash for uniqueness. */
 export function dnsLabel(base: string, suffix: string): string {

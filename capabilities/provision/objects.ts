@@ -7,6 +7,8 @@ import {
   DEFAULT_MANAGEMENT_PORT,
   bootstrapConfigMapData,
   bootstrapConfigMapName,
+  lastGoodKey,
+  lastGoodSecretName,
   managementSecretName,
   proxyContainer,
   proxyVolumes,
@@ -14,6 +16,10 @@ import {
 import {
   COMPONENT_LABEL,
   GATEWAY_NAME_LABEL,
+  LAST_GOOD_COMPONENT,
+  LAST_GOOD_HASH_ANNOTATION,
+  LAST_GOOD_KEY_ANNOTATION,
+  LAST_GOOD_STORED_ANNOTATION,
   MANAGED_BY,
   MANAGED_BY_LABEL,
   ProxyNames,
@@ -122,14 +128,52 @@ export function bootstrapConfigMap(gw: GatewayRef, bootstrap: CaddyConfig): Kube
   };
 }
 
+/**
+ * What the last-good Secret is to hold: the sealed config a proxy of the Gateway accepted,
+ * under the key of the proxy build it was made for; `config` absent when it cannot be stored
+ * (too large for a Secret): new pods then start from the bootstrap config.
+ */
+export interface LastGoodContent {
+  readonly key: string;
+  readonly hash: string;
+  /** The sealed bytes (may hold private keys: never logged). */
+  readonly config?: Buffer;
+}
+
+/**
+ * The Gateway's last-good Secret (proxies/pod.ts mounts it). A Secret, never a ConfigMap: the
+ * sealed config carries the private keys of the Gateway's TLS listeners.
+ */
+export function lastGoodSecret(gw: GatewayRef, content: LastGoodContent): KubeManifest {
+  const m = meta(gw, lastGoodSecretName(gw.name), LAST_GOOD_COMPONENT);
+  return {
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: {
+      ...m,
+      annotations: {
+        ...(m.annotations ?? {}),
+        [LAST_GOOD_HASH_ANNOTATION]: content.hash,
+        [LAST_GOOD_KEY_ANNOTATION]: content.key,
+        [LAST_GOOD_STORED_ANNOTATION]: content.config ? "true" : "false",
+      },
+    },
+    type: "Opaque",
+    data: content.config ? { [content.key]: content.config.toString("base64") } : {},
+  };
+}
+
 /** The proxies' workload: a Deployment (default) or a DaemonSet, as the settings say. */
 export function proxyWorkload(
   gw: GatewayRef,
   s: ProxySettings,
   names: ProxyNames = proxyNames(gw.name),
+  /** Start pods from the last-good Secret the controller keeps (managed proxies only). */
+  options: { readonly lastGood: boolean } = { lastGood: true },
 ): KubeManifest {
   const selector = podSelector(gw.name);
-  const container = proxyContainer({ image: s.image, command: s.command });
+  const lastGood = options.lastGood ? lastGoodKey(s) : undefined;
+  const container = proxyContainer({ image: s.image, command: s.command, lastGoodKey: lastGood });
   const podSpec = {
     automountServiceAccountToken: false,
     enableServiceLinks: false,
@@ -168,7 +212,7 @@ export function proxyWorkload(
         },
       },
     ],
-    volumes: proxyVolumes(gw.name),
+    volumes: proxyVolumes(gw.name, lastGood),
   };
   const template = {
     metadata: {

@@ -2,6 +2,7 @@ import { bootstrapConfig, checkConfig, MANAGEMENT_SERVER, sealConfig } from "./m
 import { createAuthority, generateKeyPair } from "./pki";
 import {
   bootstrapConfigMapData,
+  lastGoodKey,
   podManagementSpec,
   proxyContainer,
   proxyVolumes,
@@ -53,6 +54,43 @@ describe("proxy pod pieces", () => {
     expect(boot.ok && JSON.stringify(boot.value).includes(":19080")).toBe(false);
     const sealed = boot.ok ? sealConfig(JSON.stringify(boot.value), spec) : undefined;
     expect(sealed?.ok && sealed.value.bytes.toString().includes('"listen":[":19080"]')).toBe(true);
+  });
+
+  it("start from the last-good Secret's file when it is there (caddy --resume), else from the bootstrap", () => {
+    const key = lastGoodKey({ image: "kengine/proxy:dev", flavor: "Bundled" });
+    expect(key).toMatch(/^config-[0-9a-f]{12}\.json$/);
+    const c = proxyContainer({ image: "kengine/proxy:dev", lastGoodKey: key });
+    expect(c.command).toEqual([
+      "caddy",
+      "run",
+      "--config",
+      "/etc/kengine/bootstrap/caddy.json",
+      "--resume",
+    ]);
+    // Caddy resumes from $XDG_CONFIG_HOME/caddy/autosave.json: the mounted key
+    expect(c.env?.find(e => e.name === "XDG_CONFIG_HOME")?.value).toBe("/etc/kengine/last-good");
+    expect(c.volumeMounts).toContainEqual({
+      name: "last-good",
+      mountPath: "/etc/kengine/last-good/caddy",
+      readOnly: true,
+    });
+    expect(proxyVolumes("web", key)).toContainEqual({
+      name: "last-good",
+      secret: {
+        secretName: "web-kengine-last-good",
+        optional: true,
+        items: [{ key, path: "autosave.json" }],
+        defaultMode: 0o440,
+      },
+    });
+    // another image, command or flavour: another key (a config is kept for the build that took it)
+    const keys = new Set([
+      key,
+      lastGoodKey({ image: "kengine/proxy:dev2", flavor: "Bundled" }),
+      lastGoodKey({ image: "kengine/proxy:dev", flavor: "Caddy" }),
+      lastGoodKey({ image: "kengine/proxy:dev", command: ["kengine"], flavor: "Bundled" }),
+    ]);
+    expect(keys.size).toBe(4);
   });
 
   it("mount the per-Gateway Secret and ConfigMap, and keep Caddy's files in an emptyDir", () => {

@@ -2,8 +2,20 @@
  * How a proxy pod runs around the management channel, as plain Kubernetes objects for the
  * provisioning code to place into its Deployment: the container (bootstrap config, pod IP
  * from the downward API, management and readiness ports, readiness probe) and its volumes
- * (serving certificate Secret, bootstrap ConfigMap, scratch space for Caddy).
+ * (serving certificate Secret, bootstrap ConfigMap, last known good config Secret, scratch
+ * space for Caddy).
+ *
+ * Last known good: the pod runs `caddy run --config <bootstrap> --resume`. With `--resume`
+ * Caddy starts from its autosave file (`$XDG_CONFIG_HOME/caddy/autosave.json`) when it exists
+ * and from `--config` when it does not: stock Caddy, Kengine (Caddy 2.8) and our build all do
+ * this, with no shell and no module of ours. The autosave file is one key of the Gateway's
+ * last-good Secret, mounted read-only (optional: absent key or Secret → no file → bootstrap).
+ * The key names the image, command and flavour, so a pod template for another proxy build
+ * finds no file and starts from the bootstrap instead of a config its binary may refuse.
+ * Caddy reads the file only at start (`admin.config.persist` is false: it never writes it),
+ * so the kubelet refreshing the mounted Secret reloads nothing behind the controller's back.
  */
+import { createHash } from "node:crypto";
 import type { V1Container, V1Volume } from "@kubernetes/client-node";
 import { CaddyConfig, ManagementSpec, READINESS_PATH } from "./management";
 
@@ -25,6 +37,24 @@ export const MANAGEMENT_TLS_DIR = "/etc/kengine/management";
 export const BOOTSTRAP_DIR = "/etc/kengine/bootstrap";
 export const BOOTSTRAP_FILE = "caddy.json";
 export const DATA_DIR = "/var/lib/kengine";
+/** XDG_CONFIG_HOME of managed proxies: Caddy looks for `caddy/autosave.json` under it. */
+export const LAST_GOOD_DIR = "/etc/kengine/last-good";
+/** Caddy's app directory name under XDG_CONFIG_HOME, where the last-good Secret is mounted. */
+export const LAST_GOOD_MOUNT = `${LAST_GOOD_DIR}/caddy`;
+export const LAST_GOOD_FILE = "autosave.json";
+
+/**
+ * The last-good Secret's key for one proxy build: a config is stored only for the image,
+ * command and flavour that accepted it (`config-<12 hex>.json`, a valid Secret key).
+ */
+export function lastGoodKey(proxy: {
+  readonly image: string;
+  readonly command?: readonly string[];
+  readonly flavor: string;
+}): string {
+  const id = JSON.stringify([proxy.image, proxy.command ?? ["caddy"], proxy.flavor]);
+  return `config-${createHash("sha256").update(id).digest("hex").slice(0, 12)}.json`;
+}
 
 /**
  * The spec every pod of one Gateway shares: the same bytes fit every pod because the pod IP
@@ -58,12 +88,22 @@ export interface ProxyContainerInput {
   readonly command?: readonly string[];
   readonly managementPort?: number;
   readonly readinessPort?: number;
+  /**
+   * Key of the last-good Secret this pod starts from when present (`lastGoodKey`); absent: the
+   * pod always starts from the bootstrap config (no last-good mount).
+   */
+  readonly lastGoodKey?: string;
 }
 
-/** The proxy container: starts from the bootstrap config and turns Ready only after the first push. */
+/**
+ * The proxy container: starts from the last accepted config when the last-good Secret holds one
+ * (its readiness server comes with it: Ready at once), else from the bootstrap config, and then
+ * turns Ready only after the first push.
+ */
 export function proxyContainer(input: ProxyContainerInput): V1Container {
   const managementPort = input.managementPort ?? DEFAULT_MANAGEMENT_PORT;
   const readinessPort = input.readinessPort ?? DEFAULT_READINESS_PORT;
+  const lastGood = input.lastGoodKey !== undefined;
   return {
     name: "proxy",
     image: input.image,
@@ -72,10 +112,11 @@ export function proxyContainer(input: ProxyContainerInput): V1Container {
       "run",
       "--config",
       `${BOOTSTRAP_DIR}/${BOOTSTRAP_FILE}`,
+      ...(lastGood ? ["--resume"] : []),
     ],
     env: [
       { name: POD_IP_ENV, valueFrom: { fieldRef: { fieldPath: "status.podIP" } } },
-      { name: "XDG_CONFIG_HOME", value: `${DATA_DIR}/config` },
+      { name: "XDG_CONFIG_HOME", value: lastGood ? LAST_GOOD_DIR : `${DATA_DIR}/config` },
       { name: "XDG_DATA_HOME", value: `${DATA_DIR}/data` },
     ],
     ports: [
@@ -92,6 +133,7 @@ export function proxyContainer(input: ProxyContainerInput): V1Container {
     volumeMounts: [
       { name: "management-tls", mountPath: MANAGEMENT_TLS_DIR, readOnly: true },
       { name: "bootstrap", mountPath: BOOTSTRAP_DIR, readOnly: true },
+      ...(lastGood ? [{ name: "last-good", mountPath: LAST_GOOD_MOUNT, readOnly: true }] : []),
       { name: "data", mountPath: DATA_DIR },
     ],
   };
@@ -101,14 +143,31 @@ export function proxyContainer(input: ProxyContainerInput): V1Container {
 export const managementSecretName = (gatewayName: string): string => `${gatewayName}-kengine-admin`;
 export const bootstrapConfigMapName = (gatewayName: string): string =>
   `${gatewayName}-kengine-bootstrap`;
+/** The Secret holding the last config the Gateway's proxies accepted (reconcile/last-good.ts). */
+export const lastGoodSecretName = (gatewayName: string): string =>
+  `${gatewayName}-kengine-last-good`;
 
-export function proxyVolumes(gatewayName: string): V1Volume[] {
+export function proxyVolumes(gatewayName: string, lastGoodKey?: string): V1Volume[] {
   return [
     {
       name: "management-tls",
       secret: { secretName: managementSecretName(gatewayName), defaultMode: 0o440 },
     },
     { name: "bootstrap", configMap: { name: bootstrapConfigMapName(gatewayName) } },
+    ...(lastGoodKey !== undefined
+      ? [
+          {
+            name: "last-good",
+            secret: {
+              secretName: lastGoodSecretName(gatewayName),
+              // absent Secret or key: an empty directory, Caddy starts from the bootstrap
+              optional: true,
+              items: [{ key: lastGoodKey, path: LAST_GOOD_FILE }],
+              defaultMode: 0o440,
+            },
+          },
+        ]
+      : []),
     { name: "data", emptyDir: {} },
   ];
 }

@@ -14,10 +14,10 @@ import { statusOf } from "../kube/client";
 import type { FleetEvent } from "../proxies";
 import { describeAdminError } from "../proxies";
 
-export type PushEventReason = "PushFailed" | "PushRecovered";
+export type PushEventReason = "PushFailed" | "PushRecovered" | "LastGoodTooLarge";
 
 export interface PushEvent {
-  /** Proxy name ("namespace/pod"). */
+  /** Proxy name ("namespace/pod"); empty for an Event about the Gateway's proxies as a whole. */
   readonly proxy: string;
   readonly reason: PushEventReason;
   readonly type: "Warning" | "Normal";
@@ -126,7 +126,8 @@ export class EventRecorder {
         eventTime: now,
         reportingController: REPORTING_CONTROLLER,
         reportingInstance: this.o.instance.slice(0, 128),
-        action: e.reason === "PushFailed" ? "Push" : "Verify",
+        action:
+          e.reason === "PushFailed" ? "Push" : e.reason === "LastGoodTooLarge" ? "Store" : "Verify",
         reason: e.reason,
         type: e.type,
         note: e.note.slice(0, MAX_NOTE),
@@ -137,12 +138,16 @@ export class EventRecorder {
           name: gateway.name,
           ...(gateway.uid ? { uid: gateway.uid } : {}),
         },
-        related: {
-          apiVersion: "v1",
-          kind: "Pod",
-          namespace: gateway.namespace,
-          name: e.proxy.split("/").pop(),
-        },
+        ...(e.proxy
+          ? {
+              related: {
+                apiVersion: "v1",
+                kind: "Pod",
+                namespace: gateway.namespace,
+                name: e.proxy.split("/").pop(),
+              },
+            }
+          : {}),
       });
       return;
     } catch (error) {

@@ -159,6 +159,7 @@ describe("bring-your-own proxies", () => {
       "Service/edge-kengine-admin/true",
       "Secret/edge-kengine-admin/true",
       "ConfigMap/edge-kengine-bootstrap/true",
+      "Secret/edge-kengine-last-good/true",
     ]);
   });
 

@@ -198,3 +198,55 @@ describe("planGateway: static addresses", () => {
     expect(p.addresses).toEqual([]);
   });
 });
+
+describe("planGateway: last known good config", () => {
+  it("names the sealed config to store, the proxy build's key the pods mount, and what the Secret holds", () => {
+    const p = planAt(snapshotOf(objects), notBefore);
+    const lastGood = p.lastGood!;
+    expect(lastGood.ref).toMatchObject({ namespace: "apps", name: "edge", uid: "g1" });
+    expect(lastGood.config?.hash).toBe(p.desiredHash);
+    expect(lastGood.config && isSealed(lastGood.config)).toBe(true);
+    expect(lastGood.stored).toBeUndefined();
+    // the Deployment's pods mount exactly that key of the Secret and resume from it
+    const deployment = p.manifests.find(m => m.kind === "Deployment") as unknown as {
+      spec: {
+        template: {
+          spec: {
+            containers: { command: string[] }[];
+            volumes: { name: string; secret?: { secretName: string; items?: { key: string }[] } }[];
+          };
+        };
+      };
+    };
+    const pod = deployment.spec.template.spec;
+    expect(pod.containers[0]!.command).toContain("--resume");
+    expect(pod.volumes.find(v => v.name === "last-good")?.secret).toMatchObject({
+      secretName: "edge-kengine-last-good",
+      items: [{ key: lastGood.key }],
+    });
+    // the controller does not apply it with the other manifests: only the writer does
+    expect(p.manifests.some(m => m.metadata.name === "edge-kengine-last-good")).toBe(false);
+
+    const stored = snapshotOf([
+      ...objects,
+      {
+        apiVersion: "v1",
+        kind: "Secret",
+        metadata: {
+          namespace: "apps",
+          name: "edge-kengine-last-good",
+          annotations: {
+            "gateway.kengine.io/config-hash": "abc",
+            "gateway.kengine.io/config-key": lastGood.key,
+            "gateway.kengine.io/config-stored": "true",
+          },
+        },
+      } as unknown as KubeObject,
+    ]);
+    expect(planAt(stored, notBefore).lastGood?.stored).toEqual({
+      hash: "abc",
+      key: lastGood.key,
+      stored: true,
+    });
+  });
+});

@@ -16,12 +16,15 @@ import {
   LEAF_LIFETIME_DAYS,
   ManagementSpec,
   SecretPem,
+  SealedConfig,
   Target,
   bootstrapConfig,
   generateKeyPair,
   issueServerCertificate,
   managementCertificateLoader,
   bootstrapConfigMapName,
+  lastGoodKey,
+  lastGoodSecretName,
   managementSecretName,
   managementServer,
   podManagementSpec,
@@ -52,6 +55,7 @@ import type { GatewayAddress } from "../status";
 import { proxyEndpoints, externalEndpoints, owningServices } from "./endpoints";
 import { caBundle } from "./authority";
 import { ExternalChannel, externalChannel } from "./external";
+import { StoredLastGood, storedLastGood } from "./last-good";
 
 export { proxyEndpoints } from "./endpoints";
 import { serviceAddresses } from "./programmed";
@@ -105,6 +109,17 @@ export interface GatewayPlan {
   }[];
   /** Parameters references that did not resolve (the defaults were used instead). */
   readonly settingsProblems: readonly string[];
+  /**
+   * Managed proxies: what the last-good Secret is for (reconcile/last-good.ts): the Gateway, the
+   * proxy build's Secret key, the sealed config to store once a proxy accepted it, and what the
+   * Secret holds now.
+   */
+  readonly lastGood?: {
+    readonly ref: GatewayRef;
+    readonly key: string;
+    readonly config: SealedConfig | undefined;
+    readonly stored: StoredLastGood | undefined;
+  };
 }
 
 export type IssueServing = (
@@ -315,6 +330,7 @@ function planExternal(
       managed("v1", "Service", names.admin),
       managed("v1", "Secret", managementSecretName(ir.name)),
       managed("v1", "ConfigMap", bootstrapConfigMapName(ir.name)),
+      managed("v1", "Secret", lastGoodSecretName(ir.name)),
     ],
     settingsProblems,
   };
@@ -451,6 +467,14 @@ export function planGateway(
       },
     ],
     settingsProblems,
+    lastGood: {
+      ref,
+      key: lastGoodKey(settings),
+      config: sealed.ok ? sealed.value : undefined,
+      stored: storedLastGood(
+        snapshot.objects.Secret.get(`${ir.namespace}/${lastGoodSecretName(ir.name)}`),
+      ),
+    },
     serving,
   };
 }

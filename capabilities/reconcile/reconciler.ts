@@ -67,6 +67,8 @@ import { DEFAULT_RETRY, Listed, RetryDeps, RetryPolicy, listAll, retrying } from
 import { EventRecorder, GatewayObjectRef, PushEvents } from "./events";
 import { GatewayPlan, planGateway } from "./plan";
 import { claimProxies, each, planFailure } from "./contain";
+import { LastGoodWriter } from "./last-good-writer";
+import { DEFAULT_LAST_GOOD_POLICY, lastGoodCurrent, withoutLastGoodData } from "./last-good";
 import {
   RELOAD_SAMPLE,
   REQUESTS_SAMPLE,
@@ -122,6 +124,8 @@ export interface ReconcilerOptions {
   readonly provisionWaitMs?: number;
   /** Waits between start-up retries (tests pass a fake). */
   readonly sleep?: (ms: number) => Promise<void>;
+  /** Minimum time between two writes of a Gateway's last-good Secret (last-good.ts). */
+  readonly lastGoodIntervalMs?: number;
 }
 
 /** Start-up failed for good: the process should exit (Kubernetes restarts it). */
@@ -193,6 +197,8 @@ export class Reconciler {
   readonly #events: EventRecorder;
   /** The Gateway of each proxy ("namespace/pod") the fleet pushes to. */
   #proxyGateway = new Map<string, GatewayObjectRef>();
+  /** Stores each Gateway's last accepted config (last-good.ts), off the build path. */
+  readonly #lastGood: LastGoodWriter;
   /** The proxies' traffic, summed per Gateway and route, from their own /metrics. */
   readonly #traffic = new TrafficTotals();
   #trafficTargets: readonly { gateway: string; target: Target; routes: readonly RouteHosts[] }[] =
@@ -248,6 +254,21 @@ export class Reconciler {
       instance: o.identity,
       onError: e => o.log.debug("cannot write Event", { error: String(e) }),
     });
+    this.#lastGood = new LastGoodWriter({
+      kube: o.kube,
+      isLeader: () => this.#elector.isLeader(),
+      log: o.log,
+      ...(o.lastGoodIntervalMs !== undefined
+        ? { policy: { ...DEFAULT_LAST_GOOD_POLICY, intervalMs: o.lastGoodIntervalMs } }
+        : {}),
+      onTooLarge: (gw, bytes, max) =>
+        this.#events.record(gw, {
+          proxy: "",
+          reason: "LastGoodTooLarge",
+          type: "Warning",
+          note: `the proxies' config (${bytes} bytes) is larger than a Secret can hold (${max} bytes): new proxy pods start from the bootstrap config and are not Ready until the controller programs them`,
+        }),
+    });
     const election: ElectionConfig = {
       ...DEFAULT_ELECTION,
       name: "kengine-gateway-leader",
@@ -273,6 +294,7 @@ export class Reconciler {
           identity: o.identity,
         });
         this.#fleet?.update([]);
+        this.#lastGood.clear();
       },
       onNewLeader: id => o.log.info("following", { leader: id }),
       onError: e => o.log.debug("lease operation failed", { error: String(e) }),
@@ -323,7 +345,7 @@ export class Reconciler {
     if (rv !== undefined) this.#seen.set(id, rv);
     const key = `${object.metadata.namespace ?? ""}/${object.metadata.name}`;
     this.#apply(
-      { type, kind, object },
+      { type, kind, object: withoutLastGoodData(kind, object) },
       ownedByUs(object) || (kind === "Secret" && this.#planSecrets.has(key)),
     );
   }
@@ -550,6 +572,7 @@ export class Reconciler {
     this.#writer.close();
     await this.#elector.stop();
     this.#fleet?.close();
+    this.#lastGood.close();
     await this.#admin?.close();
   }
 
@@ -667,6 +690,7 @@ export class Reconciler {
       new Map(plans.flatMap(p => (p.channel ? [[p.channel.key, p.channel.credentials]] : []))),
     );
     if (!leader) return;
+    this.#lastGood.observe(plans.flatMap(p => (p.lastGood ? [p.lastGood] : [])));
     const proxyGateway = new Map(
       plans.flatMap(p => {
         const [namespace, name] = p.key.split("/") as [string, string];
@@ -678,6 +702,19 @@ export class Reconciler {
     this.#proxyGateway = new Map([...this.#proxyGateway, ...proxyGateway]);
     await this.#provisionEach(plans);
     this.#fleet.update(plans.flatMap(p => p.targets));
+    // A config some proxy of the Gateway runs (pushed, or found running) is the last known good
+    // one; the writer stores it off the build path (a build follows every push result).
+    for (const p of plans) {
+      const config = p.lastGood?.config;
+      if (
+        config &&
+        p.targets.some(t => {
+          const s = this.#fleet!.state(t.endpoint.name);
+          return s?.phase === "Programmed" && s.hash === config.hash;
+        })
+      )
+        this.#lastGood.accepted(p.key, p.lastGood!.key, config);
+    }
     this.#proxyGateway = proxyGateway;
     this.#trafficTargets = plans.flatMap(p => {
       const [namespace, name] = p.key.split("/") as [string, string];
@@ -819,7 +856,9 @@ export class Reconciler {
         p.targets.every(t => {
           const s = this.#fleet!.state(t.endpoint.name);
           return s?.phase === "Programmed" && s.hash === p.desiredHash;
-        }),
+        }) &&
+        // a pod (re)starting from the last-good Secret must trust the CA of this step too
+        (p.targets.length === 0 || lastGoodCurrent(p.desiredHash, p.lastGood?.stored)),
     );
     const graceMs = this.o.caRotationGraceMs ?? DEFAULT_ROTATION_GRACE_MS;
     const now = Date.now();

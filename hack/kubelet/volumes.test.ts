@@ -99,6 +99,35 @@ describe("volumeFiles", () => {
     ).toMatchObject({
       ok: false,
     });
+    // optional: a listed key the object lacks is left out (the kubelet's MakePayload), the
+    // keys it has are still written
+    expect(
+      volumeFiles(
+        pod,
+        {
+          name: "v",
+          secret: {
+            secretName: "s",
+            optional: true,
+            items: [
+              { key: "zz", path: "z" },
+              { key: "k", path: "k" },
+            ],
+          },
+        },
+        src,
+      ),
+    ).toMatchObject({ ok: true, files: [{ path: "k" }] });
+    expect(
+      volumeFiles(
+        pod,
+        {
+          name: "v",
+          configMap: { name: "cfg", optional: true, items: [{ key: "zz", path: "z" }] },
+        },
+        src,
+      ),
+    ).toEqual({ ok: true, kind: "dir", files: [] });
     expect(volumeFiles(pod, { name: "hp" } as never, src)).toMatchObject({ ok: false });
     expect(volumeFiles(pod, { name: "e", emptyDir: {} }, src)).toEqual({
       ok: true,

@@ -28,15 +28,22 @@ export type VolumeResult =
   | { readonly ok: true; readonly kind: "dir"; readonly files: readonly VolumeFile[] }
   | { readonly ok: false; readonly message: string };
 
+/**
+ * The files of a configMap/secret source. A key named in `items` that the object lacks fails
+ * the volume, unless the source is optional: then it is left out (as the kubelet's
+ * MakePayload does).
+ */
 function keyed(
   data: Record<string, Buffer>,
   items: readonly KeyToPath[] | undefined,
   mode: number,
+  optional = false,
 ): VolumeFile[] | string {
   if (!items) return Object.entries(data).map(([k, v]) => ({ path: k, content: v, mode }));
   const out: VolumeFile[] = [];
   for (const it of items) {
     const v = data[it.key];
+    if (v === undefined && optional) continue;
     if (v === undefined) return `key "${it.key}" not found`;
     out.push({ path: it.path, content: v, mode: it.mode ?? mode });
   }
@@ -78,7 +85,12 @@ export function volumeFiles(pod: Pod, v: Volume, src: VolumeSources): VolumeResu
         ? { ok: true, kind: "dir", files: [] }
         : { ok: false, message: `configmap "${v.configMap.name}" not found` };
     }
-    const files = keyed(cmData(cm), v.configMap.items, v.configMap.defaultMode ?? 0o644);
+    const files = keyed(
+      cmData(cm),
+      v.configMap.items,
+      v.configMap.defaultMode ?? 0o644,
+      v.configMap.optional,
+    );
     return typeof files === "string"
       ? { ok: false, message: `configmap ${ns}/${v.configMap.name}: ${files}` }
       : { ok: true, kind: "dir", files };
@@ -90,7 +102,12 @@ export function volumeFiles(pod: Pod, v: Volume, src: VolumeSources): VolumeResu
         ? { ok: true, kind: "dir", files: [] }
         : { ok: false, message: `secret "${v.secret.secretName}" not found` };
     }
-    const files = keyed(secretData(s), v.secret.items, v.secret.defaultMode ?? 0o644);
+    const files = keyed(
+      secretData(s),
+      v.secret.items,
+      v.secret.defaultMode ?? 0o644,
+      v.secret.optional,
+    );
     return typeof files === "string"
       ? { ok: false, message: `secret ${ns}/${v.secret.secretName}: ${files}` }
       : { ok: true, kind: "dir", files };
@@ -113,7 +130,7 @@ export function volumeFiles(pod: Pod, v: Volume, src: VolumeSources): VolumeResu
           if (s.configMap.optional) continue;
           return { ok: false, message: `configmap "${s.configMap.name}" not found` };
         }
-        const f = keyed(cmData(cm), s.configMap.items, mode);
+        const f = keyed(cmData(cm), s.configMap.items, mode, s.configMap.optional);
         if (typeof f === "string")
           return { ok: false, message: `configmap ${ns}/${s.configMap.name}: ${f}` };
         files.push(...f);
@@ -124,7 +141,7 @@ export function volumeFiles(pod: Pod, v: Volume, src: VolumeSources): VolumeResu
           if (s.secret.optional) continue;
           return { ok: false, message: `secret "${s.secret.name}" not found` };
         }
-        const f = keyed(secretData(sec), s.secret.items, mode);
+        const f = keyed(secretData(sec), s.secret.items, mode, s.secret.optional);
         if (typeof f === "string")
           return { ok: false, message: `secret ${ns}/${s.secret.name}: ${f}` };
         files.push(...f);

@@ -9,8 +9,7 @@
  * with the writer's User-Agent, `kengine-gateway/<identity>`. Flaps are watched from outside:
  * every version of the Gateway's and the route's status the API server sends.
  */
-import { ChildProcess, spawn } from "node:child_process";
-import { join } from "node:path";
+import type { ChildProcess } from "node:child_process";
 import { K8s } from "kubernetes-fluent-client";
 import { userAgent } from "../../capabilities/kube/client";
 import { Gateway, HTTPRoute } from "../../capabilities/generated";
@@ -23,15 +22,7 @@ import {
 } from "../support/audit";
 import { INSTANCE_ELECTION } from "../support/controller-instance";
 import { createNamespace, deleteNamespace, eventually, kubectl, kubectlOk } from "../support/kube";
-import { repoRoot } from "../support/paths";
-
-interface Instance {
-  readonly identity: string;
-  readonly proc: ChildProcess;
-  readonly fleet: string[];
-  leader: boolean;
-  started: boolean;
-}
+import { Instance, startInstance, stopInstances } from "../support/instances";
 
 interface Cond {
   type: string;
@@ -86,39 +77,8 @@ describe("two controller instances (separate processes)", () => {
   const closers: (() => void)[] = [];
 
   const start = (identity: string): Instance => {
-    // One process per instance (node --import tsx, not the tsx CLI, which would run the
-    // instance in a child process that a SIGKILL of the CLI leaves running).
-    const proc = spawn(
-      process.execPath,
-      [
-        "--import",
-        "tsx",
-        join(repoRoot, "tests", "support", "controller-instance.ts"),
-        ns,
-        identity,
-        lease,
-      ],
-      { cwd: repoRoot, env: process.env, stdio: ["ignore", "pipe", "pipe"] },
-    );
-    procs.push(proc);
-    const inst: Instance = { identity, proc, fleet: [], leader: false, started: false };
-    let buf = "";
-    proc.stdout!.on("data", (d: Buffer) => {
-      buf += d.toString("utf8");
-      for (let i = buf.indexOf("\n"); i >= 0; i = buf.indexOf("\n")) {
-        const line = buf.slice(0, i);
-        buf = buf.slice(i + 1);
-        try {
-          const m = JSON.parse(line) as { started?: boolean; leader?: boolean; fleet?: string };
-          if (m.started) inst.started = true;
-          if (m.leader !== undefined) inst.leader = m.leader;
-          if (m.fleet) inst.fleet.push(m.fleet);
-        } catch {
-          // not ours
-        }
-      }
-    });
-    proc.stderr!.on("data", (d: Buffer) => process.stderr.write(`[${identity}] ${d.toString()}`));
+    const inst = startInstance(ns, identity, lease);
+    procs.push(inst.proc);
     return inst;
   };
 
@@ -186,14 +146,7 @@ ${route("before")}`,
   });
   afterAll(async () => {
     for (const c of closers) c();
-    for (const p of procs) if (p.exitCode === null && p.signalCode === null) p.kill("SIGTERM");
-    await Promise.all(
-      procs.map(p =>
-        p.exitCode === null && p.signalCode === null
-          ? new Promise(r => p.once("exit", r))
-          : undefined,
-      ),
-    );
+    await stopInstances(procs);
     kubectl(["delete", "gatewayclass", cls, "--ignore-not-found"]);
     if (ns) deleteNamespace(ns);
   });

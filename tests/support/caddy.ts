@@ -10,7 +10,7 @@
  * carrying fetch's Sec-Fetch-Mode header.
  */
 import { ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Dispatcher, request } from "undici";
@@ -44,6 +44,12 @@ export interface StartCaddyOptions {
   name?: string;
   /** Which Caddy peer of hack/build-peers.sh runs (default "caddy", the bundled proxy). */
   peer?: "caddy" | "caddy-2.8";
+  /**
+   * Run with `--resume`, as managed proxy pods do (proxies/pod.ts): Caddy starts from
+   * `$XDG_CONFIG_HOME/caddy/autosave.json` when it exists (written from `autosave`, given the
+   * admin address), else from the initial config.
+   */
+  resume?: { readonly autosave?: (adminAddress: string) => string };
 }
 
 const LOG_TAIL = 4000;
@@ -116,7 +122,12 @@ export async function startCaddy(opts: StartCaddyOptions = {}): Promise<Caddy> {
     initial,
     JSON.stringify({ admin: { listen: adminAddress, config: { persist: false } } }),
   );
-  const child = spawn(peerBin(opts.peer ?? "caddy"), ["run", "--config", initial], {
+  if (opts.resume?.autosave) {
+    mkdirSync(join(dir, "caddy"));
+    writeFileSync(join(dir, "caddy", "autosave.json"), opts.resume.autosave(adminAddress));
+  }
+  const args = ["run", "--config", initial, ...(opts.resume ? ["--resume"] : [])];
+  const child = spawn(peerBin(opts.peer ?? "caddy"), args, {
     stdio: ["ignore", "ignore", "pipe"],
     env: { ...process.env, HOME: dir, XDG_DATA_HOME: dir, XDG_CONFIG_HOME: dir },
   });
