@@ -392,23 +392,18 @@ function entryRoute(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR, e: HTTPRouteEn
       });
   }
   if (Object.keys(exactQuery).length > 0) set.query = exactQuery;
-  if (regexQuery.length === 1) {
-    set.vars_regexp = {
-      [`{http.request.uri.query.${regexQuery[0].name}}`]: { pattern: regexQuery[0].pattern },
-    };
-  } else if (regexQuery.length > 1) {
+  // One CEL expression for every regular-expression query match (vars_regexp ORs its keys, and
+  // Caddy 2.8 expands placeholders in the request's value before matching it).
+  if (regexQuery.length > 0)
     set.expression = regexQuery
-      .map(q => `{http.request.uri.query.${q.name}}.matches(${JSON.stringify(q.pattern)})`)
+      .map(
+        q =>
+          `${celPlaceholder(ctx.caps, `http.request.uri.query.${q.name}`)}.matches(${celString(q.pattern)})`,
+      )
       .join(" && ");
-  }
   const handle: CaddyHandler[] = [];
   if (e.cors) handle.push(cors(e.cors));
-  if (e.requestHeaders) handle.push({ handler: "headers", request: headerOps(e.requestHeaders) });
-  if (e.responseHeaders)
-    handle.push({
-      handler: "headers",
-      response: { ...headerOps(e.responseHeaders), deferred: true },
-    });
+  handle.push(...headerHandlers(e.requestHeaders, e.responseHeaders));
   if (e.rewrite?.hostname)
     handle.push({
       handler: "headers",
@@ -463,6 +458,22 @@ function rewrittenPath(p: PathModifierIR, prefix: "keep" | "root" | undefined): 
   return prefix === "root" ? `/${rest}` : `${escapePlaceholders(trimSlash(p.value))}${rest}`;
 }
 
+/**
+ * The `headers` handlers of a request and a response header modifier; none for a modifier
+ * without operations. Caddy 2.8 provisions a `response` through a pointer it never checks: one
+ * holding only `deferred` (an empty ResponseHeaderModifier) crashed the whole proxy process
+ * (hunt case empty-response-header-modifier, docs/operations.md "Hardening").
+ */
+function headerHandlers(request?: HeaderOpsIR, response?: HeaderOpsIR): CaddyHandler[] {
+  const out: CaddyHandler[] = [];
+  const req = request && headerOps(request);
+  if (req && Object.keys(req).length > 0) out.push({ handler: "headers", request: req });
+  const res = response && headerOps(response);
+  if (res && Object.keys(res).length > 0)
+    out.push({ handler: "headers", response: { ...res, deferred: true } });
+  return out;
+}
+
 function headerOps(o: HeaderOpsIR): CaddyHeaderOps {
   const set: Record<string, string[]> = {};
   const add: Record<string, string[]> = {};
@@ -477,6 +488,25 @@ function headerOps(o: HeaderOpsIR): CaddyHeaderOps {
 
 /** Caddy expands `{…}` placeholders in these strings; user values must stay literal. */
 export const escapePlaceholders = (v: string): string => v.replace(/[{}]/g, "\\$&");
+
+/**
+ * `s` as a CEL string literal that Caddy passes to CEL unchanged. Caddy rewrites every
+ * `{name}` in an expression's text into a placeholder call before CEL parses it, string
+ * literals included (caddyhttp/celmatcher.go, placeholderRegexp), so a brace in a user's
+ * regular expression (`x{ab}`) would break the expression and the whole config. JSON string
+ * escapes are CEL escapes; braces become `\u007b` / `\u007d`, which CEL decodes back.
+ */
+export const celString = (s: string): string =>
+  JSON.stringify(s).replace(/[{}]/g, c => (c === "{" ? "\\u007b" : "\\u007d"));
+
+/**
+ * A CEL call reading the placeholder `name`, whatever characters it holds (a query parameter
+ * may be named with any token character, e.g. `a!b`, which the `{name}` sugar would leave as
+ * broken CEL text). The function is `ph(req, …)` from Caddy 2.10 on, `caddyPlaceholder(request, …)`
+ * on Caddy 2.8.
+ */
+export const celPlaceholder = (caps: ProxyCapabilities, name: string): string =>
+  caps.celPh ? `ph(req, ${celString(name)})` : `caddyPlaceholder(request, ${celString(name)})`;
 
 function action(ctx: Ctx, s: HTTPServerIR, e: HTTPRouteEntryIR): CaddyHandler[] {
   const a = e.action;
@@ -806,12 +836,7 @@ function split(ctx: Ctx, live: readonly BackendIR[], policy: ForwardPolicy): Cad
   const branch = (b: BackendIR): CaddyHandler[] => {
     if (b.type === "invalid") return [{ handler: "static_response", status_code: 500 }];
     const handle: CaddyHandler[] = [];
-    if (b.requestHeaders) handle.push({ handler: "headers", request: headerOps(b.requestHeaders) });
-    if (b.responseHeaders)
-      handle.push({
-        handler: "headers",
-        response: { ...headerOps(b.responseHeaders), deferred: true },
-      });
+    handle.push(...headerHandlers(b.requestHeaders, b.responseHeaders));
     handle.push(
       forward(ctx, [{ ...b, requestHeaders: undefined, responseHeaders: undefined }], policy),
     );
