@@ -67,7 +67,7 @@ describe(`random valid snapshots (seed ${SEED}): Caddy accepts every config`, ()
 
 /* ------------------------------------------------------------------ the hostile-object hunt */
 
-const HOSTILE_SAMPLE = Number(process.env.KG_HOSTILE_SAMPLE ?? 150);
+const HOSTILE_SAMPLE = Number(process.env.KG_HOSTILE_SAMPLE ?? 1000);
 /** A new seed each run (thousands of objects across runs); KG_HOSTILE_SEED replays one. */
 const HOSTILE_SEED = Number(process.env.KG_HOSTILE_SEED ?? Date.now() % 2 ** 31);
 
@@ -85,10 +85,19 @@ async function hostileCase(
   const result = translate(snapshotOf(objects));
   expect(result.gateways).toHaveLength(1);
   await loadGateway(proxy, result.gateways[0]!);
-  const res = await request(`http://127.0.0.1:${80 + listenerPortOffset()}${HEALTHY_PATH}`, {
-    reset: true,
-    headers: { host: HEALTHY_HOST },
-  });
+  const send = () =>
+    request(`http://127.0.0.1:${80 + listenerPortOffset()}${HEALTHY_PATH}`, {
+      reset: true,
+      headers: { host: HEALTHY_HOST },
+    });
+  // Right after a /load, a proxy without our listener module (Caddy 2.8) can close or reset a
+  // new connection its outgoing server accepted while shutting down: the reload race
+  // golden-caddy.test.ts retries too. The request is sent again (twice at most) on those
+  // errors only; a proxy that died refuses it (ECONNREFUSED), and the next load.
+  const dropped = (e: unknown) => /other side closed|ECONNRESET/.test(String(e));
+  const res = await send()
+    .catch(e => (dropped(e) ? send() : Promise.reject(e)))
+    .catch(e => (dropped(e) ? send() : Promise.reject(e)));
   expect({ status: res.statusCode, body: await res.body.text() }).toEqual({
     status: 200,
     body: `echo ${HEALTHY_PATH}`,
@@ -144,5 +153,8 @@ describe(`hostile tenant objects next to a healthy route (seed ${HOSTILE_SEED})`
         throw new Error(`${where}\n${e instanceof Error ? e.message : String(e)}`);
       }
     }
+    // Both proxies are still alive.
+    for (const proxy of [caddy!, caddy28!])
+      expect((await proxy.admin("GET", "/config/")).status).toBe(200);
   });
 });
