@@ -277,7 +277,7 @@ function listenerRoute(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR, index: numb
   let routes = l.routes.map(e => entryRoute(ctx, s, l, e));
   if (ctx.dispatch) routes = mergeHostCatchAlls(routes);
   routes.push(notFound());
-  const misdirected = s.protocol === "HTTPS" ? misdirectedRoute(s, index) : undefined;
+  const misdirected = s.protocol === "HTTPS" ? misdirectedRoute(ctx, s, index) : undefined;
   if (misdirected) routes.unshift(misdirected);
   // Shared dispatch: the listener's routes (and its 404) are one group, so only the first
   // match runs; a forwarding route only names its backends and the request leaves the
@@ -291,7 +291,7 @@ function listenerRoute(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR, index: numb
   };
 }
 
-const SNI = "{http.request.tls.server_name}";
+const SNI = "http.request.tls.server_name";
 
 /**
  * HTTPS listeners sharing a port: the Host header picks the listener (the first in
@@ -301,19 +301,21 @@ const SNI = "{http.request.tls.server_name}";
  * `strict_sni_host` is stricter (Host must equal the server name) and would refuse requests a
  * wildcard or catch-all listener serves.
  */
-function misdirectedRoute(s: HTTPServerIR, index: number): CaddyRoute | undefined {
+function misdirectedRoute(ctx: Ctx, s: HTTPServerIR, index: number): CaddyRoute | undefined {
   if (s.listeners.length < 2) return undefined;
   const l = s.listeners[index];
   const sets: CaddyMatcherSet[] = [];
+  // The server name is the client's: matched in CEL, where the placeholder function returns it
+  // as sent (Caddy 2.8's vars_regexp would expand a server name like `{http.request.host}`).
+  const sni = (pattern: string): string =>
+    `${celPlaceholder(ctx.caps, SNI)}.matches(${celString(pattern)})`;
   // The server name does not match this listener's hostname (no server name: only a
   // listener without hostname matches).
-  if (l.hostname !== undefined)
-    sets.push({ not: [{ vars_regexp: { [SNI]: { pattern: sniPattern([l.hostname]) } } }] });
+  if (l.hostname !== undefined) sets.push({ expression: `!${sni(sniPattern([l.hostname]))}` });
   // ... or a more specific listener on the port matches it first.
   const before = s.listeners.slice(0, index).map(o => o.hostname);
   if (before.some(h => h === undefined)) return undefined; // cannot happen: catch-all sorts last
-  if (before.length > 0)
-    sets.push({ vars_regexp: { [SNI]: { pattern: sniPattern(before as string[]) } } });
+  if (before.length > 0) sets.push({ expression: sni(sniPattern(before as string[])) });
   if (sets.length === 0) return undefined;
   return {
     match: sets,
