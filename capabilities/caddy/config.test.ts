@@ -78,6 +78,7 @@ function gatewayWithQueries(
   return {
     namespace: "default",
     name: "gw",
+    gatewayClassName: "kengine",
     flavor,
     httpServers: [
       {
@@ -85,13 +86,15 @@ function gatewayWithQueries(
         port: 80,
         listeners: [
           {
-            name: "http",
+            id: "default/gw/http",
+            certificateIds: [],
             routes: [
               {
+                route: { kind: "HTTPRoute", namespace: "default", name: "r", rule: 0, match: 0 },
                 match: {
                   path: { type: "PathPrefix", value: "/" },
                   headers: [],
-                  queryParams: params.map(p => ({ type: "RegularExpression", ...p })),
+                  queryParams: params.map(p => ({ type: "RegularExpression" as const, ...p })),
                 },
                 action: { type: "respond", status: 200, body: "" },
               },
@@ -102,5 +105,33 @@ function gatewayWithQueries(
     ],
     l4Servers: [],
     certificates: [],
-  } as unknown as GatewayIR;
+  };
 }
+
+describe("misdirected HTTPS requests (the client's server name in CEL)", () => {
+  it.each(["Bundled", "Kengine"] as const)("%s: no vars_regexp, the flavour's function", flavor => {
+    const listener = (hostname: string) => ({
+      id: `default/gw/${hostname}`,
+      hostname,
+      certificateIds: ["default/cert"],
+      routes: [],
+    });
+    const ir: GatewayIR = {
+      ...gatewayWithQueries([], flavor),
+      httpServers: [
+        {
+          protocol: "HTTPS",
+          port: 443,
+          listeners: [listener("a.example.com"), listener("*.example.com")],
+        },
+      ],
+    };
+    const json = JSON.stringify(toCaddyConfig(ir).apps.http);
+    expect(json).not.toContain("vars_regexp");
+    expect(json).not.toContain("{http.request.tls.server_name}");
+    const fn = flavor === "Bundled" ? "ph(req, " : "caddyPlaceholder(request, ";
+    expect(json).toContain(
+      JSON.stringify(`!${fn}"http.request.tls.server_name").matches(`).slice(1, -1),
+    );
+  });
+});
