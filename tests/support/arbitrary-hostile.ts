@@ -374,9 +374,9 @@ export const HEALTHY_PATH = "/healthy";
 export const HEALTHY_HOST = "healthy.example";
 
 /**
- * The platform team's shared Gateway (HTTP on 80, allowing routes and ListenerSets from every
- * namespace), its echo Service (an endpoint on loopback at `echoPort`), and the healthy route;
- * the hostile objects are added to these.
+ * The platform team's shared Gateway (HTTP on 80 allowing routes and ListenerSets from every
+ * namespace, HTTPS on 443 for the healthy host), its echo Service (an endpoint on loopback at
+ * `echoPort`) and the healthy route; the hostile objects are added to these.
  */
 export function sharedGateway(echoPort: number): KubeObject[] {
   return [
@@ -402,8 +402,22 @@ export function sharedGateway(echoPort: number): KubeObject[] {
             protocol: "HTTP",
             allowedRoutes: { namespaces: { from: "All" } },
           },
+          {
+            name: "https",
+            port: 443,
+            protocol: "HTTPS",
+            hostname: HEALTHY_HOST,
+            tls: { certificateRefs: [{ name: "healthy-cert" }] },
+          },
         ],
       },
+    } as KubeObject,
+    {
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: "healthy-cert", namespace: "default" },
+      type: "kubernetes.io/tls",
+      data: { "tls.crt": b64(SECRET_CONTENTS.good.crt), "tls.key": b64(SECRET_CONTENTS.good.key) },
     } as KubeObject,
     ...["default", "tenant"].flatMap(n => echo(n, echoPort)),
     {
