@@ -1,4 +1,7 @@
-import { hexBelow } from "./config";
+import fc from "fast-check";
+import type { GatewayIR } from "../ir";
+import { capabilitiesOf } from "../translate/proxy-flavor";
+import { celPlaceholder, celString, hexBelow, toCaddyConfig } from "./config";
 
 describe("hexBelow (weighted backend choice from the request UUID)", () => {
   it("matches exactly the three-hex-digit prefixes below n, for every n", () => {
@@ -10,5 +13,125 @@ describe("hexBelow (weighted backend choice from the request UUID)", () => {
       expect(matched.length).toBe(n);
       expect(matched[matched.length - 1]).toBe((n - 1).toString(16).padStart(3, "0"));
     }
+  });
+});
+
+describe("celString / celPlaceholder (user strings in CEL expressions, issue 15)", () => {
+  it("property: the literal holds no brace and decodes to the string itself", () => {
+    fc.assert(
+      fc.property(fc.string({ unit: "grapheme" }), s => {
+        const lit = celString(s);
+        expect(lit).not.toMatch(/[{}]/);
+        // JSON string escapes are CEL string escapes (\u007b included): one decoder for both.
+        expect(JSON.parse(lit)).toBe(s);
+      }),
+    );
+  });
+
+  it("calls the flavour's placeholder function with the name as a literal", () => {
+    const name = "http.request.uri.query.a!#$%&'*+-.^_`|~";
+    expect(celPlaceholder(capabilitiesOf("Bundled"), name)).toBe(
+      `ph(req, ${JSON.stringify(name)})`,
+    );
+    expect(celPlaceholder(capabilitiesOf("Kengine"), name)).toBe(
+      `caddyPlaceholder(request, ${JSON.stringify(name)})`,
+    );
+  });
+
+  it("property: regular-expression query matches reach the expression only as literals", () => {
+    const token = fc.stringMatching(/^[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,12}$/);
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(fc.record({ name: token, value: fc.string({ minLength: 1 }) }), {
+          minLength: 1,
+          maxLength: 3,
+          selector: p => p.name,
+        }),
+        fc.constantFrom("Bundled", "Kengine") as fc.Arbitrary<"Bundled" | "Kengine">,
+        (params, flavor) => {
+          const ir: GatewayIR = gatewayWithQueries(params, flavor);
+          const set = toCaddyConfig(ir).apps.http!.servers["http-80"] as {
+            routes: { handle: { routes: { match?: { expression?: string }[] }[] }[] }[];
+          };
+          const expr = set.routes[0].handle[0].routes[0].match![0].expression!;
+          expect(expr).not.toMatch(/[{}]/);
+          const fn = flavor === "Bundled" ? "ph(req, " : "caddyPlaceholder(request, ";
+          const parts = expr.split(" && ");
+          expect(parts).toHaveLength(params.length);
+          parts.forEach((p, i) => {
+            const m = /^(.*?)("(?:[^"\\]|\\.)*")\)\.matches\(("(?:[^"\\]|\\.)*")\)$/.exec(p);
+            expect(m?.[1]).toBe(fn);
+            expect(JSON.parse(m![2])).toBe(`http.request.uri.query.${params[i].name}`);
+            expect(JSON.parse(m![3])).toBe(`^(?:${params[i].value})$`);
+          });
+        },
+      ),
+    );
+  });
+});
+
+/** One HTTP listener with one route whose match holds only regular-expression query matches. */
+function gatewayWithQueries(
+  params: readonly { name: string; value: string }[],
+  flavor: "Bundled" | "Kengine",
+): GatewayIR {
+  return {
+    namespace: "default",
+    name: "gw",
+    gatewayClassName: "kengine",
+    flavor,
+    httpServers: [
+      {
+        protocol: "HTTP",
+        port: 80,
+        listeners: [
+          {
+            id: "default/gw/http",
+            certificateIds: [],
+            routes: [
+              {
+                route: { kind: "HTTPRoute", namespace: "default", name: "r", rule: 0, match: 0 },
+                match: {
+                  path: { type: "PathPrefix", value: "/" },
+                  headers: [],
+                  queryParams: params.map(p => ({ type: "RegularExpression" as const, ...p })),
+                },
+                action: { type: "respond", status: 200, body: "" },
+              },
+            ],
+          },
+        ],
+      },
+    ],
+    l4Servers: [],
+    certificates: [],
+  };
+}
+
+describe("misdirected HTTPS requests (the client's server name in CEL)", () => {
+  it.each(["Bundled", "Kengine"] as const)("%s: no vars_regexp, the flavour's function", flavor => {
+    const listener = (hostname: string) => ({
+      id: `default/gw/${hostname}`,
+      hostname,
+      certificateIds: ["default/cert"],
+      routes: [],
+    });
+    const ir: GatewayIR = {
+      ...gatewayWithQueries([], flavor),
+      httpServers: [
+        {
+          protocol: "HTTPS",
+          port: 443,
+          listeners: [listener("a.example.com"), listener("*.example.com")],
+        },
+      ],
+    };
+    const json = JSON.stringify(toCaddyConfig(ir).apps.http);
+    expect(json).not.toContain("vars_regexp");
+    expect(json).not.toContain("{http.request.tls.server_name}");
+    const fn = flavor === "Bundled" ? "ph(req, " : "caddyPlaceholder(request, ";
+    expect(json).toContain(
+      JSON.stringify(`!${fn}"http.request.tls.server_name").matches(`).slice(1, -1),
+    );
   });
 });

@@ -277,7 +277,7 @@ function listenerRoute(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR, index: numb
   let routes = l.routes.map(e => entryRoute(ctx, s, l, e));
   if (ctx.dispatch) routes = mergeHostCatchAlls(routes);
   routes.push(notFound());
-  const misdirected = s.protocol === "HTTPS" ? misdirectedRoute(s, index) : undefined;
+  const misdirected = s.protocol === "HTTPS" ? misdirectedRoute(ctx, s, index) : undefined;
   if (misdirected) routes.unshift(misdirected);
   // Shared dispatch: the listener's routes (and its 404) are one group, so only the first
   // match runs; a forwarding route only names its backends and the request leaves the
@@ -291,7 +291,7 @@ function listenerRoute(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR, index: numb
   };
 }
 
-const SNI = "{http.request.tls.server_name}";
+const SNI = "http.request.tls.server_name";
 
 /**
  * HTTPS listeners sharing a port: the Host header picks the listener (the first in
@@ -301,19 +301,21 @@ const SNI = "{http.request.tls.server_name}";
  * `strict_sni_host` is stricter (Host must equal the server name) and would refuse requests a
  * wildcard or catch-all listener serves.
  */
-function misdirectedRoute(s: HTTPServerIR, index: number): CaddyRoute | undefined {
+function misdirectedRoute(ctx: Ctx, s: HTTPServerIR, index: number): CaddyRoute | undefined {
   if (s.listeners.length < 2) return undefined;
   const l = s.listeners[index];
   const sets: CaddyMatcherSet[] = [];
+  // The server name is the client's: matched in CEL, where the placeholder function returns it
+  // as sent (Caddy 2.8's vars_regexp would expand a server name like `{http.request.host}`).
+  const sni = (pattern: string): string =>
+    `${celPlaceholder(ctx.caps, SNI)}.matches(${celString(pattern)})`;
   // The server name does not match this listener's hostname (no server name: only a
   // listener without hostname matches).
-  if (l.hostname !== undefined)
-    sets.push({ not: [{ vars_regexp: { [SNI]: { pattern: sniPattern([l.hostname]) } } }] });
+  if (l.hostname !== undefined) sets.push({ expression: `!${sni(sniPattern([l.hostname]))}` });
   // ... or a more specific listener on the port matches it first.
   const before = s.listeners.slice(0, index).map(o => o.hostname);
   if (before.some(h => h === undefined)) return undefined; // cannot happen: catch-all sorts last
-  if (before.length > 0)
-    sets.push({ vars_regexp: { [SNI]: { pattern: sniPattern(before as string[]) } } });
+  if (before.length > 0) sets.push({ expression: sni(sniPattern(before as string[])) });
   if (sets.length === 0) return undefined;
   return {
     match: sets,
@@ -392,23 +394,18 @@ function entryRoute(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR, e: HTTPRouteEn
       });
   }
   if (Object.keys(exactQuery).length > 0) set.query = exactQuery;
-  if (regexQuery.length === 1) {
-    set.vars_regexp = {
-      [`{http.request.uri.query.${regexQuery[0].name}}`]: { pattern: regexQuery[0].pattern },
-    };
-  } else if (regexQuery.length > 1) {
+  // One CEL expression for every regular-expression query match (vars_regexp ORs its keys, and
+  // Caddy 2.8 expands placeholders in the request's value before matching it).
+  if (regexQuery.length > 0)
     set.expression = regexQuery
-      .map(q => `{http.request.uri.query.${q.name}}.matches(${JSON.stringify(q.pattern)})`)
+      .map(
+        q =>
+          `${celPlaceholder(ctx.caps, `http.request.uri.query.${q.name}`)}.matches(${celString(q.pattern)})`,
+      )
       .join(" && ");
-  }
   const handle: CaddyHandler[] = [];
   if (e.cors) handle.push(cors(e.cors));
-  if (e.requestHeaders) handle.push({ handler: "headers", request: headerOps(e.requestHeaders) });
-  if (e.responseHeaders)
-    handle.push({
-      handler: "headers",
-      response: { ...headerOps(e.responseHeaders), deferred: true },
-    });
+  handle.push(...headerHandlers(e.requestHeaders, e.responseHeaders));
   if (e.rewrite?.hostname)
     handle.push({
       handler: "headers",
@@ -463,6 +460,22 @@ function rewrittenPath(p: PathModifierIR, prefix: "keep" | "root" | undefined): 
   return prefix === "root" ? `/${rest}` : `${escapePlaceholders(trimSlash(p.value))}${rest}`;
 }
 
+/**
+ * The `headers` handlers of a request and a response header modifier; none for a modifier
+ * without operations. Caddy 2.8 provisions a `response` through a pointer it never checks: one
+ * holding only `deferred` (an empty ResponseHeaderModifier) crashed the whole proxy process
+ * (hunt case empty-response-header-modifier, docs/operations.md "Hardening").
+ */
+function headerHandlers(request?: HeaderOpsIR, response?: HeaderOpsIR): CaddyHandler[] {
+  const out: CaddyHandler[] = [];
+  const req = request && headerOps(request);
+  if (req && Object.keys(req).length > 0) out.push({ handler: "headers", request: req });
+  const res = response && headerOps(response);
+  if (res && Object.keys(res).length > 0)
+    out.push({ handler: "headers", response: { ...res, deferred: true } });
+  return out;
+}
+
 function headerOps(o: HeaderOpsIR): CaddyHeaderOps {
   const set: Record<string, string[]> = {};
   const add: Record<string, string[]> = {};
@@ -477,6 +490,25 @@ function headerOps(o: HeaderOpsIR): CaddyHeaderOps {
 
 /** Caddy expands `{…}` placeholders in these strings; user values must stay literal. */
 export const escapePlaceholders = (v: string): string => v.replace(/[{}]/g, "\\$&");
+
+/**
+ * `s` as a CEL string literal that Caddy passes to CEL unchanged. Caddy rewrites every
+ * `{name}` in an expression's text into a placeholder call before CEL parses it, string
+ * literals included (caddyhttp/celmatcher.go, placeholderRegexp), so a brace in a user's
+ * regular expression (`x{ab}`) would break the expression and the whole config. JSON string
+ * escapes are CEL escapes; braces become `\u007b` / `\u007d`, which CEL decodes back.
+ */
+export const celString = (s: string): string =>
+  JSON.stringify(s).replace(/[{}]/g, c => (c === "{" ? "\\u007b" : "\\u007d"));
+
+/**
+ * A CEL call reading the placeholder `name`, whatever characters it holds (a query parameter
+ * may be named with any token character, e.g. `a!b`, which the `{name}` sugar would leave as
+ * broken CEL text). The function is `ph(req, …)` from Caddy 2.10 on, `caddyPlaceholder(request, …)`
+ * on Caddy 2.8.
+ */
+export const celPlaceholder = (caps: ProxyCapabilities, name: string): string =>
+  caps.celPh ? `ph(req, ${celString(name)})` : `caddyPlaceholder(request, ${celString(name)})`;
 
 function action(ctx: Ctx, s: HTTPServerIR, e: HTTPRouteEntryIR): CaddyHandler[] {
   const a = e.action;
@@ -806,12 +838,7 @@ function split(ctx: Ctx, live: readonly BackendIR[], policy: ForwardPolicy): Cad
   const branch = (b: BackendIR): CaddyHandler[] => {
     if (b.type === "invalid") return [{ handler: "static_response", status_code: 500 }];
     const handle: CaddyHandler[] = [];
-    if (b.requestHeaders) handle.push({ handler: "headers", request: headerOps(b.requestHeaders) });
-    if (b.responseHeaders)
-      handle.push({
-        handler: "headers",
-        response: { ...headerOps(b.responseHeaders), deferred: true },
-      });
+    handle.push(...headerHandlers(b.requestHeaders, b.responseHeaders));
     handle.push(
       forward(ctx, [{ ...b, requestHeaders: undefined, responseHeaders: undefined }], policy),
     );

@@ -2,6 +2,8 @@ export {
   toCaddyConfig,
   renderCaddyJSON,
   escapePlaceholders,
+  celString,
+  celPlaceholder,
   ERROR_SERVER_NAME,
   WILDCARD_SNI_DEPTH,
 } from "./config";

@@ -19,7 +19,7 @@
  * ResolvedRefs=False (InvalidClientCertificateRef or RefNotPermitted) and backends are reached
  * without a client certificate.
  */
-import { X509Certificate, createPrivateKey } from "node:crypto";
+import { checkKeyPair } from "../validation/keypair";
 import { FrontendTLSValidation, GATEWAY_GROUP, Gateway, Snapshot } from "../snapshot";
 import {
   caCertificateRefKindProblem,
@@ -191,14 +191,11 @@ export function backendClientCertificate(
       GatewayTLSReason.InvalidClientCertificateRef,
       `Secret ${id} must hold tls.crt and tls.key`,
     );
-  try {
-    new X509Certificate(certificatePem);
-    createPrivateKey(keyPem);
-  } catch {
+  const pair = checkKeyPair(certificatePem, keyPem);
+  if (!pair.ok)
     return fail(
       GatewayTLSReason.InvalidClientCertificateRef,
-      `Secret ${id} does not hold a valid PEM certificate and private key`,
+      `Secret ${id} cannot be used: ${pair.error}`,
     );
-  }
   return { ok: true, certificatePem, keyPem, id };
 }

@@ -3,7 +3,7 @@
  * supported route kinds, certificate references, and conflicts between listeners that
  * share a port.
  */
-import { X509Certificate, createPrivateKey } from "node:crypto";
+import { checkKeyPair } from "../validation/keypair";
 import { CertificateIR } from "../ir";
 import {
   GATEWAY_GROUP,
@@ -275,15 +275,12 @@ function resolveCertificate(
       reason: ListenerReason.InvalidCertificateRef,
       message: `Secret ${id} must hold tls.crt and tls.key`,
     };
-  try {
-    new X509Certificate(crt);
-    createPrivateKey(key);
-  } catch {
+  const pair = checkKeyPair(crt, key);
+  if (!pair.ok)
     return {
       reason: ListenerReason.InvalidCertificateRef,
-      message: `Secret ${id} does not hold a valid PEM certificate and private key`,
+      message: `Secret ${id} cannot be served: ${pair.error}`,
     };
-  }
   if (!into.some(c => c.id === id)) into.push({ id, certificatePem: crt, keyPem: key });
   return undefined;
 }

@@ -50,6 +50,13 @@ export interface ProxyCapabilities {
    * only, which a configuration pushed over the admin API cannot provide.
    */
   readonly backendClientCertificate: boolean;
+  /**
+   * CEL expressions read placeholders with `ph(req, name)` (Caddy ≥ 2.10); Caddy 2.8 names the
+   * function and the request variable `caddyPlaceholder(request, name)`. caddy/config.ts calls
+   * the function itself instead of writing `{name}`, which Caddy's placeholder sugar only turns
+   * into a call when the name is letters, digits, `_`, `.` and `-`.
+   */
+  readonly celPh: boolean;
 }
 
 export type Capability = keyof ProxyCapabilities;
@@ -63,6 +70,7 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
     sniRegexp: true,
     backendSANs: true,
     backendClientCertificate: true,
+    celPh: true,
   },
   Caddy: {
     persistentListeners: false,
@@ -72,6 +80,7 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
     sniRegexp: true,
     backendSANs: false,
     backendClientCertificate: false,
+    celPh: true,
   },
   Kengine: {
     persistentListeners: false,
@@ -81,6 +90,7 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
     sniRegexp: false,
     backendSANs: false,
     backendClientCertificate: false,
+    celPh: false,
   },
 };
 
@@ -98,6 +108,7 @@ const CAPABILITY_TEXT: Readonly<Record<Capability, string>> = {
   sniRegexp: "regular-expression server-name matching",
   backendSANs: "verification of backend certificates against subjectAltNames",
   backendClientCertificate: "client certificates for backends",
+  celPh: "the CEL placeholder function ph()",
 };
 
 /**

@@ -35,3 +35,5 @@ export { referenceGrantProblems } from "./referencegrant";
 export { l4RouteProblems, MAX_L4_WEIGHT_RATIO } from "./l4route";
 export { kengineParametersProblems, REPLICAS } from "./parameters";
 export { denialMessage, problemText } from "./message";
+export { checkKeyPair } from "./keypair";
+export type { KeyPairResult } from "./keypair";

@@ -7,19 +7,13 @@
  * 2.11.9) must retry all of them for any method; Caddy 2.8 (the Kengine flavour, no
  * `is_transport_error`) retries only GET. Loopback only.
  */
-import { readFileSync } from "node:fs";
 import { IncomingMessage, Server, ServerResponse, createServer } from "node:http";
 import { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { request } from "undici";
-import { parseSnapshotYAML } from "../../hack/translate";
-import { snapshotOf } from "../../capabilities/snapshot";
-import { translate } from "../../capabilities/translate";
 import { ProxyFlavor } from "../../capabilities/translate/proxy-flavor";
-import { Caddy, loadGateway, startCaddy } from "../support/caddy";
+import { Caddy, loadGoldenOnLoopback, startCaddy } from "../support/caddy";
 import { listenerPortOffset } from "../support/ports";
-import { withLoopbackEndpoints } from "../support/loopback";
-import { withProxyFlavor } from "../support/flavor";
 
 const PORT_OFFSET = listenerPortOffset();
 const GOLDEN = join(__dirname, "..", "golden", "retry-errors.in.yaml");
@@ -86,13 +80,7 @@ afterAll(async () => {
 
 /** Loads the golden, as `flavor` proxies would run it, into `caddy`. */
 async function load(caddy: Caddy, flavor: ProxyFlavor): Promise<void> {
-  const objects = await withLoopbackEndpoints(
-    parseSnapshotYAML(readFileSync(GOLDEN, "utf8")),
-    async () => backendPort,
-  );
-  const result = translate(snapshotOf(withProxyFlavor(objects, flavor)));
-  expect(result.gateways).toHaveLength(1);
-  await loadGateway(caddy, result.gateways[0]!);
+  await loadGoldenOnLoopback(caddy, GOLDEN, flavor, backendPort);
 }
 
 let seq = 0;

@@ -10,13 +10,19 @@
  * carrying fetch's Sec-Fetch-Mode header.
  */
 import { ChildProcess, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Dispatcher, request } from "undici";
 import { peerBin } from "../../hack/peers";
 import { renderCaddyJSON, toCaddyConfig } from "../../capabilities/caddy/config";
 import type { GatewayIR } from "../../capabilities/ir/types";
+import { snapshotOf } from "../../capabilities/snapshot";
+import { translate } from "../../capabilities/translate";
+import type { ProxyFlavor } from "../../capabilities/translate/proxy-flavor";
+import { parseSnapshotYAML } from "../../hack/translate";
+import { withProxyFlavor } from "./flavor";
+import { withLoopbackEndpoints } from "./loopback";
 import { freePort, listenerPortOffset } from "./ports";
 
 export interface AdminReply {
@@ -187,4 +193,25 @@ export async function loadGateway(caddy: Caddy, ir: GatewayIR, host = "127.0.0.1
     throw new Error(
       `${ir.namespace}/${ir.name}: Caddy refused the config (${res.status}): ${res.text}`,
     );
+}
+
+/**
+ * Loads a golden snapshot file (tests/golden/*.in.yaml), as `flavor` proxies would run it,
+ * into `caddy`, with every EndpointSlice pointed at `port` on loopback. The file must hold
+ * one Gateway of ours.
+ */
+export async function loadGoldenOnLoopback(
+  caddy: Caddy,
+  file: string,
+  flavor: ProxyFlavor,
+  port: number,
+): Promise<void> {
+  const objects = await withLoopbackEndpoints(
+    parseSnapshotYAML(readFileSync(file, "utf8")),
+    async () => port,
+  );
+  const result = translate(snapshotOf(withProxyFlavor(objects, flavor)));
+  if (result.gateways.length !== 1)
+    throw new Error(`${file}: ${result.gateways.length} Gateways translated, expected 1`);
+  await loadGateway(caddy, result.gateways[0]!);
 }
