@@ -19,6 +19,7 @@ describe("proxy flavours", () => {
       sniRegexp: true,
       backendSANs: true,
       backendClientCertificate: true,
+      appMetrics: true,
     });
     expect(supportedFeaturesOf("Bundled")).toEqual(SUPPORTED_FEATURES);
   });
@@ -32,6 +33,7 @@ describe("proxy flavours", () => {
       sniRegexp: true,
       backendSANs: false,
       backendClientCertificate: false,
+      appMetrics: true,
     });
     expect(capabilitiesOf("Kengine")).toEqual({
       persistentListeners: false,
@@ -41,6 +43,7 @@ describe("proxy flavours", () => {
       sniRegexp: false,
       backendSANs: false,
       backendClientCertificate: false,
+      appMetrics: false, // Caddy 2.8: per-server metrics only, no host label
     });
     expect(supportedFeaturesOf("Caddy")).toContain("HTTPRouteRetry");
     expect(supportedFeaturesOf("Kengine")).not.toContain("HTTPRouteRetry");

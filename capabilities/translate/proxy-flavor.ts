@@ -50,6 +50,13 @@ export interface ProxyCapabilities {
    * only, which a configuration pushed over the admin API cannot provide.
    */
   readonly backendClientCertificate: boolean;
+  /**
+   * The app-level `apps.http.metrics` of Caddy ≥ 2.10: one `metrics` block for the whole HTTP
+   * app, with `per_host` labels guarded by the configured hosts (`observe_catchall_hosts`).
+   * Without it (Caddy 2.8) metrics are switched on per server (`servers.*.metrics: {}`), with
+   * no host label: traffic is counted per listener, not per route.
+   */
+  readonly appMetrics: boolean;
 }
 
 export type Capability = keyof ProxyCapabilities;
@@ -63,6 +70,7 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
     sniRegexp: true,
     backendSANs: true,
     backendClientCertificate: true,
+    appMetrics: true,
   },
   Caddy: {
     persistentListeners: false,
@@ -72,6 +80,7 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
     sniRegexp: true,
     backendSANs: false,
     backendClientCertificate: false,
+    appMetrics: true,
   },
   Kengine: {
     persistentListeners: false,
@@ -81,6 +90,7 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
     sniRegexp: false,
     backendSANs: false,
     backendClientCertificate: false,
+    appMetrics: false,
   },
 };
 
@@ -98,6 +108,7 @@ const CAPABILITY_TEXT: Readonly<Record<Capability, string>> = {
   sniRegexp: "regular-expression server-name matching",
   backendSANs: "verification of backend certificates against subjectAltNames",
   backendClientCertificate: "client certificates for backends",
+  appMetrics: "per-route traffic metrics",
 };
 
 /**
