@@ -342,6 +342,15 @@ describe("traffic metrics: series bounded by the configuration", () => {
     expect(http.servers[READINESS_SERVER].metrics).toBeUndefined();
   });
 
+  it("the hash tells the seals of one desired config apart", () => {
+    const desired = JSON.stringify(app());
+    const app_ = must(sealConfig(desired, spec, { trafficMetrics: "app" }));
+    const server = must(sealConfig(desired, spec, { trafficMetrics: "server" }));
+    expect(app_.hash).toBe(createHash("sha256").update(desired).digest("hex"));
+    expect(server.hash).not.toBe(app_.hash);
+    expect(server.bytes.toString()).toContain(`kengine-config-${server.hash}`);
+  });
+
   it("a config's own apps.http.metrics is kept", () => {
     const own = { per_host: false };
     expect(withTrafficMetrics({ metrics: own, servers: {} }, "app").metrics).toBe(own);

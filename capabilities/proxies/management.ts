@@ -434,7 +434,13 @@ export function sealConfig(
   if (config === undefined) return err(["config must be a JSON object"]);
   const checked = checkConfig(config, spec, "absent");
   if (!checked.ok) return checked;
-  const hash = configHash(desired);
+  // The hash names what the proxy runs: the desired bytes, plus the seal options unless they
+  // are the default (the same desired config sealed for Caddy 2.8 is another config).
+  const hash = isDeepStrictEqual(options, DEFAULT_SEAL_OPTIONS)
+    ? configHash(desired)
+    : configHash(
+        Buffer.concat([Buffer.from(desired), Buffer.from(`\n${JSON.stringify(options)}`)]),
+      );
   const apps = asObject(config.apps)!;
   const http = withTrafficMetrics(asObject(apps.http)!, options.trafficMetrics);
   const withReadiness = {
