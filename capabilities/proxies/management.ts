@@ -398,7 +398,7 @@ export const SHUTDOWN_DELAY = "5s";
 
 /** A config that passed `sealConfig`: the only input the push engine accepts. */
 export interface SealedConfig {
-  /** sha256 (hex) of the desired config bytes as the translator produced them. */
+  /** sha256 (hex) of the desired config bytes as the translator produced them (and of the seal options, unless the default). */
   readonly hash: string;
   /** What is POSTed to /load: the desired config plus the readiness server. May hold private keys: never log. */
   readonly bytes: Buffer;
