@@ -8,13 +8,20 @@ import { Counter, Gauge, Histogram } from "prom-client";
 import { METRIC_PREFIX, registry } from "./index";
 
 /** Outcome of one push (POST /load): success, or the failure kind of the admin channel. */
-export type PushResult = "success" | "rejected" | "connect" | "timeout";
+export type PushResult = "success" | "rejected" | "connect" | "timeout" | "oversized";
+const PUSH_RESULTS: readonly PushResult[] = [
+  "success",
+  "rejected",
+  "connect",
+  "timeout",
+  "oversized",
+];
 export type ProxyPhase = "Programmed" | "Pending" | "Failed";
 const PHASES: readonly ProxyPhase[] = ["Programmed", "Pending", "Failed"];
 
 const pushes = new Counter({
   name: `${METRIC_PREFIX}proxy_pushes_total`,
-  help: "Config pushes and restart checks to proxies, by Gateway, proxy pod and result (success, rejected, connect, timeout).",
+  help: "Config pushes and restart checks to proxies, by Gateway, proxy pod and result (success, rejected, connect, timeout, oversized: the answer passed the size cap).",
   labelNames: ["gateway", "proxy", "result"],
   registers: [registry],
 });
@@ -69,8 +76,7 @@ export const fleetMetrics = {
   },
   /** A proxy pod is gone: its per-proxy series go too. */
   forgetProxy(gateway: string, proxy: string): void {
-    for (const result of ["success", "rejected", "connect", "timeout"])
-      pushes.remove({ gateway, proxy, result });
+    for (const result of PUSH_RESULTS) pushes.remove({ gateway, proxy, result });
   },
   translated(seconds: number): void {
     translation.observe(seconds);

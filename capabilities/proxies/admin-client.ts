@@ -42,8 +42,15 @@ export type AdminError =
   /** No HTTP exchange happened: refused, reset, TLS handshake or certificate failure. The proxy's state is unknown. */
   | { readonly kind: "connect"; readonly message: string }
   | { readonly kind: "timeout"; readonly message: string }
-  /** Caddy answered with an error status; `message` is Caddy's own explanation, verbatim. */
-  | { readonly kind: "rejected"; readonly status: number; readonly message: string };
+  /** Caddy answered with an error status; `message` is Caddy's own explanation, verbatim (cut at the error cap). */
+  | { readonly kind: "rejected"; readonly status: number; readonly message: string }
+  /** The answer was longer than the cap for this request: the controller stopped reading it and dropped the connection. */
+  | {
+      readonly kind: "oversized";
+      readonly status: number;
+      readonly limitBytes: number;
+      readonly message: string;
+    };
 
 export interface AdminClientOptions {
   /** For /load; Caddy provisions the whole config before answering. */
@@ -53,14 +60,73 @@ export interface AdminClientOptions {
   readonly connectTimeoutMs?: number;
   /** Tests only: a MockAgent instead of the mTLS agent. */
   readonly dispatcher?: Dispatcher;
+  /** Size caps for the answers read from a proxy (defaults: RESPONSE_LIMITS). */
+  readonly limits?: Partial<ResponseLimits>;
 }
 
-const MAX_ERROR_BODY = 64 * 1024;
+/**
+ * The most the controller reads of a proxy's answer, by request (design §8: every response read
+ * from a proxy has a size cap). Past the cap the body is not read any further and the connection
+ * is dropped: a proxy (or whatever answers on its address) cannot make the controller buffer
+ * more than this.
+ */
+export interface ResponseLimits {
+  /** A successful /load (Caddy answers with an empty body). */
+  readonly load: number;
+  /** GET /config/…: the running config (ours: a few MiB at thousands of routes). */
+  readonly config: number;
+  /** GET /metrics: series are bounded by the configuration (proxies/management.ts), a few MiB. */
+  readonly metrics: number;
+  /** GET /id/…: a short JSON string. */
+  readonly id: number;
+  /** The body of any error status: Caddy's one-line explanation; longer ones are cut. */
+  readonly error: number;
+}
+
+export const RESPONSE_LIMITS: ResponseLimits = {
+  load: 64 * 1024,
+  config: 64 * 1024 * 1024,
+  metrics: 8 * 1024 * 1024,
+  id: 64 * 1024,
+  error: 16 * 1024,
+};
+
+const KiB = (n: number): string => `${Math.round((n / 1024) * 10) / 10} KiB`;
+
+/**
+ * Reads at most `limit` bytes of `body`; on the first byte past it, destroys the stream (the
+ * connection goes with it) and says so. A Content-Length above the limit stops before reading.
+ */
+export async function readCapped(
+  body: AsyncIterable<Uint8Array> & { destroy(error?: Error): unknown },
+  limit: number,
+  contentLength?: number,
+): Promise<{ readonly text: string; readonly truncated: boolean }> {
+  if (contentLength !== undefined && contentLength > limit) {
+    body.destroy();
+    return { text: "", truncated: true };
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    const room = limit - size;
+    if (chunk.byteLength > room) {
+      chunks.push(Buffer.from(chunk.subarray(0, room)));
+      body.destroy();
+      return { text: Buffer.concat(chunks).toString("utf8"), truncated: true };
+    }
+    chunks.push(Buffer.from(chunk));
+    size += chunk.byteLength;
+  }
+  return { text: Buffer.concat(chunks).toString("utf8"), truncated: false };
+}
 
 export const describeAdminError = (e: AdminError): string =>
   e.kind === "rejected"
     ? `proxy rejected the request (HTTP ${e.status}): ${e.message}`
-    : `${e.kind}: ${e.message}`;
+    : e.kind === "oversized"
+      ? `proxy answer too large (HTTP ${e.status}): ${e.message}`
+      : `${e.kind}: ${e.message}`;
 
 const TIMEOUT_CODES = new Set([
   "UND_ERR_CONNECT_TIMEOUT",
@@ -131,11 +197,13 @@ export class AdminClient {
   readonly #ownsDispatcher: boolean;
   readonly #loadTimeoutMs: number;
   readonly #readTimeoutMs: number;
+  readonly #limits: ResponseLimits;
   readonly #peers = new Map<string, PeerCertificate>();
 
   constructor(credentials: ClientCredentials, options: AdminClientOptions = {}) {
     this.#loadTimeoutMs = options.loadTimeoutMs ?? 30_000;
     this.#readTimeoutMs = options.readTimeoutMs ?? 5_000;
+    this.#limits = { ...RESPONSE_LIMITS, ...options.limits };
     this.#ownsDispatcher = options.dispatcher === undefined;
     if (options.dispatcher) {
       this.#dispatcher = options.dispatcher;
@@ -180,12 +248,17 @@ export class AdminClient {
     );
   }
 
+  /**
+   * One admin request. The body of a 2xx answer is read up to `limit` bytes (past it: an
+   * `oversized` error); the body of any other status up to the error cap, cut there.
+   */
   async #send(
     endpoint: ProxyEndpoint,
     method: "GET" | "POST",
     path: string,
     timeoutMs: number,
     body?: Buffer,
+    limit: number = this.#limits.load,
   ): Promise<Result<{ status: number; body: string; etag: string | undefined }, AdminError>> {
     const origin = `https://${endpoint.address.includes(":") ? `[${endpoint.address}]` : endpoint.address}:${endpoint.port}`;
     try {
@@ -202,11 +275,26 @@ export class AdminClient {
         headersTimeout: timeoutMs,
         bodyTimeout: timeoutMs,
       });
-      const text = await response.body.text();
+      const status = response.statusCode;
+      const success = status >= 200 && status < 300;
+      const cap = success ? limit : this.#limits.error;
+      const length = Number(response.headers["content-length"]);
+      const read = await readCapped(
+        response.body,
+        cap,
+        Number.isFinite(length) ? length : undefined,
+      );
+      if (read.truncated && success)
+        return err({
+          kind: "oversized",
+          status,
+          limitBytes: cap,
+          message: `${method} ${path.split("?")[0]}: the answer is longer than ${KiB(cap)}; stopped reading`,
+        });
       const etag = response.headers.etag;
       return ok({
-        status: response.statusCode,
-        body: text,
+        status,
+        body: read.truncated ? `${read.text} … (cut at ${KiB(cap)})` : read.text,
         etag: typeof etag === "string" ? etag : undefined,
       });
     } catch (e) {
@@ -222,7 +310,7 @@ export class AdminClient {
     return err({
       kind: "rejected",
       status: sent.value.status,
-      message: rejectionMessage(sent.value.body.slice(0, MAX_ERROR_BODY)),
+      message: rejectionMessage(sent.value.body),
     });
   }
 
@@ -233,26 +321,35 @@ export class AdminClient {
       "GET",
       `/config/${path.replace(/^\/+/, "")}`,
       this.#readTimeoutMs,
+      undefined,
+      this.#limits.config,
     );
     if (!sent.ok) return sent;
     if (sent.value.status !== 200)
       return err({
         kind: "rejected",
         status: sent.value.status,
-        message: rejectionMessage(sent.value.body.slice(0, MAX_ERROR_BODY)),
+        message: rejectionMessage(sent.value.body),
       });
     return ok({ body: sent.value.body, etag: sent.value.etag });
   }
 
   /** GET /metrics: the proxy's own Prometheus metrics (Caddy's admin endpoint), as text. */
   async metrics(endpoint: ProxyEndpoint): Promise<Result<string, AdminError>> {
-    const sent = await this.#send(endpoint, "GET", "/metrics", this.#readTimeoutMs);
+    const sent = await this.#send(
+      endpoint,
+      "GET",
+      "/metrics",
+      this.#readTimeoutMs,
+      undefined,
+      this.#limits.metrics,
+    );
     if (!sent.ok) return sent;
     if (sent.value.status !== 200)
       return err({
         kind: "rejected",
         status: sent.value.status,
-        message: rejectionMessage(sent.value.body.slice(0, MAX_ERROR_BODY)),
+        message: rejectionMessage(sent.value.body),
       });
     return ok(sent.value.body);
   }
@@ -266,6 +363,8 @@ export class AdminClient {
       "GET",
       `/id/${CONFIG_ID_PREFIX}${hash}/@id`,
       this.#readTimeoutMs,
+      undefined,
+      this.#limits.id,
     );
     if (!sent.ok) return sent;
     if (sent.value.status === 200) return ok(true);
@@ -273,7 +372,7 @@ export class AdminClient {
     return err({
       kind: "rejected",
       status: sent.value.status,
-      message: rejectionMessage(sent.value.body.slice(0, MAX_ERROR_BODY)),
+      message: rejectionMessage(sent.value.body),
     });
   }
 

@@ -30,6 +30,7 @@ export {
   managementServer,
   READINESS_PATH,
   READINESS_SERVER,
+  DEFAULT_SEAL_OPTIONS,
   TRAFFIC_METRICS,
   readinessServer,
   sealConfig,
@@ -39,7 +40,9 @@ export type {
   CaddyConfig,
   ManagementSpec,
   SealedConfig,
+  SealOptions,
   ServerCertificateSource,
+  TrafficMetricsMode,
 } from "./management";
 export { AdminClient, describeAdminError } from "./admin-client";
 export type {

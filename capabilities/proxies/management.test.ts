@@ -10,9 +10,13 @@ import {
   READINESS_SERVER,
   SHUTDOWN_DELAY,
   SealedConfig,
+  TRAFFIC_METRICS,
+  exactHosts,
   sealConfig,
   withManagement,
+  withTrafficMetrics,
 } from "./management";
+import fc from "fast-check";
 import { createAuthority, generateKeyPair, issueServerCertificate } from "./pki";
 import { Result } from "./result";
 
@@ -210,7 +214,7 @@ describe("sealConfig", () => {
     expect(out.apps.http.shutdown_delay).toBe(SHUTDOWN_DELAY);
     // everything else is the desired config unchanged
     delete out.apps.http.servers[READINESS_SERVER];
-    expect(out.apps.http.metrics).toEqual({ per_host: true, observe_catchall_hosts: true });
+    expect(out.apps.http.metrics).toEqual(TRAFFIC_METRICS);
     delete out.apps.http.metrics;
     delete out.apps.http.shutdown_delay;
     expect(out).toEqual(JSON.parse(input));
@@ -278,5 +282,100 @@ describe("sealConfig", () => {
   it("accepts the bootstrap config shape as input (a Gateway with no routes yet)", () => {
     const boot = must(bootstrapConfig(spec)) as CaddyConfig;
     expect(sealConfig(JSON.stringify(boot), spec).ok).toBe(true);
+  });
+});
+
+describe("traffic metrics: series bounded by the configuration", () => {
+  /** A traffic server whose host matchers sit inside a subroute, as the translator emits them. */
+  const server = (hosts: readonly string[], tls = false): Json => ({
+    listen: [":80"],
+    ...(tls && { tls_connection_policies: [{ match: { sni: ["a.test"] } }] }),
+    routes: [
+      {
+        group: "listeners",
+        handle: [
+          {
+            handler: "subroute",
+            routes: hosts.map(h => ({ match: [{ host: [h] }], handle: [{ handler: "vars" }] })),
+          },
+        ],
+      },
+    ],
+  });
+  const sealedHttp = (servers: Json, mode: "app" | "server" = "app"): Json =>
+    JSON.parse(
+      must(
+        sealConfig(
+          JSON.stringify(must(withManagement({ apps: { http: { servers } } }, spec))),
+          spec,
+          { trafficMetrics: mode },
+        ),
+      ).bytes.toString(),
+    ).apps.http;
+
+  it("HTTP only: per-host labels, and each server names its exact hostnames first (Caddy folds the rest into _other)", () => {
+    const http = sealedHttp({
+      gw: server(["B.test", "a.test", "*.w.test", "{http.request.host}"]),
+    });
+    expect(http.metrics).toEqual({ per_host: true });
+    expect(http.metrics.observe_catchall_hosts).toBeUndefined();
+    expect(http.servers.gw.routes[0]).toEqual({ match: [{ host: ["a.test", "b.test"] }] });
+    expect(http.servers.gw.routes.slice(1)).toEqual(
+      server(["B.test", "a.test", "*.w.test", "{http.request.host}"]).routes,
+    ); // the routes themselves unchanged
+    expect(http.servers[MANAGEMENT_SERVER].routes).toHaveLength(1);
+  });
+
+  it("an HTTPS listener anywhere: no host label at all (Caddy labels every Host of an HTTPS request)", () => {
+    const http = sealedHttp({ gw: server(["a.test"]), gws: server(["b.test"], true) });
+    expect(http.metrics).toEqual({});
+    expect(http.servers.gw.routes).toEqual(server(["a.test"]).routes);
+  });
+
+  it('mode "server" (Caddy 2.8): no apps.http.metrics, `metrics: {}` on each traffic server only', () => {
+    const http = sealedHttp({ gw: server(["a.test"]), gws: server(["b.test"], true) }, "server");
+    expect(http.metrics).toBeUndefined();
+    expect(http.servers.gw.metrics).toEqual({});
+    expect(http.servers.gws.metrics).toEqual({});
+    expect(http.servers.gw.routes).toEqual(server(["a.test"]).routes);
+    expect(http.servers[MANAGEMENT_SERVER].metrics).toBeUndefined();
+    expect(http.servers[READINESS_SERVER].metrics).toBeUndefined();
+  });
+
+  it("the hash tells the seals of one desired config apart", () => {
+    const desired = JSON.stringify(app());
+    const app_ = must(sealConfig(desired, spec, { trafficMetrics: "app" }));
+    const server = must(sealConfig(desired, spec, { trafficMetrics: "server" }));
+    expect(app_.hash).toBe(createHash("sha256").update(desired).digest("hex"));
+    expect(server.hash).not.toBe(app_.hash);
+    expect(server.bytes.toString()).toContain(`kengine-config-${server.hash}`);
+  });
+
+  it("a config's own apps.http.metrics is kept", () => {
+    const own = { per_host: false };
+    expect(withTrafficMetrics({ metrics: own, servers: {} }, "app").metrics).toBe(own);
+  });
+
+  it("property: the labelled hosts are exactly the configured literal hostnames, lower-cased", () => {
+    const label = fc.stringMatching(/^[a-zA-Z0-9-]{1,8}$/);
+    const host = fc.oneof(
+      fc.array(label, { minLength: 1, maxLength: 3 }).map(l => l.join(".")),
+      label.map(l => `*.${l}`),
+      label.map(l => `{http.vars.${l}}`),
+    );
+    fc.assert(
+      fc.property(fc.array(fc.array(host, { maxLength: 5 }), { maxLength: 4 }), groups => {
+        const routes = groups.map(g => ({
+          handle: [{ handler: "subroute", routes: [{ match: [{ host: g }] }] }],
+        }));
+        const literal = new Set(
+          groups
+            .flat()
+            .filter(h => !h.includes("*") && !h.includes("{"))
+            .map(h => h.toLowerCase()),
+        );
+        expect(exactHosts(routes)).toEqual([...literal].sort());
+      }),
+    );
   });
 });

@@ -25,12 +25,31 @@ export const READINESS_PATH = "/ready";
 export const CONFIG_ID_PREFIX = "kengine-config-";
 export const DEFAULT_CERT_TAG = "kengine-management";
 /**
- * Caddy's HTTP metrics, added by sealing unless the config sets its own: per host, every host,
- * so the controller can attribute requests to routes (reconcile/traffic.ts; host matchers sit
- * inside subroutes, which Caddy's per-host allow-list does not see). The controller folds
- * hosts that match no route into one series, so its own /metrics stays bounded.
+ * How sealing switches on Caddy's HTTP metrics, which the controller reads for its traffic
+ * totals (reconcile/traffic.ts). A proxy capability (translate/proxy-flavor.ts `appMetrics`):
+ * - `"app"` (Caddy ≥ 2.10): `apps.http.metrics`. Host labels (`per_host`) only where Caddy can
+ *   bound them: Caddy labels a host it finds in a top-level `host` matcher and folds every other
+ *   host into `_other` (`observe_catchall_hosts` stays off), but it turns that guard off for
+ *   every HTTPS request as soon as any server has TLS connection policies, and the management
+ *   server always has. So a config with an HTTPS (or TLS-terminating) listener gets no host
+ *   label at all; an HTTP-only one gets `per_host` plus a first route per server that names the
+ *   server's exact hostnames (our host matchers sit inside subroutes, where Caddy does not look).
+ * - `"server"` (Caddy 2.8, Kengine): no app-level metrics; `metrics: {}` on each traffic server
+ *   (2.8's only switch, without host labels).
+ * Either way the series a proxy keeps are bounded by its configuration, never by the Host
+ * headers clients send.
  */
-export const TRAFFIC_METRICS = { per_host: true, observe_catchall_hosts: true } as const;
+export type TrafficMetricsMode = "app" | "server";
+
+export interface SealOptions {
+  readonly trafficMetrics: TrafficMetricsMode;
+}
+
+/** The default: what stock Caddy and our build accept. */
+export const DEFAULT_SEAL_OPTIONS: SealOptions = { trafficMetrics: "app" };
+
+/** `apps.http.metrics` of an HTTP-only config in mode "app": hosts of the config only. */
+export const TRAFFIC_METRICS = { per_host: true } as const;
 
 /** Where the proxy finds its serving certificate: files mounted from a Secret (preferred), or PEM inline. */
 export type ServerCertificateSource =
@@ -299,6 +318,76 @@ export function checkConfig(
   return problems.length === 0 ? ok(config) : err(problems);
 }
 
+/** Servers of ours (management, readiness): not traffic. */
+const INTERNAL_SERVERS: ReadonlySet<string> = new Set([MANAGEMENT_SERVER, READINESS_SERVER]);
+
+/** Exact hostnames of every `host` matcher in `routes`, subroutes included (no wildcards, no placeholders). */
+export function exactHosts(routes: unknown): string[] {
+  const out = new Set<string>();
+  const walk = (v: unknown): void => {
+    if (Array.isArray(v)) {
+      v.forEach(walk);
+      return;
+    }
+    const o = asObject(v);
+    if (o === undefined) return;
+    for (const set of Array.isArray(o.match) ? o.match : []) {
+      const host = asObject(set)?.host;
+      for (const h of Array.isArray(host) ? host : [])
+        if (typeof h === "string" && h !== "" && !/[*{}]/.test(h)) out.add(h.toLowerCase());
+    }
+    Object.values(o).forEach(walk);
+  };
+  walk(routes);
+  return [...out].sort();
+}
+
+/**
+ * `apps.http` with Caddy's HTTP metrics switched on as `mode` says (see TrafficMetricsMode). A
+ * config that sets its own `apps.http.metrics` keeps it (mode "app").
+ */
+export function withTrafficMetrics(
+  http: { readonly [key: string]: unknown },
+  mode: TrafficMetricsMode,
+): { readonly [key: string]: unknown } {
+  const servers = asObject(http.servers) ?? {};
+  const traffic = Object.entries(servers).filter(([name]) => !INTERNAL_SERVERS.has(name));
+  if (mode === "server")
+    return {
+      ...http,
+      servers: {
+        ...servers,
+        ...Object.fromEntries(
+          traffic.map(([name, server]) => [
+            name,
+            { ...asObject(server), metrics: asObject(server)?.metrics ?? {} },
+          ]),
+        ),
+      },
+    };
+  if (http.metrics !== undefined) return http;
+  const https = traffic.some(([, server]) => {
+    const policies = asObject(server)?.tls_connection_policies;
+    return Array.isArray(policies) && policies.length > 0;
+  });
+  if (https) return { ...http, metrics: {} };
+  const hoisted = traffic.flatMap(([name, server]) => {
+    const routes = asObject(server)?.routes;
+    const hosts = exactHosts(routes);
+    if (hosts.length === 0) return [];
+    // Matches, handles nothing, never terminal: the request goes on to the routes that follow.
+    const known = { match: [{ host: hosts }] };
+    return [
+      [name, { ...asObject(server), routes: [known, ...(Array.isArray(routes) ? routes : [])] }],
+    ];
+  });
+  return {
+    ...http,
+    metrics: TRAFFIC_METRICS,
+    servers: { ...servers, ...Object.fromEntries(hoisted) },
+  };
+}
+
 /**
  * How long a proxy keeps serving after it is told to stop (pod deletion: SIGTERM) before it
  * closes its listeners: the pod has turned not-ready by then and load balancers have stopped
@@ -309,7 +398,7 @@ export const SHUTDOWN_DELAY = "5s";
 
 /** A config that passed `sealConfig`: the only input the push engine accepts. */
 export interface SealedConfig {
-  /** sha256 (hex) of the desired config bytes as the translator produced them. */
+  /** sha256 (hex) of the desired config bytes as the translator produced them (and of the seal options, unless the default). */
   readonly hash: string;
   /** What is POSTed to /load: the desired config plus the readiness server. May hold private keys: never log. */
   readonly bytes: Buffer;
@@ -329,6 +418,7 @@ export const configHash = (bytes: Uint8Array | string): string =>
 export function sealConfig(
   desired: Uint8Array | string,
   spec: ManagementSpec,
+  options: SealOptions = DEFAULT_SEAL_OPTIONS,
 ): Result<SealedConfig, readonly string[]> {
   let parsed: unknown;
   try {
@@ -344,16 +434,21 @@ export function sealConfig(
   if (config === undefined) return err(["config must be a JSON object"]);
   const checked = checkConfig(config, spec, "absent");
   if (!checked.ok) return checked;
-  const hash = configHash(desired);
+  // The hash names what the proxy runs: the desired bytes, plus the seal options unless they
+  // are the default (the same desired config sealed for Caddy 2.8 is another config).
+  const hash = isDeepStrictEqual(options, DEFAULT_SEAL_OPTIONS)
+    ? configHash(desired)
+    : configHash(
+        Buffer.concat([Buffer.from(desired), Buffer.from(`\n${JSON.stringify(options)}`)]),
+      );
   const apps = asObject(config.apps)!;
-  const http = asObject(apps.http)!;
+  const http = withTrafficMetrics(asObject(apps.http)!, options.trafficMetrics);
   const withReadiness = {
     ...config,
     apps: {
       ...apps,
       http: {
         ...http,
-        metrics: http.metrics ?? TRAFFIC_METRICS,
         shutdown_delay: SHUTDOWN_DELAY,
         servers: { ...asObject(http.servers), [READINESS_SERVER]: readinessServer(spec, hash) },
       },

@@ -129,6 +129,39 @@ describe("managed proxies' serving certificate", () => {
   });
 });
 
+describe("planGateway: the seal follows the proxy flavour", () => {
+  const now = new Date("2026-11-21T00:00:00Z");
+  const snapshot = snapshotOf(objects);
+  const ir = translate(snapshot, { controllerName: "kengine.io/gateway-controller" }).gateways[0]!;
+  const serving = planAt(snapshot, now).serving!;
+  const pushedHttp = (flavor: "Bundled" | "Caddy" | "Kengine") => {
+    const plan = planGateway({ ir: { ...ir, flavor }, snapshot, ca, now, pendingServing: serving });
+    return (
+      JSON.parse(plan.targets[0]!.config.bytes.toString("utf8")) as {
+        apps: { http: { metrics?: object; servers: Record<string, { metrics?: object }> } };
+      }
+    ).apps.http;
+  };
+  const traffic = (servers: Record<string, { metrics?: object }>) =>
+    Object.entries(servers).filter(([n]) => !n.startsWith("kengine-"));
+
+  it("Bundled and Caddy: app-level metrics (Caddy ≥ 2.10)", () => {
+    for (const flavor of ["Bundled", "Caddy"] as const) {
+      const http = pushedHttp(flavor);
+      expect(http.metrics).toEqual({ per_host: true });
+      expect(traffic(http.servers).every(([, s]) => s.metrics === undefined)).toBe(true);
+    }
+  });
+
+  it("Kengine: no apps.http.metrics (Caddy 2.8 refuses the field), metrics on each traffic server", () => {
+    const http = pushedHttp("Kengine");
+    expect(http.metrics).toBeUndefined();
+    expect(traffic(http.servers).length).toBeGreaterThan(0);
+    for (const [, s] of traffic(http.servers)) expect(s.metrics).toEqual({});
+    expect(http.servers["kengine-management"]!.metrics).toBeUndefined();
+  });
+});
+
 describe("planGateway: static addresses", () => {
   const now = new Date("2026-11-21T00:00:00Z");
   const serving: ManagementSecretData = planAt(snapshotOf(objects), now).serving!;

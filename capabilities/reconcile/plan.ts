@@ -5,7 +5,8 @@
  * (injected, so tests can fix it).
  */
 import { X509Certificate, createPublicKey } from "node:crypto";
-import { toCaddyConfig } from "../caddy";
+import { CaddyOptions, toCaddyConfig } from "../caddy";
+import { DEFAULT_PROXY_FLAVOR, capabilitiesOf } from "../translate/proxy-flavor";
 import type { GatewayIR } from "../ir";
 import {
   Authority,
@@ -224,8 +225,24 @@ function sealedFor(ir: GatewayIR, spec: ManagementSpec): Sealed {
   const specKey = JSON.stringify(spec);
   const hit = sealedCache.get(ir);
   if (hit && hit.spec === specKey) return hit.sealed;
+  const sealed = sealGatewayConfig(ir, spec);
+  sealedCache.set(ir, { spec: specKey, sealed });
+  return sealed;
+}
+
+/**
+ * A Gateway's Caddy config sealed for its proxies' flavour: what the controller pushes (the
+ * flavour decides how traffic metrics are switched on, proxies/management.ts). `render` only for
+ * tests that load it into a local proxy (loopback bind host, moved ports).
+ */
+export function sealGatewayConfig(
+  ir: GatewayIR,
+  spec: ManagementSpec,
+  render: Omit<CaddyOptions, "management"> = {},
+): Sealed {
   const loader = managementCertificateLoader(spec);
   const config = toCaddyConfig(ir, {
+    ...render,
     management: {
       adminListen: spec.adminAddress,
       server: managementServer(spec) as Record<string, never>,
@@ -236,9 +253,9 @@ function sealedFor(ir: GatewayIR, spec: ManagementSpec): Sealed {
   });
   // Compact JSON in construction order (deterministic): renderCaddyJSON's sorted, indented
   // text is for reading goldens and cost 4× the bytes and 8× the time at 1,000 routes.
-  const sealed = sealConfig(JSON.stringify(config), spec);
-  sealedCache.set(ir, { spec: specKey, sealed });
-  return sealed;
+  return sealConfig(JSON.stringify(config), spec, {
+    trafficMetrics: capabilitiesOf(ir.flavor ?? DEFAULT_PROXY_FLAVOR).appMetrics ? "app" : "server",
+  });
 }
 
 /** Bring your own proxies: nothing to provision; push to the pods behind the owning Services. */

@@ -1,4 +1,5 @@
 import { parsePrometheusText } from "../proxies/prom-text";
+import fc from "fast-check";
 import { TrafficTotals, routeForHost } from "./traffic";
 
 const scrape = (reload: number, lines: string[]) =>
@@ -92,5 +93,35 @@ describe("TrafficTotals", () => {
     // a new pod under the same name after retain: counted from zero
     t.observe("p1", "apps/gw", scrape(400, [req("subroute", "shop.example", "200", 1)]), routeOf);
     expect(byRoute(t)).toEqual({ "apps/shop|200": 24 });
+  });
+
+  it("property: the controller's series are routes that exist × servers × status codes, whatever hosts and codes a proxy reports", () => {
+    const host = fc.oneof(
+      fc.constantFrom("shop.example", "a.wild.example", "_other"),
+      fc.stringMatching(/^[a-z0-9.-]{1,30}$/),
+    );
+    const code = fc.oneof(fc.constantFrom("200", "404"), fc.stringMatching(/^[0-9a-z]{0,5}$/));
+    fc.assert(
+      fc.property(fc.array(fc.tuple(host, code, fc.nat(1000)), { maxLength: 200 }), readings => {
+        const t = new TrafficTotals();
+        t.observe(
+          "p1",
+          "apps/gw",
+          scrape(
+            1,
+            readings.map(([h, c, n]) => req("subroute", h, c, n)),
+          ),
+          routeOf,
+        );
+        const known = new Set(["", ...routes.map(r => r.route)]);
+        for (const { labels } of t.totals()) {
+          expect(known.has(labels.route)).toBe(true);
+          expect(labels.code).toMatch(/^([1-9][0-9]{2})?$/);
+        }
+        // routes (4 with "") × codes (900 + "") bounds the series; hosts never appear
+        expect(t.totals().length).toBeLessThanOrEqual(known.size * 901);
+        expect(JSON.stringify(t.totals())).not.toContain('"host"');
+      }),
+    );
   });
 });

@@ -9,10 +9,16 @@
  * scrapes of the controller do not double count); a proxy seen for the first time contributes
  * what it counted since its last load. The totals only grow.
  *
- * Caddy labels requests by server (our listener's server), handler, code, method and host; every
- * request passes the first handler of its server, so the largest count across handlers is the
- * request count. The host is attributed to the Gateway's route that serves it (the only route
- * whose hostnames match it; "" when none or several do, e.g. Caddy's "_other").
+ * Caddy labels requests by server (our listener's server), handler, code, method and, where
+ * sealing turned it on, host; every request passes the first handler of its server, so the
+ * largest count across handlers is the request count. The host is attributed to the Gateway's
+ * route that serves it (the only route whose hostnames match it; "" when none or several do,
+ * e.g. Caddy's "_other", and when the proxy has no host label: an HTTPS Gateway, Kengine; see
+ * proxies/management.ts TrafficMetricsMode).
+ *
+ * Bounded labels: the controller's series are (gateway, route, server, code) with routes that
+ * exist (or ""), our servers, and three-digit status codes; what a proxy reports is bounded by its
+ * configuration (sealing) and by the size cap on /metrics (proxies/admin-client.ts).
  */
 import type { Sample } from "../proxies/prom-text";
 import type { KubeObject, Snapshot } from "../snapshot";
@@ -21,6 +27,8 @@ export const REQUESTS_SAMPLE = "caddy_http_request_duration_seconds_count";
 export const RELOAD_SAMPLE = "caddy_config_last_reload_success_timestamp_seconds";
 /** Servers of ours, not traffic. */
 const INTERNAL_SERVERS = new Set(["kengine-management", "kengine-readiness"]);
+/** Caddy's code label is a status code; anything else is folded into "". */
+const STATUS_CODE = /^[1-9][0-9]{2}$/;
 
 export interface TrafficLabels {
   readonly gateway: string;
@@ -115,7 +123,7 @@ export class TrafficTotals {
       if (s.name !== REQUESTS_SAMPLE) continue;
       const server = s.labels.server ?? "";
       if (INTERNAL_SERVERS.has(server)) continue;
-      const code = s.labels.code ?? "";
+      const code = STATUS_CODE.test(s.labels.code ?? "") ? s.labels.code! : "";
       const key = JSON.stringify([server, s.labels.host, code, s.labels.method]);
       counts.set(key, Math.max(counts.get(key) ?? 0, s.value));
       labelsOf.set(key, { server, host: s.labels.host, code });

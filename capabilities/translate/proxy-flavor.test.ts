@@ -20,6 +20,7 @@ describe("proxy flavours", () => {
       backendSANs: true,
       backendClientCertificate: true,
       celPh: true,
+      appMetrics: true,
     });
     expect(supportedFeaturesOf("Bundled")).toEqual(SUPPORTED_FEATURES);
   });
@@ -34,6 +35,7 @@ describe("proxy flavours", () => {
       backendSANs: false,
       backendClientCertificate: false,
       celPh: true,
+      appMetrics: true,
     });
     expect(capabilitiesOf("Kengine")).toEqual({
       persistentListeners: false,
@@ -44,6 +46,7 @@ describe("proxy flavours", () => {
       backendSANs: false,
       backendClientCertificate: false,
       celPh: false,
+      appMetrics: false, // Caddy 2.8: per-server metrics only, no host label
     });
     expect(supportedFeaturesOf("Caddy")).toContain("HTTPRouteRetry");
     expect(supportedFeaturesOf("Kengine")).not.toContain("HTTPRouteRetry");

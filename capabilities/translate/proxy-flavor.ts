@@ -57,6 +57,13 @@ export interface ProxyCapabilities {
    * into a call when the name is letters, digits, `_`, `.` and `-`.
    */
   readonly celPh: boolean;
+  /**
+   * The app-level `apps.http.metrics` of Caddy ≥ 2.10: one `metrics` block for the whole HTTP
+   * app, with `per_host` labels guarded by the configured hosts (`observe_catchall_hosts`).
+   * Without it (Caddy 2.8) metrics are switched on per server (`servers.*.metrics: {}`), with
+   * no host label: traffic is counted per listener, not per route.
+   */
+  readonly appMetrics: boolean;
 }
 
 export type Capability = keyof ProxyCapabilities;
@@ -71,6 +78,7 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
     backendSANs: true,
     backendClientCertificate: true,
     celPh: true,
+    appMetrics: true,
   },
   Caddy: {
     persistentListeners: false,
@@ -81,6 +89,7 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
     backendSANs: false,
     backendClientCertificate: false,
     celPh: true,
+    appMetrics: true,
   },
   Kengine: {
     persistentListeners: false,
@@ -91,6 +100,7 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
     backendSANs: false,
     backendClientCertificate: false,
     celPh: false,
+    appMetrics: false,
   },
 };
 
@@ -109,6 +119,7 @@ const CAPABILITY_TEXT: Readonly<Record<Capability, string>> = {
   backendSANs: "verification of backend certificates against subjectAltNames",
   backendClientCertificate: "client certificates for backends",
   celPh: "the CEL placeholder function ph()",
+  appMetrics: "per-route traffic metrics",
 };
 
 /**
