@@ -2,7 +2,8 @@
 // stock Caddy with its standard modules, the layer-4 app from caddy-l4 (TLS, TCP and UDP
 // routes) and our modules in hack/proxy, one import line each (kengine_mirror: RequestMirror;
 // listener: the kengine-http / kengine-tcp networks, sockets kept across reloads; santls: the
-// reverse_proxy transport kengine_http, BackendTLSPolicy subjectAltNames).
+// reverse_proxy transport kengine_http, BackendTLSPolicy subjectAltNames; validate: the admin
+// route POST /kengine/validate, a config checked without loading it).
 //
 // Only the caddy-l4 packages the controller uses are linked: the module proxy serves a
 // caddy-l4 revision (2025-05-30) whose QUIC matcher does not compile against the quic-go
@@ -23,6 +24,7 @@ import (
 	_ "kengine.io/gateway/hack/proxy/listener"
 	_ "kengine.io/gateway/hack/proxy/mirror"
 	_ "kengine.io/gateway/hack/proxy/santls"
+	_ "kengine.io/gateway/hack/proxy/validate"
 )
 
 func main() {
