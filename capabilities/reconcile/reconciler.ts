@@ -65,6 +65,7 @@ import {
 } from "./rotation";
 import { LIST_PATHS, objectPath } from "./kinds";
 import { EventRecorder, GatewayObjectRef, PushEvents } from "./events";
+import { GatewayIR } from "../ir";
 import { GatewayPlan, planGateway } from "./plan";
 import { Isolation } from "./isolation";
 import {
@@ -537,15 +538,7 @@ export class Reconciler {
     for (const ir of gateways) {
       const key = `${ir.namespace}/${ir.name}`;
       try {
-        const plan = planGateway({
-          ir,
-          snapshot,
-          ca: this.#ca,
-          trustedCaPems: this.#trusted,
-          defaults: this.o.defaults ?? DEFAULT_PROXY_SETTINGS,
-          now,
-          pendingServing: this.#pendingServing.get(key),
-        });
+        const plan = this.#plan(ir, snapshot, this.#ca, now);
         if (plan.serving) this.#pendingServing.set(key, plan.serving);
         else this.#pendingServing.delete(key);
         for (const problem of plan.settingsProblems)
@@ -666,6 +659,23 @@ export class Reconciler {
     if (caRead && caRead === this.#caRead) await this.#stepCa(plans, caRead);
   }
 
+  #plan(
+    ir: GatewayIR,
+    snapshot: Snapshot,
+    ca: Authority,
+    now: Date,
+  ): ReturnType<typeof planGateway> {
+    return planGateway({
+      ir,
+      snapshot,
+      ca,
+      trustedCaPems: this.#trusted,
+      defaults: this.o.defaults ?? DEFAULT_PROXY_SETTINGS,
+      now,
+      pendingServing: this.#pendingServing.get(`${ir.namespace}/${ir.name}`),
+    });
+  }
+
   /**
    * A Gateway's sealed config as it would be pushed now, with `refused` left out, and the
    * objects it is made of (for the culprit search; isolation.ts).
@@ -679,16 +689,7 @@ export class Reconciler {
     const t = translate(snapshot, { controllerName: CONTROLLER_NAME, refused, candidates: true });
     const ir = t.gateways.find(g => `${g.namespace}/${g.name}` === gateway);
     if (!ir) return undefined;
-    const plan = planGateway({
-      ir,
-      snapshot,
-      ca: this.#ca,
-      trustedCaPems: this.#trusted,
-      defaults: this.o.defaults ?? DEFAULT_PROXY_SETTINGS,
-      now: new Date(),
-      pendingServing: this.#pendingServing.get(gateway),
-    });
-    const config = plan.targets[0]?.config;
+    const config = this.#plan(ir, snapshot, this.#ca, new Date()).targets[0]?.config;
     return config && { bytes: config.bytes, candidates: t.candidates?.get(gateway) ?? [] };
   }
 

@@ -64,6 +64,20 @@ func post(t *testing.T, admin string, body []byte) (int, string) {
 	return res.StatusCode, string(b)
 }
 
+func statusOf(t *testing.T, method, url, body string) int {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	return res.StatusCode
+}
+
 func runningConfig(t *testing.T, admin string) string {
 	t.Helper()
 	res, err := http.Get("http://" + admin + "/config/")
@@ -130,13 +144,8 @@ func TestRefusedConfigAnswers400WithCaddysError(t *testing.T) {
 		t.Errorf("running config changed: %s -> %s", before, after)
 	}
 	// the same config is refused by /load too (validation says what a load would say)
-	res, err := http.Post("http://"+admin+"/load", "application/json", strings.NewReader(server(freePort(t), "no_such_handler")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusBadRequest {
-		t.Errorf("/load answered %d", res.StatusCode)
+	if got := statusOf(t, http.MethodPost, "http://"+admin+"/load", server(freePort(t), "no_such_handler")); got != http.StatusBadRequest {
+		t.Errorf("/load answered %d", got)
 	}
 }
 
@@ -155,13 +164,8 @@ func TestBodyIsCappedAndOnlyPOSTIsAllowed(t *testing.T) {
 	if status, body := post(t, admin, big); status != http.StatusRequestEntityTooLarge {
 		t.Errorf("status %d: %.200s", status, body)
 	}
-	res, err := http.Get("http://" + admin + Path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusMethodNotAllowed {
-		t.Errorf("GET: status %d", res.StatusCode)
+	if got := statusOf(t, http.MethodGet, "http://"+admin+Path, ""); got != http.StatusMethodNotAllowed {
+		t.Errorf("GET: status %d", got)
 	}
 }
 
