@@ -37,11 +37,9 @@ describe("findCulprits", () => {
     await fc.assert(
       fc.asyncProperty(scenario, async ({ candidates, culprits }) => {
         const { validate, calls } = validator(new Set(culprits));
-        const first = Math.min(...culprits);
         const r = await findCulprits({
           candidates,
           validate,
-          refusal: `object ${first} is bad`,
           maxValidations: 1000,
         });
         expect(r.kind).toBe("culprits");
@@ -50,7 +48,7 @@ describe("findCulprits", () => {
           [...culprits].sort((a, b) => a - b),
         );
         for (const c of r.culprits) expect(c.message).toBe(`object ${c.object} is bad`);
-        const bound = culprits.length * (Math.ceil(Math.log2(candidates.length)) + 1) + 1;
+        const bound = culprits.length * (Math.ceil(Math.log2(candidates.length)) + 1) + 2;
         expect(r.validations).toBeLessThanOrEqual(bound);
         expect(calls.length).toBe(r.validations);
       }),
@@ -61,9 +59,9 @@ describe("findCulprits", () => {
   it("reports the Gateway when the config stays refused with everything left out", async () => {
     const validate = () =>
       Promise.resolve({ ok: true as const, value: { accepted: false as const, message: "gw" } });
-    const r = await findCulprits({ candidates: [1, 2, 3], validate, refusal: "gw" });
-    expect(r).toEqual({ kind: "gateway", message: "gw", validations: 1 });
-    const none = await findCulprits({ candidates: [], validate, refusal: "gw" });
+    const r = await findCulprits({ candidates: [1, 2, 3], validate });
+    expect(r).toEqual({ kind: "gateway", message: "gw", validations: 2 });
+    const none = await findCulprits({ candidates: [], validate });
     expect(none.kind).toBe("gateway");
   });
 
@@ -72,21 +70,27 @@ describe("findCulprits", () => {
     const r = await findCulprits({
       candidates: [...Array(50).keys()],
       validate,
-      refusal: "object 3 is bad",
       maxValidations: 5,
     });
-    expect(r).toMatchObject({ kind: "unknown", validations: 5 });
+    expect(r).toMatchObject({ kind: "unknown", validations: 5, confirmed: true });
     const failing = await findCulprits({
       candidates: [1],
       validate: () =>
         Promise.resolve({ ok: false as const, error: { message: "HTTP 404: not found" } }),
-      refusal: "x",
     });
     expect(failing).toEqual({
       kind: "unknown",
       message: "cannot validate: HTTP 404: not found",
       validations: 1,
+      confirmed: false,
     });
+  });
+
+  it("blames nothing when the whole config validates (refused for something else)", async () => {
+    const { validate, calls } = validator(new Set());
+    const r = await findCulprits({ candidates: [0, 1, 2], validate });
+    expect(r).toEqual({ kind: "accepted", validations: 1 });
+    expect(calls).toEqual([[]]);
   });
 
   it("does not loop when leaving objects out makes a config invalid (a validator that lies)", async () => {
@@ -99,7 +103,7 @@ describe("findCulprits", () => {
             ? ({ accepted: true } as const)
             : ({ accepted: false, message: "no" } as const),
       });
-    const r = await findCulprits({ candidates: [0, 1, 2, 3], validate, refusal: "no" });
+    const r = await findCulprits({ candidates: [0, 1, 2, 3], validate });
     expect(r.kind).toBe("culprits");
     if (r.kind === "culprits") expect(r.culprits).toHaveLength(4);
   });

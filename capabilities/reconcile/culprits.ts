@@ -9,7 +9,9 @@
  * k × (log2 n + 1) + 1 validations; the search stops at `maxValidations`.
  *
  * Assumes that leaving objects out never makes a valid config invalid (true of our configs:
- * objects do not depend on each other's presence).
+ * objects do not depend on each other's presence). The whole config is validated first: a
+ * load refused for what validation cannot see (a port in use when the proxy starts its
+ * servers) blames no object.
  */
 import { Validation } from "../proxies";
 
@@ -19,8 +21,6 @@ export interface CulpritSearchInput<T> {
   readonly validate: (
     excluded: readonly T[],
   ) => Promise<{ ok: true; value: Validation } | { ok: false; error: { message: string } }>;
-  /** The proxy's error for the whole config (the refused load that started the search). */
-  readonly refusal: string;
   readonly maxValidations?: number;
 }
 
@@ -39,8 +39,18 @@ export type CulpritResult<T> =
     }
   /** Refused even with every candidate left out: the Gateway's own problem. */
   | { readonly kind: "gateway"; readonly message: string; readonly validations: number }
-  /** Validation failed or the budget ran out: nothing is known. */
-  | { readonly kind: "unknown"; readonly message: string; readonly validations: number };
+  /** The whole config validates: what the proxy refused is not in the config alone. */
+  | { readonly kind: "accepted"; readonly validations: number }
+  /**
+   * Validation failed or the budget ran out; `confirmed`: the whole config was refused by
+   * validation before that.
+   */
+  | {
+      readonly kind: "unknown";
+      readonly message: string;
+      readonly validations: number;
+      readonly confirmed: boolean;
+    };
 
 export const DEFAULT_MAX_VALIDATIONS = 64;
 
@@ -57,11 +67,15 @@ export async function findCulprits<T>(input: CulpritSearchInput<T>): Promise<Cul
     if (!r.ok) throw new Stop(`cannot validate: ${r.error.message}`);
     return r.value.accepted ? undefined : r.value.message;
   };
+  let confirmed = false;
   try {
+    const whole = await check([]);
+    if (whole === undefined) return { kind: "accepted", validations };
+    confirmed = true;
     const everything = await check(input.candidates);
     if (everything !== undefined) return { kind: "gateway", message: everything, validations };
     let remaining = [...input.candidates];
-    let refusal = input.refusal; // of the config with the culprits so far left out
+    let refusal = whole; // of the config with the culprits so far left out
     for (;;) {
       if (remaining.length === 0)
         throw new Stop("refused with every candidate left out, one by one");
@@ -84,7 +98,7 @@ export async function findCulprits<T>(input: CulpritSearchInput<T>): Promise<Cul
       refusal = next;
     }
   } catch (e) {
-    if (e instanceof Stop) return { kind: "unknown", message: e.message, validations };
+    if (e instanceof Stop) return { kind: "unknown", message: e.message, validations, confirmed };
     throw e;
   }
 }

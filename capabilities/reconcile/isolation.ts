@@ -3,14 +3,16 @@
  * and leave only those out (translate(snapshot, { refused })), so the rest of the Gateway is
  * programmed and each refused object says why in its own status.
  *
- * - A push the proxy refused (HTTP 400 from /load) marks that config hash refused for the
- *   Gateway and queues one culprit search for it (culprits.ts); searches run one at a time,
- *   off the build path. Bundled proxies validate each candidate config with our
- *   validation-only admin route (nothing they serve changes); other flavours have no such
- *   route, so the search stops at once and the Gateway keeps today's report.
- * - A config hash known to be refused is never pushed again: the Gateway's proxies keep (and
- *   new proxies get) the last config one of them accepted, and the Gateway says why it is not
- *   programmed until the search finishes.
+ * - A push the proxy refused (HTTP 400 from /load) queues one culprit search for that config
+ *   hash (culprits.ts); searches run one at a time, off the build path. Bundled proxies
+ *   validate each candidate config with our validation-only admin route (nothing they serve
+ *   changes). Other flavours have no such route: the search stops at once and the Gateway
+ *   keeps today's report (Programmed=False with the proxy's error; the push engine retries).
+ * - A refusal the validation confirms (the whole config is refused without being started)
+ *   marks the config hash refused: it is never pushed again; the Gateway's proxies keep (and
+ *   new proxies get) the last config one of them accepted, and the Gateway says why. A refusal
+ *   validation does not confirm (a port in use when the proxy starts its servers) is not the
+ *   config's fault: nothing is marked and the push engine retries as before.
  * - Refusals of objects that are deleted (or whose Gateway is) are dropped; a changed object
  *   has another fingerprint, so the translator no longer leaves it out (refused.ts).
  */
@@ -35,7 +37,13 @@ export interface IsolationDeps {
   readonly configOf: (
     gateway: string,
     refused: readonly RefusedObject[],
-  ) => { readonly bytes: Buffer; readonly candidates: readonly RefusableObject[] } | undefined;
+  ) =>
+    | {
+        readonly hash: string;
+        readonly bytes: Buffer;
+        readonly candidates: readonly RefusableObject[];
+      }
+    | undefined;
   readonly validate: (
     endpoint: ProxyEndpoint,
     config: Buffer,
@@ -66,8 +74,10 @@ interface Search {
 
 export class Isolation {
   readonly #refused = new Map<string, readonly RefusedObject[]>();
-  /** Per Gateway: refused config hash → the proxy's error. */
+  /** Per Gateway: config hash → the proxy's error, for refusals validation confirmed. */
   readonly #refusedHashes = new Map<string, Map<string, string>>();
+  /** Per Gateway: config hashes searched or queued (one search per refused config). */
+  readonly #searched = new Map<string, Set<string>>();
   /** Per Gateway: the configs handed to the fleet lately, by hash, and the last one accepted. */
   readonly #offered = new Map<string, Map<string, SealedConfig>>();
   readonly #lastGood = new Map<string, SealedConfig>();
@@ -102,7 +112,7 @@ export class Isolation {
     return {
       ...plan,
       targets: good ? plan.targets.map(t => ({ ...t, config: good })) : [],
-      configProblem: `the proxies refused the configuration${verdict ? ` (${verdict})` : " (looking for the objects they refuse)"}: ${refusal}`,
+      configProblem: `the proxies refused the configuration${verdict ? ` (${verdict})` : ""}: ${refusal}`,
     };
   }
 
@@ -115,21 +125,25 @@ export class Isolation {
       return;
     }
     if (e.type !== "failed" || e.error.kind !== "rejected" || e.error.status !== 400) return;
-    const hashes = this.#refusedHashes.get(gateway) ?? new Map<string, string>();
-    if (hashes.has(e.hash)) return; // known (another proxy of the Gateway said the same)
-    hashes.set(e.hash, e.error.message);
-    while (hashes.size > REFUSED_HASHES_KEPT) hashes.delete(hashes.keys().next().value!);
-    this.#refusedHashes.set(gateway, hashes);
-    this.#verdict.delete(gateway);
-    if (endpoint && !this.#queue.some(s => s.gateway === gateway && s.hash === e.hash))
-      this.#queue.push({ gateway, hash: e.hash, message: e.error.message, endpoint });
-    this.deps.onChange(); // the Gateway now says why
+    const searched = this.#searched.get(gateway) ?? new Set<string>();
+    // known: another proxy of the Gateway said the same, or a retry of the same config
+    if (searched.has(e.hash) || !endpoint) return;
+    searched.add(e.hash);
+    while (searched.size > REFUSED_HASHES_KEPT) searched.delete(searched.values().next().value!);
+    this.#searched.set(gateway, searched);
+    this.#queue.push({ gateway, hash: e.hash, message: e.error.message, endpoint });
     this.#next();
   }
 
   /** Drops what belongs to Gateways and objects that no longer exist. */
   retain(gateways: ReadonlySet<string>, exists: (o: RefusedObject) => boolean): void {
-    for (const map of [this.#refusedHashes, this.#offered, this.#lastGood, this.#verdict])
+    for (const map of [
+      this.#refusedHashes,
+      this.#searched,
+      this.#offered,
+      this.#lastGood,
+      this.#verdict,
+    ])
       for (const key of [...map.keys()]) if (!gateways.has(key)) map.delete(key);
     let changed = false;
     for (const [key, list] of [...this.#refused]) {
@@ -174,7 +188,6 @@ export class Isolation {
     const byId = new Map(current.candidates.map(c => [identityOf(c), c]));
     const result: CulpritResult<RefusableObject> = await findCulprits({
       candidates: current.candidates,
-      refusal: job.message,
       maxValidations: this.deps.maxValidations,
       validate: async excluded => {
         const config = this.deps.configOf(job.gateway, [
@@ -192,8 +205,14 @@ export class Isolation {
       validations: result.validations,
       ...(result.kind === "culprits"
         ? { culprits: result.culprits.map(c => identityOf(c.object)) }
-        : { message: result.message }),
+        : result.kind !== "accepted" && { message: result.message }),
     });
+    if (result.kind === "accepted" || (result.kind === "unknown" && !result.confirmed)) return;
+    // Confirmed: neither this config nor the one it was searched in is pushed again.
+    const hashes = this.#refusedHashes.get(job.gateway) ?? new Map<string, string>();
+    for (const hash of new Set([job.hash, current.hash])) hashes.set(hash, job.message);
+    while (hashes.size > REFUSED_HASHES_KEPT) hashes.delete(hashes.keys().next().value!);
+    this.#refusedHashes.set(job.gateway, hashes);
     if (result.kind !== "culprits") {
       this.#verdict.set(
         job.gateway,

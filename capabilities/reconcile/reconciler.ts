@@ -683,14 +683,20 @@ export class Reconciler {
   #configOf(
     gateway: string,
     refused: readonly RefusedObject[],
-  ): { bytes: Buffer; candidates: readonly RefusableObject[] } | undefined {
+  ): { hash: string; bytes: Buffer; candidates: readonly RefusableObject[] } | undefined {
     const snapshot = this.#snapshot;
     if (!this.#ca) return undefined;
     const t = translate(snapshot, { controllerName: CONTROLLER_NAME, refused, candidates: true });
     const ir = t.gateways.find(g => `${g.namespace}/${g.name}` === gateway);
     if (!ir) return undefined;
     const config = this.#plan(ir, snapshot, this.#ca, new Date()).targets[0]?.config;
-    return config && { bytes: config.bytes, candidates: t.candidates?.get(gateway) ?? [] };
+    return (
+      config && {
+        hash: config.hash,
+        bytes: config.bytes,
+        candidates: t.candidates?.get(gateway) ?? [],
+      }
+    );
   }
 
   /** Uses a CA state: signing CA, trusted CAs, and a client certificate from it if they changed. */
