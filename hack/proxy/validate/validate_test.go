@@ -149,6 +149,23 @@ func TestRefusedConfigAnswers400WithCaddysError(t *testing.T) {
 	}
 }
 
+// negativeSerialCA is a self-signed CA certificate (base64 DER) with serial number -12345, made
+// with `openssl req -x509 -set_serial -12345` (Go cannot make one).
+const negativeSerialCA = "MIIBZTCCAQugAwIBAgICz8cwCgYIKoZIzj0EAwIwETEPMA0GA1UEAwwGbmVnLWNhMB4XDTI2MTEyNDAwMTM0MloXDTI3MTEyNDAwMTM0MlowETEPMA0GA1UEAwwGbmVnLWNhMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEemte4xsc3TVSROsyInDAl0jR2bI3xYrVG4CZU8H+uh7OiDcpxkGhkaDsvwfZb8YBAoAnu3QrXGB0tbNP/tN+DaNTMFEwHQYDVR0OBBYEFAXonKHbbe+KdlYWNUxn5v5VwMJQMB8GA1UdIwQYMBaAFAXonKHbbe+KdlYWNUxn5v5VwMJQMA8GA1UdEwEB/wQFMAMBAf8wCgYIKoZIzj0EAwIDSAAwRQIgafdNb3gBP+f1C4aX+PVDqxoEJjRV40I0/g5ahkw5hX4CIQCRBxxZQPCstDRsokF8W5JVhT3CUzpPM3ayQw+gG6mELQ=="
+
+// A CA certificate with a negative serial number: Node's X509 parser (the translator's) takes
+// it, Go's refuses it when the reverse proxy's transport is provisioned; validation says so
+// without loading anything (tests/e2e/isolation.test.ts uses it as the hostile object).
+func TestNegativeSerialCAIsRefusedAtProvision(t *testing.T) {
+	admin := running(t)
+	cfg := fmt.Sprintf(`{"apps":{"http":{"servers":{"s":{"listen":["127.0.0.1:%d"],"routes":[{"handle":[{"handler":"reverse_proxy","upstreams":[{"dial":"127.0.0.1:9"}],"transport":{"protocol":"http","tls":{"server_name":"x","ca":{"provider":"inline","trusted_ca_certs":[%q]}}}}]}]}}}}}`,
+		freePort(t), negativeSerialCA)
+	status, body := post(t, admin, []byte(cfg))
+	if status != http.StatusBadRequest || !strings.Contains(body, "negative serial number") {
+		t.Fatalf("status %d: %s", status, body)
+	}
+}
+
 func TestUnknownFieldsAndBadJSONAreRefused(t *testing.T) {
 	admin := running(t)
 	for _, body := range []string{`{"apps":{"http":{"servers":{"s":{"nope":1}}}}}`, `{"apps":`, `{"unknown":1}`} {
