@@ -96,13 +96,13 @@ const parent = (r: ReturnType<typeof translate>, name: string, gateway: string) 
     .conditions.find(c => c.type === "Accepted")!;
 
 describe("translate with refused objects", () => {
-  it("lists what each Gateway's config is made of", () => {
+  it("lists what each Gateway's config is made of, routes before the listeners they need", () => {
     const c = translate(snapshotOf(base()), { candidates: true }).candidates!;
     expect(c.get("default/gw")!.map(identityOf)).toEqual([
-      "Listener/default/gw/http",
-      "Listener/default/gw/extra",
       "HTTPRoute/default/healthy",
       "HTTPRoute/default/hostile",
+      "Listener/default/gw/http",
+      "Listener/default/gw/extra",
     ]);
     expect(translate(snapshotOf(base())).candidates).toBeUndefined();
   });

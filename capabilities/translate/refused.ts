@@ -147,8 +147,10 @@ export function withoutRefusedListeners(
 }
 
 /**
- * Every object that contributes to a Gateway's config on its own: its own served listeners,
- * its ListenerSets with a served listener, and the routes attached to it; in that order.
+ * Every object that contributes to a Gateway's config on its own: the routes attached to it,
+ * its ListenerSets with a served listener, and its own served listeners; in that order, the
+ * most specific first: leaving a listener out also leaves out every route on it, so a culprit
+ * search (reconcile/culprits.ts, shortest prefix) must try the routes before their listeners.
  */
 export function refusableObjects(
   listeners: readonly ResolvedListener[],
@@ -159,16 +161,13 @@ export function refusableObjects(
     readonly compiled: unknown;
   }[],
 ): readonly RefusableObject[] {
-  const out: RefusableObject[] = [];
+  const out: RefusableObject[] = routes.map(r => ({
+    kind: r.kind,
+    namespace: r.namespace,
+    name: r.name,
+    fingerprint: fingerprintOf(r.compiled),
+  }));
   const served = listeners.filter(l => l.served);
-  for (const l of served.filter(x => x.owner.kind === "Gateway"))
-    out.push({
-      kind: "Listener",
-      namespace: l.owner.namespace,
-      name: l.owner.name,
-      listener: l.listener.name,
-      fingerprint: fingerprintOf(listenerFingerprint(l)),
-    });
   const sets = new Map<string, { namespace: string; name: string }>();
   for (const l of served)
     if (l.owner.kind === "ListenerSet") sets.set(`${l.owner.namespace}/${l.owner.name}`, l.owner);
@@ -179,12 +178,13 @@ export function refusableObjects(
       name,
       fingerprint: listenerSetFingerprint(listeners, namespace, name),
     });
-  for (const r of routes)
+  for (const l of served.filter(x => x.owner.kind === "Gateway"))
     out.push({
-      kind: r.kind,
-      namespace: r.namespace,
-      name: r.name,
-      fingerprint: fingerprintOf(r.compiled),
+      kind: "Listener",
+      namespace: l.owner.namespace,
+      name: l.owner.name,
+      listener: l.listener.name,
+      fingerprint: fingerprintOf(listenerFingerprint(l)),
     });
   return out;
 }
