@@ -124,6 +124,31 @@ const allProgrammed = (ns: string) =>
     500,
   );
 
+/**
+ * Settled: exactly two proxy pods, both ready, and the Gateway 2/2 (adding the HTTPS listener
+ * rolls the proxies' Deployment: a third pod may come and go after the first 2/2).
+ */
+const settled = (ns: string) =>
+  eventually(
+    "two ready proxy pods and the Gateway Programmed=True 2/2",
+    () => {
+      const pods = proxyPods(ns);
+      const g = gatewayProgrammed(ns);
+      // the Deployment's rollout is over: its generation observed, every replica updated and ready
+      const [generation, observed, replicas, updated, ready] = jsonpath(
+        ["get", "deployment", "-n", ns, "-l", "gateway.networking.k8s.io/gateway-name=demo"],
+        "{.items[0].metadata.generation} {.items[0].status.observedGeneration} {.items[0].status.replicas} {.items[0].status.updatedReplicas} {.items[0].status.readyReplicas}",
+      ).split(" ");
+      const rolledOut =
+        generation === observed && replicas === "2" && updated === "2" && ready === "2";
+      return rolledOut && pods.length === 2 && pods.every(p => p.ready) && g.startsWith("True|2/2 ")
+        ? pods
+        : undefined;
+    },
+    180_000,
+    500,
+  );
+
 describe("failure isolation: one refused object never takes a shared Gateway down", () => {
   let dev: PeprDev | undefined;
   let ns: string;
@@ -178,7 +203,7 @@ describe("failure isolation: one refused object never takes a shared Gateway dow
   });
 
   it("programs the shared Gateway and serves the healthy route", async () => {
-    await allProgrammed(ns);
+    await settled(ns);
     address = jsonpath(["get", "gateway", "demo", "-n", ns], "{.status.addresses[0].value}");
     expect(address).toMatch(/^127\./);
     await eventually("a 200 on the healthy route", async () => {
@@ -254,7 +279,7 @@ describe("failure isolation: one refused object never takes a shared Gateway dow
       ).toBe("True");
 
       // every proxy pod deleted and replaced, one at a time: the new ones get the isolated config
-      const original = proxyPods(ns).map(p => p.name);
+      const original = (await settled(ns)).map(p => p.name);
       expect(original).toHaveLength(2);
       for (const pod of original) {
         kubectlOk(["delete", "pod", pod, "-n", ns, "--wait=true"]);
