@@ -8,8 +8,8 @@
 import { readFileSync } from "node:fs";
 import { parseAllDocuments, stringify } from "yaml";
 import { renderCaddyJSON, toCaddyConfig } from "../capabilities/caddy";
-import { KubeObject, snapshotOf } from "../capabilities/snapshot";
-import { translate } from "../capabilities/translate";
+import { KubeObject, Snapshot, snapshotOf } from "../capabilities/snapshot";
+import { RefusedObject, identityOf, translate } from "../capabilities/translate";
 
 /** Parses a multi-document YAML snapshot (empty documents and `List` wrappers allowed). */
 export function parseSnapshotYAML(text: string): KubeObject[] {
@@ -24,6 +24,23 @@ export function parseSnapshotYAML(text: string): KubeObject[] {
   return out;
 }
 
+/**
+ * Golden inputs may hold `kind: ProxyRefusal` documents (not Kubernetes objects): what a
+ * Gateway's proxies refused, as the culprit search reports it; the fingerprint is that of the
+ * object as the snapshot has it.
+ */
+function goldenRefusals(snapshot: Snapshot, objects: readonly KubeObject[]): RefusedObject[] {
+  const wanted = objects.filter(o => o.kind === "ProxyRefusal");
+  if (wanted.length === 0) return [];
+  const candidates = translate(snapshot, { candidates: true }).candidates;
+  return wanted.map(o => {
+    const r = (o as KubeObject & { spec: Omit<RefusedObject, "fingerprint"> }).spec;
+    const found = candidates?.get(r.gateway)?.find(c => identityOf(c) === identityOf(r));
+    if (!found) throw new Error(`ProxyRefusal ${o.metadata.name}: no such object in ${r.gateway}`);
+    return { ...r, fingerprint: found.fingerprint };
+  });
+}
+
 export interface GoldenOutput {
   /** Statuses and IR, as YAML. */
   readonly out: string;
@@ -32,7 +49,8 @@ export interface GoldenOutput {
 }
 
 export function renderGolden(objects: readonly KubeObject[]): GoldenOutput {
-  const result = translate(snapshotOf(objects));
+  const snapshot = snapshotOf(objects.filter(o => o.kind !== "ProxyRefusal"));
+  const result = translate(snapshot, { refused: goldenRefusals(snapshot, objects) });
   const out = stringify(
     {
       statuses: result.statuses,

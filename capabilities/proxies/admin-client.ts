@@ -121,6 +121,13 @@ export async function readCapped(
   return { text: Buffer.concat(chunks).toString("utf8"), truncated: false };
 }
 
+/** Our validation-only admin route (hack/proxy/validate). */
+export const VALIDATE_PATH = "/kengine/validate";
+
+export type Validation =
+  | { readonly accepted: true }
+  | { readonly accepted: false; readonly message: string };
+
 export const describeAdminError = (e: AdminError): string =>
   e.kind === "rejected"
     ? `proxy rejected the request (HTTP ${e.status}): ${e.message}`
@@ -312,6 +319,21 @@ export class AdminClient {
       status: sent.value.status,
       message: rejectionMessage(sent.value.body),
     });
+  }
+
+  /**
+   * POST /kengine/validate (our admin module, hack/proxy/validate; Bundled flavour only):
+   * would the proxy load this config? Loads nothing: the proxy keeps serving what it runs.
+   * `accepted: false` carries Caddy's error verbatim; a proxy without the module answers 404,
+   * reported as an error.
+   */
+  async validate(endpoint: ProxyEndpoint, config: Buffer): Promise<Result<Validation, AdminError>> {
+    const sent = await this.#send(endpoint, "POST", VALIDATE_PATH, this.#loadTimeoutMs, config);
+    if (!sent.ok) return sent;
+    const message = () => rejectionMessage(sent.value.body); // #send caps what it reads
+    if (sent.value.status === 200) return ok({ accepted: true });
+    if (sent.value.status === 400) return ok({ accepted: false, message: message() });
+    return err({ kind: "rejected", status: sent.value.status, message: message() });
   }
 
   /** GET /config/<path>: the running config (for diagnosis; may contain private keys, never log it). */

@@ -11,6 +11,7 @@ import {
   ConfigRead,
   PeerCertificate,
   ProxyEndpoint,
+  Validation,
 } from "./admin-client";
 import type { AdminApi } from "./fleet";
 import { err, Result } from "./result";
@@ -72,6 +73,11 @@ export class AdminChannels implements AdminApi {
   async load(endpoint: ProxyEndpoint, config: Buffer): Promise<Result<void, AdminError>> {
     const c = this.#client(endpoint);
     return c.ok ? c.value.load(endpoint, config) : c;
+  }
+
+  async validate(endpoint: ProxyEndpoint, config: Buffer): Promise<Result<Validation, AdminError>> {
+    const c = this.#client(endpoint);
+    return c.ok ? c.value.validate(endpoint, config) : c;
   }
 
   async runsConfig(endpoint: ProxyEndpoint, hash: string): Promise<Result<boolean, AdminError>> {

@@ -44,7 +44,7 @@ export type {
   ServerCertificateSource,
   TrafficMetricsMode,
 } from "./management";
-export { AdminClient, describeAdminError } from "./admin-client";
+export { AdminClient, describeAdminError, VALIDATE_PATH } from "./admin-client";
 export type {
   AdminClientOptions,
   AdminError,
@@ -52,6 +52,7 @@ export type {
   ConfigRead,
   PeerCertificate,
   ProxyEndpoint,
+  Validation,
 } from "./admin-client";
 export { backoffDelay, DEFAULT_BACKOFF, ManualClock, systemClock } from "./backoff";
 export type { BackoffPolicy, Clock } from "./backoff";

@@ -15,6 +15,7 @@ import {
   Authority,
   Fleet,
   FleetEvent,
+  ProxyEndpoint,
   ProxyState,
   Target,
   parsePrometheusText,
@@ -51,7 +52,7 @@ import {
   kubeStatusApi,
   supportedVersionCondition,
 } from "../status";
-import { Condition, StatusResults, translate } from "../translate";
+import { Condition, RefusableObject, RefusedObject, StatusResults, translate } from "../translate";
 import { clientCredentials, ensureAuthority } from "./authority";
 import {
   CaRead,
@@ -65,10 +66,12 @@ import {
 import { LIST_PATHS, objectPath } from "./kinds";
 import { DEFAULT_RETRY, Listed, RetryDeps, RetryPolicy, listAll, retrying } from "./list";
 import { EventRecorder, GatewayObjectRef, PushEvents } from "./events";
+import { GatewayIR } from "../ir";
 import { GatewayPlan, planGateway } from "./plan";
 import { claimProxies, each, planFailure } from "./contain";
 import { LastGoodWriter } from "./last-good-writer";
 import { DEFAULT_LAST_GOOD_POLICY, lastGoodCurrent, withoutLastGoodData } from "./last-good";
+import { Isolation } from "./isolation";
 import {
   RELOAD_SAMPLE,
   REQUESTS_SAMPLE,
@@ -199,6 +202,8 @@ export class Reconciler {
   #proxyGateway = new Map<string, GatewayObjectRef>();
   /** Stores each Gateway's last accepted config (last-good.ts), off the build path. */
   readonly #lastGood: LastGoodWriter;
+  /** The endpoint of each proxy the fleet pushes to (culprit searches validate there). */
+  #fleetTargets = new Map<string, ProxyEndpoint>();
   /** The proxies' traffic, summed per Gateway and route, from their own /metrics. */
   readonly #traffic = new TrafficTotals();
   #trafficTargets: readonly { gateway: string; target: Target; routes: readonly RouteHosts[] }[] =
@@ -246,9 +251,23 @@ export class Reconciler {
   #stopping: Promise<void> | undefined;
   /** The controller's current client certificate (PEM), renewed before it expires. */
   #clientCertificate: string | undefined;
+  /** Objects the proxies refuse, left out of their Gateway's config (isolation.ts). */
+  readonly #isolation: Isolation;
 
   constructor(private readonly o: ReconcilerOptions) {
     this.#batcher = new Batcher(() => this.requestBuild());
+    this.#isolation = new Isolation({
+      configOf: (gateway, refused) => this.#configOf(gateway, refused),
+      validate: (endpoint, config) =>
+        this.#admin
+          ? this.#admin.validate(endpoint, config)
+          : Promise.resolve({ ok: false, error: { kind: "connect", message: "stopped" } }),
+      onChange: () => {
+        this.#translationStale = true;
+        this.requestBuild();
+      },
+      log: (message, meta) => o.log.info(message, meta),
+    });
     this.#events = new EventRecorder({
       kube: o.kube,
       instance: o.identity,
@@ -568,6 +587,7 @@ export class Reconciler {
     for (const t of this.#timers) clearInterval(t);
     if (this.#proxyRecheck) clearTimeout(this.#proxyRecheck.timer);
     if (this.#caStepTimer) clearTimeout(this.#caStepTimer);
+    await this.#isolation.stop();
     await this.#building;
     this.#writer.close();
     await this.#elector.stop();
@@ -614,6 +634,12 @@ export class Reconciler {
     this.o.onFleetEvent?.(e);
     const event = this.#pushEvents.observe(e);
     const gateway = this.#proxyGateway.get(e.name);
+    if (this.#elector.isLeader())
+      this.#isolation.observe(
+        e,
+        gateway && `${gateway.namespace}/${gateway.name}`,
+        this.#fleetTargets.get(e.name),
+      );
     if (gateway) {
       const gw = `${gateway.namespace}/${gateway.name}`;
       const pod = e.name.slice(e.name.indexOf("/") + 1);
@@ -644,7 +670,10 @@ export class Reconciler {
     if (this.#translationStale || !this.#translation) {
       this.#translationStale = false;
       const started = performance.now();
-      this.#translation = translate(snapshot, { controllerName: CONTROLLER_NAME });
+      this.#translation = translate(snapshot, {
+        controllerName: CONTROLLER_NAME,
+        refused: this.#isolation.refused(),
+      });
       fleetMetrics.translated((performance.now() - started) / 1000);
     }
     const { gateways, statuses } = this.#translation;
@@ -655,15 +684,7 @@ export class Reconciler {
       ir => `${ir.namespace}/${ir.name}`,
       ir => {
         const key = `${ir.namespace}/${ir.name}`;
-        const plan = planGateway({
-          ir,
-          snapshot,
-          ca: this.#ca!,
-          trustedCaPems: this.#trusted,
-          defaults: this.o.defaults ?? DEFAULT_PROXY_SETTINGS,
-          now,
-          pendingServing: this.#pendingServing.get(key),
-        });
+        const plan = this.#plan(ir, snapshot, this.#ca!, now);
         if (plan.serving) this.#pendingServing.set(key, plan.serving);
         else this.#pendingServing.delete(key);
         for (const problem of plan.settingsProblems)
@@ -684,6 +705,11 @@ export class Reconciler {
     );
     for (const key of [...this.#pendingServing.keys()])
       if (!plans.some(p => p.key === key)) this.#pendingServing.delete(key);
+    // A config the proxies refused is never pushed again (isolation.ts).
+    for (const [i, plan] of plans.entries()) plans[i] = this.#isolation.gate(plan);
+    this.#isolation.retain(new Set(plans.map(p => p.key)), r =>
+      snapshot.objects[r.kind === "Listener" ? "Gateway" : r.kind].has(`${r.namespace}/${r.name}`),
+    );
 
     this.#planSecrets = new Set(plans.flatMap(p => p.secrets));
     this.#admin?.setChannels(
@@ -715,6 +741,9 @@ export class Reconciler {
       )
         this.#lastGood.accepted(p.key, p.lastGood!.key, config);
     }
+    this.#fleetTargets = new Map(
+      plans.flatMap(p => p.targets.map(t => [t.endpoint.name, t.endpoint] as const)),
+    );
     this.#proxyGateway = proxyGateway;
     this.#trafficTargets = plans.flatMap(p => {
       const [namespace, name] = p.key.split("/") as [string, string];
@@ -808,6 +837,46 @@ export class Reconciler {
     // Always handed over, even empty: pending rate-limited updates no longer wanted are dropped.
     this.#reportWrites(await this.#writer.write(updates));
     if (caRead && caRead === this.#caRead) await this.#stepCa(plans, caRead);
+  }
+
+  #plan(
+    ir: GatewayIR,
+    snapshot: Snapshot,
+    ca: Authority,
+    now: Date,
+  ): ReturnType<typeof planGateway> {
+    return planGateway({
+      ir,
+      snapshot,
+      ca,
+      trustedCaPems: this.#trusted,
+      defaults: this.o.defaults ?? DEFAULT_PROXY_SETTINGS,
+      now,
+      pendingServing: this.#pendingServing.get(`${ir.namespace}/${ir.name}`),
+    });
+  }
+
+  /**
+   * A Gateway's sealed config as it would be pushed now, with `refused` left out, and the
+   * objects it is made of (for the culprit search; isolation.ts).
+   */
+  #configOf(
+    gateway: string,
+    refused: readonly RefusedObject[],
+  ): { hash: string; bytes: Buffer; candidates: readonly RefusableObject[] } | undefined {
+    const snapshot = this.#snapshot;
+    if (!this.#ca) return undefined;
+    const t = translate(snapshot, { controllerName: CONTROLLER_NAME, refused, candidates: true });
+    const ir = t.gateways.find(g => `${g.namespace}/${g.name}` === gateway);
+    if (!ir) return undefined;
+    const config = this.#plan(ir, snapshot, this.#ca, new Date()).targets[0]?.config;
+    return (
+      config && {
+        hash: config.hash,
+        bytes: config.bytes,
+        candidates: t.candidates?.get(gateway) ?? [],
+      }
+    );
   }
 
   /** Uses a CA state: signing CA, trusted CAs, and a client certificate from it if they changed. */

@@ -6,3 +6,5 @@ export { SUPPORTED_FEATURES } from "./features";
 export { covers, intersectHostnames, compareHostSpecificity, isWildcard } from "./hostnames";
 export { comparePrecedence } from "./precedence";
 export type { RankedMatch } from "./precedence";
+export { fingerprintOf, identityOf } from "./refused";
+export type { RefusableKind, RefusableObject, RefusedObject } from "./refused";

@@ -53,6 +53,15 @@ import {
 } from "./listeners";
 import { RankedMatch, comparePrecedence } from "./precedence";
 import {
+  RefusableObject,
+  RefusedObject,
+  Refusals,
+  fingerprintOf,
+  refusableObjects,
+  refusalMessage,
+  withoutRefusedListeners,
+} from "./refused";
+import {
   BackendClientCertificateResult,
   GatewayTLSReason,
   backendClientCertificate,
@@ -80,11 +89,17 @@ import {
 export interface TranslateOptions {
   /** The controllerName whose GatewayClasses we serve; default `kengine.io/gateway-controller`. */
   readonly controllerName?: string;
+  /** Objects a Gateway's proxies refused: left out of that Gateway's config (refused.ts). */
+  readonly refused?: readonly RefusedObject[];
+  /** Also list, per Gateway, the objects in its config that could be refused (`candidates`). */
+  readonly candidates?: boolean;
 }
 
 export interface TranslateResult {
   readonly gateways: readonly GatewayIR[];
   readonly statuses: StatusResults;
+  /** With `options.candidates`: per Gateway (`<namespace>/<name>`), what its config is made of. */
+  readonly candidates?: ReadonlyMap<string, readonly RefusableObject[]>;
 }
 
 interface L4Compiled {
@@ -115,6 +130,8 @@ interface GatewayContext {
   readonly flavor: ProxyFlavor;
   /** spec.tls.backend.clientCertificateRef, resolved (undefined: none set). */
   readonly backendClientCertificate?: BackendClientCertificateResult;
+  /** What this Gateway's proxies refused. */
+  readonly refusals: Refusals;
 }
 
 const byKey = <T extends { metadata: { name: string; namespace?: string } }>(a: T, b: T): number =>
@@ -163,14 +180,16 @@ export function translate(s: Snapshot, options: TranslateOptions = {}): Translat
     const { allowed, refused } = listenerSetsOf(s, gw);
     const flavor = resolveSettings(s, classByName.get(gw.spec.gatewayClassName), gw).settings
       .flavor;
+    const refusals = new Refusals(keyOf(gw), options.refused ?? []);
     contexts.set(keyOf(gw), {
       gateway: gw,
       listenerSets: allowed,
       refusedListenerSets: refused,
-      listeners: resolveListeners(s, gw, allowed),
+      listeners: withoutRefusedListeners(resolveListeners(s, gw, allowed), refusals),
       attachments: new Map(),
       flavor,
       backendClientCertificate: backendClientCertificate(s, gw),
+      refusals,
     });
   }
   const listenerSetOwner = new Map<string, GatewayContext>();
@@ -198,8 +217,12 @@ export function translate(s: Snapshot, options: TranslateOptions = {}): Translat
       for (const parentRef of route.spec?.parentRefs ?? []) {
         const target = parentTarget(parentRef, ns, contexts, listenerSetOwner);
         if (!target) continue;
-        compiled ??= compileAny(s, kind, obj);
-        parents.push(attach(s, kind, compiled, route.metadata.generation, parentRef, target));
+        const c = (compiled ??= compileAny(s, kind, obj));
+        const refusal = target.ctx.refusals.find(
+          { kind, namespace: ns, name: route.metadata.name },
+          () => fingerprintOf(c),
+        );
+        parents.push(attach(s, kind, c, route.metadata.generation, parentRef, target, refusal));
       }
       if (parents.length > 0)
         routes.push({ kind, namespace: ns, name: route.metadata.name, parents });
@@ -268,6 +291,7 @@ export function translate(s: Snapshot, options: TranslateOptions = {}): Translat
     `${a.namespace}/${a.name}` < `${b.namespace}/${b.name}` ? -1 : 1,
   );
   return {
+    ...(options.candidates && { candidates: candidatesOf(contexts) }),
     gateways,
     statuses: {
       gatewayClasses,
@@ -380,6 +404,31 @@ type ParentTarget =
       readonly refused: boolean;
     };
 
+/** Per Gateway, the objects its config is made of (culprit candidates; refused.ts). */
+function candidatesOf(
+  contexts: ReadonlyMap<string, GatewayContext>,
+): ReadonlyMap<string, readonly RefusableObject[]> {
+  const out = new Map<string, readonly RefusableObject[]>();
+  for (const [key, ctx] of contexts) {
+    const routes = new Set<AnyCompiled>();
+    for (const l of ctx.listeners)
+      if (l.served) for (const a of ctx.attachments.get(l.id) ?? []) routes.add(a.route);
+    const ordered = [...routes].sort((a, b) => {
+      const ka = `${a.kind}/${a.namespace}/${a.name}`;
+      const kb = `${b.kind}/${b.namespace}/${b.name}`;
+      return ka < kb ? -1 : ka > kb ? 1 : 0;
+    });
+    out.set(
+      key,
+      refusableObjects(
+        ctx.listeners,
+        ordered.map(r => ({ kind: r.kind, namespace: r.namespace, name: r.name, compiled: r })),
+      ),
+    );
+  }
+  return out;
+}
+
 function parentTarget(
   p: ParentReference,
   routeNs: string,
@@ -463,6 +512,7 @@ function attach(
   generation: number | undefined,
   parentRef: ParentReference,
   target: ParentTarget,
+  refusal?: RefusedObject,
 ): RouteParentStatusResult {
   const { ctx } = target;
   const owned = ctx.listeners.filter(l =>
@@ -495,6 +545,12 @@ function attach(
   const reject = (reason: string, message: string): RouteParentStatusResult =>
     status([condition(ConditionType.Accepted, false, reason, message, generation), resolved]);
 
+  // Left out: this Gateway's proxies refused what the route contributes.
+  if (refusal)
+    return reject(
+      RouteReason.UnsupportedValue,
+      refusalMessage(refusal, "this route's configuration"),
+    );
   if (target.type === "listenerSet" && target.refused) {
     return reject(
       RouteReason.NoMatchingParent,

@@ -3,7 +3,8 @@
 // routes) and our modules in hack/proxy, one import line each (kengine_mirror: RequestMirror;
 // listener: the kengine-http / kengine-tcp networks, sockets kept across reloads; santls: the
 // reverse_proxy transport kengine_http, BackendTLSPolicy subjectAltNames; routetable: the
-// kengine_route_table handler, a host-indexed route table changed per host over the admin API).
+// kengine_route_table handler, a host-indexed route table changed per host over the admin API;
+// validate: the admin route POST /kengine/validate, a config checked without loading it).
 //
 // Only the caddy-l4 packages the controller uses are linked: the module proxy serves a
 // caddy-l4 revision (2025-05-30) whose QUIC matcher does not compile against the quic-go
@@ -25,6 +26,7 @@ import (
 	_ "kengine.io/gateway/hack/proxy/mirror"
 	_ "kengine.io/gateway/hack/proxy/routetable"
 	_ "kengine.io/gateway/hack/proxy/santls"
+	_ "kengine.io/gateway/hack/proxy/validate"
 )
 
 func main() {

@@ -1,0 +1,211 @@
+/**
+ * The isolation stage with a fake proxy: configs are the lists of objects they contain, and
+ * the proxy refuses any config holding a "bad" object, naming it.
+ */
+import { createHash } from "node:crypto";
+import { FleetEvent, ProxyEndpoint, SealedConfig, Target } from "../proxies";
+import { RefusableObject, RefusedObject, identityOf } from "../translate";
+import { GatedPlan, Isolation } from "./isolation";
+
+const GW = "default/gw";
+const endpoint: ProxyEndpoint = {
+  name: "default/p-0",
+  address: "10.244.0.9",
+  port: 19443,
+  serverName: "p-0",
+};
+const route = (name: string): RefusableObject => ({
+  kind: "HTTPRoute",
+  namespace: "default",
+  name,
+  fingerprint: `f-${name}`,
+});
+const sealed = (ids: readonly string[]): SealedConfig => {
+  const bytes = Buffer.from(JSON.stringify(ids));
+  return { bytes, hash: createHash("sha256").update(bytes).digest("hex") };
+};
+
+function setup(objects: RefusableObject[], bad: ReadonlySet<string>, validateStatus = 200) {
+  const changes: number[] = [];
+  const validations: string[][] = [];
+  const configOf = (_gw: string, refused: readonly RefusedObject[]) => {
+    const out = new Set(refused.map(identityOf));
+    const kept = objects.filter(o => !out.has(identityOf(o)));
+    return { ...sealed(kept.map(o => o.name)), candidates: kept };
+  };
+  const isolation = new Isolation({
+    configOf,
+    validate: (_e, bytes) => {
+      const names = JSON.parse(bytes.toString()) as string[];
+      validations.push(names);
+      if (validateStatus !== 200)
+        return Promise.resolve({
+          ok: false,
+          error: { kind: "rejected", status: validateStatus, message: "404 page not found" },
+        });
+      const culprit = names.find(n => bad.has(n));
+      return Promise.resolve({
+        ok: true,
+        value: culprit
+          ? { accepted: false, message: `route ${culprit} is bad` }
+          : { accepted: true },
+      });
+    },
+    onChange: () => changes.push(1),
+    log: () => undefined,
+  });
+  /** The plan a build would make now. */
+  const plan = (): GatedPlan => {
+    const config = sealed(configOf(GW, isolation.refused()).candidates.map(o => o.name));
+    const targets: Target[] = [{ endpoint, config }];
+    return { key: GW, targets, desiredHash: config.hash, configProblem: undefined };
+  };
+  return { isolation, plan, changes, validations };
+}
+
+const refusedBy = (hash: string, message = "route bad is bad"): FleetEvent => ({
+  type: "failed",
+  name: endpoint.name,
+  hash,
+  error: { kind: "rejected", status: 400, message },
+  attempts: 1,
+  retryInMs: 1000,
+});
+const pushed = (hash: string): FleetEvent => ({
+  type: "pushed",
+  name: endpoint.name,
+  hash,
+  durationMs: 5,
+});
+
+describe("Isolation", () => {
+  it("finds the refused objects, leaves them out, and never pushes the refused config again", async () => {
+    const { isolation, plan, changes, validations } = setup(
+      [route("a"), route("bad"), route("c"), route("worse")],
+      new Set(["bad", "worse"]),
+    );
+    // the proxies run a good config first
+    const first = sealed(["a"]);
+    isolation.gate({
+      key: GW,
+      targets: [{ endpoint, config: first }],
+      desiredHash: first.hash,
+      configProblem: undefined,
+    });
+    isolation.observe(pushed(first.hash), GW, endpoint);
+
+    const full = plan();
+    expect(isolation.gate(full)).toBe(full);
+    isolation.observe(refusedBy(full.desiredHash!), GW, endpoint);
+    await isolation.idle();
+    // the refused config is never pushed again: the last accepted one, and the Gateway says why
+    const held = isolation.gate(full);
+    expect(held.targets.map(t => t.config.hash)).toEqual([first.hash]);
+    expect(held.configProblem).toBe("the proxies refused the configuration: route bad is bad");
+
+    expect(
+      isolation
+        .refused()
+        .map(r => [identityOf(r), r.reason, r.gateway])
+        .sort(),
+    ).toEqual([
+      ["HTTPRoute/default/bad", "route bad is bad", GW],
+      ["HTTPRoute/default/worse", "route worse is bad", GW],
+    ]);
+    expect(changes).toHaveLength(1);
+    expect(validations.length).toBeLessThanOrEqual(2 * 3 + 2);
+    const next = plan();
+    expect(next.desiredHash).not.toBe(full.desiredHash);
+    expect(isolation.gate(next)).toBe(next);
+    // the refused config stays refused: a second proxy's refusal starts no new search
+    const before = validations.length;
+    isolation.observe(refusedBy(full.desiredHash!), GW, endpoint);
+    await isolation.idle();
+    expect(validations.length).toBe(before);
+  });
+
+  it("drops refusals of deleted objects and of Gateways that are gone", async () => {
+    const { isolation, plan } = setup([route("a"), route("bad")], new Set(["bad"]));
+    isolation.observe(refusedBy(plan().desiredHash!), GW, endpoint);
+    await isolation.idle();
+    expect(isolation.refused()).toHaveLength(1);
+    isolation.retain(new Set([GW]), () => true);
+    expect(isolation.refused()).toHaveLength(1);
+    isolation.retain(new Set([GW]), r => r.name !== "bad");
+    expect(isolation.refused()).toHaveLength(0);
+  });
+
+  it("changes nothing when the proxy cannot validate (stock Caddy: 404)", async () => {
+    const { isolation, plan, validations } = setup(
+      [route("a"), route("bad")],
+      new Set(["bad"]),
+      404,
+    );
+    const full = plan();
+    isolation.observe(refusedBy(full.desiredHash!), GW, endpoint);
+    await isolation.idle();
+    expect(validations).toHaveLength(1);
+    expect(isolation.refused()).toEqual([]);
+    const p = plan();
+    expect(isolation.gate(p)).toBe(p); // pushed (and retried) as before
+  });
+
+  it("blames nothing when validation accepts the refused config (e.g. a port in use at start)", async () => {
+    const { isolation, plan, changes } = setup([route("a"), route("b")], new Set());
+    const p = plan();
+    isolation.observe(
+      refusedBy(p.desiredHash!, "listen tcp :443: address already in use"),
+      GW,
+      endpoint,
+    );
+    await isolation.idle();
+    expect(isolation.refused()).toEqual([]);
+    expect(changes).toEqual([]);
+    expect(isolation.gate(p)).toBe(p);
+  });
+
+  it("reports the Gateway when its config is refused with every object left out", async () => {
+    const { isolation, plan } = setup([route("a")], new Set(["a", ""]));
+    // configs are refused whatever they hold
+    const always = new Isolation({
+      configOf: () => ({ ...sealed([]), candidates: [route("a")] }),
+      validate: () =>
+        Promise.resolve({ ok: true, value: { accepted: false, message: "listener :80: bad" } }),
+      onChange: () => undefined,
+      log: () => undefined,
+    });
+    always.observe(refusedBy(plan().desiredHash!, "listener :80: bad"), GW, endpoint);
+    await always.idle();
+    expect(always.refused()).toEqual([]);
+    const gated = always.gate(plan());
+    // no config was ever accepted: nothing new to push
+    expect(gated.targets).toEqual([]);
+    expect(gated.configProblem).toBe(
+      "the proxies refused the configuration (also with every route, ListenerSet and listener left out): listener :80: bad",
+    );
+    expect(isolation.refused()).toEqual([]);
+  });
+
+  it("ignores failures that are not refusals", () => {
+    const { isolation, plan, changes } = setup([route("a")], new Set());
+    const p = plan();
+    isolation.observe(
+      {
+        ...refusedBy(p.desiredHash!),
+        error: { kind: "connect", message: "refused" },
+      } as FleetEvent,
+      GW,
+      endpoint,
+    );
+    isolation.observe(
+      {
+        ...refusedBy(p.desiredHash!),
+        error: { kind: "rejected", status: 500, message: "x" },
+      } as FleetEvent,
+      GW,
+      endpoint,
+    );
+    expect(changes).toEqual([]);
+    expect(isolation.gate(p)).toBe(p);
+  });
+});
