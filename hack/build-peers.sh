@@ -3,7 +3,7 @@
 #   ${XDG_CACHE_HOME:-$HOME/.cache}/kengine-gateway/<hash>/
 # so a fresh clone rebuilds nothing. Prints the cache directory on stdout (last line).
 # Each peer has a key: the Go version, go.mod, go.sum and the project's own sources it is built
-# from (e.g. hack/peers/caddy and hack/proxy for the proxy). A binary is built once per key into
+# from (e.g. proxy/, the data plane's own Go module, for the proxy). A binary is built once per key into
 #   ${XDG_CACHE_HOME:-$HOME/.cache}/kengine-gateway/objects/<peer>-<key>
 # and hard-linked into the cache directory, whose <hash> covers every peer's key: a change to the
 # proxy's sources rebuilds the proxy only, and worktrees with different sources never share a
@@ -22,16 +22,17 @@ declare -A pkg=(
   [kube-apiserver]=k8s.io/kubernetes/cmd/kube-apiserver
   [kube-controller-manager]=k8s.io/kubernetes/cmd/kube-controller-manager
   [kubectl]=k8s.io/kubernetes/cmd/kubectl
-  [caddy]=./peers/caddy
+  [caddy]=./cmd/caddy
   [caddy-2.8]=.
   [echo-basic]=sigs.k8s.io/gateway-api/conformance/echo-basic
 )
 # Where `go build` runs: a peer with a go.mod of its own is built inside its folder.
-declare -A dir=([caddy-2.8]=peers/caddy-2.8)
-# The project's own sources each peer is built from (besides go.mod and go.sum).
+declare -A dir=([caddy-2.8]=peers/caddy-2.8 [caddy]=../proxy)
+# The project's own sources each peer is built from (besides hack's go.mod and go.sum); the
+# proxy's (../proxy: its own Go module) leave out its image builder (../proxy/image).
 declare -A sources=(
   [etcd]=peers/etcd
-  [caddy]="peers/caddy proxy"
+  [caddy]=../proxy
   [caddy-2.8]=peers/caddy-2.8
 )
 declare -A module=(
@@ -51,7 +52,7 @@ common=$( { go version; cat go.mod go.sum; } | sha256sum | cut -c1-16)
 key_of() { # the peer's key: common inputs + its own sources (*.go, go.mod, go.sum), sorted by path
   local p=$1
   # shellcheck disable=SC2086
-  { echo "$common"; [ -z "${sources[$p]:-}" ] || find ${sources[$p]} -type f \( -name '*.go' -o -name go.mod -o -name go.sum \) ! -name '*_test.go' | LC_ALL=C sort | while read -r f; do echo "$f"; cat "$f"; done; } | sha256sum | cut -c1-16
+  { echo "$common"; [ -z "${sources[$p]:-}" ] || find ${sources[$p]} -path ../proxy/image -prune -o -type f \( -name '*.go' -o -name go.mod -o -name go.sum \) ! -name '*_test.go' -print | LC_ALL=C sort | while read -r f; do echo "$f"; cat "$f"; done; } | sha256sum | cut -c1-16
 }
 declare -A key=()
 for p in "${order[@]}"; do key[$p]=$(key_of "$p"); done
