@@ -8,7 +8,8 @@
 # and hard-linked into the cache directory, whose <hash> covers every peer's key: a change to the
 # proxy's sources rebuilds the proxy only, and worktrees with different sources never share a
 # binary they disagree on.
-# Usage: hack/build-peers.sh [peer ...]   (default: all peers)
+# Usage: hack/build-peers.sh [peer ...]   (default: all peers; "main": what hack/cluster.sh and
+#        npm start need; "--crds": only the CRDs; "image": the proxy's OCI image layout)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here"
@@ -23,16 +24,18 @@ declare -A pkg=(
   [kube-controller-manager]=k8s.io/kubernetes/cmd/kube-controller-manager
   [kubectl]=k8s.io/kubernetes/cmd/kubectl
   [caddy]=./cmd/caddy
+  [proxy-image]=.
   [caddy-2.8]=.
   [echo-basic]=sigs.k8s.io/gateway-api/conformance/echo-basic
 )
 # Where `go build` runs: a peer with a go.mod of its own is built inside its folder.
-declare -A dir=([caddy-2.8]=peers/caddy-2.8 [caddy]=../proxy)
+declare -A dir=([caddy-2.8]=peers/caddy-2.8 [caddy]=../proxy [proxy-image]=../proxy/image)
 # The project's own sources each peer is built from (besides hack's go.mod and go.sum); the
 # proxy's (../proxy: its own Go module) leave out its image builder (../proxy/image).
 declare -A sources=(
   [etcd]=peers/etcd
   [caddy]=../proxy
+  [proxy-image]=../proxy/image
   [caddy-2.8]=peers/caddy-2.8
 )
 declare -A module=(
@@ -40,13 +43,33 @@ declare -A module=(
   [kube-apiserver]=k8s.io/kubernetes
   [kube-controller-manager]=k8s.io/kubernetes
   [kubectl]=k8s.io/kubernetes
-  [caddy]="github.com/caddyserver/caddy/v2 + github.com/mholt/caddy-l4"
+  [caddy]="proxy/ (github.com/caddyserver/caddy/v2 + github.com/mholt/caddy-l4 + our modules)"
+  [proxy-image]="proxy/image (github.com/google/go-containerregistry)"
   [caddy-2.8]="github.com/caddyserver/caddy/v2@v2.8.4"
   [echo-basic]=sigs.k8s.io/gateway-api/conformance
 )
-order=(etcd kube-apiserver kube-controller-manager kubectl caddy caddy-2.8 echo-basic)
-want=("$@")
-[ ${#want[@]} -eq 0 ] && want=("${order[@]}")
+# Build seconds on this project's 2-core reference machine, cold Go cache: the progress
+# estimate when this machine has not built the peer yet (afterwards: its last build time).
+declare -A default_secs=(
+  [etcd]=76 [kube-apiserver]=287 [kube-controller-manager]=82 [kubectl]=33 [caddy]=141
+  [proxy-image]=20 [image]=5 [caddy-2.8]=120 [echo-basic]=15
+)
+# "image" is not a binary: the Bundled proxy's OCI image layout ($cache/image), written by
+# proxy-image from the caddy binary and package.json (version, kengine.proxyImage).
+order=(etcd kube-apiserver kube-controller-manager kubectl caddy proxy-image image caddy-2.8 echo-basic)
+# What the local platform (hack/cluster.sh, npm start) needs; tests build the rest on demand.
+main_set=(etcd kube-apiserver kube-controller-manager kubectl caddy image echo-basic)
+want=()
+for a in "$@"; do
+  case "$a" in
+  main) want+=("${main_set[@]}") ;;
+  --crds) ;; # only the CRDs below
+  *) want+=("$a") ;;
+  esac
+done
+[ $# -eq 0 ] && want=("${order[@]}")
+# the image is made from these two
+for w in "${want[@]}"; do [ "$w" = image ] && want=(caddy proxy-image "${want[@]}"); done
 
 common=$( { go version; cat go.mod go.sum; } | sha256sum | cut -c1-16)
 key_of() { # the peer's key: common inputs + its own sources (*.go, go.mod, go.sum), sorted by path
@@ -55,21 +78,62 @@ key_of() { # the peer's key: common inputs + its own sources (*.go, go.mod, go.s
   { echo "$common"; [ -z "${sources[$p]:-}" ] || find ${sources[$p]} -path ../proxy/image -prune -o -type f \( -name '*.go' -o -name go.mod -o -name go.sum \) ! -name '*_test.go' -print | LC_ALL=C sort | while read -r f; do echo "$f"; cat "$f"; done; } | sha256sum | cut -c1-16
 }
 declare -A key=()
-for p in "${order[@]}"; do key[$p]=$(key_of "$p"); done
+for p in "${order[@]}"; do [ "$p" = image ] || key[$p]=$(key_of "$p"); done
+image_meta=$(node -e 'const p=require("../package.json"); if (!p.version || !p.kengine?.proxyImage) process.exit(1); console.log(p.kengine.proxyImage + ":" + p.version)') ||
+  { echo "build-peers: package.json needs \"version\" and \"kengine.proxyImage\"" >&2; exit 1; }
+key[image]=$(echo "${key[caddy]} ${key[proxy-image]} $image_meta" | sha256sum | cut -c1-16)
 hash=$(for p in "${order[@]}"; do echo "$p ${key[$p]}"; done | sha256sum | cut -c1-16)
 root="${XDG_CACHE_HOME:-$HOME/.cache}/kengine-gateway"
 cache="$root/$hash"
 bin="$cache/bin"
 objects="$root/objects"
+times="$root/build-times" # "<peer> <seconds>" of the last build of each peer on this machine
 mkdir -p "$bin" "$cache/crds" "$objects"
+touch "$times"
+secs_of() { local s; s=$(awk -v p="$1" '$1 == p { s = $2 } END { print s }' "$times"); echo "${s:-${default_secs[$1]}}"; }
+built() { # BINARY-OR-DIR: whether peer $1 is already in the cache
+  if [ "$1" = image ]; then [ -f "$cache/image/index.json" ]; else [ -x "$bin/$1" ] || [ -x "$objects/$1-${key[$1]}" ]; fi
+}
+
+# What is left to build, once each, in order, and how long it should take.
+todo=()
+declare -A queued=()
+left=0
+for p in "${order[@]}"; do
+  for w in "${want[@]}"; do
+    [ "$w" = "$p" ] || continue
+    [ -z "${queued[$p]:-}" ] || continue
+    queued[$p]=1
+    if ! built "$p"; then todo+=("$p"); left=$(( left + $(secs_of "$p") )); fi
+  done
+done
+for w in "${want[@]}"; do
+  [ -n "${queued[$w]:-}" ] || { echo "build-peers: unknown peer '$w' (known: ${order[*]}, main, --crds)" >&2; exit 2; }
+done
+[ ${#todo[@]} -eq 0 ] || echo "build-peers: to build: ${todo[*]} (about $(( (left + 59) / 60 )) min on 2 cores)" >&2
 
 export CGO_ENABLED=0
-for p in "${want[@]}"; do
-  [ -n "${pkg[$p]:-}" ] || { echo "build-peers: unknown peer '$p' (known: ${order[*]})" >&2; exit 2; }
+n=0
+for p in "${order[@]}"; do
+  [ -n "${queued[$p]:-}" ] || continue
+  if [ "$p" = image ]; then
+    if [ ! -f "$cache/image/index.json" ]; then
+      n=$(( n + 1 ))
+      echo "build-peers: [$n/${#todo[@]}] writing the proxy image $image_meta (OCI layout) ..." >&2
+      rm -rf "$cache/image.tmp.$$"
+      ref=$("$bin/proxy-image" -binary "$bin/caddy" -package-json ../package.json -out "$cache/image.tmp.$$") ||
+        { echo "build-peers: FAILED to write the proxy image" >&2; rm -rf "$cache/image.tmp.$$"; exit 1; }
+      rm -rf "$cache/image" && mv "$cache/image.tmp.$$" "$cache/image"
+      echo "build-peers: wrote $ref to $cache/image" >&2
+    fi
+    continue
+  fi
   if [ -x "$bin/$p" ]; then continue; fi
   obj="$objects/$p-${key[$p]}"
   if [ ! -x "$obj" ]; then
-    echo "build-peers: building $p from ${module[$p]} ..." >&2
+    n=$(( n + 1 ))
+    est=$(secs_of "$p")
+    echo "build-peers: [$n/${#todo[@]}] building $p from ${module[$p]} (about ${est}s; about $(( (left + 59) / 60 )) min left) ..." >&2
     start=$(date +%s)
     log="$objects/build-$p-${key[$p]}.log"
     if ! (cd "${dir[$p]:-.}" && go build -trimpath -ldflags='-s -w' -o "$obj.tmp.$$" "${pkg[$p]}") >"$log" 2>&1; then
@@ -79,7 +143,10 @@ for p in "${want[@]}"; do
       exit 1
     fi
     mv "$obj.tmp.$$" "$obj"
-    echo "build-peers: built $p in $(( $(date +%s) - start ))s" >&2
+    took=$(( $(date +%s) - start ))
+    echo "$p $took" >>"$times"
+    left=$(( left > est ? left - est : 0 ))
+    echo "build-peers: built $p in ${took}s" >&2
   fi
   ln -f "$obj" "$bin/$p.tmp.$$" 2>/dev/null || cp "$obj" "$bin/$p.tmp.$$"
   mv -f "$bin/$p.tmp.$$" "$bin/$p"
