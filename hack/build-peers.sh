@@ -30,14 +30,15 @@ declare -A pkg=(
 )
 # Where `go build` runs: a peer with a go.mod of its own is built inside its folder.
 declare -A dir=([caddy-2.8]=peers/caddy-2.8 [caddy]=../proxy [proxy-image]=../proxy/image)
-# The project's own sources each peer is built from (besides hack's go.mod and go.sum); the
-# proxy's (../proxy: its own Go module) leave out its image builder (../proxy/image).
+# The project's own sources each peer is built from (besides hack's go.mod and go.sum).
 declare -A sources=(
   [etcd]=peers/etcd
   [caddy]=../proxy
   [proxy-image]=../proxy/image
   [caddy-2.8]=peers/caddy-2.8
 )
+# Folders inside a peer's sources that are not part of it: the proxy's image builder.
+declare -A exclude=([caddy]=../proxy/image)
 declare -A module=(
   [etcd]=go.etcd.io/etcd/server/v3
   [kube-apiserver]=k8s.io/kubernetes
@@ -75,7 +76,7 @@ common=$( { go version; cat go.mod go.sum; } | sha256sum | cut -c1-16)
 key_of() { # the peer's key: common inputs + its own sources (*.go, go.mod, go.sum), sorted by path
   local p=$1
   # shellcheck disable=SC2086
-  { echo "$common"; [ -z "${sources[$p]:-}" ] || find ${sources[$p]} -path ../proxy/image -prune -o -type f \( -name '*.go' -o -name go.mod -o -name go.sum \) ! -name '*_test.go' -print | LC_ALL=C sort | while read -r f; do echo "$f"; cat "$f"; done; } | sha256sum | cut -c1-16
+  { echo "$common"; [ -z "${sources[$p]:-}" ] || find ${sources[$p]} ${exclude[$p]:+-path ${exclude[$p]} -prune -o} -type f \( -name '*.go' -o -name go.mod -o -name go.sum \) ! -name '*_test.go' -print | LC_ALL=C sort | while read -r f; do echo "$f"; cat "$f"; done; } | sha256sum | cut -c1-16
 }
 declare -A key=()
 for p in "${order[@]}"; do [ "$p" = image ] || key[$p]=$(key_of "$p"); done
@@ -114,6 +115,39 @@ done
 
 export CGO_ENABLED=0
 n=0
+# The peers of hack/go.mod still to build go into one `go build`: the Go tool then schedules
+# their compiles and links together on both cores (warm cache, all five relinked on the 2-core
+# machine under load: 25 s in one invocation, 32 s one after the other; same binaries).
+batch=()
+for p in "${order[@]}"; do
+  if [ -n "${queued[$p]:-}" ] && [ "$p" != image ] && [ -z "${dir[$p]:-}" ] && ! built "$p"; then batch+=("$p"); fi
+done
+if [ ${#batch[@]} -gt 1 ]; then
+  est=0
+  pkgs=()
+  for p in "${batch[@]}"; do est=$(( est + $(secs_of "$p") )); pkgs+=("${pkg[$p]}"); done
+  echo "build-peers: [$(( n + 1 ))-$(( n + ${#batch[@]} ))/${#todo[@]}] building ${batch[*]} from hack/go.mod in one go build (about ${est}s; about $(( (left + 59) / 60 )) min left) ..." >&2
+  start=$(date +%s)
+  tmp="$objects/batch.tmp.$$"
+  log="$objects/build-batch-$$.log"
+  rm -rf "$tmp" && mkdir -p "$tmp"
+  if ! go build -trimpath -ldflags='-s -w' -o "$tmp/" "${pkgs[@]}" >"$log" 2>&1; then
+    echo "build-peers: FAILED to build ${batch[*]} (packages ${pkgs[*]}):" >&2
+    tail -n 30 "$log" >&2
+    rm -rf "$tmp"
+    exit 1
+  fi
+  took=$(( $(date +%s) - start ))
+  for p in "${batch[@]}"; do
+    mv "$tmp/$(basename "${pkg[$p]}")" "$objects/$p-${key[$p]}"
+    # the batch's time, shared out by the estimates, for the next progress estimate
+    echo "$p $(( took * $(secs_of "$p") / (est > 0 ? est : 1) ))" >>"$times"
+  done
+  rm -rf "$tmp" "$log"
+  n=$(( n + ${#batch[@]} ))
+  left=$(( left > est ? left - est : 0 ))
+  echo "build-peers: built ${batch[*]} in ${took}s" >&2
+fi
 for p in "${order[@]}"; do
   [ -n "${queued[$p]:-}" ] || continue
   if [ "$p" = image ]; then
