@@ -187,7 +187,8 @@ start_apiserver() { # BIN-DIR   starts kube-apiserver unless it runs, waits for 
 
 up() {
   local cache bin
-  cache=$(bash "$root/hack/build-peers.sh" | tail -n 1)
+  # What the platform and npm start need (tests build the rest, e.g. caddy-2.8, on demand).
+  cache=$(bash "$root/hack/build-peers.sh" main | tail -n 1)
   bin="$cache/bin"
   mkdir -p "$run" "$logs" "$data" "$local_dir/bin"
   for b in kubectl etcd kube-apiserver kube-controller-manager caddy echo-basic; do
@@ -256,7 +257,8 @@ up() {
       start kubelet "$root/node_modules/.bin/tsx" "$root/hack/kubelet/main.ts" \
         --kubeconfig "$local_dir/kubelet.kubeconfig" \
         --controllers-kubeconfig "$local_dir/node-controllers.kubeconfig" \
-        --peers "$bin" --state "$local_dir/kubelet"
+        --peers "$bin" --state "$local_dir/kubelet" \
+        --images "$cache/image" --image-cache "$(dirname "$cache")/rootfs"
     fi
     wait_for "the local node to be Ready" 60 kubelet \
       "${kc[@]}" wait --for condition=Ready --timeout=1s node/kengine-local

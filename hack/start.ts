@@ -12,6 +12,7 @@ const local = process.env.KG_LOCAL_DIR ?? join(root, ".local");
 const kubeconfig = join(local, "kubeconfig");
 const kubectlBin = join(local, "bin", "kubectl");
 
+const began = Date.now();
 const say = (msg: string) => process.stdout.write(`start: ${msg}\n`);
 const cluster = (cmd: "up" | "down") => {
   const r = spawnSync("bash", [join(root, "hack", "cluster.sh"), cmd], { stdio: "inherit" });
@@ -46,9 +47,13 @@ const served = (address: string): Promise<boolean> =>
   });
 
 async function main(): Promise<void> {
-  say("bringing up the local cluster (first run builds the test peers: several minutes)");
+  say(
+    "bringing up the local cluster (a first run builds its peers: hack/build-peers.sh says what and about how long)",
+  );
   cluster("up");
-  say("starting the controller with `pepr dev` (builds the module)");
+  say(
+    `cluster up after ${Math.round((Date.now() - began) / 1000)} s; starting the controller with \`pepr dev\` (builds the module)`,
+  );
   const dev = await startPeprDev({
     kubeconfig,
     kubectl: kubectlBin,
@@ -112,7 +117,9 @@ async function main(): Promise<void> {
     ).stdout.trim();
     // Programmed can precede the load balancer forwarding to the (just Ready) proxies.
     if (programmed === "True" && addr && (await served(addr))) {
-      say(`ready. Try:\n\n  curl -H 'Host: demo.kengine.local' http://${addr}/\n`);
+      say(
+        `ready after ${Math.round((Date.now() - began) / 1000)} s. Try:\n\n  curl -H 'Host: demo.kengine.local' http://${addr}/\n`,
+      );
       say(
         "inspect: kubectl --kubeconfig .local/kubeconfig get gateway,httproute,pods -n kengine-demo",
       );

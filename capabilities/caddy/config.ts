@@ -146,7 +146,7 @@ const listenAddress = (ctx: Ctx, port: number, network = ""): string =>
   `${network}${ctx.opts.bindHost ?? ""}:${port + (ctx.opts.portOffset ?? 0)}`;
 
 /**
- * Networks of our listener module (hack/proxy/listener): one socket per address kept across
+ * Networks of our listener module (proxy/listener): one socket per address kept across
  * config reloads, so a reload drops no connection. `kengine-http` also hands a connection an
  * old config's HTTP server dropped unanswered to the new one; `kengine-tcp` is for caddy-l4.
  */
@@ -762,7 +762,7 @@ function forward(ctx: Ctx, backends: readonly BackendIR[], policy: ForwardPolicy
     ...(tls
       ? {
           transport: {
-            // subjectAltNames, a client certificate: our transport (hack/proxy/santls), the
+            // subjectAltNames, a client certificate: our transport (proxy/santls), the
             // http one plus SAN checks and an inline client certificate.
             protocol: tls.subjectAltNames || ctx.clientCertificate ? "kengine_http" : "http",
             ...(ctx.clientCertificate && {

@@ -48,8 +48,8 @@ describe("listen addresses and the proxy flavour", () => {
       });
   });
 
-  it("names the networks hack/proxy/listener registers", () => {
-    const go = readFileSync(join(__dirname, "../../hack/proxy/listener/listener.go"), "utf8");
+  it("names the networks proxy/listener registers", () => {
+    const go = readFileSync(join(__dirname, "../../proxy/listener/listener.go"), "utf8");
     expect(go).toContain(`HTTPNetwork = "${PERSISTENT_HTTP_NETWORK}"`);
     expect(go).toContain(`TCPNetwork = "${PERSISTENT_TCP_NETWORK}"`);
   });

@@ -41,7 +41,7 @@ export type CaddyHandler =
     }
   | { readonly handler: "rewrite"; readonly uri: string }
   | {
-      /** Our module (hack/proxy/mirror): copies of the request to other backends. */
+      /** Our module (proxy/mirror): copies of the request to other backends. */
       readonly handler: "kengine_mirror";
       readonly targets: readonly {
         readonly dial: readonly string[];
@@ -72,7 +72,7 @@ export type CaddyHandler =
         readonly try_interval?: string;
       };
       readonly transport?: {
-        /** kengine_http: our transport (hack/proxy/santls), http + subject_alt_names + client_certificate. */
+        /** kengine_http: our transport (proxy/santls), http + subject_alt_names + client_certificate. */
         readonly protocol: "http" | "kengine_http";
         readonly subject_alt_names?: {
           readonly dns?: readonly string[];

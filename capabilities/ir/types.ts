@@ -180,7 +180,7 @@ export interface CorsIR {
 /**
  * RequestMirror: a copy of each request (or of a share of them) goes to this backend, its
  * answer ignored. Only mirrors with ready endpoints are here (nothing to send to otherwise).
- * Run by the proxy module `kengine_mirror` (hack/proxy/mirror), so only in the IR of a
+ * Run by the proxy module `kengine_mirror` (proxy/mirror), so only in the IR of a
  * Gateway whose proxy flavour has it.
  */
 export interface MirrorIR {

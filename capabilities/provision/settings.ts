@@ -5,6 +5,13 @@
  */
 
 import { DEFAULT_PROXY_FLAVOR, ProxyFlavor } from "../translate/proxy-flavor";
+import { kengine, version } from "../../package.json";
+
+/**
+ * The proxy image this release ships: package.json's `kengine.proxyImage` tagged with its
+ * `version`, the reference `npm run proxy:image` (proxy/image) writes into the image's OCI layout.
+ */
+export const DEFAULT_PROXY_IMAGE = `${kengine.proxyImage}:${version}`;
 
 /** Who runs the proxies: the controller (Managed) or the user, behind a labelled Service (External). */
 export type ProxyMode = "Managed" | "External";
@@ -54,8 +61,8 @@ export const DEFAULT_PROXY_SETTINGS: ProxySettings = {
   mode: "Managed",
   kind: "Deployment",
   replicas: 2,
-  // The local kubelet maps images whose repository ends in /kengine to the locally built proxy.
-  image: "ghcr.io/kengine-gateway/kengine:0.1.0",
+  // The local kubelet runs it from the OCI layout hack/build-peers.sh writes (hack/kubelet/images.ts).
+  image: DEFAULT_PROXY_IMAGE,
   flavor: DEFAULT_PROXY_FLAVOR,
   command: ["caddy"],
   serviceType: "LoadBalancer",

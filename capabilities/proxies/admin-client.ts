@@ -121,7 +121,7 @@ export async function readCapped(
   return { text: Buffer.concat(chunks).toString("utf8"), truncated: false };
 }
 
-/** Our validation-only admin route (hack/proxy/validate). */
+/** Our validation-only admin route (proxy/validate). */
 export const VALIDATE_PATH = "/kengine/validate";
 
 export type Validation =
@@ -322,7 +322,7 @@ export class AdminClient {
   }
 
   /**
-   * POST /kengine/validate (our admin module, hack/proxy/validate; Bundled flavour only):
+   * POST /kengine/validate (our admin module, proxy/validate; Bundled flavour only):
    * would the proxy load this config? Loads nothing: the proxy keeps serving what it runs.
    * `accepted: false` carries Caddy's error verbatim; a proxy without the module answers 404,
    * reported as an error.

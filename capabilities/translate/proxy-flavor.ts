@@ -8,7 +8,7 @@ import { SUPPORTED_FEATURES } from "./features";
 
 /**
  * - `Bundled` (default): the proxy this project builds and ships (ghcr.io/kengine-gateway/kengine:
- *   Caddy 2.11.9 + caddy-l4 + the modules in hack/proxy).
+ *   Caddy 2.11.9 + caddy-l4 + the modules in proxy/).
  * - `Caddy`: stock Caddy ≥ 2.11.3 with caddy-l4, no modules of ours.
  * - `Kengine`: Kengine (Caddy ≈ 2.8) with caddy-l4, no modules of ours.
  */
@@ -19,11 +19,11 @@ export const DEFAULT_PROXY_FLAVOR: ProxyFlavor = "Bundled";
 
 export interface ProxyCapabilities {
   /**
-   * Our listener network (hack/proxy/listener): one kernel socket per address kept across
+   * Our listener network (proxy/listener): one kernel socket per address kept across
    * config reloads, so a reload never resets a queued connection.
    */
   readonly persistentListeners: boolean;
-  /** Our request-mirroring handler (hack/proxy/mirror). */
+  /** Our request-mirroring handler (proxy/mirror). */
   readonly mirror: boolean;
   /** `reverse_proxy` `retry_match` on the response status (Caddy ≥ 2.11.3). */
   readonly retryOnStatus: boolean;
@@ -40,7 +40,7 @@ export interface ProxyCapabilities {
    */
   readonly sniRegexp: boolean;
   /**
-   * Our reverse_proxy transport `kengine_http` (hack/proxy/santls): backend certificates
+   * Our reverse_proxy transport `kengine_http` (proxy/santls): backend certificates
    * verified against BackendTLSPolicy subjectAltNames.
    */
   readonly backendSANs: boolean;

@@ -9,7 +9,7 @@
  *     · validation.hostname an IPv4 address: the spec makes it the SNI, and TLS cannot carry
  *       an IP address as SNI (RFC 6066 §3): Go sends none and verifies IP SANs instead.
  *     · options: the proxy understands no backend TLS option yet (as for listener tls.options).
- * subjectAltNames are run by our transport kengine_http (hack/proxy/santls), which only some
+ * subjectAltNames are run by our transport kengine_http (proxy/santls), which only some
  * proxy flavours have (translate/proxy-flavor.ts, capability backendSANs): which proxies reach
  * a Service is not a property of the policy, so they are admitted, and the translator marks
  * the policy Accepted=False/Invalid for an ancestor Gateway whose flavour lacks the transport.

@@ -4,6 +4,10 @@ export interface KubeletArgs {
   /** Credential for the parts a kubelet identity may not do: binding pods, LoadBalancer status. */
   readonly controllersKubeconfig: string;
   readonly peers: string;
+  /** OCI image layout of the images the node holds (the proxy image). */
+  readonly images?: string;
+  /** Where their layers are unpacked, one directory per manifest digest. */
+  readonly imageCache?: string;
   readonly state: string;
   readonly nodeName: string;
   readonly port: number;
@@ -14,6 +18,7 @@ export interface KubeletArgs {
 
 const usage =
   "usage: main.ts --kubeconfig FILE --peers DIR --state DIR [--controllers-kubeconfig FILE] " +
+  "[--images OCI-LAYOUT-DIR [--image-cache DIR]] " +
   "[--node-name NAME] [--port N] [--tls-cert FILE --tls-key FILE] [--client-ca FILE]";
 
 export function parseArgs(argv: readonly string[]): KubeletArgs {
@@ -35,6 +40,8 @@ export function parseArgs(argv: readonly string[]): KubeletArgs {
     "kubeconfig",
     "controllers-kubeconfig",
     "peers",
+    "images",
+    "image-cache",
     "state",
     "node-name",
     "port",
@@ -55,6 +62,8 @@ export function parseArgs(argv: readonly string[]): KubeletArgs {
     kubeconfig,
     controllersKubeconfig: flags.get("controllers-kubeconfig") ?? kubeconfig,
     peers: need("peers"),
+    images: flags.get("images"),
+    imageCache: flags.get("image-cache"),
     state: need("state"),
     nodeName: flags.get("node-name") ?? "kengine-local",
     port,

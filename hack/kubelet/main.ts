@@ -16,6 +16,7 @@ import { logger as log } from "./log";
 import { LogServer } from "./logserver";
 import { ensureBridge, netnsList, removeNetns } from "./network";
 import { NodeAgent } from "./node";
+import { OciLayout } from "./oci";
 import { PodManager } from "./pods";
 
 const machineLock = "/run/kengine-local-kubelet.json";
@@ -77,6 +78,14 @@ async function main(): Promise<void> {
       log,
       ipam,
       peersBin: args.peers,
+      ...(args.images
+        ? {
+            images: new OciLayout(
+              args.images,
+              args.imageCache ?? join(args.images, "..", "rootfs"),
+            ),
+          }
+        : {}),
       stateDir: args.state,
       hostIP: bridgeIP,
       events: new EventRecorder(api, args.nodeName, log),

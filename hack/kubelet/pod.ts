@@ -8,6 +8,7 @@ import { dirname, join } from "node:path";
 import { Api, ApiError, keyOf } from "./api";
 import { containerEnv, referencedObjects } from "./env";
 import { resolveContainer } from "./images";
+import { fileInImage, imageProcess, OciLayout } from "./oci";
 import type { EventRecorder, EventType } from "./events";
 import { Ipam } from "./ipam";
 import type { Logger } from "./log";
@@ -22,6 +23,8 @@ export interface PodDeps {
   readonly log: Logger;
   readonly ipam: Ipam;
   readonly peersBin: string;
+  /** Images the node holds (the proxy image's OCI layout): run from what the image holds. */
+  readonly images?: OciLayout;
   readonly stateDir: string;
   readonly hostIP: string;
   readonly events: EventRecorder;
@@ -252,20 +255,37 @@ export class PodWorker {
       if (retryableReasons.has(reason)) this.retryLater();
       return undefined;
     };
-    const image = resolveContainer(c);
-    if (!image.ok) return block(image.reason, image.message);
-    let binaryPath = join(this.deps.peersBin, image.binary);
-    let args = image.args;
-    if (!existsSync(binaryPath) && image.standIn) {
-      // Run the TypeScript stand-in with this node and its tsx loader flags.
-      args = [...process.execArgv, join(__dirname, "standins", `${image.standIn}.ts`), ...args];
-      binaryPath = process.execPath;
-    }
-    if (!existsSync(binaryPath)) {
-      return block(
-        "CreateContainerError",
-        `image "${c.image}" maps to the local binary ${binaryPath}, which is missing (hack/build-peers.sh builds the peers)`,
-      );
+    const held = this.deps.images?.find(c.image ?? "");
+    if (held && !held.ok) return block(held.reason, held.message);
+    let binaryPath: string;
+    let args: readonly string[];
+    let imageEnv: Readonly<Record<string, string>> = {};
+    let pulled: string;
+    if (held) {
+      const img = held.value;
+      const proc = imageProcess(c, img.config, fileInImage(img.rootfs));
+      if (!proc.ok) return block(proc.reason, proc.message);
+      binaryPath = join(img.rootfs, proc.value.path);
+      args = proc.value.args;
+      imageEnv = proc.value.env;
+      pulled = `Container image "${c.image}" (${img.digest}) runs its ${proc.value.path}`;
+    } else {
+      const image = resolveContainer(c);
+      if (!image.ok) return block(image.reason, image.message);
+      binaryPath = join(this.deps.peersBin, image.binary);
+      args = image.args;
+      if (!existsSync(binaryPath) && image.standIn) {
+        // Run the TypeScript stand-in with this node and its tsx loader flags.
+        args = [...process.execArgv, join(__dirname, "standins", `${image.standIn}.ts`), ...args];
+        binaryPath = process.execPath;
+      }
+      if (!existsSync(binaryPath)) {
+        return block(
+          "CreateContainerError",
+          `image "${c.image}" maps to the local binary ${binaryPath}, which is missing (hack/build-peers.sh builds the peers)`,
+        );
+      }
+      pulled = `Container image "${c.image}" runs the local ${image.binary} binary`;
     }
     const env = containerEnv(this.pod, c, {
       ...src,
@@ -288,12 +308,7 @@ export class PodWorker {
     const home = join(this.dir, "home", c.name);
     mkdirSync(home, { recursive: true });
     this.blocked.delete(c.name);
-    this.event(
-      c.name,
-      "Normal",
-      "Pulled",
-      `Container image "${c.image}" runs the local ${image.binary} binary`,
-    );
+    this.event(c.name, "Normal", "Pulled", pulled);
     this.event(c.name, "Normal", "Created", `Created container ${c.name}`);
     const runner = new ContainerRunner(
       {
@@ -309,6 +324,7 @@ export class PodWorker {
           PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
           HOSTNAME: this.pod.metadata.name,
           HOME: home,
+          ...imageEnv,
           ...env.env,
         },
         mounts,

@@ -335,7 +335,7 @@ spec:
 
   // Stock Caddy binds each config's listeners anew with SO_REUSEPORT and closes the old
   // sockets after a reload, resetting connections queued there; our proxy build keeps one
-  // socket per address across reloads (hack/proxy/listener, docs/e2e.md), so none is lost.
+  // socket per address across reloads (proxy/listener, docs/e2e.md), so none is lost.
   it("1b: no failed request during those 1,000 route changes", () => {
     const churn = results.find(r => r.scenario === "1,000 route changes");
     expect(churn).toBeDefined();

@@ -32,7 +32,7 @@ import (
 	_ "github.com/mholt/caddy-l4/layer4"
 	_ "github.com/mholt/caddy-l4/modules/l4echo"
 
-	"kengine.io/gateway/hack/proxy/internal/caddytest"
+	"kengine.io/gateway/proxy/internal/caddytest"
 )
 
 func TestMain(m *testing.M) { caddytest.Main(m, "listener") }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
-	"kengine.io/gateway/hack/proxy/internal/caddytest"
+	"kengine.io/gateway/proxy/internal/caddytest"
 )
 
 func TestMain(m *testing.M) { caddytest.Main(m, "routetable") }

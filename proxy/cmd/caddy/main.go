@@ -1,6 +1,6 @@
 // Command caddy is the proxy the local cluster runs for Gateways (the Bundled proxy flavour):
 // stock Caddy with its standard modules, the layer-4 app from caddy-l4 (TLS, TCP and UDP
-// routes) and our modules in hack/proxy, one import line each (kengine_mirror: RequestMirror;
+// routes) and our modules in proxy/, one import line each (kengine_mirror: RequestMirror;
 // listener: the kengine-http / kengine-tcp networks, sockets kept across reloads; santls: the
 // reverse_proxy transport kengine_http, BackendTLSPolicy subjectAltNames; routetable: the
 // kengine_route_table handler, a host-indexed route table changed per host over the admin API;
@@ -22,11 +22,11 @@ import (
 	_ "github.com/mholt/caddy-l4/modules/l4subroute"
 	_ "github.com/mholt/caddy-l4/modules/l4tls"
 
-	_ "kengine.io/gateway/hack/proxy/listener"
-	_ "kengine.io/gateway/hack/proxy/mirror"
-	_ "kengine.io/gateway/hack/proxy/routetable"
-	_ "kengine.io/gateway/hack/proxy/santls"
-	_ "kengine.io/gateway/hack/proxy/validate"
+	_ "kengine.io/gateway/proxy/listener"
+	_ "kengine.io/gateway/proxy/mirror"
+	_ "kengine.io/gateway/proxy/routetable"
+	_ "kengine.io/gateway/proxy/santls"
+	_ "kengine.io/gateway/proxy/validate"
 )
 
 func main() {

@@ -15,8 +15,8 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
-	_ "kengine.io/gateway/hack/proxy/mirror"
-	_ "kengine.io/gateway/hack/proxy/santls"
+	_ "kengine.io/gateway/proxy/mirror"
+	_ "kengine.io/gateway/proxy/santls"
 )
 
 // The controller's goldens (tests/golden/*.caddy.json) put a server's listeners in routes of
