@@ -66,12 +66,17 @@ export {
   DEFAULT_ADMIN_PORT,
   DEFAULT_MANAGEMENT_PORT,
   DEFAULT_READINESS_PORT,
+  FIRST_UNPRIVILEGED_PORT,
   MANAGEMENT_TLS_DIR,
   managementSecretName,
   POD_IP_ENV,
   podManagementSpec,
   proxyContainer,
+  proxyPodSecurityContext,
+  proxySecurityContext,
   proxyVolumes,
+  PROXY_GID,
+  PROXY_UID,
   RESERVED_PORTS,
 } from "./pod";
 export type { ProxyContainerInput } from "./pod";

@@ -159,6 +159,8 @@ describe("bring-your-own proxies", () => {
       "Service/edge-kengine-admin/true",
       "Secret/edge-kengine-admin/true",
       "ConfigMap/edge-kengine-bootstrap/true",
+      "PodDisruptionBudget/edge-kengine/true",
+      "NetworkPolicy/edge-kengine/true",
     ]);
   });
 

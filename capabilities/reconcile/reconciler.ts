@@ -21,6 +21,7 @@ import {
   renewalDue,
 } from "../proxies";
 import {
+  DEFAULT_CONTROLLER_PEERS,
   DEFAULT_PROXY_SETTINGS,
   GATEWAY_NAME_LABEL,
   KubeManifest,
@@ -517,6 +518,7 @@ export class Reconciler {
           defaults: this.o.defaults ?? DEFAULT_PROXY_SETTINGS,
           now,
           pendingServing: this.#pendingServing.get(key),
+          controller: { ...DEFAULT_CONTROLLER_PEERS, namespace: this.o.namespace },
         });
         if (plan.serving) this.#pendingServing.set(key, plan.serving);
         else this.#pendingServing.delete(key);
