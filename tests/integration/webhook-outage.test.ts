@@ -79,16 +79,8 @@ describe("admission webhook with every admission pod down", () => {
 
   it("admits objects of other controllers and kinds it cannot prove ours", () => {
     const objects = [
-      `apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {name: other-${ns}}
-spec: {controllerName: example.com/other-controller}`,
-      `apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {name: theirs, namespace: ${ns}}
-spec:
-  gatewayClassName: other-${ns}
-  listeners: [{name: http, port: 80, protocol: HTTP}]`,
+      gatewayClass(`other-${ns}`, "example.com/other-controller"),
+      gateway(ns, "theirs", `other-${ns}`),
       `apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
 metadata: {name: theirs, namespace: ${ns}}
@@ -115,16 +107,8 @@ spec:
   it("refuses what is ours by itself, naming the webhook", () => {
     const objects = [
       kengineParameters(ns, "defaults"),
-      `apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {name: ours-${ns}}
-spec: {controllerName: kengine.io/gateway-controller}`,
-      `apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {name: ours, namespace: ${ns}}
-spec:
-  gatewayClassName: kengine
-  listeners: [{name: http, port: 80, protocol: HTTP}]`,
+      gatewayClass(`ours-${ns}`, "kengine.io/gateway-controller"),
+      gateway(ns, "ours", "kengine"),
     ];
     for (const o of objects) {
       const r = create(o);
@@ -140,3 +124,17 @@ kind: KengineParameters
 metadata: {name: ${name}, namespace: ${namespace}}
 spec: {proxy: {replicas: 1}}`;
 }
+
+const gatewayClass = (name: string, controllerName: string) =>
+  `apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: ${name}}
+spec: {controllerName: ${controllerName}}`;
+
+const gateway = (namespace: string, name: string, className: string) =>
+  `apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: ${name}, namespace: ${namespace}}
+spec:
+  gatewayClassName: ${className}
+  listeners: [{name: http, port: 80, protocol: HTTP}]`;
