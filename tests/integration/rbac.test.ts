@@ -262,6 +262,8 @@ beforeAll(async () => {
 
   // Our CRDs from dist/ (the cluster may hold an older version of them).
   kubectlOk(["apply", "--server-side", "--force-conflicts", "-f", files.crds]);
+  // The controller's namespace (the module YAML creates it; on a fresh cluster nothing else has).
+  kubectl(["create", "namespace", "pepr-system"]);
   // The ServiceAccount and its roles, exactly as generated.
   const rbacObjects = [
     ...docs(files.module).filter(o =>
