@@ -235,6 +235,16 @@ apiVersion: apps/v1
 kind: DaemonSet
 metadata: {name: ext-kengine, namespace: ${ns}, labels: ${labels}}
 spec: {selector: ${selector}, template: ${pod}}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: ext-kengine, namespace: ${ns}, labels: ${labels}}
+spec: {maxUnavailable: 1, selector: ${selector}}
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: ext-kengine, namespace: ${ns}, labels: ${labels}}
+spec: {podSelector: ${selector}, policyTypes: [Ingress]}
 `;
 };
 
@@ -445,7 +455,7 @@ describe("least privilege", () => {
       () => {
         const left = kubectl([
           "get",
-          "deployment,daemonset,service,secret,configmap",
+          "deployment,daemonset,service,secret,configmap,poddisruptionbudget,networkpolicy",
           "-n",
           covNs!,
           "-l",
