@@ -15,6 +15,9 @@
  * check shapes only, for direct callers of the webhook (docs/admission.md says why they are
  * bound anyway).
  *
+ * A Gateway is also refused when its own parameters (spec.infrastructure.parametersRef) set a
+ * platform-owned field (image, command, placement) its class's parameters do not allow.
+ *
  * Each request is judged from the object and cached read-only look-ups alone: no state is
  * kept between requests (Pepr runs two admission replicas). Webhook settings (package.json
  * pepr block): failurePolicy Fail (onError: reject: an object of ours must not slip through
@@ -58,6 +61,7 @@ import { grpcRouteProblems } from "./validation/grpcroute";
 import { httpRouteProblems } from "./validation/httproute";
 import { l4RouteProblems } from "./validation/l4route";
 import { kengineParametersProblems } from "./validation/parameters";
+import { ParametersSpecLike, gatewayOverrideProblems } from "./validation/overrides";
 import { KengineParameters } from "./reconcile/watched";
 import { denialMessage, problemText } from "./validation/message";
 import { FieldProblem } from "./validation/regex";
@@ -100,6 +104,48 @@ const lookups: OwnershipLookups = {
     (await routesByService("all")).get(`${key.namespace}/${key.name}`) ?? [],
 };
 
+/** A GatewayClass's parametersRef (class-level parameters: what Gateways of it may override). */
+const classParametersRef = cached(
+  async (name: string) => (await get(() => K8s(GatewayClass).Get(name)))?.spec?.parametersRef,
+  LOOKUP_TTL_MS,
+);
+
+/** The KengineParameters of one namespace by name (a list: admission already may list them). */
+const parametersIn = cached(async (namespace: string) => {
+  const list = await K8s(KengineParameters).InNamespace(namespace).Get();
+  return new Map(list.items.map(p => [p.metadata?.name ?? "", p.spec as ParametersSpecLike]));
+}, LOOKUP_TTL_MS);
+
+/**
+ * A Gateway's own parameters that set a platform-owned field its class's parameters do not
+ * allow (validation/overrides.ts). Parameters that do not exist yet, or look-ups that fail or
+ * time out, refuse nothing: the translator applies the same rule to what is stored
+ * (Accepted=False/InvalidParameters, no proxies), so admission is the early answer, not the
+ * only guard.
+ */
+async function gatewayOverrideDenials(g: Gateway, namespace: string): Promise<FieldProblem[]> {
+  const ref = g.spec?.infrastructure?.parametersRef;
+  const where = "spec.infrastructure.parametersRef";
+  if (!ref || parametersRefShapeProblem(ref, namespace, where)) return [];
+  const found = await withDeadline(
+    (async () => {
+      const own = (await parametersIn(namespace)).get(ref.name);
+      if (!own) return [];
+      const classRef = await classParametersRef(g.spec?.gatewayClassName ?? "");
+      const classSpec =
+        classRef && !parametersRefShapeProblem(classRef, classRef.namespace, where)
+          ? (await parametersIn(classRef.namespace ?? "")).get(classRef.name)
+          : undefined;
+      return gatewayOverrideProblems(own, classSpec).map(p => ({
+        ...p,
+        path: `${where} (KengineParameters ${namespace}/${ref.name} ${p.path})`,
+      }));
+    })(),
+    LOOKUP_DEADLINE_MS,
+  );
+  return found.ok ? found.value : [];
+}
+
 /**
  * Every HTTPRoute and GRPCRoute of the cluster indexed by the Services they use: read only when
  * a BackendTLSPolicy is written (rare), at most once per TTL.
@@ -133,6 +179,7 @@ async function decide<T extends Meta>(
   ours: (obj: T, namespace: string) => Promise<boolean>,
   problems: (obj: T) => FieldProblem[],
   statusOnly: (obj: T, namespace: string) => string[] = () => [],
+  lookedUp: (obj: T, namespace: string) => Promise<FieldProblem[]> = () => Promise.resolve([]),
 ) {
   const started = performance.now();
   const done = (verdict: "admitted" | "denied" | "unknown") =>
@@ -150,7 +197,7 @@ async function decide<T extends Meta>(
       503,
     );
   }
-  const found = owned.value ? problems(obj) : [];
+  const found = owned.value ? [...problems(obj), ...(await lookedUp(obj, namespace))] : [];
   // What the spec answers in status: stored, with kubectl showing what the status will say.
   const warnings = owned.value
     ? statusOnly(obj, namespace).map(
@@ -205,6 +252,7 @@ export const validateGateway = (req: PeprValidateRequest<Gateway>) =>
       ),
       ...gatewayTLSWarnings(g),
     ],
+    gatewayOverrideDenials,
   );
 
 /** A parametersRef problem as a warning: stored, and what its status will say. */

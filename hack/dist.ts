@@ -2,7 +2,9 @@
  * The step `npm run build` runs after `pepr build` (`tsx hack/dist.ts [outputDir]`):
  *  1. fails when the module bundle is over budget (hack/dist-check.ts), printing its size;
  *  2. fails when the generated RBAC holds a wildcard;
- *  3. adds what Pepr does not generate, to dist/ and to the Helm chart:
+ *  3. splits the admission webhook so that it never blocks objects that are not ours while our
+ *     pods are down (hack/webhook.ts), in the module YAML and in the chart;
+ *  4. adds what Pepr does not generate, to dist/ and to the Helm chart:
  *     - kengine-gateway-crds.yaml   our CRDs (deploy/crds/), chart: crds/
  *     - kengine-gateway-rbac.yaml   the Role in the controller's namespace (Lease, admin CA)
  *     - gatewayclass.yaml           an example GatewayClass with KengineParameters
@@ -20,6 +22,7 @@ import { gzipSync } from "node:zlib";
 import { parseAllDocuments, stringify } from "yaml";
 import cfg from "../package.json";
 import { checkBundle, namespacedRbac, wildcardProblems } from "./dist-check";
+import { scopeValidatingWebhooks, webhookChartTemplate } from "./webhook";
 
 const root = join(__dirname, "..");
 const out = join(root, process.argv[2] ?? "dist");
@@ -52,7 +55,28 @@ console.log(
   `ClusterRole ${clusterRole?.metadata?.name}: ${clusterRole?.rules?.length} rules, no wildcard`,
 );
 
-// 3. What Pepr does not generate.
+// 3. The admission webhook, scoped (hack/webhook.ts).
+const documents = generated.map(o =>
+  o?.kind === "ValidatingWebhookConfiguration" ? scopeValidatingWebhooks(o) : o,
+);
+const scoped = documents.find(o => o?.kind === "ValidatingWebhookConfiguration");
+if (!scoped) fail(`${moduleYaml} holds no ValidatingWebhookConfiguration`);
+writeFileSync(
+  moduleYaml,
+  documents
+    .filter(o => o)
+    .map(o => stringify(o))
+    .join("---\n"),
+);
+writeFileSync(
+  join(chart, "templates", "validation-webhook.yaml"),
+  webhookChartTemplate(scoped, `pepr-${uuid}`, o => stringify(o)),
+);
+console.log(
+  `ValidatingWebhookConfiguration: ${(scoped.webhooks as { name: string; failurePolicy: string }[]).map(w => `${w.name} (${w.failurePolicy})`).join(", ")}`,
+);
+
+// 4. What Pepr does not generate.
 const crdDir = join(root, "deploy", "crds");
 const crds = readdirSync(crdDir)
   .filter(f => f.endsWith(".yaml"))

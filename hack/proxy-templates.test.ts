@@ -124,7 +124,10 @@ describe("bring-your-own proxy templates", () => {
       },
     ]);
     const open = np.spec.ingress.filter(r => !r.from);
-    expect(open.flatMap(r => r.ports.map(p => p.port)).sort()).toEqual([53, 80]);
+    // the listeners' ports, and the readiness port the kubelet probes
+    expect(open.flatMap(r => r.ports.map(p => p.port)).sort((a, b) => a - b)).toEqual([
+      53, 80, 19080,
+    ]);
   });
 
   it("names the controller's client certificate Secret in KengineParameters mode External", () => {

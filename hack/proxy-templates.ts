@@ -17,7 +17,6 @@
 import { stringify } from "yaml";
 import type { CaddyConfig } from "../capabilities/proxies";
 import {
-  DEFAULT_MANAGEMENT_PORT,
   bootstrapConfig,
   createAuthority,
   generateKeyPair,
@@ -34,17 +33,18 @@ import {
   ProxySettings,
   adminService,
   bootstrapConfigMap,
-  podSelector,
+  DEFAULT_CONTROLLER_PEERS,
+  proxyDisruptionBudget,
+  proxyNetworkPolicy,
   proxyService,
   proxyWorkload,
-  servicePorts,
 } from "../capabilities/provision";
 
 /** design §4: the label that ties bring-your-own proxy Services to their Gateway. */
 export const OWNING_GATEWAY_LABEL = "gateway.kengine.io/owning-gateway";
 /** Labels of the controller's (Pepr watcher's) pods: the only clients of the management port. */
-export const CONTROLLER_POD_LABELS = { "pepr.dev/controller": "watcher" } as const;
-export const CONTROLLER_NAMESPACE = "pepr-system";
+export const CONTROLLER_POD_LABELS = DEFAULT_CONTROLLER_PEERS.podLabels;
+export const CONTROLLER_NAMESPACE = DEFAULT_CONTROLLER_PEERS.namespace;
 /** Stands in for the admin CA in the committed examples: a proxy started with it fails closed. */
 export const CA_PLACEHOLDER = "REPLACE-WITH-YOUR-ADMIN-CA--npm-run-templates----ca-file-ca.crt";
 
@@ -115,7 +115,6 @@ export function proxyTemplates(input: TemplateInput): Mutable[] {
         : v,
   );
   const owning = { [OWNING_GATEWAY_LABEL]: input.gateway };
-  const selector = podSelector(input.gateway);
   const common = {
     [GATEWAY_NAME_LABEL]: input.gateway,
     "app.kubernetes.io/part-of": "kengine-gateway",
@@ -154,46 +153,18 @@ export function proxyTemplates(input: TemplateInput): Mutable[] {
     userOwned(proxyService(ref, settings, names), n.workload, owning),
     // Management: its EndpointSlices (port named `admin`) list every proxy pod, ready or not.
     userOwned(adminService(ref, names), n.admin, owning),
-    {
-      apiVersion: "policy/v1",
-      kind: "PodDisruptionBudget",
-      metadata: { name: n.workload, namespace: input.namespace, labels: common },
-      spec: { maxUnavailable: 1, selector: { matchLabels: selector } },
-    },
-    {
-      apiVersion: "networking.k8s.io/v1",
-      kind: "NetworkPolicy",
-      metadata: { name: n.workload, namespace: input.namespace, labels: common },
-      spec: {
-        podSelector: { matchLabels: selector },
-        policyTypes: ["Ingress"],
-        ingress: [
-          {
-            // The management listener: only the controller's pods.
-            from: [
-              {
-                namespaceSelector: {
-                  matchLabels: { "kubernetes.io/metadata.name": CONTROLLER_NAMESPACE },
-                },
-                podSelector: { matchLabels: { ...CONTROLLER_POD_LABELS } },
-              },
-            ],
-            ports: [{ protocol: "TCP", port: DEFAULT_MANAGEMENT_PORT }],
-          },
-          // The listeners: anyone (narrow `from` to your clients if you can).
-          ...(input.listeners.length
-            ? [
-                {
-                  ports: servicePorts(input.listeners).map(p => ({
-                    protocol: p.protocol,
-                    port: p.port,
-                  })),
-                },
-              ]
-            : []),
-        ],
-      },
-    },
+    // The same budget and policy as managed proxies: one proxy at a time; the management port
+    // admits the controller's pods only.
+    userOwned(proxyDisruptionBudget(ref, settings, names), n.workload, common),
+    userOwned(
+      proxyNetworkPolicy(
+        ref,
+        { namespace: CONTROLLER_NAMESPACE, podLabels: CONTROLLER_POD_LABELS },
+        names,
+      ),
+      n.workload,
+      common,
+    ),
   ];
 }
 

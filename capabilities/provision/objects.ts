@@ -5,12 +5,16 @@
 import {
   CaddyConfig,
   DEFAULT_MANAGEMENT_PORT,
+  DEFAULT_READINESS_PORT,
+  FIRST_UNPRIVILEGED_PORT,
   bootstrapConfigMapData,
   bootstrapConfigMapName,
   lastGoodKey,
   lastGoodSecretName,
   managementSecretName,
   proxyContainer,
+  proxyPodSecurityContext,
+  proxySecurityContext,
   proxyVolumes,
 } from "../proxies";
 import {
@@ -174,9 +178,11 @@ export function proxyWorkload(
   const selector = podSelector(gw.name);
   const lastGood = options.lastGood ? lastGoodKey(s) : undefined;
   const container = proxyContainer({ image: s.image, command: s.command, lastGoodKey: lastGood });
+  const lowPorts = gw.listeners.some(l => l.port < FIRST_UNPRIVILEGED_PORT);
   const podSpec = {
     automountServiceAccountToken: false,
     enableServiceLinks: false,
+    securityContext: proxyPodSecurityContext(lowPorts),
     terminationGracePeriodSeconds: 30,
     affinity: s.affinity ?? {
       podAntiAffinity: {
@@ -204,6 +210,7 @@ export function proxyWorkload(
           })),
           ...(container.ports ?? []),
         ],
+        securityContext: proxySecurityContext(lowPorts),
         ...(s.resources ? { resources: { ...s.resources } } : {}),
         livenessProbe: {
           tcpSocket: { port: DEFAULT_MANAGEMENT_PORT },
@@ -302,6 +309,80 @@ export function adminService(
           port: DEFAULT_MANAGEMENT_PORT,
           protocol: "TCP",
           targetPort: DEFAULT_MANAGEMENT_PORT,
+        },
+      ],
+    },
+  };
+}
+
+/**
+ * The proxies' PodDisruptionBudget: voluntary disruptions (node drains) take at most one proxy
+ * at a time. With more than one replica it is a minAvailable (replicas − 1, so the budget
+ * follows a scale-down without a second write); one replica, or a DaemonSet, keeps
+ * maxUnavailable 1 so a drain is never blocked for good.
+ */
+export function proxyDisruptionBudget(
+  gw: GatewayRef,
+  s: ProxySettings,
+  names: ProxyNames = proxyNames(gw.name),
+): KubeManifest {
+  const budget =
+    s.kind === "Deployment" && s.replicas > 1
+      ? { minAvailable: s.replicas - 1 }
+      : { maxUnavailable: 1 };
+  return {
+    apiVersion: "policy/v1",
+    kind: "PodDisruptionBudget",
+    metadata: meta(gw, names.proxy, "proxy"),
+    spec: { ...budget, selector: { matchLabels: podSelector(gw.name) } },
+  };
+}
+
+/** Which pods run the controller (the only clients of the proxies' management port). */
+export interface ControllerPeers {
+  readonly namespace: string;
+  readonly podLabels: Readonly<Record<string, string>>;
+}
+
+/** Pepr's watcher pods in pepr-system: where the controller runs once deployed. */
+export const DEFAULT_CONTROLLER_PEERS: ControllerPeers = {
+  namespace: "pepr-system",
+  podLabels: { "pepr.dev/controller": "watcher" },
+};
+
+/**
+ * The proxies' NetworkPolicy: the listeners' ports (and the readiness port the kubelet probes)
+ * are open to everyone; the management port only to the controller's pods. Nothing else reaches
+ * the proxies (the admin endpoint listens on the pod's loopback only anyway, design §6).
+ */
+export function proxyNetworkPolicy(
+  gw: GatewayRef,
+  controller: ControllerPeers = DEFAULT_CONTROLLER_PEERS,
+  names: ProxyNames = proxyNames(gw.name),
+): KubeManifest {
+  const traffic = [
+    ...servicePorts(gw.listeners).map(p => ({ port: p.port, protocol: p.protocol })),
+    { port: DEFAULT_READINESS_PORT, protocol: "TCP" },
+  ];
+  return {
+    apiVersion: "networking.k8s.io/v1",
+    kind: "NetworkPolicy",
+    metadata: meta(gw, names.proxy, "proxy"),
+    spec: {
+      podSelector: { matchLabels: podSelector(gw.name) },
+      policyTypes: ["Ingress"],
+      ingress: [
+        { ports: traffic },
+        {
+          from: [
+            {
+              namespaceSelector: {
+                matchLabels: { "kubernetes.io/metadata.name": controller.namespace },
+              },
+              podSelector: { matchLabels: { ...controller.podLabels } },
+            },
+          ],
+          ports: [{ port: DEFAULT_MANAGEMENT_PORT, protocol: "TCP" }],
         },
       ],
     },

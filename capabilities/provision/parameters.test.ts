@@ -1,5 +1,5 @@
 import { snapshotOf } from "../snapshot";
-import { DEFAULT_PROXY_SETTINGS, resolveSettings } from "./index";
+import { DEFAULT_PROXY_SETTINGS, gatewayParametersProblem, resolveSettings } from "./index";
 
 const params = (namespace: string, name: string, spec: object) => ({
   apiVersion: "gateway.kengine.io/v1alpha1",
@@ -81,6 +81,68 @@ describe("resolveSettings", () => {
     expect(r.problems).toEqual([
       'GatewayClass parametersRef: KengineParameters apps/bad is invalid: spec.proxy.resources.requests["cpu"]: is not a quantity: a non-negative number with an optional suffix (e.g. 100m, 64Mi, 1) (got "lots")',
     ]);
+  });
+});
+
+describe("resolveSettings: platform-owned fields", () => {
+  const classParams = params("infra", "platform", {
+    proxy: { image: "example.com/kengine:1", tolerations: [{ key: "edge", operator: "Exists" }] },
+  });
+  const gateway = (name: string) => ({
+    metadata: { namespace: "apps" },
+    spec: { infrastructure: { parametersRef: ref(name) } },
+  });
+
+  it("does not use a Gateway's parameters that choose the image or placement, and says which field", () => {
+    const snapshot = snapshotOf([
+      classParams,
+      params("apps", "mine", {
+        proxy: { replicas: 4, image: "evil/kengine:1", nodeSelector: { a: "b" } },
+      }),
+    ] as never);
+    const r = resolveSettings(
+      snapshot,
+      { spec: { parametersRef: ref("platform", "infra") } },
+      gateway("mine"),
+    );
+    expect(r.settings).toMatchObject({ image: "example.com/kengine:1", replicas: 2 });
+    expect(r.settings.nodeSelector).toBeUndefined();
+    expect(r.problems).toHaveLength(1);
+    expect(r.problems[0]).toMatch(
+      /^Gateway infrastructure.parametersRef: KengineParameters apps\/mine .*spec\.proxy\.image: .*spec\.proxy\.nodeSelector: /,
+    );
+    expect(
+      gatewayParametersProblem(
+        snapshot,
+        { spec: { parametersRef: ref("platform", "infra") } },
+        gateway("mine"),
+      ),
+    ).toMatch(/^spec.infrastructure.parametersRef: .*spec\.proxy\.image/);
+  });
+
+  it("uses them when the class's parameters allow the field", () => {
+    const snapshot = snapshotOf([
+      params("infra", "platform", { allowGatewayOverrides: ["image"], proxy: { replicas: 2 } }),
+      params("apps", "mine", { proxy: { image: "example.com/team/kengine:2" } }),
+    ] as never);
+    const r = resolveSettings(
+      snapshot,
+      { spec: { parametersRef: ref("platform", "infra") } },
+      gateway("mine"),
+    );
+    expect(r.problems).toEqual([]);
+    expect(r.settings.image).toBe("example.com/team/kengine:2");
+  });
+
+  it("allows nothing when the class's parameters do not resolve", () => {
+    const snapshot = snapshotOf([params("apps", "mine", { proxy: { command: ["sh"] } })] as never);
+    const r = resolveSettings(
+      snapshot,
+      { spec: { parametersRef: ref("gone", "infra") } },
+      gateway("mine"),
+    );
+    expect(r.settings.command).toEqual(DEFAULT_PROXY_SETTINGS.command);
+    expect(r.problems).toHaveLength(2);
   });
 });
 

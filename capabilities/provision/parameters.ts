@@ -1,12 +1,16 @@
 /**
  * A Gateway's proxy settings: defaults, then the GatewayClass's KengineParameters
  * (spec.parametersRef), then the Gateway's own (spec.infrastructure.parametersRef), field by
- * field. Pure; a reference that does not resolve is reported, never a crash.
+ * field. Pure; a reference that does not resolve is reported, never a crash. The Gateway's own
+ * parameters may not set the platform-owned fields (image, command, placement) unless the
+ * class's parameters allow it (validation/overrides.ts): such parameters are reported and not
+ * used at all, like invalid ones.
  */
 import type { KubeObject, Snapshot } from "../snapshot";
 import { kengineParametersProblems } from "../validation/parameters";
 import { PARAMETERS_KIND, parametersRefShapeProblem } from "../validation/parametersref";
 import { problemText } from "../validation/message";
+import { PlatformField, gatewayOverrideProblems } from "../validation/overrides";
 import { DEFAULT_PROXY_SETTINGS, ProxySettings } from "./settings";
 
 export { PARAMETERS_GROUP, PARAMETERS_KIND } from "../validation/parametersref";
@@ -36,6 +40,7 @@ interface ParametersSpec {
     >
   >;
   readonly addresses?: ProxySettings["addresses"];
+  readonly allowGatewayOverrides?: readonly PlatformField[];
   readonly service?: Partial<ProxySettings["service"]> & {
     readonly type?: ProxySettings["serviceType"];
   };
@@ -108,22 +113,61 @@ const merge = (base: ProxySettings, p: ParametersSpec | undefined): ProxySetting
       }
     : base;
 
+interface GatewayLike {
+  readonly metadata: { readonly namespace?: string };
+  readonly spec?: { readonly infrastructure?: { readonly parametersRef?: Ref } };
+}
+type ClassLike = { readonly spec?: { readonly parametersRef?: Ref } } | undefined;
+
+const classLookup = (snapshot: Snapshot, gatewayClass: ClassLike, where: string) => {
+  const ref = gatewayClass?.spec?.parametersRef;
+  return lookup(snapshot, ref, ref?.namespace, where);
+};
+
+/**
+ * The Gateway's own parameters, refused (with every field named) when they set what only the
+ * class's parameters may: the class's parameters decide, and when they do not resolve nothing
+ * is allowed.
+ */
+function gatewayLookup(
+  snapshot: Snapshot,
+  classSpec: ParametersSpec | undefined,
+  gateway: GatewayLike,
+  where: string,
+): { spec?: ParametersSpec; problem?: string } {
+  const ref = gateway.spec?.infrastructure?.parametersRef;
+  const found = lookup(snapshot, ref, gateway.metadata.namespace, where);
+  if (!found.spec) return found;
+  const refused = gatewayOverrideProblems(found.spec, classSpec);
+  return refused.length === 0
+    ? found
+    : {
+        problem: `${where}: ${PARAMETERS_KIND} ${gateway.metadata.namespace}/${ref?.name} sets what only the GatewayClass's parameters may: ${refused.map(problemText).join("; ")}`,
+      };
+}
+
+/** Why a Gateway's own parameters cannot be used (undefined: they can, or there are none). */
+export function gatewayParametersProblem(
+  snapshot: Snapshot,
+  gatewayClass: ClassLike,
+  gateway: GatewayLike,
+  where = "spec.infrastructure.parametersRef",
+): string | undefined {
+  const fromClass = classLookup(snapshot, gatewayClass, "GatewayClass parametersRef");
+  return gatewayLookup(snapshot, fromClass.spec, gateway, where).problem;
+}
+
 export function resolveSettings(
   snapshot: Snapshot,
-  gatewayClass: { readonly spec?: { readonly parametersRef?: Ref } } | undefined,
-  gateway: {
-    readonly metadata: { readonly namespace?: string };
-    readonly spec?: { readonly infrastructure?: { readonly parametersRef?: Ref } };
-  },
+  gatewayClass: ClassLike,
+  gateway: GatewayLike,
   defaults: ProxySettings = DEFAULT_PROXY_SETTINGS,
 ): ResolvedSettings {
-  const classRef = gatewayClass?.spec?.parametersRef;
-  const gwRef = gateway.spec?.infrastructure?.parametersRef;
-  const fromClass = lookup(snapshot, classRef, classRef?.namespace, "GatewayClass parametersRef");
-  const fromGateway = lookup(
+  const fromClass = classLookup(snapshot, gatewayClass, "GatewayClass parametersRef");
+  const fromGateway = gatewayLookup(
     snapshot,
-    gwRef,
-    gateway.metadata.namespace,
+    fromClass.spec,
+    gateway,
     "Gateway infrastructure.parametersRef",
   );
   return {

@@ -75,12 +75,17 @@ export {
   LAST_GOOD_MOUNT,
   lastGoodKey,
   lastGoodSecretName,
+  FIRST_UNPRIVILEGED_PORT,
   MANAGEMENT_TLS_DIR,
   managementSecretName,
   POD_IP_ENV,
   podManagementSpec,
   proxyContainer,
+  proxyPodSecurityContext,
+  proxySecurityContext,
   proxyVolumes,
+  PROXY_GID,
+  PROXY_UID,
   RESERVED_PORTS,
 } from "./pod";
 export type { ProxyContainerInput } from "./pod";

@@ -93,11 +93,12 @@ describe("proxy pod pieces", () => {
     expect(keys.size).toBe(4);
   });
 
-  it("mount the per-Gateway Secret and ConfigMap, and keep Caddy's files in an emptyDir", () => {
+  it("mount the per-Gateway Secret and ConfigMap, and keep Caddy's files in emptyDirs", () => {
     expect(proxyVolumes("web")).toEqual([
       { name: "management-tls", secret: { secretName: "web-kengine-admin", defaultMode: 0o440 } },
       { name: "bootstrap", configMap: { name: "web-kengine-bootstrap" } },
       { name: "data", emptyDir: {} },
+      { name: "tmp", emptyDir: {} },
     ]);
     expect(RESERVED_PORTS).toEqual([2019, 19443, 19080]);
   });

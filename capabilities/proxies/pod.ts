@@ -3,7 +3,8 @@
  * provisioning code to place into its Deployment: the container (bootstrap config, pod IP
  * from the downward API, management and readiness ports, readiness probe) and its volumes
  * (serving certificate Secret, bootstrap ConfigMap, last known good config Secret, scratch
- * space for Caddy).
+ * space for Caddy) and its security context (non-root, read-only root filesystem, no
+ * capabilities but binding low ports).
  *
  * Last known good: the pod runs `caddy run --config <bootstrap> --resume`. With `--resume`
  * Caddy starts from its autosave file (`$XDG_CONFIG_HOME/caddy/autosave.json`) when it exists
@@ -16,7 +17,12 @@
  * so the kubelet refreshing the mounted Secret reloads nothing behind the controller's back.
  */
 import { createHash } from "node:crypto";
-import type { V1Container, V1Volume } from "@kubernetes/client-node";
+import type {
+  V1Container,
+  V1PodSecurityContext,
+  V1SecurityContext,
+  V1Volume,
+} from "@kubernetes/client-node";
 import { CaddyConfig, ManagementSpec, READINESS_PATH } from "./management";
 
 /** Caddy's admin endpoint inside the pod (loopback only). */
@@ -54,6 +60,48 @@ export function lastGoodKey(proxy: {
 }): string {
   const id = JSON.stringify([proxy.image, proxy.command ?? ["caddy"], proxy.flavor]);
   return `config-${createHash("sha256").update(id).digest("hex").slice(0, 12)}.json`;
+}
+
+/** Scratch space: the root filesystem is read-only. */
+export const TMP_DIR = "/tmp";
+
+/** The fixed non-root user and group the proxy runs as (the distroless "nonroot" ids). */
+export const PROXY_UID = 65532;
+export const PROXY_GID = 65532;
+/** Ports below this one are privileged: binding them needs NET_BIND_SERVICE. */
+export const FIRST_UNPRIVILEGED_PORT = 1024;
+
+/**
+ * The proxy pod's security context: never root, a fixed user and group (the group owns the
+ * mounted Secret and the emptyDirs: fsGroup), the runtime's default seccomp profile. With a
+ * listener port below 1024, the pod's own network namespace lets unprivileged processes bind
+ * low ports (`net.ipv4.ip_unprivileged_port_start`, a namespaced sysctl every kubelet allows
+ * since Kubernetes 1.22): a capability added to a non-root container is not effective unless
+ * the binary carries it as a file capability, so the sysctl is what makes port 80 work.
+ */
+export function proxyPodSecurityContext(lowPorts: boolean): V1PodSecurityContext {
+  return {
+    runAsNonRoot: true,
+    runAsUser: PROXY_UID,
+    runAsGroup: PROXY_GID,
+    fsGroup: PROXY_GID,
+    seccompProfile: { type: "RuntimeDefault" },
+    ...(lowPorts ? { sysctls: [{ name: "net.ipv4.ip_unprivileged_port_start", value: "0" }] } : {}),
+  };
+}
+
+/**
+ * The proxy container's security context: read-only root filesystem (Caddy writes only to the
+ * data and /tmp emptyDirs), no privilege escalation, every capability dropped except
+ * NET_BIND_SERVICE when a listener port is below 1024 (for images whose binary carries it).
+ */
+export function proxySecurityContext(lowPorts: boolean): V1SecurityContext {
+  return {
+    allowPrivilegeEscalation: false,
+    readOnlyRootFilesystem: true,
+    runAsNonRoot: true,
+    capabilities: { drop: ["ALL"], ...(lowPorts ? { add: ["NET_BIND_SERVICE"] } : {}) },
+  };
 }
 
 /**
@@ -118,6 +166,7 @@ export function proxyContainer(input: ProxyContainerInput): V1Container {
       { name: POD_IP_ENV, valueFrom: { fieldRef: { fieldPath: "status.podIP" } } },
       { name: "XDG_CONFIG_HOME", value: lastGood ? LAST_GOOD_DIR : `${DATA_DIR}/config` },
       { name: "XDG_DATA_HOME", value: `${DATA_DIR}/data` },
+      { name: "HOME", value: DATA_DIR },
     ],
     ports: [
       { name: "admin", containerPort: managementPort, protocol: "TCP" },
@@ -135,6 +184,7 @@ export function proxyContainer(input: ProxyContainerInput): V1Container {
       { name: "bootstrap", mountPath: BOOTSTRAP_DIR, readOnly: true },
       ...(lastGood ? [{ name: "last-good", mountPath: LAST_GOOD_MOUNT, readOnly: true }] : []),
       { name: "data", mountPath: DATA_DIR },
+      { name: "tmp", mountPath: TMP_DIR },
     ],
   };
 }
@@ -169,6 +219,7 @@ export function proxyVolumes(gatewayName: string, lastGoodKey?: string): V1Volum
         ]
       : []),
     { name: "data", emptyDir: {} },
+    { name: "tmp", emptyDir: {} },
   ];
 }
 

@@ -160,6 +160,8 @@ describe("bring-your-own proxies", () => {
       "Secret/edge-kengine-admin/true",
       "ConfigMap/edge-kengine-bootstrap/true",
       "Secret/edge-kengine-last-good/true",
+      "PodDisruptionBudget/edge-kengine/true",
+      "NetworkPolicy/edge-kengine/true",
     ]);
   });
 

@@ -29,7 +29,9 @@ export function objectPath(
   namespace: string,
   name: string,
 ): string {
-  const plural = `${kind.toLowerCase()}s`; // Secret, Service, Deployment, ConfigMap: regular plurals
+  // Secret, Service, Deployment, PodDisruptionBudget: -s; NetworkPolicy: -ies.
+  const lower = kind.toLowerCase();
+  const plural = lower.endsWith("y") ? `${lower.slice(0, -1)}ies` : `${lower}s`;
   const base = apiVersion.includes("/") ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
   return `${base}/namespaces/${encodeURIComponent(namespace)}/${plural}/${encodeURIComponent(name)}`;
 }

@@ -38,6 +38,7 @@ import {
   GatewayRef,
   KubeManifest,
   OWNING_GATEWAY_LABEL,
+  ControllerPeers,
   ManagementSecretData,
   ProxySettings,
   adminService,
@@ -47,6 +48,8 @@ import {
   proxyWorkload,
   resolveSettings,
   proxyService,
+  proxyDisruptionBudget,
+  proxyNetworkPolicy,
   addressOutcome,
   requestedAddresses,
 } from "../provision";
@@ -211,6 +214,8 @@ export interface PlanInput {
   /** Serving data made earlier by this replica but not yet seen in the snapshot. */
   readonly pendingServing?: ManagementSecretData;
   readonly issue?: IssueServing;
+  /** The controller's pods: the NetworkPolicy opens the management port to them alone. */
+  readonly controller?: ControllerPeers;
 }
 
 /**
@@ -348,6 +353,8 @@ function planExternal(
       managed("v1", "Secret", managementSecretName(ir.name)),
       managed("v1", "ConfigMap", bootstrapConfigMapName(ir.name)),
       managed("v1", "Secret", lastGoodSecretName(ir.name)),
+      managed("policy/v1", "PodDisruptionBudget", names.proxy),
+      managed("networking.k8s.io/v1", "NetworkPolicy", names.proxy),
     ],
     settingsProblems,
   };
@@ -399,6 +406,8 @@ export function planGateway(
     proxyWorkload(ref, settings),
     proxyService(ref, settings),
     adminService(ref),
+    proxyDisruptionBudget(ref, settings),
+    proxyNetworkPolicy(ref, input.controller),
   ];
 
   // Pushed configs carry the serving certificate inline (inside the mTLS channel, never on the

@@ -22,6 +22,7 @@ import {
   renewalDue,
 } from "../proxies";
 import {
+  DEFAULT_CONTROLLER_PEERS,
   DEFAULT_PROXY_SETTINGS,
   GATEWAY_NAME_LABEL,
   KubeManifest,
@@ -853,6 +854,7 @@ export class Reconciler {
       defaults: this.o.defaults ?? DEFAULT_PROXY_SETTINGS,
       now,
       pendingServing: this.#pendingServing.get(`${ir.namespace}/${ir.name}`),
+      controller: { ...DEFAULT_CONTROLLER_PEERS, namespace: this.o.namespace },
     });
   }
 

@@ -34,7 +34,11 @@ import {
   RouteReason,
   condition,
 } from "./conditions";
-import { parametersRefProblem, resolveSettings } from "../provision/parameters";
+import {
+  gatewayParametersProblem,
+  parametersRefProblem,
+  resolveSettings,
+} from "../provision/parameters";
 import {
   DEFAULT_PROXY_FLAVOR,
   ProxyFlavor,
@@ -239,11 +243,11 @@ export function translate(s: Snapshot, options: TranslateOptions = {}): Translat
     const own = ctx.listeners.filter(l => l.owner.kind === "Gateway");
     // A Gateway whose parameters do not resolve is not accepted and gets no proxies (spec:
     // Accepted=False, reason InvalidParameters).
-    const badParameters = parametersRefProblem(
+    // Parameters that set a platform-owned field the class does not allow: the same answer.
+    const badParameters = gatewayParametersProblem(
       s,
-      gw.spec?.infrastructure?.parametersRef,
-      gw.metadata.namespace,
-      "spec.infrastructure.parametersRef",
+      classByName.get(gw.spec.gatewayClassName),
+      gw,
     );
     // An address of a type we cannot request or recognise: not accepted either (spec:
     // Accepted=False, reason UnsupportedAddress).

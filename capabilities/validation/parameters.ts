@@ -14,6 +14,7 @@ import { isIP } from "node:net";
 import { Collector } from "./budget";
 import { PROXY_FLAVORS } from "../translate/proxy-flavor";
 import { FieldProblem, display, truncate } from "./regex";
+import { allowOverridesShapeProblems } from "./overrides";
 
 /** spec.proxy.replicas: the range the CRD declares too (a unit test keeps them equal). */
 export const REPLICAS = { min: 0, max: 1000 } as const;
@@ -23,6 +24,7 @@ export interface KengineParametersLike {
     readonly proxy?: Readonly<Record<string, unknown>>;
     readonly service?: Readonly<Record<string, unknown>>;
     readonly addresses?: unknown;
+    readonly allowGatewayOverrides?: unknown;
   };
 }
 
@@ -129,6 +131,7 @@ export function kengineParametersProblems(
     else proxyProblems(c, proxy);
   }
   if (spec.addresses !== undefined) addressesProblems(c, spec.addresses);
+  c.add(allowOverridesShapeProblems(spec.allowGatewayOverrides));
   const service = spec.service;
   if (service !== undefined) {
     if (!isObject(service))

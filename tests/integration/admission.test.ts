@@ -265,6 +265,45 @@ describe("admission through kubectl", () => {
     expect(kubectl(["get", "kengineparameters", "good-params", "-n", ns]).code).toBe(0);
   });
 
+  it("denies a Gateway whose own parameters choose the proxy image or placement, naming each field", () => {
+    kubectlOk(
+      ["apply", "-f", "-"],
+      yaml({
+        apiVersion: "gateway.kengine.io/v1alpha1",
+        kind: "KengineParameters",
+        metadata: { name: "tenant-image", namespace: ns },
+        spec: {
+          proxy: { replicas: 1, image: "example.com/tenant/kengine:1", nodeSelector: { a: "b" } },
+        },
+      }),
+    );
+    const withParameters = (name: string, cls: string) =>
+      yaml({
+        apiVersion: "gateway.networking.k8s.io/v1",
+        kind: "Gateway",
+        metadata: { name, namespace: ns },
+        spec: {
+          gatewayClassName: cls,
+          infrastructure: {
+            parametersRef: {
+              group: "gateway.kengine.io",
+              kind: "KengineParameters",
+              name: "tenant-image",
+            },
+          },
+          listeners: [{ name: "http", port: 80, protocol: "HTTP" }],
+        },
+      });
+    denied(
+      withParameters("tenant-gw", ours),
+      `Gateway ${ns}/tenant-gw`,
+      `spec.infrastructure.parametersRef (KengineParameters ${ns}/tenant-image spec.proxy.image): is platform-owned`,
+      "spec.proxy.nodeSelector): is platform-owned",
+    );
+    // another controller's Gateway with the same reference is left alone
+    kubectlOk(["apply", "-f", "-"], withParameters("tenant-foreign", theirs));
+  });
+
   const backendTLSPolicy = (name: string, service: string, validation: object) =>
     yaml({
       apiVersion: "gateway.networking.k8s.io/v1",

@@ -235,6 +235,16 @@ apiVersion: apps/v1
 kind: DaemonSet
 metadata: {name: ext-kengine, namespace: ${ns}, labels: ${labels}}
 spec: {selector: ${selector}, template: ${pod}}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: ext-kengine, namespace: ${ns}, labels: ${labels}}
+spec: {maxUnavailable: 1, selector: ${selector}}
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: ext-kengine, namespace: ${ns}, labels: ${labels}}
+spec: {podSelector: ${selector}, policyTypes: [Ingress]}
 `;
 };
 
@@ -262,6 +272,8 @@ beforeAll(async () => {
 
   // Our CRDs from dist/ (the cluster may hold an older version of them).
   kubectlOk(["apply", "--server-side", "--force-conflicts", "-f", files.crds]);
+  // The controller's namespace (the module YAML creates it; on a fresh cluster nothing else has).
+  kubectl(["create", "namespace", "pepr-system"]);
   // The ServiceAccount and its roles, exactly as generated.
   const rbacObjects = [
     ...docs(files.module).filter(o =>
@@ -443,7 +455,7 @@ describe("least privilege", () => {
       () => {
         const left = kubectl([
           "get",
-          "deployment,daemonset,service,secret,configmap",
+          "deployment,daemonset,service,secret,configmap,poddisruptionbudget,networkpolicy",
           "-n",
           covNs!,
           "-l",
