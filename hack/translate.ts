@@ -48,9 +48,14 @@ export interface GoldenOutput {
   readonly caddy: string;
 }
 
-export function renderGolden(objects: readonly KubeObject[]): GoldenOutput {
+/** Translates a golden input: its objects, with its ProxyRefusal documents as `refused`. */
+export function translateGolden(objects: readonly KubeObject[]): ReturnType<typeof translate> {
   const snapshot = snapshotOf(objects.filter(o => o.kind !== "ProxyRefusal"));
-  const result = translate(snapshot, { refused: goldenRefusals(snapshot, objects) });
+  return translate(snapshot, { refused: goldenRefusals(snapshot, objects) });
+}
+
+export function renderGolden(objects: readonly KubeObject[]): GoldenOutput {
+  const result = translateGolden(objects);
   const out = stringify(
     {
       statuses: result.statuses,

@@ -10,10 +10,9 @@ import { IncomingMessage, Server, ServerResponse, createServer } from "node:http
 import { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { request } from "undici";
-import { parseSnapshotYAML } from "../../hack/translate";
+import { parseSnapshotYAML, translateGolden } from "../../hack/translate";
 import { renderCaddyJSON, toCaddyConfig } from "../../capabilities/caddy";
-import { KubeObject, snapshotOf } from "../../capabilities/snapshot";
-import { translate } from "../../capabilities/translate";
+import { KubeObject } from "../../capabilities/snapshot";
 import { Caddy, startCaddy } from "../support/caddy";
 import { freePort, HIGHEST_CONFIG_PORT, listenerPortOffset } from "../support/ports";
 import { httpsGet } from "../support/https";
@@ -93,7 +92,7 @@ async function loopbackObjects(name: string): Promise<KubeObject[]> {
 
 /** Loads each Gateway's config in turn (the last one stays), or only Gateway `only`'s. */
 async function load(name: string, only?: string): Promise<void> {
-  const result = translate(snapshotOf(await loopbackObjects(name)));
+  const result = translateGolden(await loopbackObjects(name));
   for (const ir of result.gateways.filter(g => only === undefined || g.name === only)) {
     // Moved ports must stay below the ephemeral range (tests/support/ports.ts).
     for (const { port } of [...ir.httpServers, ...ir.l4Servers])

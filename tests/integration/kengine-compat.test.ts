@@ -10,10 +10,8 @@ import { readFileSync, readdirSync } from "node:fs";
 import { IncomingMessage, Server, ServerResponse, createServer } from "node:http";
 import { AddressInfo } from "node:net";
 import { join } from "node:path";
-import { parseSnapshotYAML } from "../../hack/translate";
+import { parseSnapshotYAML, translateGolden } from "../../hack/translate";
 import { renderCaddyJSON, toCaddyConfig } from "../../capabilities/caddy";
-import { snapshotOf } from "../../capabilities/snapshot";
-import { translate } from "../../capabilities/translate";
 import { Caddy, startCaddy } from "../support/caddy";
 import { freePort, listenerPortOffset } from "../support/ports";
 import { httpsGet } from "../support/https";
@@ -47,8 +45,8 @@ async function echoServer(id: string): Promise<number> {
 /** Loads golden `name` translated for Kengine; returns how many layer-4 servers were left out. */
 async function load(name: string): Promise<number> {
   const objects = parseSnapshotYAML(readFileSync(join(goldenDir, `${name}.in.yaml`), "utf8"));
-  const result = translate(
-    snapshotOf(withProxyFlavor(await withLoopbackEndpoints(objects, echoServer), "Kengine")),
+  const result = translateGolden(
+    withProxyFlavor(await withLoopbackEndpoints(objects, echoServer), "Kengine"),
   );
   let leftOut = 0;
   for (const ir of result.gateways) {

@@ -16,7 +16,7 @@ import { IncomingMessage, Server, ServerResponse, createServer } from "node:http
 import { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { request } from "undici";
-import { parseSnapshotYAML } from "../../hack/translate";
+import { parseSnapshotYAML, translateGolden } from "../../hack/translate";
 import {
   DEFAULT_CERT_TAG,
   ManagementSpec,
@@ -27,8 +27,6 @@ import {
 } from "../../capabilities/proxies";
 import { parsePrometheusText } from "../../capabilities/proxies/prom-text";
 import { sealGatewayConfig } from "../../capabilities/reconcile/plan";
-import { snapshotOf } from "../../capabilities/snapshot";
-import { translate } from "../../capabilities/translate";
 import { DEFAULT_PROXY_FLAVOR, ProxyFlavor } from "../../capabilities/translate/proxy-flavor";
 import { Caddy, startCaddy } from "../support/caddy";
 import { withProxyFlavor } from "../support/flavor";
@@ -108,8 +106,8 @@ async function loadSealed(
   name: string,
 ): Promise<{ leftOut: number; config: { apps: { http: Record<string, unknown> } } }> {
   const objects = parseSnapshotYAML(readFileSync(join(goldenDir, `${name}.in.yaml`), "utf8"));
-  const result = translate(
-    snapshotOf(withProxyFlavor(await withLoopbackEndpoints(objects, echoServer), flavor)),
+  const result = translateGolden(
+    withProxyFlavor(await withLoopbackEndpoints(objects, echoServer), flavor),
   );
   let leftOut = 0;
   let config: { apps: { http: Record<string, unknown>; layer4?: { servers: object } } } | undefined;

@@ -319,7 +319,7 @@ spec:
       expect(sr(l(n), "ResolvedRefs")).toBe("False/InvalidCertificateRef");
       expect(sr(l(n), "Programmed")).toBe("False/Invalid");
     }
-    expect(find(l("bad-cert"), "ResolvedRefs")!.message).toContain("valid PEM");
+    expect(find(l("bad-cert"), "ResolvedRefs")!.message).toContain("no PEM CERTIFICATE block");
     expect(find(l("no-cert"), "ResolvedRefs")!.message).toContain("not found");
 
     const set = await eventually("the ListenerSet's listener status", () => {
