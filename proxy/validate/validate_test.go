@@ -14,6 +14,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
+
+	"kengine.io/gateway/proxy/internal/caddytest"
 )
 
 // probe is an app that counts what Caddy does with it.
@@ -31,20 +33,10 @@ func (*probe) Cleanup() error                { cleaned.Add(1); return nil }
 
 func init() { caddy.RegisterModule(probe{}) }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // running starts Caddy with only an admin endpoint on loopback and returns its address.
 func running(t *testing.T) string {
 	t.Helper()
-	admin := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	admin := fmt.Sprintf("127.0.0.1:%d", caddytest.FreePort(t))
 	cfg := fmt.Sprintf(`{"admin":{"listen":%q,"config":{"persist":false}}}`, admin)
 	if err := caddy.Load([]byte(cfg), true); err != nil {
 		t.Fatal(err)
@@ -96,7 +88,7 @@ func server(port int, handler string) string {
 func TestValidConfigIsProvisionedNeverStartedAndCleanedUp(t *testing.T) {
 	admin := running(t)
 	before := runningConfig(t, admin)
-	port := freePort(t)
+	port := caddytest.FreePort(t)
 	p0, s0, c0 := provisioned.Load(), started.Load(), cleaned.Load()
 
 	status, body := post(t, admin, []byte(server(port, "static_response")))
@@ -127,7 +119,7 @@ func TestValidConfigIsProvisionedNeverStartedAndCleanedUp(t *testing.T) {
 func TestRefusedConfigAnswers400WithCaddysError(t *testing.T) {
 	admin := running(t)
 	before := runningConfig(t, admin)
-	status, body := post(t, admin, []byte(server(freePort(t), "no_such_handler")))
+	status, body := post(t, admin, []byte(server(caddytest.FreePort(t), "no_such_handler")))
 	if status != http.StatusBadRequest {
 		t.Fatalf("status %d: %s", status, body)
 	}
@@ -144,7 +136,7 @@ func TestRefusedConfigAnswers400WithCaddysError(t *testing.T) {
 		t.Errorf("running config changed: %s -> %s", before, after)
 	}
 	// the same config is refused by /load too (validation says what a load would say)
-	if got := statusOf(t, http.MethodPost, "http://"+admin+"/load", server(freePort(t), "no_such_handler")); got != http.StatusBadRequest {
+	if got := statusOf(t, http.MethodPost, "http://"+admin+"/load", server(caddytest.FreePort(t), "no_such_handler")); got != http.StatusBadRequest {
 		t.Errorf("/load answered %d", got)
 	}
 }
@@ -159,7 +151,7 @@ const negativeSerialCA = "MIIBZTCCAQugAwIBAgICz8cwCgYIKoZIzj0EAwIwETEPMA0GA1UEAw
 func TestNegativeSerialCAIsRefusedAtProvision(t *testing.T) {
 	admin := running(t)
 	cfg := fmt.Sprintf(`{"apps":{"http":{"servers":{"s":{"listen":["127.0.0.1:%d"],"routes":[{"handle":[{"handler":"reverse_proxy","upstreams":[{"dial":"127.0.0.1:9"}],"transport":{"protocol":"http","tls":{"server_name":"x","ca":{"provider":"inline","trusted_ca_certs":[%q]}}}}]}]}}}}}`,
-		freePort(t), negativeSerialCA)
+		caddytest.FreePort(t), negativeSerialCA)
 	status, body := post(t, admin, []byte(cfg))
 	if status != http.StatusBadRequest || !strings.Contains(body, "negative serial number") {
 		t.Fatalf("status %d: %s", status, body)
@@ -192,7 +184,7 @@ func TestConcurrentValidations(t *testing.T) {
 	errs := make(chan string, 16)
 	ports := make([]int, 16)
 	for i := range ports {
-		ports[i] = freePort(t)
+		ports[i] = caddytest.FreePort(t)
 	}
 	for i := range 16 {
 		wg.Add(1)
