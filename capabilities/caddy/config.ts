@@ -21,6 +21,7 @@ import {
   RedirectIR,
 } from "../ir";
 import { DEFAULT_PROXY_FLAVOR, ProxyCapabilities, capabilitiesOf } from "../translate/proxy-flavor";
+import type { RefusableObject } from "../translate/refused";
 import { MAX_L4_WEIGHT_RATIO } from "../validation/l4route";
 import { quoteRE2 } from "../validation/regex";
 import {
@@ -71,12 +72,121 @@ export function toCaddyConfig(
   irs: GatewayIR | readonly GatewayIR[],
   opts: CaddyOptions = {},
 ): CaddyConfig {
+  return render(irs, opts, undefined);
+}
+
+/** The object (route, ListenerSet, Gateway listener) that produced a part of the config. */
+export type SourceObject = Omit<RefusableObject, "fingerprint">;
+
+/**
+ * Which objects produced each part of a config that Caddy names in its provisioning errors,
+ * by location (a JSON pointer without the leading `/apps`, e.g.
+ * `/http/servers/http-80/routes/0/handle/0/routes/2`): HTTP server routes and the routes of
+ * their subroutes, TLS connection policies, `load_pem` entries, layer-4 routes. A location
+ * inside an owned part belongs to the nearest owned part above it (reconcile/error-path.ts).
+ * Several objects own a part they share (routes merged by hostname, a shared backend).
+ */
+export type CaddySourceMap = ReadonlyMap<string, readonly SourceObject[]>;
+
+/**
+ * The source map of `toCaddyConfig(irs, opts)`: the same rendering, recording who made what
+ * (recomputed from the same IR and options, so the config itself carries nothing extra).
+ */
+export function caddySourceMap(
+  irs: GatewayIR | readonly GatewayIR[],
+  opts: CaddyOptions = {},
+): CaddySourceMap {
+  const owners: Owners = new WeakMap();
+  const config = render(irs, opts, owners);
+  const out = new Map<string, readonly SourceObject[]>();
+  const note = (at: string, o: object): void => {
+    const by = owners.get(o);
+    if (by && by.length > 0) out.set(at, by);
+  };
+  const walkRoutes = (at: string, routes: readonly CaddyRoute[] | undefined): void =>
+    routes?.forEach((r, i) => {
+      note(`${at}/${i}`, r);
+      r.handle.forEach((h, p) => {
+        if (h.handler === "subroute") walkRoutes(`${at}/${i}/handle/${p}/routes`, h.routes);
+      });
+    });
+  const apps = config.apps as {
+    http?: { servers: Record<string, Partial<CaddyHTTPServer>> };
+    tls?: { certificates: { load_pem?: readonly object[] } };
+    layer4?: { servers: Record<string, CaddyL4Server> };
+  };
+  for (const [name, server] of Object.entries(apps.http?.servers ?? {})) {
+    walkRoutes(`/http/servers/${name}/routes`, server.routes);
+    server.tls_connection_policies?.forEach((p, i) =>
+      note(`/http/servers/${name}/tls_connection_policies/${i}`, p),
+    );
+  }
+  apps.tls?.certificates.load_pem?.forEach((p, i) => note(`/tls/certificates/load_pem/${i}`, p));
+  for (const [name, server] of Object.entries(apps.layer4?.servers ?? {}))
+    server.routes.forEach((r, i) => note(`/layer4/servers/${name}/routes/${i}`, r));
+  return out;
+}
+
+type Owners = WeakMap<object, readonly SourceObject[]>;
+
+/** `o`, recorded as made by `by` (when a source map is being built). */
+function own<T extends object>(ctx: Ctx, o: T, by: readonly SourceObject[]): T {
+  ctx.owners?.set(o, by);
+  return o;
+}
+
+const ownersOf = (ctx: Ctx, o: object): readonly SourceObject[] => ctx.owners?.get(o) ?? [];
+
+/** Adds `more` to `owners`, each object once. */
+function addOwners(owners: SourceObject[], more: readonly SourceObject[]): void {
+  for (const m of more)
+    if (
+      !owners.some(
+        o =>
+          o.kind === m.kind &&
+          o.namespace === m.namespace &&
+          o.name === m.name &&
+          o.listener === m.listener,
+      )
+    )
+      owners.push(m);
+}
+
+/** The object a listener id (translate/listeners.ts) names: a ListenerSet or a Gateway listener. */
+export function listenerSource(id: string): SourceObject {
+  const set = id.startsWith("ListenerSet:");
+  const [namespace = "", name = "", listener = ""] = (set ? id.slice(12) : id).split("/");
+  return set
+    ? { kind: "ListenerSet", namespace, name }
+    : { kind: "Listener", namespace, name, listener };
+}
+
+function render(
+  irs: GatewayIR | readonly GatewayIR[],
+  opts: CaddyOptions,
+  owners: Owners | undefined,
+): CaddyConfig {
   const list = (Array.isArray(irs) ? irs : [irs]) as readonly GatewayIR[];
-  const ctx: Ctx = { opts, needsErrorServer: false, caps: capabilitiesOf(DEFAULT_PROXY_FLAVOR) };
+  const ctx: Ctx = {
+    opts,
+    needsErrorServer: false,
+    caps: capabilitiesOf(DEFAULT_PROXY_FLAVOR),
+    ...(owners && { owners }),
+  };
   const servers: Record<string, CaddyHTTPServer | JsonObject> = {};
   const l4: Record<string, CaddyL4Server> = {};
   const pems: { certificate: string; key: string; tags: string[] }[] = [];
   const seenCert = new Set<string>();
+  // A certificate's entry belongs to the HTTPS listeners that serve it.
+  const certUsers = new Map<string, Map<string, SourceObject>>();
+  for (const ir of owners ? list : [])
+    for (const s of ir.httpServers)
+      for (const l of s.listeners)
+        for (const id of l.certificateIds) {
+          const users = certUsers.get(id) ?? new Map<string, SourceObject>();
+          users.set(l.id, listenerSource(l.id));
+          certUsers.set(id, users);
+        }
   for (const ir of list) {
     ctx.caps = capabilitiesOf(ir.flavor ?? DEFAULT_PROXY_FLAVOR);
     ctx.clientCertificate = ir.backendClientCertificate;
@@ -90,7 +200,11 @@ export function toCaddyConfig(
     for (const c of ir.certificates) {
       if (seenCert.has(c.id)) continue;
       seenCert.add(c.id);
-      pems.push({ certificate: c.certificatePem, key: c.keyPem, tags: [c.id] });
+      pems.push(
+        own(ctx, { certificate: c.certificatePem, key: c.keyPem, tags: [c.id] }, [
+          ...(certUsers.get(c.id)?.values() ?? []),
+        ]),
+      );
     }
   }
   if (ctx.needsErrorServer) {
@@ -130,7 +244,18 @@ interface Ctx {
   /** The client certificate the Gateway being built presents to TLS backends. */
   clientCertificate?: CertificateIR;
   /** Shared dispatch of the server being built: reverse_proxy JSON → its route. */
-  dispatch?: Map<string, { readonly id: string; readonly handler: CaddyHandler }>;
+  dispatch?: Map<string, DispatchEntry>;
+  /** Building a source map (caddySourceMap): who made each part. */
+  readonly owners?: Owners;
+  /** The route whose entry is being built (owns the dispatch route it uses). */
+  entryOwner?: SourceObject;
+}
+
+interface DispatchEntry {
+  readonly id: string;
+  readonly handler: CaddyHandler;
+  /** The routes that use it. */
+  readonly owners: SourceObject[];
 }
 
 /** The variable a matched route sets to name its backend set (shared dispatch). */
@@ -162,8 +287,8 @@ function httpServer(ctx: Ctx, s: HTTPServerIR): CaddyHTTPServer {
   if (ctx.dispatch) {
     // Listeners (and the final 404) form one group: the first match wins and the request
     // then falls through to the dispatch routes, unless a route already answered.
-    const grouped = routes.map(r => inGroup(r, LISTENERS_GROUP));
-    routes.splice(0, routes.length, ...grouped, ...dispatchRoutes(ctx.dispatch));
+    const grouped = routes.map(r => own(ctx, inGroup(r, LISTENERS_GROUP), ownersOf(ctx, r)));
+    routes.splice(0, routes.length, ...grouped, ...dispatchRoutes(ctx, ctx.dispatch));
   }
   const tls = s.protocol === "HTTPS";
   return {
@@ -185,21 +310,33 @@ function httpServer(ctx: Ctx, s: HTTPServerIR): CaddyHTTPServer {
 
 function connectionPolicies(ctx: Ctx, s: HTTPServerIR): CaddyTLSConnectionPolicy[] {
   const v = s.clientValidation;
-  return s.listeners.map(l => ({
-    ...(l.hostname !== undefined && { match: sniMatch(ctx, l.hostname) }),
-    certificate_selection: { any_tag: [...l.certificateIds] },
-    // Gateway spec.tls.frontend: AllowValidOnly requires a certificate that verifies;
-    // AllowInsecureFallback asks for one and takes the connection whatever is sent.
-    ...(v && {
-      client_authentication: {
-        ca: { provider: "inline" as const, trusted_ca_certs: [...v.caCertificates] },
-        mode:
-          v.mode === "AllowInsecureFallback"
-            ? ("request" as const)
-            : ("require_and_verify" as const),
-      },
-    }),
-  }));
+  return s.listeners.map(l => policy(ctx, l, v));
+}
+
+function policy(
+  ctx: Ctx,
+  l: HTTPListenerIR,
+  v: HTTPServerIR["clientValidation"],
+): CaddyTLSConnectionPolicy {
+  return own(
+    ctx,
+    {
+      ...(l.hostname !== undefined && { match: sniMatch(ctx, l.hostname) }),
+      certificate_selection: { any_tag: [...l.certificateIds] },
+      // Gateway spec.tls.frontend: AllowValidOnly requires a certificate that verifies;
+      // AllowInsecureFallback asks for one and takes the connection whatever is sent.
+      ...(v && {
+        client_authentication: {
+          ca: { provider: "inline" as const, trusted_ca_certs: [...v.caCertificates] },
+          mode:
+            v.mode === "AllowInsecureFallback"
+              ? ("request" as const)
+              : ("require_and_verify" as const),
+        },
+      }),
+    },
+    [listenerSource(l.id)],
+  );
 }
 
 /** The exact hostnames a route is limited to, when its only matcher is `host`. */
@@ -219,7 +356,7 @@ function onlyHosts(r: CaddyRoute): readonly string[] | undefined {
  * and no hostname): exact hostnames exclude each other, so no route they jump over could
  * have answered the request first.
  */
-function mergeHostCatchAlls(routes: readonly CaddyRoute[]): CaddyRoute[] {
+function mergeHostCatchAlls(ctx: Ctx, routes: readonly CaddyRoute[]): CaddyRoute[] {
   let end = routes.findIndex(r => !r.match?.length || !r.match.every(m => m.host !== undefined));
   if (end < 0) end = routes.length;
   const later = new Set<string>();
@@ -230,7 +367,7 @@ function mergeHostCatchAlls(routes: readonly CaddyRoute[]): CaddyRoute[] {
     for (const m of routes[i].match ?? []) for (const h of m.host ?? []) later.add(h);
   }
   if (movable.size < 2) return [...routes];
-  const merged = new Map<string, { hosts: string[]; route: CaddyRoute }>();
+  const merged = new Map<string, { hosts: string[]; route: CaddyRoute; by: SourceObject[] }>();
   const out: CaddyRoute[] = [];
   for (let i = 0; i < end; i++) {
     const r = routes[i];
@@ -240,10 +377,13 @@ function mergeHostCatchAlls(routes: readonly CaddyRoute[]): CaddyRoute[] {
     }
     const key = JSON.stringify({ handle: r.handle, terminal: r.terminal });
     const group = merged.get(key);
-    if (group) group.hosts.push(...onlyHosts(r)!);
-    else merged.set(key, { hosts: [...onlyHosts(r)!], route: r });
+    if (group) {
+      group.hosts.push(...onlyHosts(r)!);
+      addOwners(group.by, ownersOf(ctx, r));
+    } else merged.set(key, { hosts: [...onlyHosts(r)!], route: r, by: [...ownersOf(ctx, r)] });
   }
-  for (const { hosts, route } of merged.values()) out.push({ ...route, match: [{ host: hosts }] });
+  for (const { hosts, route, by } of merged.values())
+    out.push(own(ctx, { ...route, match: [{ host: hosts }] }, by));
   return [...out, ...routes.slice(end)];
 }
 
@@ -258,14 +398,14 @@ function inGroup(r: CaddyRoute, group: string): CaddyRoute {
 }
 
 /** One route per distinct backend set: matched by the variable, proxies, ends the request. */
-function dispatchRoutes(
-  table: ReadonlyMap<string, { readonly id: string; readonly handler: CaddyHandler }>,
-): CaddyRoute[] {
-  return [...table.values()].map(({ id, handler }) => ({
-    match: [{ vars: { [BACKEND_VAR]: [id] } }],
-    handle: [handler],
-    terminal: true,
-  }));
+function dispatchRoutes(ctx: Ctx, table: ReadonlyMap<string, DispatchEntry>): CaddyRoute[] {
+  return [...table.values()].map(({ id, handler, owners }) =>
+    own(
+      ctx,
+      { match: [{ vars: { [BACKEND_VAR]: [id] } }], handle: [handler], terminal: true },
+      owners,
+    ),
+  );
 }
 
 const notFound = (): CaddyRoute => ({
@@ -274,8 +414,13 @@ const notFound = (): CaddyRoute => ({
 });
 
 function listenerRoute(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR, index: number): CaddyRoute {
-  let routes = l.routes.map(e => entryRoute(ctx, s, l, e));
-  if (ctx.dispatch) routes = mergeHostCatchAlls(routes);
+  let routes = l.routes.map(e => {
+    const { kind, namespace, name } = e.route;
+    ctx.entryOwner = { kind, namespace, name };
+    return own(ctx, entryRoute(ctx, s, l, e), [ctx.entryOwner]);
+  });
+  ctx.entryOwner = undefined;
+  if (ctx.dispatch) routes = mergeHostCatchAlls(ctx, routes);
   routes.push(notFound());
   const misdirected = s.protocol === "HTTPS" ? misdirectedRoute(ctx, s, index) : undefined;
   if (misdirected) routes.unshift(misdirected);
@@ -283,12 +428,16 @@ function listenerRoute(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR, index: numb
   // match runs; a forwarding route only names its backends and the request leaves the
   // subroute for the server's dispatch routes.
   // (Group names are per request and short: they are repeated on every route.)
-  if (ctx.dispatch) routes = routes.map(r => inGroup(r, `l${index}`));
-  return {
-    ...(l.hostname !== undefined && { match: [hostMatcher(l.hostname)] }),
-    handle: [{ handler: "subroute", routes }],
-    terminal: true,
-  };
+  if (ctx.dispatch) routes = routes.map(r => own(ctx, inGroup(r, `l${index}`), ownersOf(ctx, r)));
+  return own(
+    ctx,
+    {
+      ...(l.hostname !== undefined && { match: [hostMatcher(l.hostname)] }),
+      handle: [{ handler: "subroute", routes }],
+      terminal: true,
+    },
+    [listenerSource(l.id)],
+  );
 }
 
 const SNI = "http.request.tls.server_name";
@@ -529,9 +678,10 @@ function action(ctx: Ctx, s: HTTPServerIR, e: HTTPRouteEntryIR): CaddyHandler[] 
       const key = JSON.stringify(proxy);
       let entry = ctx.dispatch.get(key);
       if (!entry) {
-        entry = { id: `b${ctx.dispatch.size}`, handler: proxy };
+        entry = { id: `b${ctx.dispatch.size}`, handler: proxy, owners: [] };
         ctx.dispatch.set(key, entry);
       }
+      if (ctx.entryOwner) addOwners(entry.owners, [ctx.entryOwner]);
       return [{ handler: "vars", [BACKEND_VAR]: entry.id }];
     }
   }
@@ -929,10 +1079,15 @@ function l4Server(ctx: Ctx, s: L4ServerIR): CaddyL4Server {
       });
     handle.push(proxy);
     // One matcher set per name: caddy-l4 matches a route when any of its sets matches.
-    return {
-      ...(r.serverNames && { match: r.serverNames.map(n => ({ tls: sniMatch(ctx, n) })) }),
-      handle,
-    };
+    const { kind, namespace, name } = r.route;
+    return own(
+      ctx,
+      {
+        ...(r.serverNames && { match: r.serverNames.map(n => ({ tls: sniMatch(ctx, n) })) }),
+        handle,
+      },
+      [{ kind, namespace, name }],
+    );
   });
   return { listen: [listenAddress(ctx, s.port, listenNetwork)], routes };
 }

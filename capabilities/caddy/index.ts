@@ -1,5 +1,7 @@
 export {
   toCaddyConfig,
+  caddySourceMap,
+  listenerSource,
   renderCaddyJSON,
   escapePlaceholders,
   celString,
@@ -7,5 +9,5 @@ export {
   ERROR_SERVER_NAME,
   WILDCARD_SNI_DEPTH,
 } from "./config";
-export type { CaddyOptions } from "./config";
+export type { CaddyOptions, CaddySourceMap, SourceObject } from "./config";
 export * from "./types";

@@ -5,7 +5,7 @@
 import { createHash } from "node:crypto";
 import { FleetEvent, ProxyEndpoint, SealedConfig, Target } from "../proxies";
 import { RefusableObject, RefusedObject, identityOf } from "../translate";
-import { GatedPlan, Isolation } from "./isolation";
+import { GatedPlan, Isolation, MAX_TRACES } from "./isolation";
 
 const GW = "default/gw";
 const endpoint: ProxyEndpoint = {
@@ -207,5 +207,135 @@ describe("Isolation", () => {
     );
     expect(changes).toEqual([]);
     expect(isolation.gate(p)).toBe(p);
+  });
+});
+
+/**
+ * Tracing refusals through the source map: the fake proxy's config is a list of routes, one
+ * server route each, and it refuses the first bad one with Caddy's words for its index.
+ */
+describe("Isolation with a source map", () => {
+  const caddyError = (i: number) =>
+    `loading config: loading new config: loading http app module: provision http: server http-80: setting up route handlers: route ${i}: loading handler modules: position 0: bad`;
+  /** Undefined: the proxy loads `names`; else its error. */
+  const refusal = (names: readonly string[], bad: ReadonlySet<string>) => {
+    const i = names.findIndex(n => bad.has(n));
+    return i < 0 ? undefined : caddyError(i);
+  };
+
+  function traced(objects: RefusableObject[], bad: ReadonlySet<string>, validates: boolean) {
+    const validations: string[][] = [];
+    const configOf = (_gw: string, refused: readonly RefusedObject[]) => {
+      const out = new Set(refused.map(identityOf));
+      const kept = objects.filter(o => !out.has(identityOf(o)));
+      const sources = new Map(
+        kept.map((o, i) => [
+          `/http/servers/http-80/routes/${i}`,
+          [{ ...o, fingerprint: undefined }],
+        ]),
+      );
+      return { ...sealed(kept.map(o => o.name)), candidates: kept, sources, validates };
+    };
+    const isolation = new Isolation({
+      configOf,
+      validate: (_e, bytes) => {
+        const names = JSON.parse(bytes.toString()) as string[];
+        validations.push(names);
+        const message = refusal(names, bad);
+        return Promise.resolve({
+          ok: true,
+          value: message ? { accepted: false, message } : { accepted: true },
+        });
+      },
+      onChange: () => undefined,
+      log: () => undefined,
+    });
+    /** Pushes what a build would push until the proxy accepts it; the hashes pushed. */
+    const converge = async (max = 40): Promise<string[]> => {
+      const pushes: string[] = [];
+      for (let i = 0; i < max; i++) {
+        const config = sealed(configOf(GW, isolation.refused()).candidates.map(o => o.name));
+        const gated = isolation.gate({
+          key: GW,
+          targets: [{ endpoint, config }],
+          desiredHash: config.hash,
+          configProblem: undefined,
+        });
+        if (gated.targets.length === 0) return pushes;
+        const pushedConfig = gated.targets[0].config;
+        pushes.push(pushedConfig.hash);
+        const message = refusal(JSON.parse(pushedConfig.bytes.toString()) as string[], bad);
+        if (!message) {
+          isolation.observe(pushed(pushedConfig.hash), GW, endpoint);
+          if (pushedConfig.hash === config.hash) return pushes;
+        } else isolation.observe(refusedBy(pushedConfig.hash, message), GW, endpoint);
+        await isolation.idle();
+      }
+      return pushes;
+    };
+    return { isolation, configOf, converge, validations };
+  }
+
+  const names = (n: number, badEvery: number) =>
+    Array.from({ length: n }, (_, i) => route(i % badEvery === 1 ? `bad-${i}` : `ok-${i}`));
+
+  it("stock proxies (no validation): traces each refusal to its route and pushes the rest", async () => {
+    const objects = names(9, 3); // bad-1, bad-4, bad-7
+    const bad = new Set(objects.filter(o => o.name.startsWith("bad")).map(o => o.name));
+    const { isolation, converge, validations } = traced(objects, bad, false);
+    const pushes = await converge();
+    expect(validations).toEqual([]);
+    expect(isolation.refused().map(r => r.name)).toEqual(["bad-1", "bad-4", "bad-7"]);
+    // each refused object carries the error that named it, verbatim
+    expect(isolation.refused().map(r => r.reason)).toEqual([
+      caddyError(1),
+      caddyError(3),
+      caddyError(5),
+    ]);
+    // one push per culprit, then the accepted one; no config pushed twice
+    expect(pushes).toHaveLength(4);
+    expect(new Set(pushes).size).toBe(pushes.length);
+  });
+
+  it("stock proxies: an error naming no object stays the Gateway's", async () => {
+    const { isolation, configOf } = traced([route("a"), route("b")], new Set(), false);
+    const config = configOf(GW, []);
+    isolation.observe(
+      refusedBy(
+        config.hash,
+        "loading http app module: provision http: server http-80, listener 0: bind: address already in use",
+      ),
+      GW,
+      endpoint,
+    );
+    await isolation.idle();
+    expect(isolation.refused()).toEqual([]);
+    const plan = {
+      key: GW,
+      targets: [{ endpoint, config }],
+      desiredHash: config.hash,
+      configProblem: undefined,
+    };
+    expect(isolation.gate(plan)).toBe(plan); // pushed again (the push engine retries)
+  });
+
+  it(`stock proxies: stops tracing after ${MAX_TRACES} refusals in a row`, async () => {
+    const objects = names(3 * (MAX_TRACES + 4), 3);
+    const bad = new Set(objects.filter(o => o.name.startsWith("bad")).map(o => o.name));
+    const { isolation, converge } = traced(objects, bad, false);
+    await converge(3 * MAX_TRACES);
+    expect(isolation.refused()).toHaveLength(MAX_TRACES);
+  });
+
+  it("Bundled: confirms the traced routes with one validation each, no bisection", async () => {
+    const objects = names(30, 10); // bad-1, bad-11, bad-21
+    const bad = new Set(objects.filter(o => o.name.startsWith("bad")).map(o => o.name));
+    const { isolation, converge, validations } = traced(objects, bad, true);
+    const pushes = await converge();
+    expect(isolation.refused().map(r => r.name)).toEqual(["bad-1", "bad-11", "bad-21"]);
+    // the first refusal is traced, the config without it validated and refused again (traced),
+    // and so on: one validation per culprit
+    expect(validations).toHaveLength(3);
+    expect(pushes).toHaveLength(2);
   });
 });

@@ -4,10 +4,18 @@
  * programmed and each refused object says why in its own status.
  *
  * - A push the proxy refused (HTTP 400 from /load) queues one culprit search for that config
- *   hash (culprits.ts); searches run one at a time, off the build path. Bundled proxies
- *   validate each candidate config with our validation-only admin route (nothing they serve
- *   changes). Other flavours have no such route: the search stops at once and the Gateway
- *   keeps today's report (Programmed=False with the proxy's error; the push engine retries).
+ *   hash; searches run one at a time, off the build path. First the proxy's error is traced
+ *   through the config's source map (error-path.ts, caddy/config.ts caddySourceMap) to the
+ *   object(s) that made the part it names.
+ * - Stock Caddy and Kengine (no validation route): the traced objects are the culprits. Caddy's
+ *   /load is all or nothing (the proxy keeps running its old config), so the config without
+ *   them is simply pushed next; if that is refused too, its error is traced the same way, at
+ *   most MAX_TRACES times in a row before a push is accepted. An error traced to no object
+ *   stays the Gateway's (Programmed=False with the proxy's error; the push engine retries).
+ * - Bundled proxies validate with our validation-only admin route (nothing they serve
+ *   changes): the config without the traced objects must validate (one validation per traced
+ *   error); when the error maps to no object, or that validation fails, the culprits are
+ *   found by bisection (culprits.ts).
  * - A refusal the validation confirms (the whole config is refused without being started)
  *   marks the config hash refused: it is never pushed again; the Gateway's proxies keep (and
  *   new proxies get) the last config one of them accepted, and the Gateway says why. A refusal
@@ -25,8 +33,10 @@ import {
   Target,
   Validation,
 } from "../proxies";
+import type { CaddySourceMap } from "../caddy";
 import { RefusableObject, RefusedObject, identityOf } from "../translate";
-import { CulpritResult, findCulprits } from "./culprits";
+import { CulpritResult, DEFAULT_MAX_VALIDATIONS, findCulprits } from "./culprits";
+import { sourcesOfError } from "./error-path";
 
 /** What a search needs from the rest of the controller, for one Gateway. */
 export interface IsolationDeps {
@@ -42,6 +52,10 @@ export interface IsolationDeps {
         readonly hash: string;
         readonly bytes: Buffer;
         readonly candidates: readonly RefusableObject[];
+        /** Who made which part of the config (caddy/config.ts caddySourceMap). */
+        readonly sources?: CaddySourceMap;
+        /** The proxies have the validation-only route (Bundled flavour); default true. */
+        readonly validates?: boolean;
       }
     | undefined;
   readonly validate: (
@@ -65,6 +79,9 @@ export interface GatedPlan {
 /** Refused config hashes remembered per Gateway (oldest forgotten first). */
 const REFUSED_HASHES_KEPT = 32;
 
+/** Refusals traced without validation in a row, per Gateway, before one push is accepted. */
+export const MAX_TRACES = 16;
+
 interface Search {
   readonly gateway: string;
   readonly hash: string;
@@ -83,6 +100,8 @@ export class Isolation {
   readonly #lastGood = new Map<string, SealedConfig>();
   /** Per Gateway: the outcome of its last search, for the Gateway's message. */
   readonly #verdict = new Map<string, string>();
+  /** Per Gateway: refusals traced without validation since a push was last accepted. */
+  readonly #traces = new Map<string, number>();
   readonly #queue: Search[] = [];
   #running: Promise<void> | undefined;
   #stopped = false;
@@ -122,6 +141,7 @@ export class Isolation {
     if (e.type === "pushed" || e.type === "adopted") {
       const config = this.#offered.get(gateway)?.get(e.hash);
       if (config) this.#lastGood.set(gateway, config);
+      this.#traces.delete(gateway);
       return;
     }
     if (e.type !== "failed" || e.error.kind !== "rejected" || e.error.status !== 400) return;
@@ -143,6 +163,7 @@ export class Isolation {
       this.#offered,
       this.#lastGood,
       this.#verdict,
+      this.#traces,
     ])
       for (const key of [...map.keys()]) if (!gateways.has(key)) map.delete(key);
     let changed = false;
@@ -186,18 +207,47 @@ export class Isolation {
     const current = this.deps.configOf(job.gateway, before);
     if (!current) return;
     const byId = new Map(current.candidates.map(c => [identityOf(c), c]));
-    const result: CulpritResult<RefusableObject> = await findCulprits({
-      candidates: current.candidates,
-      maxValidations: this.deps.maxValidations,
-      validate: async excluded => {
+    // The source map describes the refused config only if that is the current one.
+    const first = current.hash === job.hash ? tracedIn(current, job.message) : [];
+    let result: CulpritResult<RefusableObject>;
+    if (current.validates === false) {
+      const count = this.#traces.get(job.gateway) ?? 0;
+      if (first.length === 0 || count >= MAX_TRACES) {
+        this.deps.log("culprit search", {
+          gateway: job.gateway,
+          result: "untraced",
+          ...(count >= MAX_TRACES && { traces: count }),
+          message: job.message,
+        });
+        return;
+      }
+      this.#traces.set(job.gateway, count + 1);
+      result = {
+        kind: "culprits",
+        culprits: first.map(object => ({ object, message: job.message })),
+        validations: 0,
+      };
+    } else {
+      const without = (excluded: readonly RefusableObject[]) => {
         const config = this.deps.configOf(job.gateway, [
           ...before,
           ...excluded.map(c => refusalOf(job.gateway, c, "")),
         ]);
-        if (!config) return { ok: false, error: { message: "the Gateway has no config any more" } };
-        return this.deps.validate(job.endpoint, config.bytes);
-      },
-    });
+        return config
+          ? this.deps.validate(job.endpoint, config.bytes)
+          : Promise.resolve({
+              ok: false as const,
+              error: { message: "the Gateway has no config any more" },
+            });
+      };
+      result =
+        (first.length > 0 && (await this.#confirm(job, before, first))) ||
+        (await findCulprits({
+          candidates: current.candidates,
+          maxValidations: this.deps.maxValidations,
+          validate: without,
+        }));
+    }
     if (this.#stopped) return;
     this.deps.log("culprit search", {
       gateway: job.gateway,
@@ -231,6 +281,45 @@ export class Isolation {
     this.#refused.set(job.gateway, [...before.filter(r => !ids.has(identityOf(r))), ...found]);
     this.deps.onChange();
   }
+
+  /**
+   * Bundled: the traced objects are the culprits if the config validates without them; a
+   * refusal of that config traced to more objects adds them. Undefined: bisect instead.
+   */
+  async #confirm(
+    job: Search,
+    before: readonly RefusedObject[],
+    traced: readonly RefusableObject[],
+  ): Promise<CulpritResult<RefusableObject> | undefined> {
+    const culprits = traced.map(object => ({ object, message: job.message }));
+    const max = this.deps.maxValidations ?? DEFAULT_MAX_VALIDATIONS;
+    for (let validations = 1; validations <= max; validations++) {
+      const config = this.deps.configOf(job.gateway, [
+        ...before,
+        ...culprits.map(c => refusalOf(job.gateway, c.object, "")),
+      ]);
+      if (!config) return undefined;
+      const r = await this.deps.validate(job.endpoint, config.bytes);
+      if (!r.ok) return undefined;
+      if (r.value.accepted) return { kind: "culprits", culprits, validations };
+      const known = new Set(culprits.map(c => identityOf(c.object)));
+      const message = r.value.message;
+      const more = tracedIn(config, message).filter(o => !known.has(identityOf(o)));
+      if (more.length === 0) return undefined;
+      culprits.push(...more.map(object => ({ object, message })));
+    }
+    return undefined;
+  }
+}
+
+/** The candidates of `config` that made the part Caddy's `message` names. */
+function tracedIn(
+  config: { readonly candidates: readonly RefusableObject[]; readonly sources?: CaddySourceMap },
+  message: string,
+): RefusableObject[] {
+  if (!config.sources) return [];
+  const byId = new Map(config.candidates.map(c => [identityOf(c), c]));
+  return sourcesOfError(config.sources, message).flatMap(o => byId.get(identityOf(o)) ?? []);
 }
 
 const refusalOf = (gateway: string, c: RefusableObject, reason: string): RefusedObject => ({

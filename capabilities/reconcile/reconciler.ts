@@ -53,7 +53,9 @@ import {
   kubeStatusApi,
   supportedVersionCondition,
 } from "../status";
-import { Condition, RefusableObject, RefusedObject, StatusResults, translate } from "../translate";
+import { Condition, RefusedObject, StatusResults, translate } from "../translate";
+import { DEFAULT_PROXY_FLAVOR } from "../translate/proxy-flavor";
+import { caddySourceMap } from "../caddy";
 import { clientCredentials, ensureAuthority } from "./authority";
 import {
   CaRead,
@@ -72,7 +74,7 @@ import { GatewayPlan, planGateway } from "./plan";
 import { claimProxies, each, planFailure } from "./contain";
 import { LastGoodWriter } from "./last-good-writer";
 import { DEFAULT_LAST_GOOD_POLICY, lastGoodCurrent, withoutLastGoodData } from "./last-good";
-import { Isolation } from "./isolation";
+import { Isolation, IsolationDeps } from "./isolation";
 import {
   RELOAD_SAMPLE,
   REQUESTS_SAMPLE,
@@ -865,7 +867,7 @@ export class Reconciler {
   #configOf(
     gateway: string,
     refused: readonly RefusedObject[],
-  ): { hash: string; bytes: Buffer; candidates: readonly RefusableObject[] } | undefined {
+  ): ReturnType<IsolationDeps["configOf"]> {
     const snapshot = this.#snapshot;
     if (!this.#ca) return undefined;
     const t = translate(snapshot, { controllerName: CONTROLLER_NAME, refused, candidates: true });
@@ -877,6 +879,9 @@ export class Reconciler {
         hash: config.hash,
         bytes: config.bytes,
         candidates: t.candidates?.get(gateway) ?? [],
+        // Which object made what Caddy's errors name (same IR, same layout as the push).
+        sources: caddySourceMap(ir),
+        validates: (ir.flavor ?? DEFAULT_PROXY_FLAVOR) === "Bundled",
       }
     );
   }
