@@ -443,24 +443,35 @@ export function sharedGateway(echoPort: number): KubeObject[] {
   ];
 }
 
-const ns = (name: string): KubeObject => ({
+/** Namespace `name` with its name label (as the API server sets it). */
+export const ns = (name: string): KubeObject => ({
   apiVersion: "v1",
   kind: "Namespace",
   metadata: { name, labels: { "kubernetes.io/metadata.name": name } },
 });
 
 function echo(namespace: string, port: number): KubeObject[] {
+  return loopbackService(namespace, "echo", 8080, port);
+}
+
+/** Service `name` (port `servicePort`) with one ready endpoint, 127.0.0.1:`port` (slice `<name>-1`). */
+export function loopbackService(
+  namespace: string,
+  name: string,
+  servicePort: number,
+  port: number,
+): KubeObject[] {
   return [
     {
       apiVersion: "v1",
       kind: "Service",
-      metadata: { name: "echo", namespace },
-      spec: { ports: [{ name: "http", port: 8080, targetPort: port }] },
+      metadata: { name, namespace },
+      spec: { ports: [{ name: "http", port: servicePort, targetPort: port }] },
     } as KubeObject,
     {
       apiVersion: "discovery.k8s.io/v1",
       kind: "EndpointSlice",
-      metadata: { name: "echo-1", namespace, labels: { "kubernetes.io/service-name": "echo" } },
+      metadata: { name: `${name}-1`, namespace, labels: { "kubernetes.io/service-name": name } },
       addressType: "IPv4",
       ports: [{ name: "http", port, protocol: "TCP" }],
       endpoints: [{ addresses: ["127.0.0.1"], conditions: { ready: true } }],

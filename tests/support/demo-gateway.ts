@@ -19,14 +19,19 @@ export const jsonpath = (args: string[], path: string): string =>
   kubectl([...args, "-o", `jsonpath=${path}`]).stdout.trim();
 
 /** A self-signed certificate and key in `dir` (`<name>.crt`, `<name>.key`); returns the PEM. */
-export function selfSigned(dir: string, name: string, extra: readonly string[]): string {
+export function selfSigned(
+  dir: string,
+  name: string,
+  extra: readonly string[],
+  curve = "P-256",
+): string {
   execFileSync("openssl", [
     "req",
     "-x509",
     "-newkey",
     "ec",
     "-pkeyopt",
-    "ec_paramgen_curve:P-256",
+    `ec_paramgen_curve:${curve}`,
     "-nodes",
     "-keyout",
     join(dir, `${name}.key`),
