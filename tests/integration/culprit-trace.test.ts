@@ -11,7 +11,10 @@
  * refusal is handed to the stage, which names the refused routes; the next push leaves them
  * out. At the end each refused route is reported on itself (Accepted=False, UnsupportedValue,
  * with Caddy's error), no config was pushed twice, and the healthy route answers real requests
- * on both listeners. Loopback only.
+ * on both listeners. The same for a listener: client certificates checked against that CA
+ * (Gateway spec.tls.frontend) make Caddy refuse the HTTPS listener's TLS connection policy;
+ * that listener alone is reported (Programmed=False, Invalid) and HTTP keeps serving. Loopback
+ * only.
  */
 import { createHash } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -81,7 +84,12 @@ const hostilePolicy = (svc: string): KubeObject =>
     },
   }) as KubeObject;
 
-function objects(): KubeObject[] {
+/**
+ * The Gateway (HTTP and HTTPS listeners) and its healthy route, with the two hostile routes
+ * (`hostile`), or with client certificates checked against the secp256k1 CA on HTTPS
+ * (`clientCa`: Gateway spec.tls.frontend, the HTTPS listener's TLS connection policy).
+ */
+function objects(o: { readonly hostile: boolean; readonly clientCa: boolean }): KubeObject[] {
   const serving = selfSigned(dir, HOST, ["-addext", `subjectAltName=DNS:${HOST}`]);
   return [
     ns("default"),
@@ -107,6 +115,17 @@ function objects(): KubeObject[] {
       metadata: { name: "gw", namespace: "default", generation: 1 },
       spec: {
         gatewayClassName: "kengine",
+        ...(o.clientCa && {
+          tls: {
+            frontend: {
+              default: {
+                validation: {
+                  caCertificateRefs: [{ group: "", kind: "ConfigMap", name: "k1-ca" }],
+                },
+              },
+            },
+          },
+        }),
         listeners: [
           { name: "http", port: 7931, protocol: "HTTP" },
           {
@@ -126,13 +145,17 @@ function objects(): KubeObject[] {
       data: { "ca.crt": k1Certificate() },
     },
     route("healthy", "/healthy", "echo", 8080),
-    route("hostile-a", "/hostile-a", "secure-a", 443),
-    route("hostile-b", "/hostile-b", "secure-b", 443),
     ...service("echo", 8080),
-    ...service("secure-a", 443),
-    ...service("secure-b", 443),
-    hostilePolicy("secure-a"),
-    hostilePolicy("secure-b"),
+    ...(o.hostile
+      ? [
+          route("hostile-a", "/hostile-a", "secure-a", 443),
+          route("hostile-b", "/hostile-b", "secure-b", 443),
+          ...service("secure-a", 443),
+          ...service("secure-b", 443),
+          hostilePolicy("secure-a"),
+          hostilePolicy("secure-b"),
+        ]
+      : []),
   ] as KubeObject[];
 }
 
@@ -160,103 +183,116 @@ const FLAVORS: readonly [ProxyFlavor, "caddy" | "caddy-2.8"][] = [
   ["Kengine", "caddy-2.8"],
 ];
 
-describe.each(FLAVORS)("a refused route on %s proxies (peer %s)", (flavor, peer) => {
+/**
+ * The controller's part, run for real on `objects` against `proxy`: the isolation stage (with
+ * the reconciler's translate, render and source map) and the push engine's (push what a
+ * build would push, report what the proxy said) until the proxy accepts the current config.
+ */
+async function converge(flavor: ProxyFlavor, proxy: Caddy, objects: KubeObject[]) {
+  const snapshot = snapshotOf(
+    await withLoopbackEndpoints(withProxyFlavor(objects, flavor), echoServer),
+  );
+  const errorListen = `127.0.0.1:${await freePort("127.0.0.1")}`;
+  const endpoint: ProxyEndpoint = {
+    name: "default/proxy-0",
+    address: "127.0.0.1",
+    port: 0,
+    serverName: "proxy-0",
+  };
+  let validations = 0;
+  const configOf: IsolationDeps["configOf"] = (gateway, refused) => {
+    const t = translate(snapshot, { controllerName: CONTROLLER_NAME, refused, candidates: true });
+    const ir = t.gateways.find(g => `${g.namespace}/${g.name}` === gateway);
+    if (!ir) return undefined;
+    const config = toCaddyConfig(ir, {
+      bindHost: "127.0.0.1",
+      portOffset: PORT_OFFSET,
+      errorResponderListen: errorListen,
+      management: { adminListen: proxy.adminAddress },
+    });
+    const bytes = Buffer.from(JSON.stringify(config));
+    return {
+      hash: hashOf(bytes),
+      bytes,
+      candidates: t.candidates?.get(gateway) ?? [],
+      // as the reconciler computes it: from the IR alone, whatever the bind options
+      sources: caddySourceMap(ir),
+      validates: flavor === "Bundled",
+    };
+  };
+  const isolation = new Isolation({
+    configOf,
+    validate: async (_e, bytes) => {
+      validations++;
+      const r = await proxy.admin("POST", "/kengine/validate", bytes.toString());
+      if (r.status === 200) return { ok: true, value: { accepted: true } };
+      const message = (JSON.parse(r.text) as { error?: string }).error ?? r.text;
+      if (r.status === 400) return { ok: true, value: { accepted: false, message } };
+      return { ok: false, error: { kind: "rejected", status: r.status, message } };
+    },
+    onChange: () => undefined,
+    log: () => undefined,
+  });
+
+  // The push engine's part: push what a build would push now, report what the proxy said.
+  const pushes: string[] = [];
+  const refusals: string[] = [];
+  for (let attempt = 0; attempt < 8; attempt++) {
+    const current = configOf(GATEWAY, isolation.refused())!;
+    const config: SealedConfig = { bytes: current.bytes, hash: current.hash };
+    const gated = isolation.gate({
+      key: GATEWAY,
+      targets: [{ endpoint, config }],
+      desiredHash: config.hash,
+      configProblem: undefined,
+    });
+    expect(gated.targets).toHaveLength(1);
+    const sent = gated.targets[0].config;
+    pushes.push(sent.hash);
+    const r = await proxy.load(sent.bytes.toString());
+    if (r.status === 200) {
+      isolation.observe(
+        { type: "pushed", name: endpoint.name, hash: sent.hash, durationMs: 1 },
+        GATEWAY,
+        endpoint,
+      );
+      if (sent.hash === config.hash) break;
+      continue;
+    }
+    expect(r.status).toBe(400);
+    const message = (JSON.parse(r.text) as { error: string }).error;
+    refusals.push(message);
+    isolation.observe(
+      {
+        type: "failed",
+        name: endpoint.name,
+        hash: sent.hash,
+        error: { kind: "rejected", status: 400, message },
+        attempts: 1,
+        retryInMs: 1000,
+      },
+      GATEWAY,
+      endpoint,
+    );
+    await isolation.idle();
+  }
+
+  return { isolation, snapshot, pushes, refusals, validations };
+}
+
+describe.each(FLAVORS)("a refused object on %s proxies (peer %s)", (flavor, peer) => {
   let caddy: Caddy | undefined;
   beforeAll(async () => {
     caddy = await startCaddy({ peer, name: `culprit-${flavor}` });
   }, 120_000);
   afterAll(() => caddy?.stop());
 
-  it("is reported on itself; the rest is loaded and answers", async () => {
-    const proxy = caddy!;
-    const snapshot = snapshotOf(
-      await withLoopbackEndpoints(withProxyFlavor(objects(), flavor), echoServer),
+  it("a route it refuses is reported on itself; the rest is loaded and answers", async () => {
+    const { isolation, snapshot, pushes, refusals, validations } = await converge(
+      flavor,
+      caddy!,
+      objects({ hostile: true, clientCa: false }),
     );
-    const errorListen = `127.0.0.1:${await freePort("127.0.0.1")}`;
-    const endpoint: ProxyEndpoint = {
-      name: "default/proxy-0",
-      address: "127.0.0.1",
-      port: 0,
-      serverName: "proxy-0",
-    };
-    let validations = 0;
-    const configOf: IsolationDeps["configOf"] = (gateway, refused) => {
-      const t = translate(snapshot, { controllerName: CONTROLLER_NAME, refused, candidates: true });
-      const ir = t.gateways.find(g => `${g.namespace}/${g.name}` === gateway);
-      if (!ir) return undefined;
-      const config = toCaddyConfig(ir, {
-        bindHost: "127.0.0.1",
-        portOffset: PORT_OFFSET,
-        errorResponderListen: errorListen,
-        management: { adminListen: proxy.adminAddress },
-      });
-      const bytes = Buffer.from(JSON.stringify(config));
-      return {
-        hash: hashOf(bytes),
-        bytes,
-        candidates: t.candidates?.get(gateway) ?? [],
-        // as the reconciler computes it: from the IR alone, whatever the bind options
-        sources: caddySourceMap(ir),
-        validates: flavor === "Bundled",
-      };
-    };
-    const isolation = new Isolation({
-      configOf,
-      validate: async (_e, bytes) => {
-        validations++;
-        const r = await proxy.admin("POST", "/kengine/validate", bytes.toString());
-        if (r.status === 200) return { ok: true, value: { accepted: true } };
-        const message = (JSON.parse(r.text) as { error?: string }).error ?? r.text;
-        if (r.status === 400) return { ok: true, value: { accepted: false, message } };
-        return { ok: false, error: { kind: "rejected", status: r.status, message } };
-      },
-      onChange: () => undefined,
-      log: () => undefined,
-    });
-
-    // The push engine's part: push what a build would push now, report what the proxy said.
-    const pushes: string[] = [];
-    const refusals: string[] = [];
-    for (let attempt = 0; attempt < 8; attempt++) {
-      const current = configOf(GATEWAY, isolation.refused())!;
-      const config: SealedConfig = { bytes: current.bytes, hash: current.hash };
-      const gated = isolation.gate({
-        key: GATEWAY,
-        targets: [{ endpoint, config }],
-        desiredHash: config.hash,
-        configProblem: undefined,
-      });
-      expect(gated.targets).toHaveLength(1);
-      const sent = gated.targets[0].config;
-      pushes.push(sent.hash);
-      const r = await proxy.load(sent.bytes.toString());
-      if (r.status === 200) {
-        isolation.observe(
-          { type: "pushed", name: endpoint.name, hash: sent.hash, durationMs: 1 },
-          GATEWAY,
-          endpoint,
-        );
-        if (sent.hash === config.hash) break;
-        continue;
-      }
-      expect(r.status).toBe(400);
-      const message = (JSON.parse(r.text) as { error: string }).error;
-      refusals.push(message);
-      isolation.observe(
-        {
-          type: "failed",
-          name: endpoint.name,
-          hash: sent.hash,
-          error: { kind: "rejected", status: 400, message },
-          attempts: 1,
-          retryInMs: 1000,
-        },
-        GATEWAY,
-        endpoint,
-      );
-      await isolation.idle();
-    }
-
     // Every refusal named a route of a hostile backend; no config was pushed twice.
     expect(refusals.length).toBeGreaterThan(0);
     for (const m of refusals) expect(m).toContain("x509: unsupported elliptic curve");
@@ -292,6 +328,7 @@ describe.each(FLAVORS)("a refused route on %s proxies (peer %s)", (flavor, peer)
     // The proxy runs the config without them: the healthy route answers on both listeners.
     const http = await request(`http://127.0.0.1:${7931 + PORT_OFFSET}/healthy`, {
       headers: { host: HOST },
+      reset: true,
     });
     const body = JSON.parse(await http.body.text()) as { backend: string };
     expect(http.statusCode).toBe(200);
@@ -300,8 +337,45 @@ describe.each(FLAVORS)("a refused route on %s proxies (peer %s)", (flavor, peer)
     expect(https.status).toBe(200);
     const gone = await request(`http://127.0.0.1:${7931 + PORT_OFFSET}/hostile-a`, {
       headers: { host: HOST },
+      reset: true,
     });
     await gone.body.dump();
     expect(gone.statusCode).toBe(404);
+  }, 120_000);
+
+  it("a listener it refuses is reported on itself; the other listener serves", async () => {
+    const { isolation, snapshot, pushes, refusals, validations } = await converge(
+      flavor,
+      caddy!,
+      objects({ hostile: false, clientCa: true }),
+    );
+    // Caddy names the HTTPS server's first TLS connection policy: the https listener's.
+    expect(refusals).toHaveLength(1);
+    expect(refusals[0]).toContain("setting up TLS connection policies: connection policy 0");
+    expect(refusals[0]).toContain("x509: unsupported elliptic curve");
+    expect(validations).toBe(flavor === "Bundled" ? 1 : 0);
+    expect(pushes).toHaveLength(2);
+    expect(new Set(pushes).size).toBe(2);
+    const refused = isolation.refused();
+    expect(refused.map(identityOf)).toEqual(["Listener/default/gw/https"]);
+
+    const gateway = translate(snapshot, {
+      controllerName: CONTROLLER_NAME,
+      refused,
+    }).statuses.gateways.find(g => g.name === "gw")!;
+    const programmed = (listener: string) =>
+      gateway.listeners
+        .find(l => l.name === listener)!
+        .conditions.find(c => c.type === "Programmed")!;
+    expect(programmed("https")).toMatchObject({ status: "False", reason: "Invalid" });
+    expect(programmed("https").message).toContain("x509: unsupported elliptic curve");
+    expect(programmed("http").status).toBe("True");
+
+    const http = await request(`http://127.0.0.1:${7931 + PORT_OFFSET}/healthy`, {
+      headers: { host: HOST },
+      reset: true,
+    });
+    await http.body.dump();
+    expect(http.statusCode).toBe(200);
   }, 120_000);
 });
