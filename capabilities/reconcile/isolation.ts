@@ -16,8 +16,8 @@
  *   changes): the config without the traced objects must validate (one validation per traced
  *   error); when the error maps to no object, or that validation fails, the culprits are
  *   found by bisection (culprits.ts).
- * - A refusal the validation confirms (the whole config is refused without being started)
- *   marks the config hash refused: it is never pushed again; the Gateway's proxies keep (and
+ * - A refusal traced to objects, or one the validation confirms (the whole config is refused
+ *   without being started), marks the config hash refused: it is never pushed again; the Gateway's proxies keep (and
  *   new proxies get) the last config one of them accepted, and the Gateway says why. A refusal
  *   validation does not confirm (a port in use when the proxy starts its servers) is not the
  *   config's fault: nothing is marked and the push engine retries as before.
