@@ -225,11 +225,16 @@ export interface PlanInput {
  */
 const sealedCache = new WeakMap<GatewayIR, { readonly spec: string; readonly sealed: Sealed }>();
 type Sealed = ReturnType<typeof sealConfig>;
+let renders = 0;
 
-function sealedFor(ir: GatewayIR, spec: ManagementSpec): Sealed {
+/** How many configs were rendered and sealed so far (cache misses; build-timings counts them). */
+export const sealedRenders = (): number => renders;
+
+export function sealedFor(ir: GatewayIR, spec: ManagementSpec): Sealed {
   const specKey = JSON.stringify(spec);
   const hit = sealedCache.get(ir);
   if (hit && hit.spec === specKey) return hit.sealed;
+  renders++;
   const sealed = sealGatewayConfig(ir, spec);
   sealedCache.set(ir, { spec: specKey, sealed });
   return sealed;
