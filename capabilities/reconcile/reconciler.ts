@@ -46,6 +46,7 @@ import {
 import {
   GatewayAddress,
   StatusKind,
+  StatusMemo,
   StatusWriter,
   BUNDLE_VERSION_ANNOTATION,
   WriteReport,
@@ -260,6 +261,8 @@ export class Reconciler {
   readonly #timings = new BuildTimings();
   /** Each Gateway's IR kept while its translation is unchanged, so it is not rendered again. */
   readonly #translator = new IncrementalTranslator();
+  /** Objects whose status was found in place, skipped while they and their result stay the same. */
+  readonly #statusMemo = new StatusMemo();
 
   constructor(private readonly o: ReconcilerOptions) {
     this.#batcher = new Batcher(() => this.requestBuild());
@@ -862,6 +865,7 @@ export class Reconciler {
       addresses,
       now: now.toISOString().replace(/\.\d{3}Z$/, "Z"),
       onUnchanged: kind => statusMetrics.unchanged(kind, 1),
+      memo: this.#statusMemo,
     });
     // Always handed over, even empty: pending rate-limited updates no longer wanted are dropped.
     this.#reportWrites(await this.#writer.write(updates));
