@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import type { GatewayIR } from "../ir";
-import { IrReuse, sameData } from "./reuse";
+import { sameData } from "../same-data";
+import { IrReuse } from "./reuse";
 
 const json = fc.jsonValue({ maxDepth: 4 });
 

@@ -5,6 +5,7 @@
  * would not change yields no update.
  */
 import { equals } from "ramda";
+import { sameData } from "../same-data";
 import type {
   BackendTLSPolicyStatusResult,
   Condition,
@@ -245,8 +246,7 @@ export class StatusMemo {
   /** Whether `result` over `current` was found in place by the previous computation. */
   inPlace(key: string, current: StoredObject, result: unknown): boolean {
     const e = this.#entries.get(key);
-    if (!e || e.current !== current || !(e.result === result || equals(e.result, result)))
-      return false;
+    if (!e || e.current !== current || !sameData(e.result, result)) return false;
     this.#seen.set(key, e);
     return true;
   }

@@ -29,7 +29,7 @@ import {
 } from "../../capabilities/status";
 import { translate } from "../../capabilities/translate";
 import { median, now, round } from "./stats";
-import { httpRoute, snapshotObjects } from "./workload";
+import { snapshotObjects } from "./workload";
 
 export type Mode = "full" | "incremental";
 const PHASES = ["snapshot", "translate", "render", "status"] as const;
@@ -108,10 +108,12 @@ export function benchIncremental(
           t = n;
         };
         if (k >= 0) {
-          // one route changed: route k*197 gets another spec (same name, simple variant)
-          const before = routes[(k * 197) % routes.length]!;
-          const index = Number(before.metadata.name.slice(1));
-          const changed = httpRoute(index, opts, k % 2 === 0) as KubeObject;
+          // one route changed: route k*197 gets another hostname (its config and status change)
+          const before = routes[(k * 197) % routes.length]! as KubeObject & { spec: object };
+          const changed = {
+            ...before,
+            spec: { ...before.spec, hostnames: [`changed${k}.${mode}.bench.local`] },
+          } as KubeObject;
           snapshot = apply(snapshot, {
             type: "upsert",
             kind: "HTTPRoute",
