@@ -9,10 +9,11 @@
  */
 import fc from "fast-check";
 import { arbitrarySnapshot } from "../../tests/support/arbitrary-snapshot";
-import { createAuthority, generateKeyPair, podManagementSpec } from "../proxies";
+import { createAuthority, generateKeyPair, podManagementSpec, sealConfig } from "../proxies";
+import { capabilitiesOf, DEFAULT_PROXY_FLAVOR } from "../translate/proxy-flavor";
 import { KubeObject, Snapshot, apply, snapshotOf } from "../snapshot";
 import { translate } from "../translate";
-import { sealGatewayConfig, sealedFor, sealedRenders } from "./plan";
+import { gatewayCaddyConfig, sealGatewayConfig, sealedFor, sealedRenders } from "./plan";
 import { IncrementalTranslator } from "./reuse";
 
 const RUNS = Number(process.env.KG_PROPERTY_RUNS ?? 100);
@@ -141,6 +142,25 @@ describe("incremental build equals a full build", () => {
         expect(sealedRenders()).toBe(renders);
       }),
       { numRuns: 20 },
+    );
+  });
+
+  it("seals a built config without parsing it back: the same bytes as sealing its text", () => {
+    fc.assert(
+      fc.property(universe, ({ initial }) => {
+        for (const ir of translate(snapshotOf(initial)).gateways) {
+          const text = JSON.stringify(gatewayCaddyConfig(ir, spec));
+          const options = {
+            trafficMetrics: capabilitiesOf(ir.flavor ?? DEFAULT_PROXY_FLAVOR).appMetrics
+              ? ("app" as const)
+              : ("server" as const),
+          };
+          expect(sealResult(sealGatewayConfig(ir, spec))).toBe(
+            sealResult(sealConfig(text, spec, options)),
+          );
+        }
+      }),
+      { numRuns: 30 },
     );
   });
 });
