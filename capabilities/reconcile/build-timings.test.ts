@@ -1,4 +1,5 @@
-import { BuildObserver, BuildPhase, BuildStage } from "../metrics/build";
+import { registry } from "../metrics";
+import { BuildObserver, BuildPhase, BuildStage, buildMetrics } from "../metrics/build";
 import { BuildTimings } from "./build-timings";
 
 /** A manual clock and an observer that records what it is told. */
@@ -107,5 +108,22 @@ describe("BuildTimings", () => {
     advance(5);
     timings.acknowledged("ns/b", "h1");
     expect(seen.propagation).toEqual([0.05]); // no change behind that build
+  });
+});
+
+describe("build metrics", () => {
+  it("are on the controller's registry under the documented names", async () => {
+    const timings = new BuildTimings(() => 0);
+    timings.begin().end({ translated: 3, reused: 2, rendered: 1, pushed: 0 });
+    buildMetrics.phase("translate", 0.004);
+    buildMetrics.propagation(0.03);
+    const text = await registry.metrics();
+    expect(text).toContain(
+      'kengine_gateway_build_phase_seconds_bucket{le="0.005",phase="translate"} 1',
+    );
+    expect(text).toContain("kengine_gateway_propagation_seconds_count 1");
+    expect(text).toContain('kengine_gateway_build_gateways_total{stage="translated"} 3');
+    expect(text).toContain('kengine_gateway_build_gateways_total{stage="reused"} 2');
+    expect(text).not.toContain('stage="pushed"'); // nothing pushed: no series yet
   });
 });
