@@ -33,6 +33,7 @@ export {
   DEFAULT_SEAL_OPTIONS,
   TRAFFIC_METRICS,
   readinessServer,
+  sealBuilt,
   sealConfig,
   withManagement,
 } from "./management";

@@ -432,6 +432,20 @@ export function sealConfig(
   }
   const config = asObject(parsed);
   if (config === undefined) return err(["config must be a JSON object"]);
+  return sealBuilt(config, desired, spec, options);
+}
+
+/**
+ * `sealConfig` for a config the controller built itself: `config` is the plain data `desired`
+ * was serialised from (JSON.stringify), so it is checked as is, without parsing the text back
+ * (the same bytes: a JSON round trip of plain data changes nothing JSON.stringify writes).
+ */
+export function sealBuilt(
+  config: CaddyConfig,
+  desired: Uint8Array | string,
+  spec: ManagementSpec,
+  options: SealOptions = DEFAULT_SEAL_OPTIONS,
+): Result<SealedConfig, readonly string[]> {
   const checked = checkConfig(config, spec, "absent");
   if (!checked.ok) return checked;
   // The hash names what the proxy runs: the desired bytes, plus the seal options unless they

@@ -46,6 +46,7 @@ import {
 import {
   GatewayAddress,
   StatusKind,
+  StatusMemo,
   StatusWriter,
   BUNDLE_VERSION_ANNOTATION,
   WriteReport,
@@ -70,7 +71,9 @@ import { LIST_PATHS, objectPath } from "./kinds";
 import { DEFAULT_RETRY, Listed, RetryDeps, RetryPolicy, listAll, retrying } from "./list";
 import { EventRecorder, GatewayObjectRef, PushEvents } from "./events";
 import { GatewayIR } from "../ir";
-import { GatewayPlan, planGateway } from "./plan";
+import { GatewayPlan, planGateway, sealedRenders } from "./plan";
+import { BuildRun, BuildTimings } from "./build-timings";
+import { IncrementalTranslator } from "./reuse";
 import { claimProxies, each, planFailure } from "./contain";
 import { LastGoodWriter } from "./last-good-writer";
 import { DEFAULT_LAST_GOOD_POLICY, lastGoodCurrent, withoutLastGoodData } from "./last-good";
@@ -256,6 +259,12 @@ export class Reconciler {
   #clientCertificate: string | undefined;
   /** Objects the proxies refuse, left out of their Gateway's config (isolation.ts). */
   readonly #isolation: Isolation;
+  /** Per-phase timings of the builds (metrics and one debug line per build). */
+  readonly #timings = new BuildTimings();
+  /** Each Gateway's IR kept while its translation is unchanged, so it is not rendered again. */
+  readonly #translator = new IncrementalTranslator();
+  /** Objects whose status was found in place, skipped while they and their result stay the same. */
+  readonly #statusMemo = new StatusMemo();
 
   constructor(private readonly o: ReconcilerOptions) {
     this.#batcher = new Batcher(() => this.requestBuild());
@@ -377,11 +386,15 @@ export class Reconciler {
    * is rewritten; our own writes cost one more build that finds nothing to write.
    */
   #apply(event: SnapshotEvent, ours = false): void {
+    const at = this.#timings.now();
     if (!this.#translationStale && changesTranslation(this.#snapshot, event))
       this.#translationStale = true;
     const r = apply(this.#snapshot, event);
     this.#snapshot = r.snapshot;
-    if (r.relevant || (ours && isSynced(r.snapshot))) this.#batcher.notify();
+    if (r.relevant || (ours && isSynced(r.snapshot))) {
+      this.#timings.received(at, this.#timings.now() - at);
+      this.#batcher.notify();
+    }
   }
 
   /**
@@ -651,6 +664,7 @@ export class Reconciler {
       else if (e.type === "forgotten") fleetMetrics.forgetProxy(gw, pod);
     }
     if (event && gateway && this.#elector.isLeader()) this.#events.record(gateway, event);
+    if (e.type === "pushed") this.#timings.acknowledged(e.name, e.hash);
     if (e.type === "skipped" || e.type === "withheld") return;
     const level = e.type === "failed" ? "warn" : "debug";
     const { type, name } = e;
@@ -670,15 +684,23 @@ export class Reconciler {
     if (!isSynced(snapshot) || !this.#ca || !this.#fleet) return;
     const leader = this.#elector.isLeader();
     const caRead = this.#caRead;
+    const run = this.#timings.begin();
+    const counts = { translated: 0, reused: 0, rendered: 0, pushed: 0 };
     if (this.#translationStale || !this.#translation) {
       this.#translationStale = false;
       const started = performance.now();
-      this.#translation = translate(snapshot, {
+      // An unchanged Gateway keeps its IR object: its sealed config is reused (plan.ts).
+      const t = this.#translator.translate(snapshot, {
         controllerName: CONTROLLER_NAME,
         refused: this.#isolation.refused(),
       });
+      this.#translation = t.result;
+      counts.translated = t.translated;
+      counts.reused = t.reused;
       fleetMetrics.translated((performance.now() - started) / 1000);
     }
+    run.mark("translate");
+    const rendersBefore = sealedRenders();
     const { gateways, statuses } = this.#translation;
     const now = new Date();
     // Each Gateway planned on its own: an exception fails that Gateway alone (contain.ts).
@@ -718,7 +740,9 @@ export class Reconciler {
     this.#admin?.setChannels(
       new Map(plans.flatMap(p => (p.channel ? [[p.channel.key, p.channel.credentials]] : []))),
     );
-    if (!leader) return;
+    counts.rendered = sealedRenders() - rendersBefore;
+    run.mark("render");
+    if (!leader) return this.#ended(run, counts);
     this.#lastGood.observe(plans.flatMap(p => (p.lastGood ? [p.lastGood] : [])));
     const proxyGateway = new Map(
       plans.flatMap(p => {
@@ -730,7 +754,14 @@ export class Reconciler {
     // proxies forgotten by this update still need their Gateway (metrics, events)
     this.#proxyGateway = new Map([...this.#proxyGateway, ...proxyGateway]);
     await this.#provisionEach(plans);
-    this.#fleet.update(plans.flatMap(p => p.targets));
+    run.mark("provision");
+    const targets = plans.flatMap(p => p.targets);
+    this.#fleet.update(targets);
+    counts.pushed = this.#timings.sent(
+      targets.map(t => ({ name: t.endpoint.name, hash: t.config.hash })),
+      run.receivedAt,
+    );
+    run.mark("push");
     // A config some proxy of the Gateway runs (pushed, or found running) is the last known good
     // one; the writer stores it off the build path (a build follows every push result).
     for (const p of plans) {
@@ -836,10 +867,18 @@ export class Reconciler {
       addresses,
       now: now.toISOString().replace(/\.\d{3}Z$/, "Z"),
       onUnchanged: kind => statusMetrics.unchanged(kind, 1),
+      memo: this.#statusMemo,
     });
     // Always handed over, even empty: pending rate-limited updates no longer wanted are dropped.
     this.#reportWrites(await this.#writer.write(updates));
+    run.mark("status");
     if (caRead && caRead === this.#caRead) await this.#stepCa(plans, caRead);
+    this.#ended(run, counts);
+  }
+
+  /** A build ended: its phase times into the metrics, and one debug line. */
+  #ended(run: BuildRun, counts: Parameters<BuildRun["end"]>[0]): void {
+    this.o.log.debug("build", { ...run.end(counts) });
   }
 
   #plan(

@@ -1,6 +1,7 @@
 import { parsePrometheusText } from "../proxies/prom-text";
 import fc from "fast-check";
-import { TrafficTotals, routeForHost } from "./traffic";
+import { KubeObject, snapshotOf } from "../snapshot";
+import { TrafficTotals, gatewayRoutes, routeForHost } from "./traffic";
 
 const scrape = (reload: number, lines: string[]) =>
   parsePrometheusText(
@@ -122,6 +123,71 @@ describe("TrafficTotals", () => {
         expect(t.totals().length).toBeLessThanOrEqual(known.size * 901);
         expect(JSON.stringify(t.totals())).not.toContain('"host"');
       }),
+    );
+  });
+});
+
+describe("gatewayRoutes", () => {
+  const parentRef = fc.record(
+    {
+      name: fc.constantFrom("a", "b"),
+      namespace: fc.constantFrom("x", "y"),
+      kind: fc.constantFrom("Gateway", "ListenerSet"),
+    },
+    { requiredKeys: ["name"] },
+  );
+  const route = fc.record({
+    kind: fc.constantFrom("HTTPRoute", "GRPCRoute"),
+    name: fc.constantFrom("r1", "r2", "r3", "R0", "r10"),
+    namespace: fc.constantFrom("x", "y"),
+    hostnames: fc.array(fc.constantFrom("h.test", "*.test"), { maxLength: 2 }),
+    parentRefs: fc.array(parentRef, { maxLength: 3 }),
+  });
+
+  /** What each Gateway's list must be: its routes by parentRef, each once, sorted. */
+  const expected = (objects: readonly KubeObject[], ns: string, name: string) =>
+    ["HTTPRoute", "GRPCRoute"]
+      .flatMap(kind => objects.filter(o => o.kind === kind))
+      .filter(o =>
+        (
+          (
+            o as unknown as {
+              spec: { parentRefs: { name: string; namespace?: string; kind?: string }[] };
+            }
+          ).spec.parentRefs ?? []
+        ).some(
+          p =>
+            (p.kind ?? "Gateway") === "Gateway" &&
+            p.name === name &&
+            (p.namespace ?? o.metadata.namespace) === ns,
+        ),
+      )
+      .map(o => ({
+        route: `${o.metadata.namespace}/${o.metadata.name}`,
+        hostnames: (o as unknown as { spec: { hostnames: string[] } }).spec.hostnames,
+      }))
+      .sort((p, q) => p.route.localeCompare(q.route));
+
+  it("gives every Gateway its attached routes, once each, sorted, as a scan per Gateway would", () => {
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(route, { selector: r => `${r.kind}/${r.namespace}/${r.name}` }),
+        routes => {
+          const objects = routes.map(
+            r =>
+              ({
+                apiVersion: "gateway.networking.k8s.io/v1",
+                kind: r.kind,
+                metadata: { name: r.name, namespace: r.namespace },
+                spec: { hostnames: r.hostnames, parentRefs: r.parentRefs },
+              }) as KubeObject,
+          );
+          const snapshot = snapshotOf(objects);
+          for (const ns of ["x", "y"])
+            for (const name of ["a", "b"])
+              expect(gatewayRoutes(snapshot, ns, name)).toEqual(expected(objects, ns, name));
+        },
+      ),
     );
   });
 });

@@ -75,24 +75,50 @@ interface RouteLike extends KubeObject {
   };
 }
 
-/** The HTTP and gRPC routes attached to a Gateway (by parentRef), with their hostnames. */
-export function gatewayRoutes(snapshot: Snapshot, namespace: string, name: string): RouteHosts[] {
-  const out: RouteHosts[] = [];
-  for (const kind of ["HTTPRoute", "GRPCRoute"] as const)
-    for (const o of snapshot.objects[kind].values()) {
+/**
+ * Every Gateway's HTTP and gRPC routes, made in one pass over the routes and kept while the
+ * snapshot's route maps are the same objects (each build asks for every Gateway; issue 16).
+ */
+const byGatewayCache = new WeakMap<
+  object,
+  { readonly grpc: object; readonly byGateway: ReadonlyMap<string, readonly RouteHosts[]> }
+>();
+
+function routesByGateway(snapshot: Snapshot): ReadonlyMap<string, readonly RouteHosts[]> {
+  const http = snapshot.objects.HTTPRoute;
+  const grpc = snapshot.objects.GRPCRoute;
+  const hit = byGatewayCache.get(http);
+  if (hit && hit.grpc === grpc) return hit.byGateway;
+  const byGateway = new Map<string, RouteHosts[]>();
+  for (const routes of [http, grpc])
+    for (const o of routes.values()) {
       const r = o as RouteLike;
       const ns = r.metadata.namespace ?? "";
-      const attached = (r.spec?.parentRefs ?? []).some(
-        p =>
+      const parents = new Set<string>();
+      for (const p of r.spec?.parentRefs ?? [])
+        if (
           (p.group ?? "gateway.networking.k8s.io") === "gateway.networking.k8s.io" &&
-          (p.kind ?? "Gateway") === "Gateway" &&
-          p.name === name &&
-          (p.namespace ?? ns) === namespace,
-      );
-      if (attached)
-        out.push({ route: `${ns}/${r.metadata.name}`, hostnames: r.spec?.hostnames ?? [] });
+          (p.kind ?? "Gateway") === "Gateway"
+        )
+          parents.add(`${p.namespace ?? ns}/${p.name}`);
+      for (const gw of parents) {
+        let list = byGateway.get(gw);
+        if (!list) byGateway.set(gw, (list = []));
+        list.push({ route: `${ns}/${r.metadata.name}`, hostnames: r.spec?.hostnames ?? [] });
+      }
     }
-  return out.sort((a, b) => a.route.localeCompare(b.route));
+  for (const list of byGateway.values()) list.sort((a, b) => a.route.localeCompare(b.route));
+  byGatewayCache.set(http, { grpc, byGateway });
+  return byGateway;
+}
+
+/** The HTTP and gRPC routes attached to a Gateway (by parentRef), with their hostnames. */
+export function gatewayRoutes(
+  snapshot: Snapshot,
+  namespace: string,
+  name: string,
+): readonly RouteHosts[] {
+  return routesByGateway(snapshot).get(`${namespace}/${name}`) ?? [];
 }
 
 interface ProxyReading {

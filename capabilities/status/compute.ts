@@ -5,6 +5,7 @@
  * would not change yields no update.
  */
 import { equals } from "ramda";
+import { sameData } from "../same-data";
 import type {
   BackendTLSPolicyStatusResult,
   Condition,
@@ -231,6 +232,36 @@ function unchanged(current: StoredObject | undefined, next: Record<string, unkno
   return Object.keys(next).every(k => equals(stored[k], next[k]));
 }
 
+/**
+ * Remembers, per object, the stored object and the result last found already in place, so the
+ * next computation skips that object while both are the same (issue 16: status recomputed only
+ * for objects whose inputs changed). The answer cannot differ: the status is a pure function of
+ * the stored object, the result and `now`, and `now` only reaches conditions whose status
+ * changes (stampConditions), which an object found in place has none of.
+ */
+export class StatusMemo {
+  #entries = new Map<string, { readonly current: StoredObject; readonly result: unknown }>();
+  #seen = new Map<string, { readonly current: StoredObject; readonly result: unknown }>();
+
+  /** Whether `result` over `current` was found in place by the previous computation. */
+  inPlace(key: string, current: StoredObject, result: unknown): boolean {
+    const e = this.#entries.get(key);
+    if (!e || e.current !== current || !sameData(e.result, result)) return false;
+    this.#seen.set(key, e);
+    return true;
+  }
+
+  found(key: string, current: StoredObject, result: unknown): void {
+    this.#seen.set(key, { current, result });
+  }
+
+  /** One computation ended: what it did not find in place is forgotten. */
+  settle(): void {
+    this.#entries = this.#seen;
+    this.#seen = new Map();
+  }
+}
+
 export interface ComputeInput {
   readonly results: StatusResults;
   readonly current: CurrentObject;
@@ -240,23 +271,33 @@ export interface ComputeInput {
   readonly now: string;
   /** Called for each object whose stored status already matches (nothing to write). */
   readonly onUnchanged?: (kind: StatusKind) => void;
+  /** Skips objects whose stored object and result are those found in place last time. */
+  readonly memo?: StatusMemo;
 }
 
 /** Every status write needed to make the stored status match the results. */
 export function computeStatusUpdates(input: ComputeInput): StatusUpdate[] {
-  const { results, current, controllerName, addresses, now, onUnchanged } = input;
+  const { results, current, controllerName, addresses, now, onUnchanged, memo } = input;
   const updates: StatusUpdate[] = [];
   const push = (
     kind: StatusKind,
     namespace: string | undefined,
     name: string,
     f: (c: StoredObject | undefined) => Record<string, unknown>,
+    /** What the status is made of besides the stored object (memo: routes). */
+    result?: unknown,
   ) => {
     const cur = current(kind, namespace, name);
     if (!cur) return; // deleted meanwhile: nothing to write
+    const key = `${kind}/${namespace ?? ""}/${name}`;
+    if (memo && result !== undefined && memo.inPlace(key, cur, result)) {
+      onUnchanged?.(kind);
+      return;
+    }
     const status = f(cur);
     if (unchanged(cur, status)) {
       onUnchanged?.(kind);
+      if (result !== undefined) memo?.found(key, cur, result);
       return;
     }
     const urgent = !equals(shape(cur.status), shape(status));
@@ -279,9 +320,10 @@ export function computeStatusUpdates(input: ComputeInput): StatusUpdate[] {
   for (const r of results.listenerSets)
     push("ListenerSet", r.namespace, r.name, c => gatewayStatus(c, r, now));
   for (const r of results.routes)
-    push(r.kind, r.namespace, r.name, c => routeStatus(c, r, controllerName, now));
+    push(r.kind, r.namespace, r.name, c => routeStatus(c, r, controllerName, now), r);
   for (const r of results.backendTLSPolicies ?? []) {
     push("BackendTLSPolicy", r.namespace, r.name, c => policyStatus(c, r, controllerName, now));
   }
+  memo?.settle();
   return updates;
 }

@@ -457,7 +457,34 @@ function parentTarget(
   return undefined;
 }
 
+/**
+ * Each route's compilation, kept while the route object and every snapshot map compilation
+ * reads (backends.ts, backendtls.ts, refs.ts) are the same objects (issue 16: a change to one
+ * route compiles that route; the snapshot replaces a kind's map when one of its objects
+ * changes). Compilation is pure, so a hit equals compiling again.
+ */
+const compiled = new WeakMap<
+  object,
+  { readonly reads: readonly object[]; readonly c: AnyCompiled }
+>();
+const compileReads = (s: Snapshot): readonly object[] => [
+  s.objects.Service,
+  s.objects.EndpointSlice,
+  s.objects.BackendTLSPolicy,
+  s.objects.ConfigMap,
+  s.objects.ReferenceGrant,
+];
+
 function compileAny(s: Snapshot, kind: RouteKind, obj: unknown): AnyCompiled {
+  const reads = compileReads(s);
+  const hit = compiled.get(obj as object);
+  if (hit && hit.reads.every((r, i) => r === reads[i])) return hit.c;
+  const c = compileUncached(s, kind, obj);
+  compiled.set(obj as object, { reads, c });
+  return c;
+}
+
+function compileUncached(s: Snapshot, kind: RouteKind, obj: unknown): AnyCompiled {
   if (kind === "HTTPRoute") return { l4: false, ...compileHTTPRoute(s, obj as never) };
   if (kind === "GRPCRoute") return { l4: false, ...compileGRPCRoute(s, obj as never) };
   const r = obj as {

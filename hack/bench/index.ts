@@ -17,9 +17,10 @@ import { join } from "node:path";
 import { benchConfigLoad } from "./config-load";
 import { CLUSTER_SCENARIOS, ClusterResults } from "./cluster";
 import { Row, evaluate, renderTable } from "./report";
+import { benchIncremental } from "./incremental";
 import { benchTranslate } from "./translate";
 
-const PURE = ["translate", "configLoad"] as const;
+const PURE = ["translate", "configLoad", "incremental"] as const;
 const ALL = [...PURE, ...CLUSTER_SCENARIOS] as const;
 const repoRoot = join(__dirname, "..", "..");
 const LOCK = "/tmp/kg-cluster.lock";
@@ -50,6 +51,12 @@ async function main(argv: string[]): Promise<void> {
   if (only.has("translate")) {
     log("translate: 100, 1,000, 10,000 routes over 10 Gateways");
     report.translate = benchTranslate();
+  }
+  if (only.has("incremental")) {
+    log(
+      "incremental: one route changed among 3,000 (1 and 10 Gateways), full vs incremental build",
+    );
+    report.incremental = benchIncremental();
   }
   if (only.has("configLoad")) {
     log("configLoad: 3,000 routes, ours vs naive, real Caddy, median of 5");

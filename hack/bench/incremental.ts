@@ -1,0 +1,164 @@
+/**
+ * Scenario "incremental": the controller's own work for one route changed among 3,000 (issue
+ * 16, items 1 and 3), in this process, phase by phase as a build does it (reconcile/reconciler.ts):
+ * the watch event into the snapshot, translation, rendering and sealing each Gateway's config
+ * (plan.ts), and computing status against the stored one. Two ways, alternating on the same
+ * changes: `full` renders every Gateway each build (the IR is new each build, so the sealed-
+ * config cache misses: the controller before IR reuse) and computes every object's status,
+ * `incremental` keeps unchanged Gateways' IR (reconcile/reuse.ts) so only the changed Gateway
+ * is rendered, and skips objects whose status was found in place (status/compute.ts StatusMemo). Two layouts: all
+ * routes on one Gateway (the propagation scenario's) and over 10 Gateways. CPU is the
+ * process's user + system time (process.cpuUsage); medians of the samples after a warm-up.
+ */
+import { newAuthority } from "../../capabilities/reconcile/rotation";
+import { sealGatewayConfig, sealedFor, sealedRenders } from "../../capabilities/reconcile/plan";
+import { IncrementalTranslator } from "../../capabilities/reconcile/reuse";
+import { podManagementSpec } from "../../capabilities/proxies";
+import {
+  CONTROLLER_NAME,
+  KubeObject,
+  Snapshot,
+  apply,
+  snapshotOf,
+} from "../../capabilities/snapshot";
+import {
+  StatusKind,
+  StatusMemo,
+  StoredObject,
+  computeStatusUpdates,
+} from "../../capabilities/status";
+import { translate } from "../../capabilities/translate";
+import { median, now, round } from "./stats";
+import { snapshotObjects } from "./workload";
+
+export type Mode = "full" | "incremental";
+const PHASES = ["snapshot", "translate", "render", "status"] as const;
+type Phase = (typeof PHASES)[number];
+
+export interface IncrementalSample {
+  readonly routes: number;
+  readonly gateways: number;
+  readonly mode: Mode;
+  /** Median wall time of each phase (ms). */
+  readonly phaseMs: Record<Phase, number>;
+  /** Median controller CPU of one build (user + system, ms). */
+  readonly cpuMs: number;
+  /** Median Gateways rendered per build. */
+  readonly rendered: number;
+  readonly samples: number;
+}
+
+const cpu = (): number => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
+
+/** The stored objects' status, as the API server (and the watch) would hold it after our writes. */
+class Stored {
+  readonly #objects = new Map<string, StoredObject>();
+  current = (kind: StatusKind, ns: string | undefined, name: string): StoredObject => {
+    const key = `${kind}/${ns ?? ""}/${name}`;
+    let o = this.#objects.get(key);
+    if (!o) this.#objects.set(key, (o = { metadata: { name, namespace: ns }, status: {} }));
+    return o;
+  };
+  written(updates: ReturnType<typeof computeStatusUpdates>): void {
+    for (const u of updates)
+      this.#objects.set(`${u.kind}/${u.namespace ?? ""}/${u.name}`, {
+        metadata: { name: u.name, namespace: u.namespace },
+        status: u.status,
+      });
+  }
+}
+
+export function benchIncremental(
+  layouts: readonly { routes: number; gateways: number }[] = [
+    { routes: 3000, gateways: 1 },
+    { routes: 3000, gateways: 10 },
+  ],
+  changes = 15,
+): IncrementalSample[] {
+  const spec = podManagementSpec(newAuthority(Date.now()).certificatePem);
+  const out: IncrementalSample[] = [];
+  for (const layout of layouts) {
+    const opts = { routes: layout.routes, gateways: layout.gateways };
+    const objects = snapshotObjects(opts);
+    const routes = objects.filter(o => o.kind === "HTTPRoute");
+    for (const mode of ["full", "incremental"] as const) {
+      let snapshot: Snapshot = snapshotOf(objects);
+      const translator = new IncrementalTranslator();
+      const stored = new Stored();
+      const memo = mode === "incremental" ? new StatusMemo() : undefined;
+      const phases: Record<Phase, number[]> = {
+        snapshot: [],
+        translate: [],
+        render: [],
+        status: [],
+      };
+      const cpus: number[] = [];
+      const rendered: number[] = [];
+      // Build 0 (first build, not measured) and then one changed route per build.
+      for (let k = -2; k < changes; k++) {
+        const c0 = cpu();
+        let t = now();
+        const ms: Partial<Record<Phase, number>> = {};
+        const lap = (p: Phase) => {
+          const n = now();
+          ms[p] = n - t;
+          t = n;
+        };
+        if (k >= 0) {
+          // one route changed: route k*197 gets another hostname (its config and status change)
+          const before = routes[(k * 197) % routes.length]! as KubeObject & { spec: object };
+          const changed = {
+            ...before,
+            spec: { ...before.spec, hostnames: [`changed${k}.${mode}.bench.local`] },
+          } as KubeObject;
+          snapshot = apply(snapshot, {
+            type: "upsert",
+            kind: "HTTPRoute",
+            object: changed,
+          }).snapshot;
+        }
+        lap("snapshot");
+        const gateways =
+          mode === "full"
+            ? translate(snapshot, { controllerName: CONTROLLER_NAME })
+            : translator.translate(snapshot, { controllerName: CONTROLLER_NAME }).result;
+        lap("translate");
+        const renders = sealedRenders();
+        for (const ir of gateways.gateways)
+          if (mode === "full") sealGatewayConfig(ir, spec);
+          else sealedFor(ir, spec);
+        const n = mode === "full" ? gateways.gateways.length : sealedRenders() - renders;
+        lap("render");
+        stored.written(
+          computeStatusUpdates({
+            results: gateways.statuses,
+            current: stored.current,
+            controllerName: CONTROLLER_NAME,
+            now: "2026-11-24T00:00:00Z",
+            ...(memo && { memo }),
+          }),
+        );
+        lap("status");
+        if (k < 0) continue;
+        cpus.push(cpu() - c0);
+        rendered.push(n);
+        for (const p of PHASES) phases[p].push(ms[p]!);
+      }
+      out.push({
+        ...layout,
+        mode,
+        phaseMs: Object.fromEntries(PHASES.map(p => [p, round(median(phases[p]))])) as Record<
+          Phase,
+          number
+        >,
+        cpuMs: round(median(cpus)),
+        rendered: median(rendered),
+        samples: changes,
+      });
+    }
+  }
+  return out;
+}
