@@ -5,6 +5,7 @@
 import { spawnSync } from "node:child_process";
 import { request } from "node:http";
 import { join } from "node:path";
+import { deployModule } from "./deployed";
 import { startPeprDev } from "./pepr-dev";
 
 const root = join(__dirname, "..");
@@ -51,14 +52,26 @@ async function main(): Promise<void> {
     "bringing up the local cluster (a first run builds its peers: hack/build-peers.sh says what and about how long)",
   );
   cluster("up");
+  // --deployed: the module as a cluster runs it (hack/deployed.ts), no `pepr dev` process.
+  const deployed = process.argv.includes("--deployed");
   say(
-    `cluster up after ${Math.round((Date.now() - began) / 1000)} s; starting the controller with \`pepr dev\` (builds the module)`,
+    `cluster up after ${Math.round((Date.now() - began) / 1000)} s; ` +
+      (deployed
+        ? "deploying the built module (Pepr's controller image in pepr-system)"
+        : "starting the controller with `pepr dev` (builds the module)"),
   );
-  const dev = await startPeprDev({
-    kubeconfig,
-    kubectl: kubectlBin,
-    echo: process.env.KG_VERBOSE ? process.stdout : undefined,
-  });
+  const dev = deployed
+    ? { stop: async () => undefined }
+    : await startPeprDev({
+        kubeconfig,
+        kubectl: kubectlBin,
+        echo: process.env.KG_VERBOSE ? process.stdout : undefined,
+      });
+  if (deployed) {
+    const d = deployModule({ kubeconfig, kubectl: kubectlBin, say });
+    if (!d.ok) throw new Error(d.error);
+    say(`module built in ${d.buildSeconds} s, Pepr's pods Available ${d.rolloutSeconds} s later`);
+  }
 
   let stopping = false;
   const stop = async (code: number) => {
