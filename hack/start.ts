@@ -5,7 +5,7 @@
 import { spawnSync } from "node:child_process";
 import { request } from "node:http";
 import { join } from "node:path";
-import { deployModule } from "./deployed";
+import { deployModule, distIsFresh } from "./deployed";
 import { startPeprDev } from "./pepr-dev";
 
 const root = join(__dirname, "..");
@@ -68,9 +68,14 @@ async function main(): Promise<void> {
         echo: process.env.KG_VERBOSE ? process.stdout : undefined,
       });
   if (deployed) {
-    const d = deployModule({ kubeconfig, kubectl: kubectlBin, say });
+    // dist/ newer than every module source is what `npm run build` would write again.
+    const skipBuild = distIsFresh();
+    if (skipBuild) say("dist/ is newer than the module's sources: not rebuilding it");
+    const d = deployModule({ kubeconfig, kubectl: kubectlBin, say, skipBuild });
     if (!d.ok) throw new Error(d.error);
-    say(`module built in ${d.buildSeconds} s, Pepr's pods Available ${d.rolloutSeconds} s later`);
+    say(
+      `${skipBuild ? "" : `module built in ${d.buildSeconds} s, `}Pepr's pods Available after ${d.rolloutSeconds} s (kubectl -n pepr-system get pods)`,
+    );
   }
 
   let stopping = false;
