@@ -60,24 +60,15 @@ async function main(): Promise<void> {
         ? "deploying the built module (Pepr's controller image in pepr-system)"
         : "starting the controller with `pepr dev` (builds the module)"),
   );
+  // Deployed, no child process keeps this one alive until Ctrl-C (which takes the cluster down).
+  const keepAlive = deployed ? setInterval(() => undefined, 3_600_000) : undefined;
   const dev = deployed
-    ? { stop: async () => undefined }
+    ? { stop: async () => clearInterval(keepAlive) }
     : await startPeprDev({
         kubeconfig,
         kubectl: kubectlBin,
         echo: process.env.KG_VERBOSE ? process.stdout : undefined,
       });
-  if (deployed) {
-    // dist/ newer than every module source is what `npm run build` would write again.
-    const skipBuild = distIsFresh();
-    if (skipBuild) say("dist/ is newer than the module's sources: not rebuilding it");
-    const d = deployModule({ kubeconfig, kubectl: kubectlBin, say, skipBuild });
-    if (!d.ok) throw new Error(d.error);
-    say(
-      `${skipBuild ? "" : `module built in ${d.buildSeconds} s, `}Pepr's pods Available after ${d.rolloutSeconds} s (kubectl -n pepr-system get pods)`,
-    );
-  }
-
   let stopping = false;
   const stop = async (code: number) => {
     if (stopping) return;
@@ -89,6 +80,20 @@ async function main(): Promise<void> {
   };
   process.on("SIGINT", () => void stop(0));
   process.on("SIGTERM", () => void stop(0));
+
+  if (deployed) {
+    // dist/ newer than every module source is what `npm run build` would write again.
+    const skipBuild = distIsFresh();
+    if (skipBuild) say("dist/ is newer than the module's sources: not rebuilding it");
+    const d = deployModule({ kubeconfig, kubectl: kubectlBin, say, skipBuild });
+    if (!d.ok) {
+      process.stderr.write(`start: ${d.error}\n`);
+      return stop(1);
+    }
+    say(
+      `${skipBuild ? "" : `module built in ${d.buildSeconds} s, `}Pepr's pods Available after ${d.rolloutSeconds} s (kubectl -n pepr-system get pods)`,
+    );
+  }
 
   const applied = kubectl("apply", "-f", join(root, "hack", "samples", "demo.yaml"));
   if (applied.status !== 0) {
