@@ -177,6 +177,7 @@ start_apiserver() { # BIN-DIR   starts kube-apiserver unless it runs, waits for 
       --service-cluster-ip-range "$service_cidr" \
       --authorization-mode Node,RBAC --allow-privileged=true \
       --enable-priority-and-fairness=false --profiling=false --v=1 \
+      --enable-aggregator-routing=true \
       --audit-policy-file "$local_dir/audit-policy.yaml" --audit-log-path "$logs/audit.log" \
       --audit-log-format json --audit-log-maxsize 20 --audit-log-maxbackup 2
   fi
@@ -213,11 +214,13 @@ up() {
   fi
   wait_for "etcd" 60 etcd curl -fsS "http://127.0.0.1:$etcd_port/health"
 
-  # An API server started without the audit log (an older cluster.sh): restart it with it.
+  # An API server started by an older cluster.sh (no audit log, or webhooks dialled through
+  # ClusterIPs that nothing answers here): restart it with today's flags.
   local apid
   apid=$(pid_of kube-apiserver)
-  if [ -n "$apid" ] && ! tr '\0' '\n' <"/proc/$apid/cmdline" 2>/dev/null | grep -qxF -- --audit-policy-file; then
-    log "kube-apiserver runs without the audit log: restarting it"
+  if [ -n "$apid" ] && ! { tr '\0' '\n' <"/proc/$apid/cmdline" 2>/dev/null | grep -qxF -- --audit-policy-file &&
+    tr '\0' '\n' <"/proc/$apid/cmdline" | grep -qxF -- --enable-aggregator-routing=true; }; then
+    log "kube-apiserver runs with older flags: restarting it"
     restart_apiserver
   fi
   start_apiserver "$bin"

@@ -5,6 +5,7 @@
 import { spawnSync } from "node:child_process";
 import { request } from "node:http";
 import { join } from "node:path";
+import { deployModule, distIsFresh } from "./deployed";
 import { startPeprDev } from "./pepr-dev";
 
 const root = join(__dirname, "..");
@@ -51,15 +52,23 @@ async function main(): Promise<void> {
     "bringing up the local cluster (a first run builds its peers: hack/build-peers.sh says what and about how long)",
   );
   cluster("up");
+  // --deployed: the module as a cluster runs it (hack/deployed.ts), no `pepr dev` process.
+  const deployed = process.argv.includes("--deployed");
   say(
-    `cluster up after ${Math.round((Date.now() - began) / 1000)} s; starting the controller with \`pepr dev\` (builds the module)`,
+    `cluster up after ${Math.round((Date.now() - began) / 1000)} s; ` +
+      (deployed
+        ? "deploying the built module (Pepr's controller image in pepr-system)"
+        : "starting the controller with `pepr dev` (builds the module)"),
   );
-  const dev = await startPeprDev({
-    kubeconfig,
-    kubectl: kubectlBin,
-    echo: process.env.KG_VERBOSE ? process.stdout : undefined,
-  });
-
+  // Deployed, no child process keeps this one alive until Ctrl-C (which takes the cluster down).
+  const keepAlive = deployed ? setInterval(() => undefined, 3_600_000) : undefined;
+  const dev = deployed
+    ? { stop: async () => clearInterval(keepAlive) }
+    : await startPeprDev({
+        kubeconfig,
+        kubectl: kubectlBin,
+        echo: process.env.KG_VERBOSE ? process.stdout : undefined,
+      });
   let stopping = false;
   const stop = async (code: number) => {
     if (stopping) return;
@@ -71,6 +80,20 @@ async function main(): Promise<void> {
   };
   process.on("SIGINT", () => void stop(0));
   process.on("SIGTERM", () => void stop(0));
+
+  if (deployed) {
+    // dist/ newer than every module source is what `npm run build` would write again.
+    const skipBuild = distIsFresh();
+    if (skipBuild) say("dist/ is newer than the module's sources: not rebuilding it");
+    const d = deployModule({ kubeconfig, kubectl: kubectlBin, say, skipBuild });
+    if (!d.ok) {
+      process.stderr.write(`start: ${d.error}\n`);
+      return stop(1);
+    }
+    say(
+      `${skipBuild ? "" : `module built in ${d.buildSeconds} s, `}Pepr's pods Available after ${d.rolloutSeconds} s (kubectl -n pepr-system get pods)`,
+    );
+  }
 
   const applied = kubectl("apply", "-f", join(root, "hack", "samples", "demo.yaml"));
   if (applied.status !== 0) {

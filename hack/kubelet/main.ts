@@ -6,6 +6,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Api } from "./api";
+import { ApiService, ApiServiceForwarder, upstreamOf } from "./apiservice";
 import { parseArgs } from "./args";
 import { Binder } from "./binder";
 import { EventRecorder } from "./events";
@@ -17,9 +18,23 @@ import { LogServer } from "./logserver";
 import { ensureBridge, netnsList, removeNetns } from "./network";
 import { NodeAgent } from "./node";
 import { OciLayout } from "./oci";
+import type { InstalledPepr } from "./pepr-image";
 import { PodManager } from "./pods";
 
 const machineLock = "/run/kengine-local-kubelet.json";
+
+/** The pepr package this repository installed: what Pepr's controller image runs here. */
+function installedPepr(): InstalledPepr | undefined {
+  const nodeModules = join(__dirname, "..", "..", "node_modules");
+  try {
+    const pkg = JSON.parse(readFileSync(join(nodeModules, "pepr", "package.json"), "utf8")) as {
+      version: string;
+    };
+    return { version: pkg.version, nodeModules, node: process.execPath };
+  } catch {
+    return undefined;
+  }
+}
 
 /** The other live kubelet holding the machine lock, if any. */
 function runningKubelet(): { pid: number; state: string } | undefined {
@@ -53,6 +68,14 @@ async function main(): Promise<void> {
   // Whatever a previous run left (it crashed or was killed) is restarted from scratch.
   for (const ns of await netnsList()) await removeNetns(ns);
   await ensureBridge();
+  const forwarder = new ApiServiceForwarder(api, upstreamOf(creds.server), log);
+  let apiService: ApiService | undefined;
+  try {
+    apiService = await forwarder.start();
+  } catch (e) {
+    log.warn(`pods get no in-cluster API access: ${String(e)}`);
+  }
+  const pepr = installedPepr();
 
   const logServer = new LogServer(
     {
@@ -86,6 +109,8 @@ async function main(): Promise<void> {
             ),
           }
         : {}),
+      ...(pepr ? { pepr } : {}),
+      ...(apiService ? { apiService } : {}),
       stateDir: args.state,
       hostIP: bridgeIP,
       events: new EventRecorder(api, args.nodeName, log),
@@ -113,6 +138,7 @@ async function main(): Promise<void> {
     log.info(`${sig}: stopping pods`);
     node.stop();
     lbs.stop();
+    forwarder.stop();
     const hard = setTimeout(() => process.exit(1), 8000);
     void Promise.all([
       pods.stopAll(3000),

@@ -9,6 +9,8 @@ import { Api, ApiError, keyOf } from "./api";
 import { containerEnv, referencedObjects } from "./env";
 import { resolveContainer } from "./images";
 import { fileInImage, imageProcess, OciLayout } from "./oci";
+import { apiServiceEnv, ApiService } from "./apiservice";
+import { InstalledPepr, mountPointFor, peprControllerProcess } from "./pepr-image";
 import type { EventRecorder, EventType } from "./events";
 import { Ipam } from "./ipam";
 import type { Logger } from "./log";
@@ -25,6 +27,10 @@ export interface PodDeps {
   readonly peersBin: string;
   /** Images the node holds (the proxy image's OCI layout): run from what the image holds. */
   readonly images?: OciLayout;
+  /** Pepr's controller image: the installed pepr package (see pepr-image.ts). */
+  readonly pepr?: InstalledPepr;
+  /** The `kubernetes` Service pods reach the API server through (see apiservice.ts). */
+  readonly apiService?: ApiService;
   readonly stateDir: string;
   readonly hostIP: string;
   readonly events: EventRecorder;
@@ -257,11 +263,19 @@ export class PodWorker {
     };
     const held = this.deps.images?.find(c.image ?? "");
     if (held && !held.ok) return block(held.reason, held.message);
+    const appDir = join(this.dir, "image", c.name);
+    const pepr = peprControllerProcess(c, this.deps.pepr, appDir);
+    if (pepr && !pepr.ok) return block(pepr.reason, pepr.message);
     let binaryPath: string;
     let args: readonly string[];
     let imageEnv: Readonly<Record<string, string>> = {};
+    let imageMounts: readonly Mount[] = [];
     let pulled: string;
-    if (held) {
+    if (pepr) {
+      ({ binaryPath, args, env: imageEnv, mounts: imageMounts } = pepr.value);
+      mkdirSync(appDir, { recursive: true });
+      pulled = `Container image "${c.image}" runs the installed pepr ${this.deps.pepr?.version} controller with ${binaryPath}`;
+    } else if (held) {
       const img = held.value;
       const proc = imageProcess(c, img.config, fileInImage(img.rootfs));
       if (!proc.ok) return block(proc.reason, proc.message);
@@ -294,6 +308,10 @@ export class PodWorker {
     });
     if (!env.ok) return block("CreateContainerConfigError", env.message);
     const mounts: Mount[] = [];
+    for (const m of imageMounts) {
+      this.ensureMountPoint(mountPointFor(m.target, mounts), true);
+      mounts.push(m);
+    }
     for (const m of c.volumeMounts ?? []) {
       const volDir = join(this.dir, "volumes", m.name);
       if (!existsSync(volDir))
@@ -302,7 +320,10 @@ export class PodWorker {
       if (!source)
         return block("CreateContainerConfigError", `subPath "${m.subPath}" escapes the volume`);
       if (!existsSync(source)) mkdirSync(source, { recursive: true });
-      this.ensureMountPoint(m.mountPath, statSync(source).isDirectory());
+      this.ensureMountPoint(
+        mountPointFor(m.mountPath, imageMounts),
+        statSync(source).isDirectory(),
+      );
       mounts.push({ source, target: m.mountPath, readOnly: m.readOnly ?? false });
     }
     const home = join(this.dir, "home", c.name);
@@ -324,6 +345,7 @@ export class PodWorker {
           PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
           HOSTNAME: this.pod.metadata.name,
           HOME: home,
+          ...(this.deps.apiService ? apiServiceEnv(this.deps.apiService) : {}),
           ...imageEnv,
           ...env.env,
         },

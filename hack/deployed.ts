@@ -1,0 +1,158 @@
+/**
+ * Deployed mode (`npm start -- --deployed`, tests/e2e/deployed.test.ts): the module as a
+ * cluster runs it. `npm run build`, then what docs/operations.md §2 applies ("With kubectl
+ * only"): our CRDs, the generated `dist/pepr-module-<uuid>.yaml` (Pepr's admission and watcher
+ * Deployments on Pepr's controller image, the module Secret, the TLS Secret, the Service the
+ * webhook is called through, RBAC) and our Role. No `pepr dev` process: the local kubelet runs
+ * the controller image (hack/kubelet/pepr-image.ts) and kube-apiserver calls the webhook
+ * through its Service's endpoints.
+ */
+import { spawnSync } from "node:child_process";
+import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { parseAllDocuments } from "yaml";
+import cfg from "../package.json";
+
+const repoRoot = join(__dirname, "..");
+export const moduleName = `pepr-${cfg.pepr.uuid}`;
+export const peprNamespace = "pepr-system";
+/** The admission and watcher Deployments `npm run build` generates. */
+export const deployments = [moduleName, `${moduleName}-watcher`] as const;
+
+export interface DeployOptions {
+  readonly kubeconfig: string;
+  readonly kubectl: string;
+  /** Skip `npm run build` (dist/ is already built). */
+  readonly skipBuild?: boolean;
+  readonly say?: (msg: string) => void;
+  /** How long to wait for the Deployments to be Available. */
+  readonly timeoutSeconds?: number;
+}
+
+export type Deployed =
+  | { readonly ok: true; readonly buildSeconds: number; readonly rolloutSeconds: number }
+  | { readonly ok: false; readonly error: string };
+
+/** The files applied, in order (CRDs first; our Role needs Pepr's namespace). */
+export function manifests(dist: string): readonly string[] {
+  return [
+    join(dist, "kengine-gateway-crds.yaml"),
+    join(dist, `pepr-module-${cfg.pepr.uuid}.yaml`),
+    join(dist, "kengine-gateway-rbac.yaml"),
+  ];
+}
+
+export function deployModule(opts: DeployOptions): Deployed {
+  const say = opts.say ?? (() => undefined);
+  const kubectl = (args: string[], timeoutMs = 120_000) =>
+    spawnSync(opts.kubectl, ["--kubeconfig", opts.kubeconfig, ...args], {
+      encoding: "utf8",
+      timeout: timeoutMs,
+    });
+  const began = Date.now();
+  if (!opts.skipBuild) {
+    say("building the module (npm run build)");
+    const b = spawnSync("npm", ["run", "build"], { cwd: repoRoot, encoding: "utf8" });
+    if (b.status !== 0)
+      return { ok: false, error: `npm run build failed:\n${b.stdout}${b.stderr}` };
+  }
+  const built = Date.now();
+  for (const file of manifests(join(repoRoot, "dist"))) {
+    const r = kubectl(["apply", "--server-side", "--force-conflicts", "-f", file]);
+    if (r.status !== 0) return { ok: false, error: `kubectl apply -f ${file}: ${r.stderr.trim()}` };
+  }
+  say(`applied ${manifests("dist").join(", ")}; waiting for Pepr's admission and watcher pods`);
+  const timeout = opts.timeoutSeconds ?? 240;
+  const names = deployments.map(d => `deployment/${d}`);
+  const w = kubectl(
+    ["wait", "-n", peprNamespace, "--for=condition=Available", `--timeout=${timeout}s`, ...names],
+    (timeout + 30) * 1000,
+  );
+  if (w.status !== 0) {
+    const pods = kubectl(["get", "pods", "-n", peprNamespace, "-o", "wide"]).stdout;
+    return {
+      ok: false,
+      error: `Pepr's Deployments are not Available after ${timeout} s: ${w.stderr.trim()}\n${pods}`,
+    };
+  }
+  return {
+    ok: true,
+    buildSeconds: Math.round((built - began) / 1000),
+    rolloutSeconds: Math.round((Date.now() - built) / 1000),
+  };
+}
+
+/** Newest modification time (ms) of the files under the given paths (directories recursed). */
+function newest(paths: readonly string[]): number {
+  let max = 0;
+  for (const p of paths) {
+    if (!existsSync(p)) continue;
+    const st = statSync(p);
+    if (st.isDirectory()) max = Math.max(max, newest(readdirSync(p).map(n => join(p, n))));
+    else max = Math.max(max, st.mtimeMs);
+  }
+  return max;
+}
+
+/** Whether dist/ holds a build newer than the module's sources (tests skip the rebuild then). */
+export function distIsFresh(): boolean {
+  const built = manifests(join(repoRoot, "dist"));
+  if (!built.every(existsSync)) return false;
+  const builtAt = Math.min(...built.map(f => statSync(f).mtimeMs));
+  const sources = ["capabilities", "pepr.ts", "package.json", "deploy", "hack/dist.ts"];
+  return newest(sources.map(s => join(repoRoot, s))) < builtAt;
+}
+
+/** kind/name (and namespace) of every object in a manifest file but Namespaces (pure). */
+export function objectRefs(manifest: string): { kind: string; name: string; namespace?: string }[] {
+  return parseAllDocuments(manifest)
+    .map(d => d.toJS() as { kind?: string; metadata?: { name?: string; namespace?: string } })
+    .filter(o => o?.kind && o.kind !== "Namespace" && o.metadata?.name)
+    .map(o => ({
+      kind: o.kind as string,
+      name: o.metadata?.name as string,
+      ...(o.metadata?.namespace ? { namespace: o.metadata.namespace } : {}),
+    }));
+}
+
+/**
+ * Removes what deployModule applied except the Namespace and our CRDs (other tests run the
+ * module with `pepr dev` next, in the same pepr-system), and waits for Pepr's pods to go.
+ */
+export function undeployModule(opts: Pick<DeployOptions, "kubeconfig" | "kubectl">): void {
+  const [, moduleYaml, rbacYaml] = manifests(join(repoRoot, "dist"));
+  for (const file of [rbacYaml, moduleYaml]) {
+    for (const o of objectRefs(readFileSync(file, "utf8"))) {
+      spawnSync(
+        opts.kubectl,
+        [
+          "--kubeconfig",
+          opts.kubeconfig,
+          "delete",
+          "--ignore-not-found",
+          "--wait=true",
+          ...(o.namespace ? ["-n", o.namespace] : []),
+          o.kind,
+          o.name,
+        ],
+        { encoding: "utf8", timeout: 120_000 },
+      );
+    }
+  }
+  spawnSync(
+    opts.kubectl,
+    [
+      "--kubeconfig",
+      opts.kubeconfig,
+      "wait",
+      "-n",
+      peprNamespace,
+      "--for=delete",
+      "pod",
+      "-l",
+      "pepr.dev/controller",
+      "--timeout=60s",
+    ],
+    { encoding: "utf8", timeout: 90_000 },
+  );
+}
