@@ -94,6 +94,7 @@ import {
 
 export { CONTROLLER_NAME } from "../ownership";
 import { CONTROLLER_NAME } from "../ownership";
+import { AcmeManager, AcmeManagerOptions } from "../acme/manager";
 const FIELD_MANAGER = "kengine-gateway";
 
 export interface Logger {
@@ -130,6 +131,8 @@ export interface ReconcilerOptions {
   readonly sleep?: (ms: number) => Promise<void>;
   /** Minimum time between two writes of a Gateway's last-good Secret (last-good.ts). */
   readonly lastGoodIntervalMs?: number;
+  /** Automatic HTTPS settings (back-off; tests shorten it). */
+  readonly acme?: Pick<AcmeManagerOptions, "backoff" | "selfCheckTimeoutMs">;
 }
 
 /** Start-up failed for good: the process should exit (Kubernetes restarts it). */
@@ -254,6 +257,8 @@ export class Reconciler {
   #clientCertificate: string | undefined;
   /** Objects the proxies refuse, left out of their Gateway's config (isolation.ts). */
   readonly #isolation: Isolation;
+  /** Automatic HTTPS: the leader's ACME orders (acme/manager.ts). */
+  readonly #acme: AcmeManager;
 
   constructor(private readonly o: ReconcilerOptions) {
     this.#batcher = new Batcher(() => this.requestBuild());
@@ -269,6 +274,7 @@ export class Reconciler {
       },
       log: (message, meta) => o.log.info(message, meta),
     });
+    this.#acme = new AcmeManager({ kube: o.kube, log: o.log, namespace: o.namespace, ...o.acme });
     this.#events = new EventRecorder({
       kube: o.kube,
       instance: o.identity,
@@ -315,6 +321,7 @@ export class Reconciler {
         });
         this.#fleet?.update([]);
         this.#lastGood.clear();
+        this.#acme.stop();
       },
       onNewLeader: id => o.log.info("following", { leader: id }),
       onError: e => o.log.debug("lease operation failed", { error: String(e) }),
@@ -594,6 +601,7 @@ export class Reconciler {
     await this.#elector.stop();
     this.#fleet?.close();
     this.#lastGood.close();
+    this.#acme.stop();
     await this.#admin?.close();
   }
 
@@ -717,6 +725,7 @@ export class Reconciler {
       new Map(plans.flatMap(p => (p.channel ? [[p.channel.key, p.channel.credentials]] : []))),
     );
     if (!leader) return;
+    this.#acme.update(snapshot, now);
     this.#lastGood.observe(plans.flatMap(p => (p.lastGood ? [p.lastGood] : [])));
     const proxyGateway = new Map(
       plans.flatMap(p => {
