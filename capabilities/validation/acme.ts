@@ -66,7 +66,7 @@ export function acmeSecretName(hostname: string): string {
   const base = `kengine-acme-${hostname.toLowerCase()}`;
   if (base.length <= 253) return base;
   const h = createHash("sha256").update(hostname).digest("hex").slice(0, 16);
-  return `${base.slice(0, 253 - 17)}-${h}`;
+  return `${base.slice(0, 253 - 17).replace(/[.-]+$/, "")}-${h}`;
 }
 
 /** The HTTP-01 answers stored in a certificate Secret's annotation (invalid JSON: none). */
