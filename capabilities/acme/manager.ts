@@ -88,8 +88,9 @@ export class AcmeManager {
     let wake: Date | undefined;
     for (const w of wanted) {
       const key = `${w.namespace}/${w.name}`;
+      if (this.#inFlight.has(key)) continue;
       // HTTP-01 reaches the Gateway at its address: none yet, nothing to validate against
-      if (this.#inFlight.has(key) || w.addresses.length === 0) continue;
+      if (!w.problem && w.http01Port && w.addresses.length === 0) continue;
       const mine = this.#written.get(key);
       const state =
         mine && mine.at > now.getTime() - 60_000
@@ -134,25 +135,21 @@ export class AcmeManager {
     hasCertificate: boolean,
   ): Promise<void> {
     const log = { name: w.name, namespace: w.namespace, issuer: w.issuerName };
-    if (!w.issuer || w.problem) {
-      await this.#write(w, {
-        state: "Failed",
-        message: w.problem ?? `issuer ${w.issuerName} is not usable`,
-        retryAt: undefined,
-      });
-      return;
-    }
-    if (!w.http01Port) {
-      await this.#write(w, {
-        state: "Failed",
-        message:
-          "HTTP-01 needs an HTTP listener on port 80 of the Gateway: the CA validates the name there",
-      });
-      return;
-    }
-    const issuer = w.issuer;
-    this.o.log.info("acme order", { ...log, why });
     try {
+      // settings that cannot work fail like a CA error: reported, retried with back-off
+      if (!w.issuer || w.problem)
+        throw new OrderFailed({
+          type: "config",
+          detail: w.problem ?? `issuer ${w.issuerName} is not usable`,
+        });
+      if (!w.http01Port)
+        throw new OrderFailed({
+          type: "config",
+          detail:
+            "HTTP-01 needs an HTTP listener on port 80 of the Gateway: the CA validates the name there",
+        });
+      const issuer = w.issuer;
+      this.o.log.info("acme order", { ...log, why });
       const client = await this.#client(issuer);
       let order: Order | undefined;
       let orderUrl = resume;
