@@ -78,6 +78,22 @@ const acme = (issuer: string) => ({
   tls: { options: { [ACME_ISSUER_OPTION]: issuer } },
 });
 const http80 = { name: "http", protocol: "HTTP", port: 80 };
+/** The Gateway's own parameters declare issuer `le`. */
+const withIssuer = (objs: KubeObject[]): KubeObject[] => {
+  const gw = objs[1] as KubeObject & { spec: Record<string, unknown> };
+  gw.spec["infrastructure"] = {
+    parametersRef: { group: "gateway.kengine.io", kind: "KengineParameters", name: "p" },
+  };
+  return [
+    ...objs,
+    {
+      apiVersion: "gateway.kengine.io/v1alpha1",
+      kind: "KengineParameters",
+      metadata: { name: "p", namespace: "shop" },
+      spec: { acme: { issuers: [{ name: "le", server: "https://acme.example/dir" }] } },
+    } as KubeObject,
+  ];
+};
 const SECRET = `shop/${acmeSecretName("shop.example.com")}`;
 const quiet = { info: () => {}, warn: () => {} };
 
@@ -114,17 +130,7 @@ describe("ACME manager bookkeeping", () => {
 
   it("says HTTP-01 needs a port-80 listener when the Gateway has none", async () => {
     const f = fakeKube();
-    const params = {
-      apiVersion: "gateway.kengine.io/v1alpha1",
-      kind: "KengineParameters",
-      metadata: { name: "p", namespace: "shop" },
-      spec: { acme: { issuers: [{ name: "le", server: "https://acme.example/dir" }] } },
-    } as KubeObject;
-    const objs = world([acme("le")], [params]);
-    const gw = objs[1] as KubeObject & { spec: Record<string, unknown> };
-    gw.spec["infrastructure"] = {
-      parametersRef: { group: "gateway.kengine.io", kind: "KengineParameters", name: "p" },
-    };
+    const objs = withIssuer(world([acme("le")]));
     const m = new AcmeManager({ kube: f.kube, log: quiet, namespace: "kengine" });
     m.update(snapshotOf(objs));
     await until(() => f.secrets.has(SECRET));
@@ -136,16 +142,7 @@ describe("ACME manager bookkeeping", () => {
 
   it("orders nothing for a Gateway without an address", async () => {
     const f = fakeKube();
-    const params = {
-      apiVersion: "gateway.kengine.io/v1alpha1",
-      kind: "KengineParameters",
-      metadata: { name: "p", namespace: "shop" },
-      spec: { acme: { issuers: [{ name: "le", server: "https://acme.example/dir" }] } },
-    } as KubeObject;
-    const objs = world([http80, acme("le")], [params], "");
-    (objs[1] as KubeObject & { spec: Record<string, unknown> }).spec["infrastructure"] = {
-      parametersRef: { group: "gateway.kengine.io", kind: "KengineParameters", name: "p" },
-    };
+    const objs = withIssuer(world([http80, acme("le")], [], ""));
     const m = new AcmeManager({ kube: f.kube, log: quiet, namespace: "kengine" });
     m.update(snapshotOf(objs));
     await new Promise(r => setImmediate(r));
