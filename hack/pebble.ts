@@ -32,6 +32,10 @@ export interface PebbleOptions {
   readonly validitySeconds?: number;
   /** Where Pebble validates HTTP-01 (default 80: the Gateway's HTTP listener). */
   readonly httpPort?: number;
+  /** External Account Binding required, with these key ids → base64url MAC keys. */
+  readonly eab?: Readonly<Record<string, string>>;
+  /** Share of good nonces Pebble rejects as bad, in percent (default 0). */
+  readonly nonceRejectPercent?: number;
 }
 
 export interface Pebble {
@@ -189,7 +193,8 @@ export async function startPebble(o: PebbleOptions): Promise<Pebble> {
         httpPort: o.httpPort ?? 80,
         tlsPort: 443,
         ocspResponderURL: "",
-        externalAccountBindingRequired: false,
+        externalAccountBindingRequired: o.eab !== undefined,
+        ...(o.eab && { externalAccountMACKeys: o.eab }),
         retryAfter: { authz: 1, order: 1 },
         keyAlgorithm: "ecdsa",
         profiles: {
@@ -214,8 +219,8 @@ export async function startPebble(o: PebbleOptions): Promise<Pebble> {
       env: {
         ...process.env,
         PEBBLE_VA_NOSLEEP: "1",
-        // every nonce good: badNonce retries are unit-tested, not left to chance here
-        PEBBLE_WFE_NONCEREJECT: "0",
+        // every nonce good unless asked (acme-client.test.ts proves the badNonce retry)
+        PEBBLE_WFE_NONCEREJECT: String(o.nonceRejectPercent ?? 0),
         // a new authorization for every order, so every order is validated for real
         PEBBLE_AUTHZREUSE: "0",
       },

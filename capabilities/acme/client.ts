@@ -280,7 +280,7 @@ export class AcmeClient {
           body: r.value.body,
         });
       }
-      if (r.error.type !== "urn:ietf:params:acme:error:badNonce" || attempt >= 4) return r;
+      if (r.error.type !== "urn:ietf:params:acme:error:badNonce" || attempt >= 7) return r;
     }
   }
 
