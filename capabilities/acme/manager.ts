@@ -155,7 +155,9 @@ export class AcmeManager {
       let orderUrl = resume;
       if (orderUrl) {
         const r = await client.getOrder(orderUrl);
-        order = r.ok && r.value.value.status !== "invalid" ? r.value.value : undefined;
+        // only before finalize: a finalized order's key died with the controller that sent it
+        const status = r.ok ? r.value.value.status : "gone";
+        order = r.ok && (status === "pending" || status === "ready") ? r.value.value : undefined;
       }
       if (!order) {
         const r = must(await client.newOrder([w.name]));
