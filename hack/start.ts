@@ -98,8 +98,8 @@ async function main(): Promise<void> {
     return stop(1);
   }
   const https = readFileSync(join(root, "hack", "samples", "demo-https.yaml"), "utf8")
-    .replace("PEBBLE_DIRECTORY", pebble.directory)
-    .replace("PEBBLE_TLS_CA", JSON.stringify(pebble.tlsCaPem));
+    .replaceAll("PEBBLE_DIRECTORY", pebble.directory)
+    .replaceAll("PEBBLE_TLS_CA", JSON.stringify(pebble.tlsCaPem));
   const httpsApplied = spawnSync(kubectlBin, ["--kubeconfig", kubeconfig, "apply", "-f", "-"], {
     encoding: "utf8",
     input: https,
