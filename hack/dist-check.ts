@@ -19,10 +19,13 @@ export type Check = { ok: true; message: string } | { ok: false; message: string
 
 const kib = (n: number) => `${(n / 1024).toFixed(1)} KiB`;
 
-/** The bundle (raw JS) against our budget, and the module Secret Pepr makes of it (gzip + base64). */
+/**
+ * The module Secret Pepr makes of the bundle (gzip + base64) against our budget: that Secret is
+ * what Pepr's 1 MiB limit applies to. The raw size is reported, not limited.
+ */
 export function checkBundle(file: string, rawBytes: number, secretBytes: number): Check {
   const sizes = `${file}: ${kib(rawBytes)} (${rawBytes} bytes); module Secret (gzip+base64) ${kib(secretBytes)}`;
-  if (rawBytes > BUNDLE_BUDGET_BYTES || secretBytes > BUNDLE_BUDGET_BYTES) {
+  if (secretBytes > BUNDLE_BUDGET_BYTES) {
     return {
       ok: false,
       message:

@@ -3,9 +3,12 @@
  * echo backend. Prints a working curl line; Ctrl-C stops everything it started.
  */
 import { spawnSync } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
+import { request as httpsRequest } from "node:https";
 import { join } from "node:path";
 import { deployModule, distIsFresh } from "./deployed";
+import { Pebble, startPebble } from "./pebble";
 import { startPeprDev } from "./pepr-dev";
 
 const root = join(__dirname, "..");
@@ -25,23 +28,31 @@ const kubectl = (...args: string[]) =>
     timeout: 180_000,
   });
 const sleep = (ms: number) => new Promise(r => setTimeout(r, ms));
+/** A jsonpath of the sample Gateway `demo`. */
+const demo = (path: string): string =>
+  kubectl("get", "gateway", "demo", "-n", "kengine-demo", "-o", `jsonpath=${path}`).stdout.trim();
+const addressOf = (): string => demo("{.status.addresses[0].value}");
 
-/** Whether the sample answers through the Gateway's address (the curl line we print). */
-const served = (address: string): Promise<boolean> =>
+const HTTPS_HOST = "demo.kengine.local";
+
+/**
+ * Whether the sample answers 200 through the Gateway's address (the curl lines we print):
+ * over HTTP, or over HTTPS with the certificate trusted by `root` (the local ACME CA's).
+ */
+const served = (address: string, root?: string): Promise<boolean> =>
   new Promise(resolve => {
-    const req = request(
-      {
-        host: address,
-        port: 80,
-        path: "/",
-        headers: { Host: "demo.kengine.local" },
-        timeout: 2000,
-      },
-      res => {
-        res.resume();
-        resolve(res.statusCode === 200);
-      },
-    );
+    const common = { host: address, path: "/", headers: { Host: HTTPS_HOST }, timeout: 2000 };
+    const answered = (res: { statusCode?: number; resume(): void }) => {
+      res.resume();
+      resolve(res.statusCode === 200);
+    };
+    const req =
+      root === undefined
+        ? request({ ...common, port: 80 }, answered)
+        : httpsRequest(
+            { ...common, port: 443, servername: HTTPS_HOST, ca: root, agent: false },
+            answered,
+          );
     req.on("timeout", () => req.destroy());
     req.on("error", () => resolve(false));
     req.end();
@@ -60,6 +71,14 @@ async function main(): Promise<void> {
         ? "deploying the built module (Pepr's controller image in pepr-system)"
         : "starting the controller with `pepr dev` (builds the module)"),
   );
+  // The local ACME CA; its DNS resolves the sample's HTTPS name to the Gateway's address.
+  let gatewayAddress: string | undefined;
+  const pebble: Pebble = await startPebble({
+    dir: join(local, "pebble"),
+    resolve: name =>
+      name === HTTPS_HOST ? (gatewayAddress ??= addressOf() || undefined) : undefined,
+  });
+  say(`local ACME CA (Pebble) at ${pebble.directory}`);
   // Deployed, no child process keeps this one alive until Ctrl-C (which takes the cluster down).
   const keepAlive = deployed ? setInterval(() => undefined, 3_600_000) : undefined;
   const dev = deployed
@@ -69,12 +88,14 @@ async function main(): Promise<void> {
         kubectl: kubectlBin,
         echo: process.env.KG_VERBOSE ? process.stdout : undefined,
       });
+
   let stopping = false;
   const stop = async (code: number) => {
     if (stopping) return;
     stopping = true;
     say("stopping");
     await dev.stop();
+    await pebble.close();
     if (process.env.KG_KEEP_CLUSTER !== "1") cluster("down");
     process.exit(code);
   };
@@ -100,7 +121,20 @@ async function main(): Promise<void> {
     process.stderr.write(applied.stderr);
     return stop(1);
   }
-  say("sample applied: namespace kengine-demo (echo Deployment, Gateway demo, HTTPRoute echo)");
+  const https = readFileSync(join(root, "hack", "samples", "demo-https.yaml"), "utf8")
+    .replaceAll("PEBBLE_DIRECTORY", pebble.directory)
+    .replaceAll("PEBBLE_TLS_CA", JSON.stringify(pebble.tlsCaPem));
+  const httpsApplied = spawnSync(kubectlBin, ["--kubeconfig", kubeconfig, "apply", "-f", "-"], {
+    encoding: "utf8",
+    input: https,
+  });
+  if (httpsApplied.status !== 0) {
+    process.stderr.write(httpsApplied.stderr);
+    return stop(1);
+  }
+  say(
+    "sample applied: namespace kengine-demo (echo Deployment, Gateway demo with HTTP and automatic HTTPS, HTTPRoute echo)",
+  );
 
   const hasNode = kubectl("get", "node", "kengine-local").status === 0;
   if (!hasNode) {
@@ -120,29 +154,14 @@ async function main(): Promise<void> {
   // The controller provisions the Gateway's proxies; it is ready when they run its config.
   say("waiting for the Gateway's proxies to be programmed");
   for (let i = 0; i < 180; i++) {
-    const programmed = kubectl(
-      "get",
-      "gateway",
-      "demo",
-      "-n",
-      "kengine-demo",
-      "-o",
-      "jsonpath={.status.conditions[?(@.type=='Programmed')].status}",
-    ).stdout.trim();
-    const addr = kubectl(
-      "get",
-      "gateway",
-      "demo",
-      "-n",
-      "kengine-demo",
-      "-o",
-      "jsonpath={.status.addresses[0].value}",
-    ).stdout.trim();
+    const programmed = demo("{.status.conditions[?(@.type=='Programmed')].status}");
+    const addr = addressOf();
     // Programmed can precede the load balancer forwarding to the (just Ready) proxies.
     if (programmed === "True" && addr && (await served(addr))) {
       say(
         `ready after ${Math.round((Date.now() - began) / 1000)} s. Try:\n\n  curl -H 'Host: demo.kengine.local' http://${addr}/\n`,
       );
+      await httpsLine(addr, pebble);
       say(
         "inspect: kubectl --kubeconfig .local/kubeconfig get gateway,httproute,pods -n kengine-demo",
       );
@@ -151,19 +170,32 @@ async function main(): Promise<void> {
     }
     await sleep(1000);
   }
-  const why = kubectl(
-    "get",
-    "gateway",
-    "demo",
-    "-n",
-    "kengine-demo",
-    "-o",
-    "jsonpath={.status.conditions[?(@.type=='Programmed')].message}",
-  ).stdout.trim();
+  const why = demo("{.status.conditions[?(@.type=='Programmed')].message}");
   say(
     `the Gateway is not programmed after 3 minutes: ${why || "no status yet"}. Logs: .local/logs/, KG_VERBOSE=1 shows the module's.`,
   );
   say("Ctrl-C stops everything.");
+}
+
+/** Waits (2 minutes at most) for the automatic certificate and prints the https curl line. */
+async function httpsLine(addr: string, pebble: Pebble): Promise<void> {
+  say("waiting for the HTTPS listener's certificate from the local ACME CA");
+  const root = await pebble.root();
+  const rootFile = join(local, "pebble", "root.pem");
+  writeFileSync(rootFile, root);
+  for (let i = 0; i < 120; i++) {
+    if (await served(addr, root)) {
+      say(
+        `automatic HTTPS ready after ${Math.round((Date.now() - began) / 1000)} s (certificate issued by Pebble). Try:\n\n  curl --cacert ${rootFile} --resolve ${HTTPS_HOST}:443:${addr} https://${HTTPS_HOST}/\n`,
+      );
+      return;
+    }
+    await sleep(1000);
+  }
+  const why = demo(
+    "{.status.listeners[?(@.name=='https')].conditions[?(@.type=='Programmed')].message}",
+  );
+  say(`no certificate after 2 minutes: ${why || "no listener status yet"}`);
 }
 
 main().catch(e => {

@@ -99,6 +99,7 @@ import {
 
 export { CONTROLLER_NAME } from "../ownership";
 import { CONTROLLER_NAME } from "../ownership";
+import { AcmeManager, AcmeManagerOptions } from "../acme/manager";
 const FIELD_MANAGER = "kengine-gateway";
 
 export interface Logger {
@@ -135,6 +136,8 @@ export interface ReconcilerOptions {
   readonly sleep?: (ms: number) => Promise<void>;
   /** Minimum time between two writes of a Gateway's last-good Secret (last-good.ts). */
   readonly lastGoodIntervalMs?: number;
+  /** Automatic HTTPS settings (back-off; tests shorten it). */
+  readonly acme?: Pick<AcmeManagerOptions, "backoff" | "selfCheckTimeoutMs">;
 }
 
 /** Start-up failed for good: the process should exit (Kubernetes restarts it). */
@@ -265,6 +268,8 @@ export class Reconciler {
   readonly #translator = new IncrementalTranslator();
   /** Objects whose status was found in place, skipped while they and their result stay the same. */
   readonly #statusMemo = new StatusMemo();
+  /** Automatic HTTPS: the leader's ACME orders (acme/manager.ts). */
+  readonly #acme: AcmeManager;
 
   constructor(private readonly o: ReconcilerOptions) {
     this.#batcher = new Batcher(() => this.requestBuild());
@@ -280,6 +285,7 @@ export class Reconciler {
       },
       log: (message, meta) => o.log.info(message, meta),
     });
+    this.#acme = new AcmeManager({ kube: o.kube, log: o.log, namespace: o.namespace, ...o.acme });
     this.#events = new EventRecorder({
       kube: o.kube,
       instance: o.identity,
@@ -326,6 +332,7 @@ export class Reconciler {
         });
         this.#fleet?.update([]);
         this.#lastGood.clear();
+        this.#acme.stop();
       },
       onNewLeader: id => o.log.info("following", { leader: id }),
       onError: e => o.log.debug("lease operation failed", { error: String(e) }),
@@ -609,6 +616,7 @@ export class Reconciler {
     await this.#elector.stop();
     this.#fleet?.close();
     this.#lastGood.close();
+    this.#acme.stop();
     await this.#admin?.close();
   }
 
@@ -743,6 +751,7 @@ export class Reconciler {
     counts.rendered = sealedRenders() - rendersBefore;
     run.mark("render");
     if (!leader) return this.#ended(run, counts);
+    this.#acme.update(snapshot, now);
     this.#lastGood.observe(plans.flatMap(p => (p.lastGood ? [p.lastGood] : [])));
     const proxyGateway = new Map(
       plans.flatMap(p => {

@@ -18,6 +18,7 @@ import {
 /** The controllerName our GatewayClasses carry (defined once, in ownership/). */
 export { CONTROLLER_NAME } from "../ownership";
 import { CONTROLLER_NAME } from "../ownership";
+import { acmeIssuerOf, acmeSecretName } from "../validation/acme";
 
 export type ObjectMapOf<K extends Kind> = ReadonlyMap<string, KindMap[K]>;
 
@@ -186,6 +187,8 @@ function buildIndex(s: Snapshot): ReferenceIndex {
     for (const l of listeners ?? []) {
       for (const ref of l.tls?.certificateRefs ?? [])
         secrets.add(`${ref.namespace ?? ns}/${ref.name}`);
+      if (acmeIssuerOf(l) !== undefined && l.hostname)
+        secrets.add(`${ns}/${acmeSecretName(l.hostname)}`);
       if (l.allowedRoutes?.namespaces?.from === "Selector") namespaceSelectors = true;
     }
   };

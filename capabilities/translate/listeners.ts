@@ -20,6 +20,8 @@ import { refPermitted } from "./refs";
 import { ClientValidation, frontendValidation } from "./gatewaytls";
 import { listenerProblems } from "../validation/gateway";
 import { problemText } from "../validation/message";
+import { acmeIssuerOf } from "../validation/acme";
+import { acmeListener } from "./acme";
 
 export type RouteKind = "HTTPRoute" | "GRPCRoute" | "TLSRoute" | "TCPRoute" | "UDPRoute";
 
@@ -69,6 +71,10 @@ interface Draft {
   resolvedRefs?: { reason: string; message: string };
   /** resolvedRefs does not stop the listener being served (some CA refs are still usable). */
   resolvedRefsServed?: boolean;
+  /** Automatic HTTPS: waiting for the certificate (Programmed=False, Pending). */
+  pending?: string;
+  /** ResolvedRefs=True's message, when there is more to say than "resolved" (ACME). */
+  resolvedNote?: string;
   conflicted?: { reason: string; message: string };
   certificates: CertificateIR[];
   clientValidation?: ClientValidation;
@@ -206,7 +212,13 @@ function draft(
       return d;
     }
     const refs = l.tls?.certificateRefs ?? [];
-    if (refs.length === 0) {
+    const issuer = acmeIssuerOf(l);
+    if (issuer !== undefined) {
+      const r = acmeListener(s, owner.namespace, l, issuer, d.certificates);
+      if (r.resolvedRefs) d.resolvedRefs = r.resolvedRefs;
+      if (r.pending !== undefined) d.pending = r.pending;
+      if (r.note !== undefined) d.resolvedNote = r.note;
+    } else if (refs.length === 0) {
       d.resolvedRefs = {
         reason: ListenerReason.InvalidCertificateRef,
         message: `a ${l.protocol} listener that terminates TLS needs at least one certificateRef`,
@@ -358,7 +370,7 @@ function finish(d: Draft): ResolvedListener {
     d.resolvedRefs &&
     !d.resolvedRefsServed &&
     !(d.resolvedRefs.reason === ListenerReason.InvalidRouteKinds && d.supportedKinds.length > 0);
-  const served = !d.accepted && !d.conflicted && !refsBlock;
+  const served = !d.accepted && !d.conflicted && !refsBlock && d.pending === undefined;
   conditions.push(
     served
       ? condition(
@@ -372,7 +384,7 @@ function finish(d: Draft): ResolvedListener {
           ConditionType.Programmed,
           false,
           programmedReason(d),
-          (d.accepted ?? d.conflicted ?? d.resolvedRefs)?.message ?? "not programmed",
+          (d.accepted ?? d.conflicted ?? d.resolvedRefs)?.message ?? d.pending ?? "not programmed",
           gen,
         ),
   );
@@ -389,7 +401,7 @@ function finish(d: Draft): ResolvedListener {
           ConditionType.ResolvedRefs,
           true,
           ListenerReason.ResolvedRefs,
-          "all references resolved",
+          d.resolvedNote ?? "all references resolved",
           gen,
         ),
   );
@@ -418,6 +430,8 @@ function finish(d: Draft): ResolvedListener {
 function programmedReason(d: Draft): string {
   if (!d.accepted && d.conflicted) return d.conflicted.reason;
   if (d.accepted?.reason === ListenerReason.PortUnavailable) return ListenerReason.PortUnavailable;
+  if (!d.accepted && !d.conflicted && !d.resolvedRefs && d.pending !== undefined)
+    return ListenerReason.Pending;
   return ListenerReason.Invalid;
 }
 

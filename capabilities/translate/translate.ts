@@ -55,6 +55,7 @@ import {
   namespaceAllowed,
   resolveListeners,
 } from "./listeners";
+import { withHttp01Answers } from "./acme";
 import { RankedMatch, comparePrecedence } from "./precedence";
 import {
   RefusableObject,
@@ -256,7 +257,7 @@ export function translate(s: Snapshot, options: TranslateOptions = {}): Translat
     let irFailure: string | undefined;
     if (!badParameters && !badAddresses)
       try {
-        gateways.push(buildIR(ctx));
+        gateways.push(withHttp01Answers(s, ctx.listeners, buildIR(ctx)));
       } catch (e) {
         irFailure = `cannot translate this Gateway: ${e instanceof Error ? e.message : String(e)}`;
       }

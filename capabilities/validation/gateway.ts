@@ -10,6 +10,7 @@
  */
 import { RESERVED_PORTS } from "../proxies/pod";
 import { Collector, items } from "./budget";
+import { ACME_ISSUER_OPTION, acmeIssuerOf } from "./acme";
 import { FieldProblem, display, truncate } from "./regex";
 
 export interface ListenerLike {
@@ -36,12 +37,17 @@ export function listenerProblems(at: string, l: ListenerLike, c = new Collector(
   if (options && typeof options === "object") {
     for (const key of Object.keys(options).slice(0, 64)) {
       if (!c.spend(`${at}.tls.options`)) break;
+      // automatic HTTPS (validation/acme.ts): the one option we understand
+      if (key === ACME_ISSUER_OPTION && acmeIssuerOf(l as ListenerLike & { protocol: string }))
+        continue;
       c.add([
         {
           path: `${at}.tls.options[${JSON.stringify(truncate(key, 48))}]`,
           value: display(options[key] ?? ""),
           message:
-            "is not a TLS option the Kengine proxy understands (it supports none yet): remove it",
+            key === ACME_ISSUER_OPTION
+              ? "asks for an automatic certificate, which only an HTTPS listener that terminates TLS and has no certificateRefs can have: remove it or the certificateRefs"
+              : `is not a TLS option the Kengine proxy understands (it supports only ${ACME_ISSUER_OPTION}): remove it`,
         },
       ]);
     }

@@ -13,6 +13,7 @@
 import { isIP } from "node:net";
 import { Collector } from "./budget";
 import { PROXY_FLAVORS } from "../translate/proxy-flavor";
+import { acmeParametersProblems } from "./acme";
 import { FieldProblem, display, truncate } from "./regex";
 import { allowOverridesShapeProblems } from "./overrides";
 
@@ -25,6 +26,7 @@ export interface KengineParametersLike {
     readonly service?: Readonly<Record<string, unknown>>;
     readonly addresses?: unknown;
     readonly allowGatewayOverrides?: unknown;
+    readonly acme?: unknown;
   };
 }
 
@@ -132,6 +134,7 @@ export function kengineParametersProblems(
   }
   if (spec.addresses !== undefined) addressesProblems(c, spec.addresses);
   c.add(allowOverridesShapeProblems(spec.allowGatewayOverrides));
+  c.add(acmeParametersProblems(spec.acme));
   const service = spec.service;
   if (service !== undefined) {
     if (!isObject(service))

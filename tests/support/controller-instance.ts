@@ -29,10 +29,14 @@ async function main(): Promise<void> {
   const r = new Reconciler({
     kube: kubeClient(undefined, { userAgent: userAgent(identity) }),
     log: {
-      info: () => {},
+      // automatic HTTPS: every order and its result, for the ACME suites
+      info: (m, meta) => {
+        if (m.startsWith("acme")) say({ acme: m, ...meta });
+      },
       // start-up retries and kinds not served, for the start-up fault test
       warn: (m, meta) => {
-        if (m.startsWith("start-up request failed")) say({ startupRetry: meta?.request });
+        if (m.startsWith("acme")) say({ acme: m, ...meta });
+        else if (m.startsWith("start-up request failed")) say({ startupRetry: meta?.request });
         else if (m.startsWith("kind not served")) say({ notServed: meta?.kind });
       },
       debug: () => {},
@@ -43,6 +47,15 @@ async function main(): Promise<void> {
     election: { name: lease, ...INSTANCE_ELECTION },
     defaults: { ...DEFAULT_PROXY_SETTINGS, replicas: 1 },
     onFleetEvent: e => say({ fleet: e.type }),
+    // KG_ACME_BACKOFF_MS: the ACME suites' short back-off after a failed order
+    ...(process.env["KG_ACME_BACKOFF_MS"] && {
+      acme: {
+        backoff: {
+          baseMs: Number(process.env["KG_ACME_BACKOFF_MS"]),
+          maxMs: 4 * Number(process.env["KG_ACME_BACKOFF_MS"]),
+        },
+      },
+    }),
   });
   const unfeed = await feed(r);
   await r.start();

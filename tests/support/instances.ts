@@ -11,6 +11,8 @@ export interface Instance {
   readonly proc: ChildProcess;
   /** The push engine's event types ("pushed", "adopted", …) in the order they happened. */
   readonly fleet: string[];
+  /** Automatic HTTPS log lines ({acme: message, name, …}) in order. */
+  readonly acme: Record<string, unknown>[];
   leader: boolean;
   started: boolean;
 }
@@ -33,7 +35,7 @@ export function startInstance(namespace: string, identity: string, lease: string
     ],
     { cwd: repoRoot, env: process.env, stdio: ["ignore", "pipe", "pipe"] },
   );
-  const inst: Instance = { identity, proc, fleet: [], leader: false, started: false };
+  const inst: Instance = { identity, proc, fleet: [], acme: [], leader: false, started: false };
   let buf = "";
   proc.stdout!.on("data", (d: Buffer) => {
     buf += d.toString("utf8");
@@ -41,7 +43,13 @@ export function startInstance(namespace: string, identity: string, lease: string
       const line = buf.slice(0, i);
       buf = buf.slice(i + 1);
       try {
-        const m = JSON.parse(line) as { started?: boolean; leader?: boolean; fleet?: string };
+        const m = JSON.parse(line) as {
+          started?: boolean;
+          leader?: boolean;
+          fleet?: string;
+          acme?: string;
+        };
+        if (m.acme) inst.acme.push(m);
         if (m.started) inst.started = true;
         if (m.leader !== undefined) inst.leader = m.leader;
         if (m.fleet) inst.fleet.push(m.fleet);
