@@ -1,7 +1,8 @@
 /**
- * The controller's loop, as a plain class the Pepr capability feeds: Watch events go into the
- * snapshot; relevant bursts are batched; each build translates the snapshot, provisions every
- * Gateway's proxies, pushes configs to the proxy pods, and writes status. Only the elected
+ * The controller's loop, as a plain class the Pepr capability starts: it lists and watches
+ * every kind itself (watch.ts; one watch per kind) into the snapshot; relevant bursts are
+ * batched; each build translates the snapshot, provisions every Gateway's proxies, pushes
+ * configs to the proxy pods, and writes status. Only the elected
  * leader provisions, pushes and writes; followers keep their snapshot warm.
  */
 import { X509Certificate, createHash } from "node:crypto";
