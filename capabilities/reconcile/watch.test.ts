@@ -174,6 +174,26 @@ describe("KindWatch", () => {
     expect(h.sleeps).toEqual([100, 200]);
     expect(h.rvs()).toEqual(["30"]);
   });
+
+  it("stops at once while backing off", async () => {
+    let sleeping: () => void = () => {};
+    const asleep = new Promise<void>(r => (sleeping = r));
+    const w = new KindWatch("HTTPRoute", "/x", {
+      stream: () => Promise.reject(Object.assign(new Error("refused"), { code: "ECONNREFUSED" })),
+      relist: () => Promise.resolve("1"),
+      ingest: () => {},
+      sleep: () => {
+        sleeping();
+        return new Promise<void>(() => {}); // a back-off that would never end by itself
+      },
+      random: () => 0,
+      backoff: { initialMs: 30_000, maxMs: 30_000, factor: 2, jitter: 0 },
+    });
+    w.start("1");
+    await asleep;
+    await w.stop(); // resolves: the sleep is cut short
+    expect(w.stopped).toBe(true);
+  });
 });
 
 describe("relistEvents", () => {

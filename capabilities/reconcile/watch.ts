@@ -140,6 +140,18 @@ export class KindWatch {
     await this.#loop;
   }
 
+  /** `deps.sleep`, cut short by stop() (a back-off can be 30 s: stopping never waits for it). */
+  #sleep(ms: number): Promise<void> {
+    const signal = this.#abort.signal;
+    if (signal.aborted) return Promise.resolve();
+    let onAbort: () => void = () => {};
+    const aborted = new Promise<void>(resolve => (onAbort = resolve));
+    signal.addEventListener("abort", onAbort, { once: true });
+    return Promise.race([this.deps.sleep(ms), aborted]).finally(() =>
+      signal.removeEventListener("abort", onAbort),
+    );
+  }
+
   get stopped(): boolean {
     return this.#abort.signal.aborted;
   }
@@ -152,7 +164,7 @@ export class KindWatch {
       failures++;
       const ms = backoffDelay(d.backoff, failures, d.random);
       d.onError?.(error, failures, ms);
-      if (!this.stopped) await d.sleep(ms);
+      await this.#sleep(ms);
     };
     while (!this.stopped) {
       if (rv === undefined) {
@@ -203,7 +215,7 @@ export class KindWatch {
       if (gone) rv = undefined;
       if (error !== undefined) await fail(new Error(error));
       else if (gone || lines > 0) failures = 0;
-      else if (!this.stopped && rv !== undefined) await d.sleep(d.quietMs ?? 1000);
+      else if (rv !== undefined) await this.#sleep(d.quietMs ?? 1000);
     }
   }
 }
