@@ -419,7 +419,7 @@ export class Reconciler {
     startupMetrics.state("starting");
     const retry = this.o.startupRetry ?? DEFAULT_RETRY;
     const deps: RetryDeps = {
-      sleep: this.o.sleep ?? (ms => new Promise(r => setTimeout(r, ms).unref())),
+      sleep: this.o.sleep ?? (ms => new Promise(r => setTimeout(r, ms))),
       random: Math.random,
       stopped: () => this.#stopped,
       onRetry: (what, error, attempt, delayMs) => {

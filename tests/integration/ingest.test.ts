@@ -4,15 +4,22 @@
  * `apiserver_longrunning_requests`, before and after the controller starts): no kind is
  * watched twice, and none is left unwatched.
  */
-import { ChildProcess, spawn } from "node:child_process";
+import { ChildProcess, spawn, spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { LIST_PATHS } from "../../capabilities/reconcile/kinds";
 import { createNamespace, deleteNamespace, eventually, kubectlOk } from "../support/kube";
-import { repoRoot } from "../support/paths";
+import { kubeconfigPath, kubectlBin, repoRoot } from "../support/paths";
 
 /** Open WATCH requests per "group/resource", from the API server's metrics. */
 function openWatches(): Map<string, number> {
-  const text = kubectlOk(["get", "--raw", "/metrics"]);
+  // several MiB: more than kubectl()'s default output buffer
+  const r = spawnSync(kubectlBin, ["--kubeconfig", kubeconfigPath, "get", "--raw", "/metrics"], {
+    encoding: "utf8",
+    maxBuffer: 256 * 1024 * 1024,
+    timeout: 60_000,
+  });
+  if (r.status !== 0) throw new Error(`kubectl get --raw /metrics: ${r.stderr || String(r.error)}`);
+  const text = r.stdout;
   const counts = new Map<string, number>();
   for (const line of text.split("\n")) {
     if (!line.startsWith("apiserver_longrunning_requests{")) continue;
