@@ -7,7 +7,7 @@
 import { ChildProcess, spawn, spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { LIST_PATHS } from "../../capabilities/reconcile/kinds";
-import { createNamespace, deleteNamespace, eventually, kubectlOk } from "../support/kube";
+import { createNamespace, deleteNamespace, eventually } from "../support/kube";
 import { kubeconfigPath, kubectlBin, repoRoot } from "../support/paths";
 
 /** Open WATCH requests per "group/resource", from the API server's metrics. */
