@@ -827,7 +827,7 @@ export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> 
     let mainCount = 0;
 
     let mainReady = false;
-    if (only.has("settle") || only.has("memory") || only.has("propagation"))
+    if (only.has("settle") || only.has("memory") || only.has("propagation") || only.has("restart"))
       mainReady = await step("settle", async () => {
         const routes = mainRoutes(0, 1000);
         const settled = watchAccepted(adminKube, `bench-set=${MAIN}`, MAIN, 1000, 600_000);
