@@ -25,11 +25,18 @@ export interface KubeClient {
    * A watch request: every line of the response, parsed, to `onEvent`; resolves when the server
    * ends the response. Optional: clients without it (unit-test fakes) get no watches.
    */
-  watch?(
-    path: string,
-    onEvent: (event: { type: string; object?: never }) => void,
-    signal: AbortSignal,
-  ): Promise<void>;
+  watch?(path: string, onEvent: (event: WatchEvent) => void, signal: AbortSignal): Promise<void>;
+}
+
+/** One line of a watch response (ADDED, MODIFIED, DELETED, BOOKMARK or ERROR). */
+export interface WatchEvent {
+  readonly type: string;
+  readonly object?: {
+    readonly metadata?: { readonly resourceVersion?: string };
+    /** ERROR events: the Status's code (410: the resourceVersion is too old) and message. */
+    readonly code?: number;
+    readonly message?: string;
+  };
 }
 
 /** A watch response quiet for this long is dead (the server sends bookmarks well within it). */
@@ -131,7 +138,7 @@ export function kubeClient(
             for (const line of lines) {
               if (line.trim() === "") continue;
               try {
-                onEvent(JSON.parse(line) as { type: string; object?: never });
+                onEvent(JSON.parse(line) as WatchEvent);
               } catch (e) {
                 req.destroy(e instanceof Error ? e : new Error(String(e)));
                 return;

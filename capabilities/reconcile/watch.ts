@@ -9,19 +9,13 @@
  *
  * Pure orchestration over an injected stream, relist, sleep and random source.
  */
+import type { WatchEvent } from "../kube/client";
 import { backoffDelay, BackoffPolicy } from "../proxies/backoff";
 import { keyOf } from "../snapshot";
 import type { Kind, KubeObject, SnapshotEvent } from "../snapshot";
 
 /** One line of a watch response. */
-export interface RawWatchEvent {
-  readonly type: string;
-  readonly object?: {
-    readonly metadata?: { readonly resourceVersion?: string };
-    readonly code?: number;
-    readonly message?: string;
-  };
-}
+export type RawWatchEvent = WatchEvent;
 
 /**
  * Opens `path` as a watch and calls `onEvent` for every line; resolves when the server ends the
