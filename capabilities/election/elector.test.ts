@@ -70,3 +70,24 @@ describe("LeaderElector", () => {
     expect(store.current()).toMatchObject({ holderIdentity: "new", leaseTransitions: 3 });
   });
 });
+
+describe("LeaderElector.stop", () => {
+  it("ends the loop and releases the Lease without waiting for the retry period", async () => {
+    const now = { t: t0 };
+    const store = memoryStore();
+    let started = () => {};
+    const leading = new Promise<void>(r => (started = r));
+    const e = new LeaderElector(
+      store,
+      cfg,
+      { onStartedLeading: () => started(), onStoppedLeading: () => {} },
+      // a retry period that never ends by itself
+      { now: () => now.t, sleep: () => new Promise<void>(() => {}) },
+    );
+    e.start();
+    await leading;
+    await e.stop(); // resolves although the loop's sleep never does
+    expect(store.current()?.holderIdentity).toBe("");
+    expect(e.isLeader()).toBe(false);
+  });
+});
