@@ -68,7 +68,8 @@ describe("ingest once", () => {
         `ingest-${ns}`,
         "ingest",
       ],
-      { cwd: repoRoot, stdio: ["ignore", "pipe", "inherit"] },
+      // the test's own environment (jest's process.env is not the one a child inherits)
+      { cwd: repoRoot, env: { ...process.env }, stdio: ["ignore", "pipe", "inherit"] },
     );
     proc.stdout!.on("data", (d: Buffer) => {
       if (d.toString().includes('"started":true')) started = true;
