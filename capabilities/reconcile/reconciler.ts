@@ -2,8 +2,8 @@
  * The controller's loop, as a plain class the Pepr capability starts: it lists and watches
  * every kind itself (watch.ts; one watch per kind) into the snapshot; relevant bursts are
  * batched; each build translates the snapshot, provisions every Gateway's proxies, pushes
- * configs to the proxy pods, and writes status. Only the elected
- * leader provisions, pushes and writes; followers keep their snapshot warm.
+ * configs to the proxy pods, and writes status. Only the elected leader provisions, pushes and
+ * writes; followers keep their snapshot warm.
  */
 import { X509Certificate, createHash } from "node:crypto";
 import { ElectionConfig, DEFAULT_ELECTION, LeaderElector, kubeLeaseStore } from "../election";
