@@ -1,16 +1,22 @@
 /**
- * The controller: Watch bindings feed the reconciler's snapshot. Registration only; the loop
- * (translate → provision → push → status) lives in reconcile/.
+ * The controller: registration only. The Reconciler lists and watches every kind itself (one
+ * watch per kind, its snapshot the only cache; reconcile/watch.ts), so the loop (translate →
+ * provision → push → status) and its inputs live in reconcile/.
+ *
+ * Each Pepr Watch binding is its own list + watch + cache of full objects (kubernetes-fluent-
+ * client's Watcher), so the watched kinds are not bound here: a binding per kind and event
+ * doubled every watch and every cache. But Pepr runs the watcher pod (and, under `pepr dev`,
+ * the watch side) only for a module with at least one Watch binding, so one binding stays,
+ * as small as a watch can be: the controller's own Namespace, by name (one object; its RBAC is
+ * granted already, as the reconciler lists and watches Namespaces).
  */
 import { hostname } from "node:os";
-import { Capability, metricsCollector } from "pepr";
+import { Capability, a, metricsCollector } from "pepr";
 import { electionFromEnv } from "./election";
 import { kubeClient, userAgent } from "./kube/client";
 import { log } from "./log";
 import { serveThrough, startupMetrics } from "./metrics";
 import { Reconciler } from "./reconcile";
-import { OPTIONAL_KINDS, WATCHED, watchKind } from "./reconcile/watched";
-import type { KubeObject } from "./snapshot";
 
 export const Controller = new Capability({
   name: "kengine-controller",
@@ -23,6 +29,8 @@ const { When } = Controller;
 const runsWatches =
   (process.env.PEPR_WATCH_MODE === "true" || process.env.PEPR_MODE === "dev") &&
   process.env.PEPR_MODE !== "build";
+
+const namespace = process.env.KENGINE_NAMESPACE ?? "pepr-system";
 
 let reconciler: Reconciler | undefined;
 if (runsWatches) {
@@ -39,7 +47,7 @@ if (runsWatches) {
     // The replica's identity in the User-Agent: the audit log tells who wrote what.
     kube: kubeClient(undefined, { userAgent: userAgent(identity) }),
     log,
-    namespace: process.env.KENGINE_NAMESPACE ?? "pepr-system",
+    namespace,
     identity,
     election: election.value,
   });
@@ -60,21 +68,8 @@ if (runsWatches) {
   process.once("SIGINT", shutdown);
 }
 
-// Kinds a cluster may not serve are watched by the controller itself (watched.ts
-// OPTIONAL_KINDS: Pepr's watch of a resource that is not served ends the process).
-if (runsWatches)
-  for (const [kind, model] of WATCHED.filter(([k]) => OPTIONAL_KINDS.has(k)))
-    void watchKind(kind, model, (k, type, obj) => reconciler?.ingest(k, type, obj), {
-      resyncDelaySec: 10,
-    })
-      .start()
-      .catch(e => log.warn("cannot start a watch", { kind, error: String(e) }));
-
-for (const [kind, model] of WATCHED.filter(([k]) => !OPTIONAL_KINDS.has(k))) {
-  When(model)
-    .IsCreatedOrUpdated()
-    .Watch(obj => reconciler?.ingest(kind, "upsert", obj as unknown as KubeObject));
-  When(model)
-    .IsDeleted()
-    .Watch(obj => reconciler?.ingest(kind, "delete", obj as unknown as KubeObject));
-}
+// Keeps Pepr's watcher running (see above); the reconciler's own watch sees the same changes.
+When(a.Namespace)
+  .IsCreatedOrUpdated()
+  .WithName(namespace)
+  .Watch(() => undefined);

@@ -182,12 +182,10 @@ export async function startPeprDev(opts: PeprDevOptions): Promise<PeprDev> {
       await waitForHealthz(readyTimeoutMs, () => child.exitCode !== null);
       await waitForOutput(/snapshot synced/, 120_000);
     } else {
-      // The webhook server is up and the watch on Gateways is connected.
+      // The webhook server is up and the controller has listed every kind (its watches start
+      // from those lists).
       await waitForOutput(/Server listening on port/, readyTimeoutMs);
-      await waitForOutput(
-        /Watch event connect received\. \/apis\/gateway\.networking\.k8s\.io\/v1\/gateways/,
-        60_000,
-      );
+      await waitForOutput(/snapshot synced/, 120_000);
     }
   } catch (e) {
     await stop();

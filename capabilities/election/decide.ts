@@ -1,7 +1,12 @@
 /**
  * The election's decision, pure: given what this replica last observed of the Lease and when,
- * what to do now. Expiry is judged on this replica's own clock from the moment it saw the record
- * change (as client-go does), so clock skew between replicas cannot steal a live lease.
+ * what to do now. A Lease expires `leaseDurationSeconds` after the earlier of two instants: its
+ * `renewTime` (the holder's clock, as written) and the moment this replica first saw that
+ * renewal (its own clock, as client-go judges). The first lets a restarted replica take a Lease
+ * its dead predecessor stopped renewing long ago at once, instead of waiting a whole lease
+ * period from its own first look; the second bounds the wait when the holder's clock runs
+ * ahead. It assumes the replicas' clocks agree to well within a lease period (NTP): a holder
+ * whose clock lags by more than that could lose a live Lease.
  */
 import { LeaseRecord } from "./types";
 
@@ -23,7 +28,9 @@ export function decide(identity: string, seen: Observation, now: number): Decisi
   if (!r) return { op: "create" };
   if (r.holderIdentity === identity) return { op: "renew" };
   if (r.holderIdentity === "") return { op: "takeover" };
-  const expiresAt = seen.observedAt + r.leaseDurationSeconds * 1000;
+  const renewedAt = r.renewTime !== undefined ? Date.parse(r.renewTime) : NaN;
+  const since = Number.isFinite(renewedAt) ? Math.min(renewedAt, seen.observedAt) : seen.observedAt;
+  const expiresAt = since + r.leaseDurationSeconds * 1000;
   if (now >= expiresAt) return { op: "takeover" };
   return { op: "follow", leader: r.holderIdentity, retryAt: expiresAt };
 }

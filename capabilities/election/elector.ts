@@ -44,6 +44,9 @@ export class LeaderElector {
   #leader: string | undefined;
   #stopped = false;
   #loop: Promise<void> | undefined;
+  /** Resolves when stop() is called: the loop's wait between attempts ends at once. */
+  #wake: () => void = () => {};
+  readonly #woken = new Promise<void>(resolve => (this.#wake = resolve));
 
   constructor(
     private readonly store: LeaseStore,
@@ -72,6 +75,9 @@ export class LeaderElector {
   /** Stops the loop; a leader releases its Lease so a successor need not wait for expiry. */
   async stop(): Promise<void> {
     this.#stopped = true;
+    // Not after a retry period: the clock's sleep does not hold the process (unref), so a
+    // process with nothing else open would end while waiting for it.
+    this.#wake();
     await this.#loop;
     if (this.#leading) {
       this.#setLeading(false);
@@ -143,7 +149,7 @@ export class LeaderElector {
       if (this.#stopped) break;
       if (held && !this.#leading) this.#setLeading(true);
       else if (this.#leading && !this.isLeader()) this.#setLeading(false);
-      await this.clock.sleep(this.cfg.retryPeriodMs);
+      await Promise.race([this.clock.sleep(this.cfg.retryPeriodMs), this.#woken]);
     }
   }
 

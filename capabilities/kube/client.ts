@@ -21,7 +21,26 @@ export class KubeError extends Error {
 
 export interface KubeClient {
   request<T>(method: string, path: string, body?: unknown, contentType?: string): Promise<T>;
+  /**
+   * A watch request: every line of the response, parsed, to `onEvent`; resolves when the server
+   * ends the response. Optional: clients without it (unit-test fakes) get no watches.
+   */
+  watch?(path: string, onEvent: (event: WatchEvent) => void, signal: AbortSignal): Promise<void>;
 }
+
+/** One line of a watch response (ADDED, MODIFIED, DELETED, BOOKMARK or ERROR). */
+export interface WatchEvent {
+  readonly type: string;
+  readonly object?: {
+    readonly metadata?: { readonly resourceVersion?: string };
+    /** ERROR events: the Status's code (410: the resourceVersion is too old) and message. */
+    readonly code?: number;
+    readonly message?: string;
+  };
+}
+
+/** A watch response quiet for this long is dead (the server sends bookmarks well within it). */
+const WATCH_IDLE_MS = 10 * 60_000;
 
 /** User-Agent of our requests: the API server's audit log and metrics name the replica by it. */
 export const userAgent = (identity: string): string => `kengine-gateway/${identity}`;
@@ -33,6 +52,24 @@ export function kubeClient(
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new Error("no current cluster in the kubeconfig");
   const base = new URL(cluster.server);
+  /** Options of a request to the API server (credentials are added by the caller). */
+  const requestOptions = (
+    method: string,
+    path: string,
+    headers: Record<string, string | number>,
+    timeout: number,
+  ): RequestOptions => ({
+    method,
+    hostname: base.hostname.replace(/^\[|\]$/g, ""),
+    port: base.port || 443,
+    path,
+    headers: {
+      Accept: "application/json",
+      "User-Agent": options.userAgent ?? "kengine-gateway",
+      ...headers,
+    },
+    timeout,
+  });
   return {
     async request<T>(
       method: string,
@@ -41,22 +78,16 @@ export function kubeClient(
       contentType = "application/json",
     ): Promise<T> {
       const payload = body === undefined ? undefined : JSON.stringify(body);
-      const opts: RequestOptions = {
+      const opts = requestOptions(
         method,
-        hostname: base.hostname.replace(/^\[|\]$/g, ""),
-        port: base.port || 443,
         path,
-        headers: {
-          Accept: "application/json",
-          "User-Agent": options.userAgent ?? "kengine-gateway",
-          // Node sends a DELETE body unframed (no chunked encoding by default): without a
-          // length the server never sees it (e.g. DeleteOptions preconditions).
-          ...(payload !== undefined
-            ? { "Content-Type": contentType, "Content-Length": Buffer.byteLength(payload) }
-            : {}),
-        },
-        timeout: 30_000,
-      };
+        // Node sends a DELETE body unframed (no chunked encoding by default): without a
+        // length the server never sees it (e.g. DeleteOptions preconditions).
+        payload !== undefined
+          ? { "Content-Type": contentType, "Content-Length": Buffer.byteLength(payload) }
+          : {},
+        30_000,
+      );
       await kc.applyToHTTPSOptions(opts);
       return new Promise<T>((resolve, reject) => {
         const req = request(opts, res => {
@@ -78,6 +109,50 @@ export function kubeClient(
         req.on("timeout", () => req.destroy(new Error(`${method} ${path}: timed out`)));
         req.on("error", reject);
         req.end(payload);
+      });
+    },
+
+    async watch(path, onEvent, signal): Promise<void> {
+      const opts: RequestOptions = { ...requestOptions("GET", path, {}, WATCH_IDLE_MS), signal };
+      await kc.applyToHTTPSOptions(opts);
+      return new Promise<void>((resolve, reject) => {
+        const req = request(opts, res => {
+          const status = res.statusCode ?? 0;
+          if (status < 200 || status >= 300) {
+            const chunks: Buffer[] = [];
+            res.on("data", (c: Buffer) => chunks.push(c));
+            res.on("end", () =>
+              reject(
+                new KubeError(status, Buffer.concat(chunks).toString("utf8"), `WATCH ${path}`),
+              ),
+            );
+            res.on("error", reject);
+            return;
+          }
+          // One JSON object per line; a line may span chunks.
+          const decoder = new TextDecoder();
+          let pending = "";
+          res.on("data", (c: Buffer) => {
+            const lines = (pending + decoder.decode(c, { stream: true })).split("\n");
+            pending = lines.pop() ?? "";
+            for (const line of lines) {
+              if (line.trim() === "") continue;
+              try {
+                onEvent(JSON.parse(line) as WatchEvent);
+              } catch (e) {
+                req.destroy(e instanceof Error ? e : new Error(String(e)));
+                return;
+              }
+            }
+          });
+          res.on("end", () => resolve());
+          res.on("error", reject);
+        });
+        req.on("timeout", () =>
+          req.destroy(new Error(`WATCH ${path}: no data for ${WATCH_IDLE_MS} ms`)),
+        );
+        req.on("error", reject);
+        req.end();
       });
     },
   };

@@ -134,6 +134,46 @@ const kindServed = new Gauge({
   registers: [registry],
 });
 
+const cachedObjects = new Gauge({
+  name: `${METRIC_PREFIX}cache_objects`,
+  help: "Objects of each watched kind held in the controller's snapshot (its only cache of watched objects).",
+  labelNames: ["kind"],
+  registers: [registry],
+});
+const ingestedObjects = new Counter({
+  name: `${METRIC_PREFIX}objects_ingested_total`,
+  help: "Objects ingested into the snapshot by source: list (start-up and relists, one batch per kind) or watch (one event each).",
+  labelNames: ["kind", "source"],
+  registers: [registry],
+});
+const watchConnects = new Counter({
+  name: `${METRIC_PREFIX}watch_requests_total`,
+  help: "Watch requests opened per kind (one open watch per kind; resumed after the server ends it).",
+  labelNames: ["kind"],
+  registers: [registry],
+});
+const firstSnapshotSeconds = new Gauge({
+  name: `${METRIC_PREFIX}first_snapshot_seconds`,
+  help: "Seconds from the controller's start to its first full snapshot (every kind listed).",
+  registers: [registry],
+});
+
+/** The snapshot's ingest: cache sizes, objects ingested, watch requests, time to the first full snapshot. */
+export const ingestMetrics = {
+  cached(kind: string, objects: number): void {
+    cachedObjects.set({ kind }, objects);
+  },
+  ingested(kind: string, source: "list" | "watch", objects = 1): void {
+    ingestedObjects.inc({ kind, source }, objects);
+  },
+  watchRequest(kind: string): void {
+    watchConnects.inc({ kind });
+  },
+  firstSnapshot(seconds: number): void {
+    firstSnapshotSeconds.set(seconds);
+  },
+};
+
 export const startupMetrics = {
   state(s: StartupState): void {
     startupState.set(s === "synced" ? 1 : s === "failed" ? -1 : 0);

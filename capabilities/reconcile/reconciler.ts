@@ -1,13 +1,14 @@
 /**
- * The controller's loop, as a plain class the Pepr capability feeds: Watch events go into the
- * snapshot; relevant bursts are batched; each build translates the snapshot, provisions every
- * Gateway's proxies, pushes configs to the proxy pods, and writes status. Only the elected
- * leader provisions, pushes and writes; followers keep their snapshot warm.
+ * The controller's loop, as a plain class the Pepr capability starts: it lists and watches
+ * every kind itself (watch.ts; one watch per kind) into the snapshot; relevant bursts are
+ * batched; each build translates the snapshot, provisions every Gateway's proxies, pushes
+ * configs to the proxy pods, and writes status. Only the elected leader provisions, pushes and
+ * writes; followers keep their snapshot warm.
  */
 import { X509Certificate, createHash } from "node:crypto";
 import { ElectionConfig, DEFAULT_ELECTION, LeaderElector, kubeLeaseStore } from "../election";
 import { KubeClient, statusOf } from "../kube/client";
-import { electionMetrics, startupMetrics, statusMetrics } from "../metrics";
+import { electionMetrics, ingestMetrics, startupMetrics, statusMetrics } from "../metrics";
 import { fleetMetrics } from "../metrics/fleet";
 import {
   AdminChannels,
@@ -40,9 +41,11 @@ import {
   SnapshotEvent,
   Snapshot,
   apply,
+  applyAll,
   emptySnapshot,
   isSynced,
 } from "../snapshot";
+import { stripForIngest } from "../snapshot/strip";
 import {
   GatewayAddress,
   StatusKind,
@@ -69,6 +72,7 @@ import {
 } from "./rotation";
 import { LIST_PATHS, objectPath } from "./kinds";
 import { DEFAULT_RETRY, Listed, RetryDeps, RetryPolicy, listAll, retrying } from "./list";
+import { KindWatch, relistEvents } from "./watch";
 import { EventRecorder, GatewayObjectRef, PushEvents } from "./events";
 import { GatewayIR } from "../ir";
 import { GatewayPlan, planGateway, sealedRenders } from "./plan";
@@ -138,6 +142,11 @@ export interface ReconcilerOptions {
   readonly lastGoodIntervalMs?: number;
   /** Automatic HTTPS settings (back-off; tests shorten it). */
   readonly acme?: Pick<AcmeManagerOptions, "backoff" | "selfCheckTimeoutMs">;
+  /**
+   * Whether the reconciler watches every kind itself after listing it (default: when the client
+   * can watch). Off: the caller feeds `ingest` (unit tests).
+   */
+  readonly watch?: boolean;
 }
 
 /** Start-up failed for good: the process should exit (Kubernetes restarts it). */
@@ -270,6 +279,8 @@ export class Reconciler {
   readonly #statusMemo = new StatusMemo();
   /** Automatic HTTPS: the leader's ACME orders (acme/manager.ts). */
   readonly #acme: AcmeManager;
+  /** The one watch of each kind, started from that kind's list (watch.ts). */
+  readonly #watches = new Map<Kind, KindWatch>();
 
   constructor(private readonly o: ReconcilerOptions) {
     this.#batcher = new Batcher(() => this.requestBuild());
@@ -383,7 +394,7 @@ export class Reconciler {
     if (rv !== undefined) this.#seen.set(id, rv);
     const key = `${object.metadata.namespace ?? ""}/${object.metadata.name}`;
     this.#apply(
-      { type, kind, object: withoutLastGoodData(kind, object) },
+      { type, kind, object: withoutLastGoodData(kind, stripForIngest(object)) },
       ownedByUs(object) || (kind === "Secret" && this.#planSecrets.has(key)),
     );
   }
@@ -398,6 +409,8 @@ export class Reconciler {
       this.#translationStale = true;
     const r = apply(this.#snapshot, event);
     this.#snapshot = r.snapshot;
+    if (event.type !== "synced")
+      ingestMetrics.cached(event.kind, r.snapshot.objects[event.kind].size);
     if (r.relevant || (ours && isSynced(r.snapshot))) {
       this.#timings.received(at, this.#timings.now() - at);
       this.#batcher.notify();
@@ -405,12 +418,26 @@ export class Reconciler {
   }
 
   /**
-   * Lists every kind once (the "synced" signal), then starts election, pushing and building.
-   * Start-up requests are retried while their failure can pass (list.ts); a kind the API
-   * server does not serve (its CRD is not installed) counts as empty and is reported. Rejects
-   * with a StartError when start-up cannot succeed: the caller exits the process.
+   * Starts the election at once (it runs while the caches fill: a restarted replica is leader
+   * by the time its snapshot is whole), lists every kind once (each list one batch into the
+   * snapshot, then that kind's watch from the list's resourceVersion; all listed = "synced"),
+   * then pushing and building. Start-up requests are retried while their failure can pass
+   * (list.ts); a kind the API server does not serve (its CRD is not installed) counts as empty
+   * and is reported. Rejects with a StartError when start-up cannot succeed (the Lease is
+   * released first): the caller exits the process.
    */
   async start(): Promise<void> {
+    this.#elector.start();
+    try {
+      await this.#start();
+    } catch (e) {
+      await this.#elector.stop();
+      throw e;
+    }
+  }
+
+  async #start(): Promise<void> {
+    const startedAt = performance.now();
     startupMetrics.state("starting");
     const retry = this.o.startupRetry ?? DEFAULT_RETRY;
     const deps: RetryDeps = {
@@ -461,6 +488,12 @@ export class Reconciler {
       if (this.#stopped) return;
       if (!listed.ok) throw startError(`list ${kind}`, listed);
       this.#listed(kind, listed.value);
+      this.#watchKind(
+        kind,
+        listed.value.found ? listed.value.resourceVersion : undefined,
+        retry,
+        deps,
+      );
     }
     if (this.#stopped) return;
     const own = clientCredentials(ca, this.o.identity, undefined, this.#trusted);
@@ -479,7 +512,7 @@ export class Reconciler {
       Object.fromEntries(KINDS.map(k => [k, this.#snapshot.objects[k].size])),
     );
     startupMetrics.state("synced");
-    this.#elector.start();
+    ingestMetrics.firstSnapshot((performance.now() - startedAt) / 1000);
     const resync = setInterval(() => {
       void this.#refreshCa();
       void this.#relistMissing(retry, deps);
@@ -503,7 +536,11 @@ export class Reconciler {
     return [...this.#missing];
   }
 
-  /** The initial list of one kind into the snapshot (a kind not served counts as empty). */
+  /**
+   * A list of one kind into the snapshot as one batch (the kind's map copied once, not per
+   * item): its objects replace the kind's (objects no longer listed are deleted); a kind not
+   * served counts as empty.
+   */
   #listed(kind: Kind, listed: Listed<KubeObject>): void {
     startupMetrics.served(kind, listed.found);
     if (!listed.found) {
@@ -513,15 +550,75 @@ export class Reconciler {
           path: LIST_PATHS[kind],
         });
       this.#missing.add(kind);
-    } else {
-      if (this.#missing.delete(kind))
-        this.o.log.info("kind now served by the API server: picked up", {
-          kind,
-          objects: listed.items.length,
-        });
-      for (const item of listed.items) this.ingest(kind, "upsert", item);
+    } else if (this.#missing.delete(kind))
+      this.o.log.info("kind now served by the API server: picked up", {
+        kind,
+        objects: listed.items.length,
+      });
+    const items = listed.found
+      ? listed.items.map(o => withoutLastGoodData(kind, stripForIngest(o)))
+      : [];
+    for (const o of items) {
+      const rv = rvOf(o);
+      if (rv !== undefined)
+        this.#seen.set(`${kind}/${o.metadata.namespace ?? ""}/${o.metadata.name}`, rv);
     }
-    this.#apply({ type: "synced", kind });
+    const before = this.#snapshot;
+    const r = applyAll(before, [
+      ...relistEvents(kind, before.objects[kind] as ReadonlyMap<string, KubeObject>, items),
+      { type: "synced", kind },
+    ]);
+    this.#snapshot = r.snapshot;
+    ingestMetrics.ingested(kind, "list", items.length);
+    ingestMetrics.cached(kind, r.snapshot.objects[kind].size);
+    if (r.snapshot.objects[kind] !== before.objects[kind]) this.#translationStale = true;
+    if (r.relevant || (isSynced(before) && r.snapshot !== before)) this.#batcher.notify();
+  }
+
+  /**
+   * The one watch of `kind`, from its list's resourceVersion (undefined: the kind is not served
+   * yet; the watch lists it again, backing off, until it is). Events go through `ingest`; a
+   * 410 Gone lists the kind again (one batch, #listed).
+   */
+  #watchKind(
+    kind: Kind,
+    resourceVersion: string | undefined,
+    retry: RetryPolicy,
+    deps: RetryDeps,
+  ): void {
+    const stream = this.o.kube.watch?.bind(this.o.kube);
+    if (!stream || this.o.watch === false || this.#watches.has(kind) || this.#stopped) return;
+    const w: KindWatch = new KindWatch(kind, LIST_PATHS[kind], {
+      stream,
+      relist: async (): Promise<string | undefined> => {
+        const listed = await listAll<KubeObject>(
+          path => this.o.kube.request("GET", path),
+          LIST_PATHS[kind],
+          { ...retry, retryAttempts: 1, deniedAttempts: 1 },
+          { ...deps, onRetry: undefined, stopped: (): boolean => this.#stopped || w.stopped },
+        );
+        if (!listed.ok || this.#stopped) return undefined;
+        this.#listed(kind, listed.value);
+        return listed.value.found ? listed.value.resourceVersion : undefined;
+      },
+      ingest: (type, object) => {
+        ingestMetrics.ingested(kind, "watch");
+        this.ingest(kind, type, object);
+      },
+      sleep: deps.sleep,
+      random: deps.random,
+      backoff: retry.backoff,
+      onConnect: () => ingestMetrics.watchRequest(kind),
+      onError: (error, attempt, retryInMs) =>
+        this.o.log[this.#missing.has(kind) ? "debug" : "warn"]("watch failed, retrying", {
+          kind,
+          attempt,
+          retryInMs,
+          error: error instanceof Error ? error.message : String(error),
+        }),
+    });
+    this.#watches.set(kind, w);
+    w.start(resourceVersion);
   }
 
   /**
@@ -530,6 +627,7 @@ export class Reconciler {
    */
   async #relistMissing(retry: RetryPolicy, deps: RetryDeps): Promise<void> {
     for (const kind of [...this.#missing]) {
+      if (this.#watches.has(kind)) continue; // its watch lists it until it is served
       const listed = await listAll<KubeObject>(
         path => this.o.kube.request("GET", path),
         LIST_PATHS[kind],
@@ -611,6 +709,7 @@ export class Reconciler {
     if (this.#proxyRecheck) clearTimeout(this.#proxyRecheck.timer);
     if (this.#caStepTimer) clearTimeout(this.#caStepTimer);
     await this.#isolation.stop();
+    await Promise.all([...this.#watches.values()].map(w => w.stop()));
     await this.#building;
     this.#writer.close();
     await this.#elector.stop();

@@ -34,6 +34,7 @@ export const CLUSTER_SCENARIOS = [
   "fanout",
   "apiRequests",
   "memory",
+  "restart",
 ] as const;
 export type ClusterScenario = (typeof CLUSTER_SCENARIOS)[number];
 
@@ -464,6 +465,20 @@ async function heapSnapshot(dir: string | undefined, log: (l: string) => void): 
   log("heap snapshot: not written within 180 s");
 }
 
+/** The module's own /metrics (pepr dev serves them on :3000 with a self-signed certificate). */
+const moduleAgent = new Agent({ connect: { rejectUnauthorized: false } });
+async function moduleMetrics(): Promise<(name: string, labels?: string) => number> {
+  const text = await request("https://127.0.0.1:3000/metrics", { dispatcher: moduleAgent })
+    .then(r => r.body.text())
+    .catch(() => "");
+  return (name, labels = "") => {
+    let sum = 0;
+    for (const m of text.matchAll(new RegExp(`^${name}(?:\\{([^}]*)\\})? ([0-9.eE+-]+)$`, "gm")))
+      if ((m[1] ?? "").includes(labels)) sum += Number(m[2]);
+    return sum;
+  };
+}
+
 /** RSS of the module's process (the one serving the webhook on :3000), in MiB. */
 function controllerRssMiB(): number {
   const out = spawnSync("ss", ["-ltnpH", "sport = :3000"], { encoding: "utf8" }).stdout;
@@ -576,6 +591,22 @@ export interface ClusterResults {
     allClients20: number;
   };
   memory?: { routes: number; rssMiB: number }[];
+  /**
+   * The controller killed (SIGKILL: no Lease release) and started again with every route in
+   * place: from its first full snapshot ("caches filled", its own log line) to leading with
+   * status current (every proxy of the Gateway known to run the current config, and a status
+   * pass done) and how many proxies it reloaded (pushes; adopting needs none).
+   */
+  restart?: {
+    routes: number;
+    /** The new process's own kengine_gateway_first_snapshot_seconds (lists of every kind). */
+    firstSnapshotS: number;
+    /** From "snapshot synced" in its output to leader with status current. */
+    afterCachesFilledS: number;
+    /** From the kill to leader with status current (includes pepr dev's build). */
+    totalS: number;
+    proxiesReloaded: number;
+  };
   /** Scenarios that failed in this run, with the reason. */
   errors?: Record<string, string>;
 }
@@ -796,7 +827,7 @@ export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> 
     let mainCount = 0;
 
     let mainReady = false;
-    if (only.has("settle") || only.has("memory") || only.has("propagation"))
+    if (only.has("settle") || only.has("memory") || only.has("propagation") || only.has("restart"))
       mainReady = await step("settle", async () => {
         const routes = mainRoutes(0, 1000);
         const settled = watchAccepted(adminKube, `bench-set=${MAIN}`, MAIN, 1000, 600_000);
@@ -1066,6 +1097,43 @@ export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> 
         await sleep(5000);
         (results.memory ??= []).push({ routes: 10000, rssMiB: controllerRssMiB() });
         log(`memory: ${JSON.stringify(results.memory)}`);
+      });
+    if (only.has("restart") && mainReady)
+      await step("restart", async () => {
+        await gatewayReady(adminKube, MAIN, mainCount, 1, 900_000);
+        await dev!.kill();
+        const tKilled = now();
+        dev = await startPeprDev({ kubeconfig, kubectl: kubectlBin, productionLogs: true });
+        // startPeprDev returns once the output says "snapshot synced" (it polls the output every
+        // 200 ms): the caches filled at most 200 ms before this.
+        const tSynced = now();
+        let tCurrent = 0;
+        let metric: Awaited<ReturnType<typeof moduleMetrics>> | undefined;
+        for (const deadline = now() + 600_000; now() < deadline; await sleep(20)) {
+          metric = await moduleMetrics();
+          const leading = metric("kengine_gateway_is_leader") >= 1;
+          const proxies = metric("kengine_gateway_proxies");
+          const programmed = metric("kengine_gateway_proxies", 'state="Programmed"');
+          const statusPass =
+            metric("kengine_gateway_status_writes_total") +
+              metric("kengine_gateway_status_noops_total") >
+            0;
+          if (leading && proxies > 0 && programmed === proxies && statusPass) {
+            tCurrent = now();
+            break;
+          }
+        }
+        if (!tCurrent || !metric)
+          throw new Error("the restarted controller never led with status current");
+        const firstSnapshotS = metric("kengine_gateway_first_snapshot_seconds");
+        results.restart = {
+          routes: mainCount,
+          firstSnapshotS: Math.round(firstSnapshotS * 100) / 100,
+          afterCachesFilledS: Math.round((tCurrent - tSynced) / 10) / 100,
+          totalS: Math.round((tCurrent - tKilled) / 10) / 100,
+          proxiesReloaded: metric("kengine_gateway_proxy_pushes_total", 'result="success"'),
+        };
+        log(`restart: ${JSON.stringify(results.restart)}`);
       });
     return results;
   } finally {

@@ -100,7 +100,8 @@ async function main(argv: string[]): Promise<void> {
   let out: Record<string, unknown> = report;
   if (merge && existsSync(benchJson)) {
     out = JSON.parse(readFileSync(benchJson, "utf8")) as Record<string, unknown>;
-    for (const s of ALL.filter(x => only.has(x)))
+    // every scenario the run measured (settle also reads memory at 1,000 routes)
+    for (const s of ALL.filter(x => only.has(x) || (x === "memory" && only.has("settle"))))
       if (report[s] !== undefined)
         out[s] =
           typeof report[s] === "object" && !Array.isArray(report[s])

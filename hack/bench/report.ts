@@ -112,6 +112,21 @@ export function evaluate(report: R): Row[] {
       measured: `${x.rssMiB} MiB`,
       met: x.rssMiB <= (x.routes <= 1000 ? 150 : 450),
     });
+  const r = report.restart as
+    | {
+        routes: number;
+        afterCachesFilledS: number;
+        firstSnapshotS: number;
+        proxiesReloaded: number;
+      }
+    | undefined;
+  if (r)
+    rows.push({
+      scenario: "restart",
+      target: "leader, status current, no proxy reloaded ≤ 5 s after caches fill",
+      measured: `${r.afterCachesFilledS} s after caches filled (lists ${r.firstSnapshotS} s), ${r.proxiesReloaded} proxies reloaded, ${r.routes} routes`,
+      met: r.afterCachesFilledS <= 5 && r.proxiesReloaded === 0,
+    });
   return rows;
 }
 

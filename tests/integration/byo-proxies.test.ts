@@ -20,7 +20,6 @@ import {
   proxyServerNames,
 } from "../../capabilities/proxies";
 import { Reconciler } from "../../capabilities/reconcile";
-import { feed } from "../support/feed";
 import { createNamespace, deleteNamespace, eventually, kubectl, kubectlOk } from "../support/kube";
 import { repoRoot } from "../support/paths";
 import { echoBackend, quietLogger } from "../support/manifests";
@@ -242,9 +241,8 @@ describe("bring-your-own proxies", () => {
       election: { name: "byo", leaseDurationMs: 4000, renewDeadlineMs: 3000, retryPeriodMs: 500 },
     });
     reconciler = r;
-    const unfeed = await feed(r);
     await r.start();
-    stops.push(unfeed, () => r.stop());
+    stops.push(() => r.stop());
   });
 
   afterAll(async () => {

@@ -18,7 +18,6 @@ import {
 } from "../../capabilities/proxies";
 import { Reconciler } from "../../capabilities/reconcile";
 import { CA_SECRET_NAME, ROTATE_CA_ANNOTATION } from "../../capabilities/reconcile/rotation";
-import { feed } from "../support/feed";
 import { createNamespace, deleteNamespace, eventually, kubectl, kubectlOk } from "../support/kube";
 import { echoBackend, quietLogger } from "../support/manifests";
 import { get, steadyClient } from "../support/traffic";
@@ -112,9 +111,8 @@ describe("admin CA rotation", () => {
       },
       defaults: { ...DEFAULT_PROXY_SETTINGS, replicas: 2 },
     });
-    const unfeed = await feed(r);
     await r.start();
-    stops.push(unfeed, () => r.stop());
+    stops.push(() => r.stop());
   });
 
   afterAll(async () => {

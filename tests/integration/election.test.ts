@@ -71,6 +71,33 @@ describe("leader election on a Lease", () => {
     expect(follower.leader()).toBe(holder);
   });
 
+  it("a replica started after its leader died takes the Lease on its first look, by renewTime", async () => {
+    // What a killed leader leaves: a Lease renewed 60 s ago for 30 s, never released.
+    const renewed = new Date(Date.now() - 60_000).toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
+    kubectlOk(
+      ["apply", "-f", "-"],
+      `apiVersion: coordination.k8s.io/v1
+kind: Lease
+metadata: {name: dead, namespace: ${ns}}
+spec: {holderIdentity: gone, leaseDurationSeconds: 30, acquireTime: "${renewed}", renewTime: "${renewed}", leaseTransitions: 2}
+`,
+    );
+    const fresh = elector("fresh", "dead");
+    // One attempt, no waiting: judged by its own first look it would follow "gone" for 30 s.
+    expect(await fresh.tryAcquireOrRenew()).toBe(true);
+    expect(
+      kubectlOk([
+        "get",
+        "lease",
+        "dead",
+        "-n",
+        ns,
+        "-o",
+        "jsonpath={.spec.holderIdentity} {.spec.leaseTransitions}",
+      ]),
+    ).toBe("fresh 3");
+  });
+
   it("hands over when the leader releases on shutdown", async () => {
     const a = elector("a", "handover");
     a.start();

@@ -28,7 +28,6 @@ import {
 import { proxyNames } from "../../capabilities/provision";
 import { DEFAULT_PROXY_SETTINGS } from "../../capabilities/provision";
 import { Reconciler } from "../../capabilities/reconcile";
-import { feed } from "../support/feed";
 import { createNamespace, deleteNamespace, eventually, kubectl, kubectlOk } from "../support/kube";
 import { echoBackend, quietLogger } from "../support/manifests";
 import { get } from "../support/traffic";
@@ -112,9 +111,8 @@ describe("a flood of random Host headers", () => {
       defaults: { ...DEFAULT_PROXY_SETTINGS, replicas: 2 },
       election: { name: "flood", leaseDurationMs: 4000, renewDeadlineMs: 3000, retryPeriodMs: 500 },
     });
-    const unfeed = await feed(reconciler);
     await reconciler.start();
-    stops.push(unfeed, () => reconciler.stop());
+    stops.push(() => reconciler.stop());
   });
 
   afterAll(async () => {

@@ -1,7 +1,7 @@
 /**
  * One controller instance as its own process (node --import tsx), so a test can kill it for real
- * (SIGKILL: no Lease release, no goodbye). Fed by real watches, like `pepr dev` but without
- * the webhook server. Its API requests carry the User-Agent `kengine-gateway/<identity>`, so the
+ * (SIGKILL: no Lease release, no goodbye). The reconciler lists and watches the API server
+ * itself, as under `pepr dev`, but without the webhook server. Its API requests carry the User-Agent `kengine-gateway/<identity>`, so the
  * API server's audit log names the instance that made them.
  *
  *   node --import tsx tests/support/controller-instance.ts NAMESPACE IDENTITY LEASE
@@ -12,7 +12,6 @@
 import { kubeClient, userAgent } from "../../capabilities/kube/client";
 import { DEFAULT_PROXY_SETTINGS } from "../../capabilities/provision";
 import { Reconciler } from "../../capabilities/reconcile";
-import { feed } from "./feed";
 
 /** The election timing the handover test uses: short, so a killed leader is replaced soon. */
 export const INSTANCE_ELECTION = {
@@ -57,7 +56,6 @@ async function main(): Promise<void> {
       },
     }),
   });
-  const unfeed = await feed(r);
   await r.start();
   say({ started: true });
   let leading = false;
@@ -68,7 +66,6 @@ async function main(): Promise<void> {
   }, 100);
   process.once("SIGTERM", () => {
     void r.stop().finally(() => {
-      unfeed();
       process.exit(0);
     });
   });

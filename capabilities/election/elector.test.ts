@@ -1,0 +1,93 @@
+import { LeaderElector, microTime } from "./elector";
+import { ConflictError, LeaseRecord, LeaseStore, LeaseWrite } from "./types";
+
+/** An in-memory Lease with the API server's optimistic concurrency. */
+function memoryStore(initial?: LeaseWrite): LeaseStore & { current(): LeaseRecord | undefined } {
+  let rv = 1;
+  let current: LeaseRecord | undefined = initial && { ...initial, resourceVersion: String(rv) };
+  return {
+    current: () => current,
+    get: () => Promise.resolve(current),
+    create: r => {
+      if (current) return Promise.reject(new ConflictError());
+      current = { ...r, resourceVersion: String(++rv) };
+      return Promise.resolve(current);
+    },
+    update: (r, version) => {
+      if (current?.resourceVersion !== version) return Promise.reject(new ConflictError());
+      current = { ...r, resourceVersion: String(++rv) };
+      return Promise.resolve(current);
+    },
+  };
+}
+
+const cfg = {
+  namespace: "ns",
+  name: "lease",
+  identity: "new",
+  leaseDurationMs: 15_000,
+  renewDeadlineMs: 10_000,
+  retryPeriodMs: 2_000,
+};
+const t0 = Date.UTC(2026, 10, 24, 3, 0, 0);
+const clockAt = (now: { t: number }) => ({ now: () => now.t, sleep: () => Promise.resolve() });
+const events = () => ({ onStartedLeading: () => {}, onStoppedLeading: () => {} });
+const held = (holder: string, renewedAt: number): LeaseWrite => ({
+  holderIdentity: holder,
+  leaseDurationSeconds: 15,
+  acquireTime: microTime(renewedAt - 60_000),
+  renewTime: microTime(renewedAt),
+  leaseTransitions: 3,
+});
+
+describe("LeaderElector", () => {
+  it("a restarted replica takes a Lease that expired before it started, on its first try", async () => {
+    const now = { t: t0 };
+    const store = memoryStore(held("old-pod", t0 - 20_000));
+    const e = new LeaderElector(store, cfg, events(), clockAt(now));
+    expect(await e.tryAcquireOrRenew()).toBe(true);
+    expect(store.current()).toMatchObject({ holderIdentity: "new", leaseTransitions: 4 });
+  });
+
+  it("waits for a live Lease until leaseDuration after its renewTime, not after its own first look", async () => {
+    const now = { t: t0 };
+    const store = memoryStore(held("old-pod", t0 - 10_000));
+    const e = new LeaderElector(store, cfg, events(), clockAt(now));
+    expect(await e.tryAcquireOrRenew()).toBe(false);
+    expect(e.leader()).toBe("old-pod");
+    now.t = t0 + 4_999;
+    expect(await e.tryAcquireOrRenew()).toBe(false);
+    now.t = t0 + 5_000; // renewTime + 15 s: 10 s before a first-look judgement would allow
+    expect(await e.tryAcquireOrRenew()).toBe(true);
+    expect(store.current()?.holderIdentity).toBe("new");
+  });
+
+  it("renews its own Lease at once after a restart with the same identity", async () => {
+    const now = { t: t0 };
+    const store = memoryStore(held("new", t0 - 1_000));
+    const e = new LeaderElector(store, cfg, events(), clockAt(now));
+    expect(await e.tryAcquireOrRenew()).toBe(true);
+    expect(store.current()).toMatchObject({ holderIdentity: "new", leaseTransitions: 3 });
+  });
+});
+
+describe("LeaderElector.stop", () => {
+  it("ends the loop and releases the Lease without waiting for the retry period", async () => {
+    const now = { t: t0 };
+    const store = memoryStore();
+    let started = () => {};
+    const leading = new Promise<void>(r => (started = r));
+    const e = new LeaderElector(
+      store,
+      cfg,
+      { onStartedLeading: () => started(), onStoppedLeading: () => {} },
+      // a retry period that never ends by itself
+      { now: () => now.t, sleep: () => new Promise<void>(() => {}) },
+    );
+    e.start();
+    await leading;
+    await e.stop(); // resolves although the loop's sleep never does
+    expect(store.current()?.holderIdentity).toBe("");
+    expect(e.isLeader()).toBe(false);
+  });
+});
