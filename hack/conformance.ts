@@ -82,7 +82,9 @@ const knownProfiles = [
  * toolchain its go.mod names from the module proxy).
  */
 export const suiteVersions = {
-  "v1.6.1": { dir: hack, pkg: "./conformance", env: {}, images: false },
+  // The cluster installs v1.7.0's CRDs (hack/build-peers.sh); suite v1.6.1 refuses to run on
+  // CRDs of another release, so its run installs v1.6.1's first (installSuiteCrds).
+  "v1.6.1": { dir: hack, pkg: "./conformance", env: {}, images: false, crds: "v1.6.1" },
   "v1.7.0": {
     dir: join(hack, "peers", "conformance"),
     pkg: ".",
@@ -463,6 +465,55 @@ function writeImagesModule(): string {
   return version;
 }
 
+/**
+ * Installs the Gateway API CRDs (experimental channel, as hack/cluster.sh does) of the suite's
+ * release when it is not the one the cluster installs: sigs.k8s.io/gateway-api at that
+ * version, from the suite's module (downloaded and checksummed by its go.sum).
+ */
+function installSuiteCrds(version: SuiteVersion): void {
+  const suite = suiteVersions[version];
+  if (!("crds" in suite)) return;
+  const m = run("go", ["mod", "download", "-json", `sigs.k8s.io/gateway-api@${suite.crds}`], {
+    cwd: suite.dir,
+    env: { ...process.env, ...suite.env },
+    timeoutMs: 300_000,
+  });
+  const dir = m.code === 0 ? (JSON.parse(m.stdout) as { Dir?: string }).Dir : undefined;
+  const crds = dir && join(dir, "config", "crd", "experimental");
+  if (!crds || !existsSync(crds))
+    throw new RunError(`no CRDs for sigs.k8s.io/gateway-api@${suite.crds}: ${m.stderr.trim()}`);
+  for (const f of readdirSync(crds)
+    .filter(n => /^gateway\.networking\..*\.yaml$/.test(n))
+    .sort()) {
+    const r = kubectl(["apply", "--server-side", "--force-conflicts", "-f", join(crds, f)]);
+    if (r.code !== 0) throw new RunError(`cannot apply ${f} (${suite.crds}): ${r.stderr.trim()}`);
+  }
+  // The suite refuses a cluster whose Gateway API CRDs come from several releases: remove the
+  // kinds the newer release added (e.g. v1.7.0's XTelemetryPolicy).
+  // name<TAB>bundle-version per CRD (the full JSON of the Gateway API CRDs is megabytes).
+  const all = kubectl([
+    "get",
+    "crd",
+    "-o",
+    "jsonpath={range .items[*]}{.metadata.name}{'\\t'}{.metadata.annotations.gateway\\.networking\\.k8s\\.io/bundle-version}{'\\n'}{end}",
+  ]);
+  if (all.code !== 0) throw new RunError(`cannot list CRDs: ${all.stderr.trim()}`);
+  const stray = all.stdout
+    .split("\n")
+    .map(l => l.split("\t"))
+    .filter(([name, v]) => name && v && v !== suite.crds)
+    .map(([name]) => name);
+  if (stray.length > 0) {
+    const d = kubectl(["delete", "crd", ...stray]);
+    if (d.code !== 0)
+      throw new RunError(`cannot delete CRDs ${stray.join(", ")}: ${d.stderr.trim()}`);
+  }
+  say(
+    `installed the Gateway API ${suite.crds} CRDs (experimental channel) for suite ${version}` +
+      (stray.length > 0 ? `; removed ${stray.join(", ")} (not in ${suite.crds})` : ""),
+  );
+}
+
 /** Builds the Go test binary once per version hash, into the peers cache. */
 function buildTestBinary(version: SuiteVersion): string {
   const suite = suiteVersions[version];
@@ -612,6 +663,7 @@ async function main(): Promise<number> {
 
     // Build first: a broken build should not leave a controller running.
     const bin = buildTestBinary(opts.version);
+    installSuiteCrds(opts.version);
 
     let controller: PeprDev | undefined;
     const ourPeprPids = new Set<number>();
