@@ -86,7 +86,10 @@ for p in "${order[@]}"; do [ "$p" = image ] || key[$p]=$(key_of "$p"); done
 image_meta=$(node -e 'const p=require("../package.json"); if (!p.version || !p.kengine?.proxyImage) process.exit(1); console.log(p.kengine.proxyImage + ":" + p.version)') ||
   { echo "build-peers: package.json needs \"version\" and \"kengine.proxyImage\"" >&2; exit 1; }
 key[image]=$(echo "${key[caddy]} ${key[proxy-image]} $image_meta" | sha256sum | cut -c1-16)
-hash=$(for p in "${order[@]}"; do echo "$p ${key[$p]}"; done | sha256sum | cut -c1-16)
+# The Gateway API CRDs come from the release pinned in peers/conformance/go.mod (the conformance
+# suite's own module: it needs a newer Go and newer Kubernetes modules than this one).
+crds_key=$(cat peers/conformance/go.mod peers/conformance/go.sum | sha256sum | cut -c1-16)
+hash=$( { for p in "${order[@]}"; do echo "$p ${key[$p]}"; done; echo "crds $crds_key"; } | sha256sum | cut -c1-16)
 root="${XDG_CACHE_HOME:-$HOME/.cache}/kengine-gateway"
 cache="$root/$hash"
 bin="$cache/bin"
@@ -189,10 +192,12 @@ for p in "${order[@]}"; do
   mv -f "$bin/$p.tmp.$$" "$bin/$p"
 done
 
-# Gateway API CRDs (standard and experimental channels) from the pinned module.
+# Gateway API CRDs (standard and experimental channels) from the release pinned in
+# peers/conformance/go.mod. That module asks for a newer Go than the local one: GOTOOLCHAIN=auto
+# lets the go command fetch the toolchain its go.mod names (from the module proxy).
 if [ ! -f "$cache/crds/.done" ]; then
-  gwapi=$(go list -m -f '{{with .Replace}}{{.Version}}{{else}}{{.Version}}{{end}}' sigs.k8s.io/gateway-api)
-  dir=$(go mod download -json "sigs.k8s.io/gateway-api@$gwapi" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+  gwapi=$(cd peers/conformance && GOTOOLCHAIN=auto go list -m -f '{{with .Replace}}{{.Version}}{{else}}{{.Version}}{{end}}' sigs.k8s.io/gateway-api)
+  dir=$(cd peers/conformance && GOTOOLCHAIN=auto go mod download -json "sigs.k8s.io/gateway-api@$gwapi" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
   [ -d "$dir/config/crd" ] || { echo "build-peers: no CRDs in sigs.k8s.io/gateway-api@$gwapi ($dir)" >&2; exit 1; }
   for ch in standard experimental; do
     mkdir -p "$cache/crds/$ch"

@@ -1,12 +1,16 @@
 /**
- * npm run conformance — the official Gateway API conformance suite (v1.6.1, pinned in
- * hack/go.mod) against the local cluster with the controller running.
+ * npm run conformance — the official Gateway API conformance suite against the local cluster
+ * with the controller running. --version picks the suite's release: v1.6.1 (the default,
+ * pinned in hack/go.mod) or v1.7.0 (pinned in hack/peers/conformance/go.mod, a module of its
+ * own: it needs Go 1.27 and the Kubernetes 0.37 modules; see suiteVersions). The Gateway API
+ * CRDs the cluster installs are v1.7.0's whichever suite runs.
  *
  *   1. hack/cluster.sh up (remembers whether the cluster was already running)
  *   2. npx pepr dev (hack/pepr-dev.ts) unless KG_CONTROLLER=external
  *   3. GatewayClass `kengine` (controllerName kengine.io/gateway-controller); waits for
  *      Accepted=True (current generation) and a non-empty status.supportedFeatures
- *   4. builds hack/conformance (go test -c) once into the peers cache, runs it; the output goes
+ *   4. builds the suite (hack/conformance/conformance_test.go, go test -c in the version's
+ *      module) once into the peers cache, runs it; the output goes
  *      to reports/conformance.log, progress lines to stdout
  *   5. copies the suite's report to reports/conformance-report.yaml and prints a summary
  *   6. stops the controller; removes the GatewayClass if it created it; brings the cluster
@@ -17,7 +21,8 @@
  * GatewayClass, build, the suite stopped before writing a report, or another pepr dev
  * disturbed the run).
  *
- * Flags: --profiles=GATEWAY-HTTP,GATEWAY-GRPC,GATEWAY-TLS  --run-test=NAME  --skip-tests=A,B
+ * Flags: --version=v1.6.1|v1.7.0  --profiles=GATEWAY-HTTP,GATEWAY-GRPC,GATEWAY-TLS
+ *        --run-test=NAME  --skip-tests=A,B
  *        --strict  --debug  --no-cleanup  --continue-after-setup-failure
  *        --timeout-overrides='Name:secs;...'
  *        --gateway-class=kengine  --gwc-timeout=SECONDS  --help
@@ -35,6 +40,7 @@ import {
   readFileSync,
   renameSync,
   rmSync,
+  writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -59,10 +65,39 @@ const defaultProfiles = "GATEWAY-HTTP,GATEWAY-GRPC,GATEWAY-TLS";
 const setupFailedMarker = "KENGINE-CONFORMANCE: SETUP FAILED";
 /** Static addresses for GatewayStaticAddresses on the local load balancer (hack/kubelet/loadbalancer.ts). */
 const defaultAddresses = { usable: "127.20.250.1", unusable: "192.0.2.1" };
-const knownProfiles = ["GATEWAY-HTTP", "GATEWAY-GRPC", "GATEWAY-TLS", "MESH-HTTP", "MESH-GRPC"];
+const knownProfiles = [
+  "GATEWAY-HTTP",
+  "GATEWAY-GRPC",
+  "GATEWAY-TLS",
+  "GATEWAY-TCP",
+  "GATEWAY-UDP",
+  "MESH-HTTP",
+  "MESH-GRPC",
+];
+
+/**
+ * The suite releases this script can run. v1.6.1 is hack/go.mod's (the module the control plane
+ * and echo-basic are built from); v1.7.0 has a module of its own, hack/peers/conformance,
+ * because it needs Go 1.27 and the Kubernetes 0.37 modules (GOTOOLCHAIN=auto fetches the
+ * toolchain its go.mod names from the module proxy).
+ */
+export const suiteVersions = {
+  // The cluster installs v1.7.0's CRDs (hack/build-peers.sh); suite v1.6.1 refuses to run on
+  // CRDs of another release, so its run installs v1.6.1's first (installSuiteCrds).
+  "v1.6.1": { dir: hack, pkg: "./conformance", env: {}, images: false, crds: "v1.6.1" },
+  "v1.7.0": {
+    dir: join(hack, "peers", "conformance"),
+    pkg: ".",
+    env: { GOTOOLCHAIN: "auto" },
+    images: true,
+  },
+} as const;
+export type SuiteVersion = keyof typeof suiteVersions;
+export const defaultVersion: SuiteVersion = "v1.6.1";
 
 const usage = `usage: npm run conformance -- [flags]
   --profiles=LIST         conformance profiles (default ${defaultProfiles})
+  --version=V             the suite's release: ${Object.keys(suiteVersions).join(" or ")} (default ${defaultVersion})
   --run-test=NAME         run one test (e.g. HTTPRouteSimpleSameNamespace); features still come from the GatewayClass
   --skip-tests=A,B        skip these tests (they are listed as skipped in the report)
   --strict                exit 1 when any test failed (default: 0 whenever the suite completed)
@@ -85,6 +120,7 @@ environment:
   KG_CONFORMANCE_URL, KG_CONFORMANCE_CONTACT   implementation url / contact for the report`;
 
 interface Options {
+  version: SuiteVersion;
   profiles: string;
   runTest?: string;
   skipTests?: string;
@@ -103,6 +139,7 @@ class UsageError extends Error {}
 
 export function parseArgs(argv: readonly string[]): Options {
   const o: Options = {
+    version: defaultVersion,
     profiles: defaultProfiles,
     strict: false,
     debug: false,
@@ -129,6 +166,15 @@ export function parseArgs(argv: readonly string[]): Options {
           if (!knownProfiles.includes(p))
             throw new UsageError(`unknown profile ${p} (known: ${knownProfiles.join(", ")})`);
         break;
+      case "version": {
+        const v = need();
+        if (!(v in suiteVersions))
+          throw new UsageError(
+            `unknown suite version ${v} (known: ${Object.keys(suiteVersions).join(", ")})`,
+          );
+        o.version = v as SuiteVersion;
+        break;
+      }
       case "run-test":
         o.runTest = need();
         break;
@@ -385,37 +431,125 @@ async function waitForOldNamespaces(timeoutS: number): Promise<void> {
   }
 }
 
+/**
+ * v1.7.0's suite imports the echo server's gRPC/TCP/UDP client packages from
+ * sigs.k8s.io/gateway-api-conformance-images, where v1.7.0 moved echo-basic; the module proxy
+ * does not serve that module (403). hack/peers/conformance/go.mod replaces it with
+ * ./.images, written here from the very packages of the echo-basic the local cluster runs
+ * (sigs.k8s.io/gateway-api/conformance v1.6.1, pinned in hack/go.mod, checksummed by hack/go.sum):
+ * the suite's clients then speak exactly the protocol of the echo server under test.
+ * Returns the source version, for the test binary's hash.
+ */
+function writeImagesModule(): string {
+  const m = run(
+    "go",
+    ["list", "-m", "-f", "{{.Version}} {{.Dir}}", "sigs.k8s.io/gateway-api/conformance"],
+    { cwd: hack, timeoutMs: 300_000 },
+  );
+  const [version, dir] = m.stdout.trim().split(" ");
+  if (m.code !== 0 || !version || !dir || !existsSync(join(dir, "echo-basic")))
+    throw new RunError(`cannot find sigs.k8s.io/gateway-api/conformance's echo-basic: ${m.stderr}`);
+  const out = join(suiteVersions["v1.7.0"].dir, ".images");
+  rmSync(out, { recursive: true, force: true });
+  for (const p of ["grpcechoserver", "tcpserver", "udpechoserver"]) {
+    const from = join(dir, "echo-basic", p);
+    mkdirSync(join(out, "echo-basic", p), { recursive: true });
+    for (const f of readdirSync(from).filter(n => n.endsWith(".go") && !n.endsWith("_test.go")))
+      writeFileSync(join(out, "echo-basic", p, f), readFileSync(join(from, f)));
+  }
+  writeFileSync(
+    join(out, "go.mod"),
+    `// Written by hack/conformance.ts from sigs.k8s.io/gateway-api/conformance@${version}/echo-basic.\n` +
+      "module sigs.k8s.io/gateway-api-conformance-images\n\ngo 1.24\n",
+  );
+  return version;
+}
+
+/**
+ * Installs the Gateway API CRDs (experimental channel, as hack/cluster.sh does) of the suite's
+ * release when it is not the one the cluster installs: sigs.k8s.io/gateway-api at that
+ * version, from the suite's module (downloaded and checksummed by its go.sum).
+ */
+function installSuiteCrds(version: SuiteVersion): void {
+  const suite = suiteVersions[version];
+  if (!("crds" in suite)) return;
+  const m = run("go", ["mod", "download", "-json", `sigs.k8s.io/gateway-api@${suite.crds}`], {
+    cwd: suite.dir,
+    env: { ...process.env, ...suite.env },
+    timeoutMs: 300_000,
+  });
+  const dir = m.code === 0 ? (JSON.parse(m.stdout) as { Dir?: string }).Dir : undefined;
+  const crds = dir && join(dir, "config", "crd", "experimental");
+  if (!crds || !existsSync(crds))
+    throw new RunError(`no CRDs for sigs.k8s.io/gateway-api@${suite.crds}: ${m.stderr.trim()}`);
+  for (const f of readdirSync(crds)
+    .filter(n => /^gateway\.networking\..*\.yaml$/.test(n))
+    .sort()) {
+    const r = kubectl(["apply", "--server-side", "--force-conflicts", "-f", join(crds, f)]);
+    if (r.code !== 0) throw new RunError(`cannot apply ${f} (${suite.crds}): ${r.stderr.trim()}`);
+  }
+  // The suite refuses a cluster whose Gateway API CRDs come from several releases: remove the
+  // kinds the newer release added (e.g. v1.7.0's XTelemetryPolicy).
+  // name<TAB>bundle-version per CRD (the full JSON of the Gateway API CRDs is megabytes).
+  const all = kubectl([
+    "get",
+    "crd",
+    "-o",
+    "jsonpath={range .items[*]}{.metadata.name}{'\\t'}{.metadata.annotations.gateway\\.networking\\.k8s\\.io/bundle-version}{'\\n'}{end}",
+  ]);
+  if (all.code !== 0) throw new RunError(`cannot list CRDs: ${all.stderr.trim()}`);
+  const stray = all.stdout
+    .split("\n")
+    .map(l => l.split("\t"))
+    .filter(([name, v]) => name && v && v !== suite.crds)
+    .map(([name]) => name);
+  if (stray.length > 0) {
+    const d = kubectl(["delete", "crd", ...stray]);
+    if (d.code !== 0)
+      throw new RunError(`cannot delete CRDs ${stray.join(", ")}: ${d.stderr.trim()}`);
+  }
+  say(
+    `installed the Gateway API ${suite.crds} CRDs (experimental channel) for suite ${version}` +
+      (stray.length > 0 ? `; removed ${stray.join(", ")} (not in ${suite.crds})` : ""),
+  );
+}
+
 /** Builds the Go test binary once per version hash, into the peers cache. */
-function buildTestBinary(): string {
-  // build-peers.sh prints the cache directory (its hash covers hack/conformance/*.go too).
+function buildTestBinary(version: SuiteVersion): string {
+  const suite = suiteVersions[version];
+  // build-peers.sh prints the cache directory.
   const r = run("bash", [join(hack, "build-peers.sh"), "kubectl"], {
     cwd: hack,
     timeoutMs: 1_800_000,
   });
   if (r.code !== 0) throw new RunError(`hack/build-peers.sh failed:\n${r.stderr.slice(-3000)}`);
   const cache = r.stdout.trim().split("\n").pop() ?? "";
-  // The peers' hash does not cover hack/conformance: name the binary by its own inputs.
+  const env = { ...process.env, CGO_ENABLED: "0", ...suite.env };
+  // The peers' hash does not cover the suite: name the binary by its own inputs.
   const h = createHash("sha256");
-  h.update(run("go", ["version"], { cwd: hack }).stdout);
-  for (const f of ["go.mod", "go.sum"]) h.update(readFileSync(join(hack, f)));
-  for (const f of readdirSync(join(hack, "conformance"))
+  h.update(version);
+  if (suite.images) h.update(writeImagesModule());
+  h.update(run("go", ["version"], { cwd: suite.dir, env, timeoutMs: 600_000 }).stdout);
+  for (const f of ["go.mod", "go.sum"]) h.update(readFileSync(join(suite.dir, f)));
+  const src = join(hack, "conformance");
+  for (const f of readdirSync(src)
     .filter(n => n.endsWith(".go"))
     .sort()) {
     h.update(f);
-    h.update(readFileSync(join(hack, "conformance", f)));
+    h.update(readFileSync(join(src, f)));
   }
   const bin = join(cache, "bin", `conformance-${h.digest("hex").slice(0, 16)}.test`);
   if (existsSync(bin)) return bin;
-  say("building hack/conformance (go test -c) ...");
+  say(`building the ${version} suite (go test -c ${suite.pkg} in ${suite.dir}) ...`);
   const start = Date.now();
-  const b = run("go", ["test", "-c", "-trimpath", "-o", `${bin}.tmp`, "./conformance"], {
-    cwd: hack,
-    env: { ...process.env, CGO_ENABLED: "0" },
+  const b = run("go", ["test", "-c", "-trimpath", "-o", `${bin}.tmp`, suite.pkg], {
+    cwd: suite.dir,
+    env,
     timeoutMs: 1_800_000,
   });
   if (b.code !== 0) {
     rmSync(`${bin}.tmp`, { force: true });
-    throw new RunError(`go test -c ./conformance failed:\n${(b.stdout + b.stderr).slice(-3000)}`);
+    throw new RunError(`go test -c failed:\n${(b.stdout + b.stderr).slice(-3000)}`);
   }
   renameSync(`${bin}.tmp`, bin);
   say(`built ${bin} in ${elapsed(start)}`);
@@ -528,7 +662,8 @@ async function main(): Promise<number> {
     if (interrupted) throw new RunError("interrupted");
 
     // Build first: a broken build should not leave a controller running.
-    const bin = buildTestBinary();
+    const bin = buildTestBinary(opts.version);
+    installSuiteCrds(opts.version);
 
     let controller: PeprDev | undefined;
     const ourPeprPids = new Set<number>();
@@ -631,7 +766,7 @@ async function main(): Promise<number> {
 
     const logPath = join(reportsDir, "conformance.log");
     say(
-      `suite: running profiles ${opts.profiles}${opts.runTest ? `, test ${opts.runTest}` : ""} (log: ${logPath})`,
+      `suite: ${opts.version}, running profiles ${opts.profiles}${opts.runTest ? `, test ${opts.runTest}` : ""} (log: ${logPath})`,
     );
     const watch = watchForInterference(ourPeprPids, process.env.KG_CONTROLLER === "external");
     const t0 = Date.now();

@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { StatusResults } from "../translate";
 import {
   StoredObject,
@@ -28,6 +29,47 @@ describe("stampConditions", () => {
     });
     expect(stampConditions(stored, [accepted("False")], T1)[0].lastTransitionTime).toBe(T1);
     expect(stampConditions(undefined, [accepted("True")], T1)[0].lastTransitionTime).toBe(T1);
+  });
+});
+
+describe("stampConditions with conditions of types we never write", () => {
+  const ours = ["Accepted", "Programmed", "ResolvedRefs"] as const;
+  const stored = (type: string, status: "True" | "False" | "Unknown", gen: number) => ({
+    type,
+    status,
+    reason: "Seeded",
+    message: `${type} seeded`,
+    observedGeneration: gen,
+    lastTransitionTime: T0,
+  });
+  it("keeps every foreign condition unchanged and drops our types we no longer report", () => {
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(
+          fc.record({
+            type: fc.oneof(
+              fc.constantFrom(...ours, "Conflicted"),
+              fc.stringMatching(/^[a-z]{1,8}\.example\.com\/[A-Z][A-Za-z]{0,10}$/),
+            ),
+            status: fc.constantFrom("True" as const, "False" as const, "Unknown" as const),
+            gen: fc.nat(5),
+          }),
+          { selector: c => c.type, maxLength: 8 },
+        ),
+        fc.subarray([...ours]),
+        (existing, desiredTypes) => {
+          const before = existing.map(c => stored(c.type, c.status, c.gen));
+          const desired = desiredTypes.map(t => ({ ...accepted("True", 7), type: t }));
+          const out = stampConditions(before, desired, T1);
+          const foreign = before.filter(c => c.type.includes("/"));
+          // ours first, as desired; then each foreign condition exactly as stored
+          expect(out.map(c => c.type)).toEqual([...desiredTypes, ...foreign.map(c => c.type)]);
+          expect(out.slice(desired.length)).toEqual(foreign);
+          // a type of ours that is no longer desired (e.g. Conflicted) is gone
+          expect(out.some(c => c.type === "Conflicted")).toBe(false);
+        },
+      ),
+    );
   });
 });
 

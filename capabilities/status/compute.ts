@@ -6,6 +6,7 @@
  */
 import { equals } from "ramda";
 import { sameData } from "../same-data";
+import { ConditionType } from "../translate/conditions";
 import type {
   BackendTLSPolicyStatusResult,
   Condition,
@@ -65,12 +66,21 @@ export type CurrentObject = (
   name: string,
 ) => StoredObject | undefined;
 
+/** The condition types this controller writes; any other type belongs to someone else. */
+const OUR_CONDITION_TYPES: ReadonlySet<string> = new Set(Object.values(ConditionType));
+
+/**
+ * The stored conditions: ours as desired (lastTransitionTime kept while the status holds),
+ * then every condition of a type we never write, unchanged (another controller's or a user's:
+ * Gateway API v1.7.0 requires keeping them, GatewayPreserveForeignConditions).
+ */
 export function stampConditions(
   existing: readonly StoredCondition[] | undefined,
   desired: readonly Condition[],
   now: string,
 ): StoredCondition[] {
-  return desired.map(d => {
+  const foreign = (existing ?? []).filter(c => !OUR_CONDITION_TYPES.has(c.type));
+  const ours = desired.map(d => {
     const old = existing?.find(c => c.type === d.type);
     const lastTransitionTime =
       old && old.status === d.status && old.lastTransitionTime ? old.lastTransitionTime : now;
@@ -83,6 +93,7 @@ export function stampConditions(
       lastTransitionTime,
     };
   });
+  return [...ours, ...foreign.filter(f => !desired.some(d => d.type === f.type))];
 }
 
 const listenerStatuses = (

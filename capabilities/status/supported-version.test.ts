@@ -1,17 +1,22 @@
 import { supportedVersionCondition } from "./supported-version";
 
 describe("supportedVersionCondition", () => {
-  it("is True for the v1.6 release line, False naming both versions otherwise", () => {
+  it("is True for the v1.7 and v1.6 release lines, False naming the versions otherwise", () => {
     expect(supportedVersionCondition("v1.6.1", 3)).toMatchObject({
       status: "True",
       reason: "SupportedVersion",
       observedGeneration: 3,
     });
     expect(supportedVersionCondition("v1.6.0")?.status).toBe("True");
+    expect(supportedVersionCondition("v1.7.0")?.status).toBe("True");
+    expect(supportedVersionCondition("v1.7.3")?.status).toBe("True");
+    expect(supportedVersionCondition("v1.5.1")?.status).toBe("False");
+    expect(supportedVersionCondition("v1.8.0")?.status).toBe("False");
     const old = supportedVersionCondition("v1.2.0");
     expect(old).toMatchObject({ status: "False", reason: "UnsupportedVersion" });
     expect(old?.message).toContain("v1.2.0");
     expect(old?.message).toContain("v1.6.1");
+    expect(old?.message).toContain("v1.7.0");
     expect(supportedVersionCondition("")?.status).toBe("False");
     expect(supportedVersionCondition(undefined)).toBeUndefined();
   });

@@ -63,6 +63,12 @@ export const SUPPORTED_FEATURES: readonly string[] = [
   "GatewayBackendClientCertificate",
   "GatewayFrontendClientCertificateValidation",
   "GatewayFrontendClientCertificateValidationInsecureFallback",
+  // Gateway API v1.7.0 names (suite v1.6.1 ignores them; v1.6.1's names above stay for it).
+  // Passed suite v1.7.0 on 2026-11-24 (GatewayInfrastructureMetadata, GRPCRouteRequestHeaderModifier):
+  "GatewayInfrastructure",
+  "GRPCRouteRequestHeaderModifier",
+  // The route's own hostname breaks ties of intersected hostnames (precedence.ts):
+  "GatewayRouteHostnameIntersectionPrecedence",
 ]
   .slice()
   .sort();

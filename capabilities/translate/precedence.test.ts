@@ -25,6 +25,27 @@ describe("comparePrecedence", () => {
       ]),
     ).toEqual(["exact/0/0", "wild/0/0", "any/0/0"]);
   });
+  it("breaks a tie of intersected hostnames by the route's own hostname, before path and age", () => {
+    // Listener abc.example.com: routes for *.example.com, *.com and abc.example.com all serve
+    // abc.example.com; the route that named it exactly wins even with a less specific path
+    // and a newer creationTimestamp (GatewayRouteHostnameIntersectionPrecedence).
+    const at = (name: string, origin: string | undefined, created: string, path = "/") => ({
+      ...m(
+        name,
+        { hostname: "abc.example.com", path: { type: "PathPrefix", value: path } },
+        created,
+      ),
+      origin,
+    });
+    expect(
+      order([
+        at("wild", "*.example.com", "2025-01-01T00:00:00Z", "/long/path"),
+        at("none", undefined, "2024-01-01T00:00:00Z", "/longer/path/still"),
+        at("wider", "*.com", "2024-06-01T00:00:00Z"),
+        at("exact", "abc.example.com", "2026-06-01T00:00:00Z"),
+      ]),
+    ).toEqual(["exact/0/0", "wild/0/0", "wider/0/0", "none/0/0"]);
+  });
   it("orders Exact, RegularExpression, then PathPrefix, longer first", () => {
     expect(
       order([

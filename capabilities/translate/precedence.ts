@@ -1,7 +1,9 @@
 /**
  * Match precedence across all HTTPRoute and GRPCRoute rules attached to one listener, as
  * the Gateway API spec orders it (HTTPRouteRule.matches, HTTPRouteSpec.hostnames):
- *   1. the most specific hostname (exact over wildcard, more labels, longer; none last);
+ *   1. the most specific hostname (exact over wildcard, more labels, longer; none last), then,
+ *      when the listener/route intersections are the same, the most specific of the route's
+ *      own hostnames (GatewayRouteHostnameIntersectionPrecedence, Gateway API v1.7.0);
  *   2. path: Exact, then RegularExpression (implementation-specific; we rank it between),
  *      then PathPrefix; within a kind, the longer value first;
  *   3. a method match; 4. more header matches; 5. more query-param matches;
@@ -17,6 +19,8 @@ export interface RankedMatch {
   readonly route: RouteRef;
   /** The route's creationTimestamp (RFC 3339; compares as text). */
   readonly created: string;
+  /** The route's own hostname that gave `match.hostname` (undefined: the route names none). */
+  readonly origin?: string;
 }
 
 const PATH_RANK = { Exact: 0, RegularExpression: 1, PathPrefix: 2 } as const;
@@ -24,6 +28,8 @@ const PATH_RANK = { Exact: 0, RegularExpression: 1, PathPrefix: 2 } as const;
 export function comparePrecedence(a: RankedMatch, b: RankedMatch): number {
   const host = compareHostSpecificity(a.match.hostname, b.match.hostname);
   if (host !== 0) return host;
+  const origin = compareHostSpecificity(a.origin, b.origin);
+  if (origin !== 0) return origin;
   const pa = a.match.path;
   const pb = b.match.path;
   if (pa.type !== pb.type) return PATH_RANK[pa.type] - PATH_RANK[pb.type];

@@ -917,7 +917,7 @@ function buildIR(ctx: GatewayContext): GatewayIR {
     for (const protocol of ["TLS", "TCP", "UDP"] as const) {
       const ls = onPort.filter(l => l.listener.protocol === protocol);
       if (ls.length === 0) continue;
-      const routes: (L4RouteIR & { created: string })[] = [];
+      const routes: (L4RouteIR & { created: string; origin?: string })[] = [];
       for (const l of ls) {
         for (const a of ctx.attachments.get(l.id) ?? []) {
           if (!a.route.l4) continue;
@@ -930,6 +930,7 @@ function buildIR(ctx: GatewayContext): GatewayIR {
             ...(terminate && { terminate: { certificateIds: l.certificates.map(c => c.id) } }),
             backends: r.backends,
             created: r.created,
+            origin: routeHostnameOf(l.listener.hostname, r.hostnames, a.hostnames?.[0]),
           });
         }
       }
@@ -938,6 +939,7 @@ function buildIR(ctx: GatewayContext): GatewayIR {
         const hb = b.serverNames?.[0];
         return (
           compareHostSpecificity(ha, hb) ||
+          compareHostSpecificity(a.origin, b.origin) ||
           (a.created !== b.created
             ? a.created < b.created
               ? -1
@@ -947,7 +949,11 @@ function buildIR(ctx: GatewayContext): GatewayIR {
               : 1)
         );
       });
-      l4Servers.push({ port, protocol, routes: routes.map(({ created: _c, ...r }) => r) });
+      l4Servers.push({
+        port,
+        protocol,
+        routes: routes.map(({ created: _c, origin: _o, ...r }) => r),
+      });
     }
   }
   const certs = new Map(served.flatMap(l => l.certificates).map(c => [c.id, c] as const));
@@ -971,6 +977,22 @@ function buildIR(ctx: GatewayContext): GatewayIR {
   };
 }
 
+/**
+ * The most specific of a route's own hostnames whose intersection with the listener's
+ * hostname is `served` (undefined when the route names no hostname).
+ */
+function routeHostnameOf(
+  listener: string | undefined,
+  route: readonly string[] | undefined,
+  served: string | undefined,
+): string | undefined {
+  if (served === undefined) return undefined;
+  return (route ?? [])
+    .filter(r => intersectHostnames(listener, [r])?.includes(served))
+    .map(r => r.toLowerCase())
+    .sort(compareHostSpecificity)[0];
+}
+
 function httpListenerIR(
   l: ResolvedListener,
   attachments: readonly Attachment[],
@@ -981,6 +1003,7 @@ function httpListenerIR(
     if (a.route.l4) continue;
     const route = a.route;
     for (const hostname of a.hostnames ?? [undefined]) {
+      const origin = routeHostnameOf(l.listener.hostname, route.hostnames, hostname);
       for (const rule of route.rules) {
         if (!runnable(rule, flavor)) continue;
         rule.matches.forEach((m, j) => {
@@ -1012,7 +1035,7 @@ function httpListenerIR(
             ...(rule.mirrors && { mirrors: rule.mirrors }),
             action,
           };
-          ranked.push({ match, route: ref, created: route.created, entry });
+          ranked.push({ match, route: ref, created: route.created, origin, entry });
         });
       }
     }

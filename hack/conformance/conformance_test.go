@@ -1,5 +1,6 @@
 // Package conformance runs the official Gateway API conformance suite
-// (sigs.k8s.io/gateway-api/conformance, pinned in hack/go.mod) against Kengine Gateway.
+// (sigs.k8s.io/gateway-api/conformance) against Kengine Gateway. The same file builds against
+// v1.6.1 (hack/go.mod) and v1.7.0 (hack/peers/conformance/go.mod, where it is a symlink).
 //
 // It is a thin driver around the suite's own runner: options come from the suite's own flags
 // (-gateway-class, -conformance-profiles, -report-output, -run-test, -skip-tests, the
@@ -14,7 +15,8 @@
 //   - timeouts for a small (2-core) machine that runs every pod as a local process, applied
 //     under any -timeout-config-overrides the caller gives;
 //   - every test runs sequentially, so that the report records each test's real result
-//     (v1.6.1 reports tests marked Parallel as passed before they run; see sequentialTests);
+//     (v1.6.1 reports tests marked Parallel as passed before they run; see sequentialTests;
+//     v1.7.0 fixed that, and sequential runs keep the two releases' results comparable);
 //   - an HTTP dialer (the suite's own DefaultRoundTripper.CustomDialContext option) that only
 //     lets the suite reach loopback and the local pod network, so a wrong Gateway address can
 //     never send test traffic anywhere else.
@@ -204,12 +206,19 @@ func run(t *testing.T, opts suite.ConformanceOptions, tolerateSetupFailure bool)
 	} else if !t.Run("Setup", func(t *testing.T) { cSuite.Setup(t, testList) }) {
 		t.Logf("%s: running the tests anyway (-kengine.continue-after-setup-failure)", setupFailedMarker)
 	}
+	if opts.ReportOutputPath != "" {
+		// The report is written in a cleanup registered before Run's own: v1.7.0's Run marks
+		// the suite as running until its cleanup, and Report refuses to report a running
+		// suite; cleanups run last-registered first, so this one runs after Run's (as in the
+		// suite's own RunConformanceWithOptions; v1.6.1 accepts it the same way).
+		t.Cleanup(func() { writeReport(t, cSuite, opts.ReportOutputPath) })
+	}
 	if err := cSuite.Run(t, testList); err != nil {
 		t.Fatalf("running the suite: %v", err)
 	}
-	if opts.ReportOutputPath == "" {
-		return
-	}
+}
+
+func writeReport(t *testing.T, cSuite *suite.ConformanceTestSuite, path string) {
 	report, err := cSuite.Report()
 	if err != nil {
 		t.Fatalf("error generating conformance profile report: %v", err)
@@ -218,7 +227,7 @@ func run(t *testing.T, opts suite.ConformanceOptions, tolerateSetupFailure bool)
 	if err != nil {
 		t.Fatalf("marshalling the report: %v", err)
 	}
-	if err := os.WriteFile(opts.ReportOutputPath, raw, 0o600); err != nil {
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
 		t.Fatalf("writing the report: %v", err)
 	}
 	t.Logf("Conformance report:\n%s", raw)

@@ -17,6 +17,7 @@ describe("repositoryOf", () => {
 describe("resolveContainer", () => {
   it.each([
     "registry.k8s.io/gateway-api/echo-basic:v1",
+    "registry.k8s.io/gateway-api/conformance/echo-basic:v0.2.0",
     "gcr.io/k8s-staging-gateway-api/echo-basic:v20240412-v1.0.0-394-g40c666fd",
     "gcr.io/k8s-staging-gateway-api/echo-advanced:v1",
   ])("maps %s to echo-basic", image => {

@@ -18,8 +18,11 @@ export interface ImageRule {
 
 export const imageTable: readonly ImageRule[] = [
   {
+    // Gateway API v1.7.0 moved the image to registry.k8s.io/gateway-api/conformance/echo-basic
+    // (built from sigs.k8s.io/gateway-api-conformance-images; hack/conformance.ts says why the
+    // v1.6.1 echo-basic stands in for it).
     repository:
-      /^(registry\.k8s\.io\/gateway-api\/echo-basic|gcr\.io\/k8s-staging-gateway-api\/echo-(basic|advanced))$/,
+      /^(registry\.k8s\.io\/gateway-api\/(conformance\/)?echo-basic|gcr\.io\/k8s-staging-gateway-api\/echo-(basic|advanced))$/,
     binary: "echo-basic",
     defaultArgs: [],
   },

@@ -1,0 +1,23 @@
+import { defaultVersion, parseArgs, suiteVersions } from "./conformance";
+
+describe("npm run conformance flags", () => {
+  it("runs suite v1.6.1 unless --version names another release it knows", () => {
+    expect(defaultVersion).toBe("v1.6.1");
+    expect(parseArgs([]).version).toBe(defaultVersion);
+    for (const v of Object.keys(suiteVersions))
+      expect(parseArgs([`--version=${v}`]).version).toBe(v);
+    expect(() => parseArgs(["--version=v1.5.0"])).toThrow(/unknown suite version v1\.5\.0/);
+    expect(() => parseArgs(["--version"])).toThrow(/needs a value/);
+  });
+  it("knows the five Gateway profiles", () => {
+    const all = "GATEWAY-HTTP,GATEWAY-GRPC,GATEWAY-TLS,GATEWAY-TCP,GATEWAY-UDP";
+    expect(parseArgs([`--profiles=${all}`]).profiles).toBe(all);
+    expect(() => parseArgs(["--profiles=GATEWAY-SCTP"])).toThrow(/unknown profile/);
+  });
+  it("builds v1.7.0 in its own module, installing v1.6.1's CRDs only for suite v1.6.1", () => {
+    expect(suiteVersions["v1.7.0"].dir).toMatch(/hack\/peers\/conformance$/);
+    expect(suiteVersions["v1.7.0"].env).toEqual({ GOTOOLCHAIN: "auto" });
+    expect("crds" in suiteVersions["v1.7.0"]).toBe(false);
+    expect(suiteVersions["v1.6.1"].crds).toBe("v1.6.1");
+  });
+});
