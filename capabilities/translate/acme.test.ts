@@ -8,7 +8,12 @@ import fc from "fast-check";
 import { createAuthority, generateKeyPair, issueServerCertificate } from "../proxies/pki";
 import { Result } from "../proxies/result";
 import { KubeObject, snapshotOf } from "../snapshot";
-import { ACME_ISSUER_OPTION, AcmeAnnotation, acmeSecretName } from "../validation/acme";
+import {
+  ACME_ISSUER_OPTION,
+  ACME_LISTENERSET_MESSAGE,
+  AcmeAnnotation,
+  acmeSecretName,
+} from "../validation/acme";
 import { translate } from "./translate";
 
 const NAME = "shop.example.com";
@@ -206,5 +211,41 @@ describe("listeners with an ACME certificate", () => {
       }),
     );
     expect(r.ir.httpServers.find(s => s.port === 80)!.listeners[0]!.routes).toHaveLength(0);
+  });
+
+  it("refuses an issuer on a ListenerSet listener on that listener, not pending for ever", () => {
+    const [gc, gw] = objects(NAME);
+    const gateway = {
+      ...gw,
+      spec: { ...gw!.spec, allowedListeners: { namespaces: { from: "Same" } } },
+    } as KubeObject;
+    const set = {
+      apiVersion: GW,
+      kind: "ListenerSet",
+      metadata: { name: "tenant", namespace: "shop", generation: 1 },
+      spec: {
+        parentRef: { name: "gw" },
+        listeners: [
+          {
+            name: "tls",
+            protocol: "HTTPS",
+            port: 8443,
+            hostname: "tenant.example.com",
+            tls: { options: { [ACME_ISSUER_OPTION]: "le" } },
+          },
+        ],
+      },
+    } as KubeObject;
+    const t = translate(snapshotOf([gc!, gateway, set]));
+    const ls = t.statuses.listenerSets.find(x => x.name === "tenant")!;
+    const resolved = ls.listeners[0]!.conditions.find(c => c.type === "ResolvedRefs")!;
+    expect(resolved).toMatchObject({
+      status: "False",
+      reason: "InvalidCertificateRef",
+      message: ACME_LISTENERSET_MESSAGE,
+    });
+    // The Gateway's own ACME listener is unaffected: still pending its order.
+    const own = t.statuses.gateways[0]!.listeners.find(x => x.name === "https")!;
+    expect(own.conditions.find(c => c.type === "Programmed")).toMatchObject({ reason: "Pending" });
   });
 });

@@ -20,7 +20,7 @@ import { refPermitted } from "./refs";
 import { ClientValidation, frontendValidation } from "./gatewaytls";
 import { listenerProblems } from "../validation/gateway";
 import { problemText } from "../validation/message";
-import { acmeIssuerOf } from "../validation/acme";
+import { ACME_LISTENERSET_MESSAGE, acmeIssuerOf } from "../validation/acme";
 import { acmeListener } from "./acme";
 
 export type RouteKind = "HTTPRoute" | "GRPCRoute" | "TLSRoute" | "TCPRoute" | "UDPRoute";
@@ -213,7 +213,14 @@ function draft(
     }
     const refs = l.tls?.certificateRefs ?? [];
     const issuer = acmeIssuerOf(l);
-    if (issuer !== undefined) {
+    if (issuer !== undefined && owner.kind === "ListenerSet") {
+      // The ACME manager orders for a Gateway's own listeners only (acme/issuers.ts): the
+      // platform's issuer account is not spent on names a tenant's ListenerSet asks for.
+      d.resolvedRefs = {
+        reason: ListenerReason.InvalidCertificateRef,
+        message: ACME_LISTENERSET_MESSAGE,
+      };
+    } else if (issuer !== undefined) {
       const r = acmeListener(s, owner.namespace, l, issuer, d.certificates);
       if (r.resolvedRefs) d.resolvedRefs = r.resolvedRefs;
       if (r.pending !== undefined) d.pending = r.pending;

@@ -143,3 +143,8 @@ export function acmeParametersProblems(
   });
   return problems;
 }
+
+/** Why a ListenerSet listener naming an ACME issuer gets no certificate (translate/listeners.ts). */
+export const ACME_LISTENERSET_MESSAGE =
+  "automatic certificates are ordered only for a Gateway's own listeners, not a ListenerSet's: " +
+  "reference a certificate (tls.certificateRefs) or move the listener to the Gateway";
