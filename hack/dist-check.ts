@@ -24,7 +24,7 @@ const kib = (n: number) => `${(n / 1024).toFixed(1)} KiB`;
  * what Pepr's 1 MiB limit applies to. The raw size is reported, not limited.
  */
 export function checkBundle(file: string, rawBytes: number, secretBytes: number): Check {
-  const sizes = `${file}: ${kib(rawBytes)} (${rawBytes} bytes); module Secret (gzip+base64) ${kib(secretBytes)}`;
+  const sizes = `${file}: ${kib(rawBytes)} (${rawBytes} bytes); module Secret (gzip+base64) ${kib(secretBytes)} (${secretBytes} bytes)`;
   if (secretBytes > BUNDLE_BUDGET_BYTES) {
     return {
       ok: false,

@@ -214,10 +214,10 @@ describe("listeners with an ACME certificate", () => {
   });
 
   it("refuses an issuer on a ListenerSet listener on that listener, not pending for ever", () => {
-    const [gc, gw] = objects(NAME);
+    const [gc, gw] = objects(NAME) as [KubeObject, KubeObject & { spec: object }];
     const gateway = {
       ...gw,
-      spec: { ...gw!.spec, allowedListeners: { namespaces: { from: "Same" } } },
+      spec: { ...gw.spec, allowedListeners: { namespaces: { from: "Same" } } },
     } as KubeObject;
     const set = {
       apiVersion: GW,
@@ -236,7 +236,7 @@ describe("listeners with an ACME certificate", () => {
         ],
       },
     } as KubeObject;
-    const t = translate(snapshotOf([gc!, gateway, set]));
+    const t = translate(snapshotOf([gc, gateway, set]));
     const ls = t.statuses.listenerSets.find(x => x.name === "tenant")!;
     const resolved = ls.listeners[0]!.conditions.find(c => c.type === "ResolvedRefs")!;
     expect(resolved).toMatchObject({
