@@ -99,7 +99,16 @@ export function distIsFresh(): boolean {
   const built = manifests(join(repoRoot, "dist"));
   if (!built.every(existsSync)) return false;
   const builtAt = Math.min(...built.map(f => statSync(f).mtimeMs));
-  const sources = ["capabilities", "pepr.ts", "package.json", "deploy", "hack/dist.ts"];
+  const sources = [
+    "capabilities",
+    "pepr.ts",
+    "package.json",
+    "deploy",
+    "hack/dist.ts",
+    "hack/dist-check.ts",
+    "hack/webhook.ts",
+    "hack/service-accounts.ts",
+  ];
   return newest(sources.map(s => join(repoRoot, s))) < builtAt;
 }
 

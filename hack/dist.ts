@@ -4,7 +4,9 @@
  *  2. fails when the generated RBAC holds a wildcard;
  *  3. splits the admission webhook so that it never blocks objects that are not ours while our
  *     pods are down (hack/webhook.ts), in the module YAML and in the chart;
- *  4. adds what Pepr does not generate, to dist/ and to the Helm chart:
+ *  4. gives the admission Deployment its own least-privilege ServiceAccount and the watcher
+ *     POD_NAME (hack/service-accounts.ts), in the module YAML and in the chart;
+ *  5. adds what Pepr does not generate, to dist/ and to the Helm chart:
  *     - kengine-gateway-crds.yaml   our CRDs (deploy/crds/), chart: crds/
  *     - kengine-gateway-rbac.yaml   the Role in the controller's namespace (Lease, admin CA)
  *     - gatewayclass.yaml           an example GatewayClass with KengineParameters
@@ -22,6 +24,7 @@ import { gzipSync } from "node:zlib";
 import { parseAllDocuments, stringify } from "yaml";
 import cfg from "../package.json";
 import { checkBundle, namespacedRbac, wildcardProblems } from "./dist-check";
+import { chartEdits, splitServiceAccounts } from "./service-accounts";
 import { scopeValidatingWebhooks, webhookChartTemplate } from "./webhook";
 
 const root = join(__dirname, "..");
@@ -61,12 +64,29 @@ const documents = generated.map(o =>
 );
 const scoped = documents.find(o => o?.kind === "ValidatingWebhookConfiguration");
 if (!scoped) fail(`${moduleYaml} holds no ValidatingWebhookConfiguration`);
-writeFileSync(
-  moduleYaml,
-  documents
-    .filter(o => o)
-    .map(o => stringify(o))
-    .join("---\n"),
+
+// 4. The admission Deployment's own ServiceAccount, the watcher's POD_NAME (hack/service-accounts.ts).
+const split = splitServiceAccounts(
+  documents.filter(o => o),
+  uuid,
+);
+if (!split.ok) fail(`${moduleYaml}: ${split.error}`);
+writeFileSync(moduleYaml, split.value.map(o => stringify(o)).join("---\n"));
+const templates = join(chart, "templates");
+const edits = chartEdits(
+  {
+    admission: readFileSync(join(templates, "admission-deployment.yaml"), "utf8"),
+    watcher: readFileSync(join(templates, "watcher-deployment.yaml"), "utf8"),
+  },
+  uuid,
+  o => stringify(o),
+);
+if (!edits.ok) fail(`${chart}: ${edits.error}`);
+writeFileSync(join(templates, "admission-deployment.yaml"), edits.value.admission);
+writeFileSync(join(templates, "watcher-deployment.yaml"), edits.value.watcher);
+writeFileSync(join(templates, "admission-rbac.yaml"), edits.value.rbac);
+console.log(
+  `admission runs as ServiceAccount pepr-${uuid}-admission (chart: templates/admission-rbac.yaml); the watcher gets POD_NAME`,
 );
 writeFileSync(
   join(chart, "templates", "validation-webhook.yaml"),
@@ -76,7 +96,7 @@ console.log(
   `ValidatingWebhookConfiguration: ${(scoped.webhooks as { name: string; failurePolicy: string }[]).map(w => `${w.name} (${w.failurePolicy})`).join(", ")}`,
 );
 
-// 4. What Pepr does not generate.
+// 5. What Pepr does not generate.
 const crdDir = join(root, "deploy", "crds");
 const crds = readdirSync(crdDir)
   .filter(f => f.endsWith(".yaml"))

@@ -3,7 +3,9 @@
  * (dist/pepr-module-<uuid>.yaml, our CRDs and Role) with no `pepr dev` process. The local
  * kubelet runs Pepr's controller image from the generated Deployments, unmodified; the API
  * server calls the admission webhook through its Service; the watcher pod, on its
- * ServiceAccount's in-cluster credentials, provisions and programs the proxies.
+ * ServiceAccount's in-cluster credentials, provisions and programs the proxies. The admission
+ * pods run under their own least-privilege ServiceAccount (hack/service-accounts.ts), the
+ * watcher under `pepr-<uuid>` with POD_NAME as its Lease identity.
  * (dist/ is rebuilt first unless it is newer than the module's sources.)
  */
 import { readFileSync } from "node:fs";
@@ -17,6 +19,8 @@ import {
   peprNamespace,
   undeployModule,
 } from "../../hack/deployed";
+import { admissionAccount } from "../../hack/service-accounts";
+import { DEFAULT_LEASE_NAME } from "../../capabilities/election/env";
 import cfg from "../../package.json";
 import { jsonpath } from "../support/demo-gateway";
 import { createNamespace, deleteNamespace, eventually, kubectl, kubectlOk } from "../support/kube";
@@ -33,7 +37,7 @@ interface Container {
 interface PodList {
   readonly items: {
     readonly metadata: { name: string; labels: Record<string, string> };
-    readonly spec: { containers: Container[] };
+    readonly spec: { containers: Container[]; serviceAccountName: string };
     readonly status: {
       phase: string;
       containerStatuses?: { name: string; ready: boolean; restartCount: number }[];
@@ -42,6 +46,46 @@ interface PodList {
 }
 
 const HOST = "deployed.kengine.local";
+const ADMISSION_SA = admissionAccount(cfg.pepr.uuid);
+const asAccount = (sa: string) => `--as=system:serviceaccount:${peprNamespace}:${sa}`;
+const controllerPods = (controller: string) =>
+  (
+    JSON.parse(
+      kubectlOk([
+        "get",
+        "pods",
+        "-n",
+        peprNamespace,
+        "-l",
+        `pepr.dev/controller=${controller}`,
+        "-o",
+        "json",
+      ]),
+    ) as PodList
+  ).items;
+
+interface ResourceRule {
+  readonly verbs: string[];
+  readonly apiGroups?: string[];
+  readonly resources?: string[];
+  readonly resourceNames?: string[];
+}
+/** What the API server says an account may do in a namespace (a SelfSubjectRulesReview as it). */
+const rulesOf = (sa: string, namespace: string): ResourceRule[] =>
+  (
+    JSON.parse(
+      kubectlOk(
+        ["create", "--validate=false", "-f", "-", "-o", "json", asAccount(sa)],
+        JSON.stringify({
+          apiVersion: "authorization.k8s.io/v1",
+          kind: "SelfSubjectRulesReview",
+          spec: { namespace },
+        }),
+      ),
+    ) as { status: { resourceRules: ResourceRule[] } }
+  ).status.resourceRules;
+const canI = (sa: string, ...args: string[]) =>
+  kubectl(["auth", "can-i", ...args, asAccount(sa)]).stdout.trim();
 /** The objects `npm run build` generated (read after beforeAll built them). */
 const generated = () =>
   parseAllDocuments(
@@ -96,6 +140,73 @@ describe("deployed mode (npm run build's manifests, Pepr's controller image)", (
     expect(image).toBe(`ghcr.io/defenseunicorns/pepr/controller:v${cfg.dependencies.pepr}`);
   });
 
+  it("runs admission under its own ServiceAccount and the watcher under pepr-<uuid>", () => {
+    const admission = controllerPods("admission");
+    expect(admission.length).toBe(2);
+    for (const p of admission) expect(p.spec.serviceAccountName).toBe(ADMISSION_SA);
+    const watcher = controllerPods("watcher");
+    expect(watcher.map(p => p.spec.serviceAccountName)).toEqual([moduleName]);
+    // Ready admission pods opened Pepr's store under that account: Pepr binds /healthz (the
+    // readiness probe) only once its store is read (the previous test saw them Ready).
+  });
+
+  it("the admission account can read what admission reads, and no Secret, and write nothing but Pepr's own objects", () => {
+    for (const namespace of [peprNamespace, ns]) {
+      const rules = rulesOf(ADMISSION_SA, namespace);
+      expect(rules.length).toBeGreaterThan(0);
+      for (const r of rules) {
+        expect(r.resources ?? []).not.toContain("secrets");
+        expect(r.resources ?? []).not.toContain("*");
+        expect(r.verbs).not.toContain("*");
+        const writes = r.verbs.filter(v => !["get", "list", "watch"].includes(v));
+        if (!writes.length) continue;
+        // Kubernetes' own self-reviews (every authenticated user may create them)...
+        const selfReview = (r.resources ?? []).every(x => x.startsWith("selfsubject"));
+        // ...or Pepr's store and its CRD, by name.
+        const peprOwn =
+          (r.resourceNames ?? []).length > 0 &&
+          (r.resources ?? []).every(x => x === "peprstores" || x === "customresourcedefinitions");
+        expect({ rule: r, allowed: selfReview || peprOwn }).toEqual({ rule: r, allowed: true });
+      }
+    }
+    expect(canI(ADMISSION_SA, "get", "gateways.gateway.networking.k8s.io", "-n", ns)).toBe("yes");
+    expect(canI(ADMISSION_SA, "list", "httproutes.gateway.networking.k8s.io", "-A")).toBe("yes");
+    for (const args of [
+      ["get", "secrets", "-n", peprNamespace],
+      ["list", "secrets", "-A"],
+      ["create", "httproutes.gateway.networking.k8s.io", "-n", ns],
+      ["patch", "gateways.gateway.networking.k8s.io", "--subresource=status", "-n", ns],
+      ["create", "deployments.apps", "-n", ns],
+      ["patch", "leases.coordination.k8s.io", "-n", peprNamespace],
+      ["delete", "peprstores.pepr.dev", "-n", peprNamespace],
+    ])
+      expect({ args, answer: canI(ADMISSION_SA, ...args) }).toEqual({ args, answer: "no" });
+    // The same question asked of the watcher's account says yes: the checks above can fail.
+    expect(canI(moduleName, "list", "secrets", "-A")).toBe("yes");
+  });
+
+  it("the watcher holds the leader Lease under its pod name (POD_NAME from the downward API)", async () => {
+    const [watcher] = controllerPods("watcher");
+    const holder = await eventually(
+      "the watcher pod holding the Lease",
+      () => {
+        const h = kubectl([
+          "get",
+          "lease",
+          DEFAULT_LEASE_NAME,
+          "-n",
+          peprNamespace,
+          "-o",
+          "jsonpath={.spec.holderIdentity}",
+        ]).stdout;
+        return h === watcher!.metadata.name ? h : undefined;
+      },
+      90_000,
+      500,
+    );
+    expect(holder).toBe(watcher!.metadata.name);
+  });
+
   it("calls the admission webhook through its Service, which denies a bad route with our message", () => {
     const hooks = JSON.parse(
       kubectlOk(["get", "validatingwebhookconfiguration", moduleName, "-o", "json"]),
@@ -128,6 +239,18 @@ describe("deployed mode (npm run build's manifests, Pepr's controller image)", (
       'spec.rules[0].filters[0].requestHeaderModifier.remove[0]: contains "*"',
     );
     expect(kubectl(["get", "httproute", "bad", "-n", ns]).code).not.toBe(0);
+    // A good route of ours is admitted (the sample's), and admission was never refused by the
+    // API server on its look-ups under its own account.
+    expect(kubectl(["get", "httproute", "-n", ns, "-o", "name"]).stdout).toMatch(/httproute/);
+    const logs = kubectlOk([
+      "logs",
+      "-n",
+      peprNamespace,
+      "-l",
+      "pepr.dev/controller=admission",
+      "--tail=-1",
+    ]);
+    expect(logs).not.toMatch(/forbidden/i);
   });
 
   it("the watcher provisions and programs the proxies: the sample answers 200 through the Gateway", async () => {
