@@ -182,9 +182,11 @@ export async function startPeprDev(opts: PeprDevOptions): Promise<PeprDev> {
       await waitForHealthz(readyTimeoutMs, () => child.exitCode !== null);
       await waitForOutput(/snapshot synced/, 120_000);
     } else {
-      // The webhook server is up and the controller has listed every kind (its watches start
-      // from those lists).
+      // The webhook server is up, Pepr has bound its endpoints (/healthz, /metrics and the
+      // admission paths are bound together, once Pepr's store is ready: before that they answer
+      // 404) and the controller has listed every kind (its watches start from those lists).
       await waitForOutput(/Server listening on port/, readyTimeoutMs);
+      await waitForHealthz(readyTimeoutMs, () => child.exitCode !== null);
       await waitForOutput(/snapshot synced/, 120_000);
     }
   } catch (e) {

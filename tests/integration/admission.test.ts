@@ -191,7 +191,8 @@ describe("admission through kubectl", () => {
             backendRefs: [{ name: "svc", port: 80 }],
           },
           {
-            sessionPersistence: { sessionName: "s", type: "Cookie" },
+            // v1.7 CRD shape (v1.6 had `sessionName` at this level).
+            sessionPersistence: { type: "Cookie", cookie: { name: "s" } },
             backendRefs: [{ name: "svc", port: 80 }],
           },
         ],
