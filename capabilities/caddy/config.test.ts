@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import type { GatewayIR } from "../ir";
-import { capabilitiesOf } from "../translate/proxy-flavor";
+import { capabilitiesOf } from "../flavor/proxy-flavor";
 import { celPlaceholder, celString, hexBelow, toCaddyConfig } from "./config";
 
 describe("hexBelow (weighted backend choice from the request UUID)", () => {

@@ -20,7 +20,7 @@ import {
   PathModifierIR,
   RedirectIR,
 } from "../ir";
-import { DEFAULT_PROXY_FLAVOR, ProxyCapabilities, capabilitiesOf } from "../translate/proxy-flavor";
+import { DEFAULT_PROXY_FLAVOR, ProxyCapabilities, capabilitiesOf } from "../flavor/proxy-flavor";
 import type { RefusableObject } from "../translate/refused";
 import { MAX_L4_WEIGHT_RATIO } from "../validation/l4route";
 import { quoteRE2 } from "../validation/regex";

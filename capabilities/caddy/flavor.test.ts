@@ -4,7 +4,7 @@ import { parseSnapshotYAML } from "../../hack/translate";
 import { withProxyFlavor } from "../../tests/support/flavor";
 import { snapshotOf } from "../snapshot";
 import { translate } from "../translate";
-import { DEFAULT_PROXY_FLAVOR, ProxyFlavor } from "../translate/proxy-flavor";
+import { DEFAULT_PROXY_FLAVOR, ProxyFlavor } from "../flavor/proxy-flavor";
 import { WILDCARD_SNI_DEPTH, renderCaddyJSON, toCaddyConfig } from "./index";
 
 /** The https golden's config as the proxies of `flavor` get it. */

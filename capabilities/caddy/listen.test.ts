@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { GatewayIR } from "../ir";
-import { PROXY_FLAVORS, capabilitiesOf } from "../translate/proxy-flavor";
+import { PROXY_FLAVORS, capabilitiesOf } from "../flavor/proxy-flavor";
 import { PERSISTENT_HTTP_NETWORK, PERSISTENT_TCP_NETWORK, toCaddyConfig } from "./config";
 
 const ir = (flavor?: GatewayIR["flavor"]): GatewayIR => ({

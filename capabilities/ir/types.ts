@@ -2,7 +2,7 @@
  * The per-Gateway intermediate representation: what one Gateway's proxies must do, as plain
  * readonly serialisable data, already validated and ordered. The Caddy stage reads only this.
  */
-import type { ProxyFlavor } from "../translate/proxy-flavor";
+import type { ProxyFlavor } from "../flavor/proxy-flavor";
 
 export interface GatewayIR {
   readonly namespace: string;
@@ -10,7 +10,7 @@ export interface GatewayIR {
   readonly gatewayClassName: string;
   /**
    * The flavour of the Gateway's proxies (KengineParameters spec.proxy.flavor,
-   * translate/proxy-flavor.ts); absent: the default, Bundled. The Caddy stage emits only
+   * flavor/proxy-flavor.ts); absent: the default, Bundled. The Caddy stage emits only
    * what it can run.
    */
   readonly flavor?: ProxyFlavor;

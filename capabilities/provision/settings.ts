@@ -4,7 +4,7 @@
  * proxies/pod.ts.
  */
 
-import { DEFAULT_PROXY_FLAVOR, ProxyFlavor } from "../translate/proxy-flavor";
+import { DEFAULT_PROXY_FLAVOR, ProxyFlavor } from "../flavor/proxy-flavor";
 import { kengine, version } from "../../package.json";
 
 /**
@@ -37,7 +37,7 @@ export interface ProxySettings {
   readonly replicas: number;
   readonly image: string;
   /**
-   * Which proxy build `image` holds (translate/proxy-flavor.ts): decides what the controller
+   * Which proxy build `image` holds (flavor/proxy-flavor.ts): decides what the controller
    * emits and advertises. Default Bundled, the image this project ships.
    */
   readonly flavor: ProxyFlavor;

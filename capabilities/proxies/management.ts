@@ -26,7 +26,7 @@ export const CONFIG_ID_PREFIX = "kengine-config-";
 export const DEFAULT_CERT_TAG = "kengine-management";
 /**
  * How sealing switches on Caddy's HTTP metrics, which the controller reads for its traffic
- * totals (reconcile/traffic.ts). A proxy capability (translate/proxy-flavor.ts `appMetrics`):
+ * totals (reconcile/traffic.ts). A proxy capability (flavor/proxy-flavor.ts `appMetrics`):
  * - `"app"` (Caddy ≥ 2.10): `apps.http.metrics`. Host labels (`per_host`) only where Caddy can
  *   bound them: Caddy labels a host it finds in a top-level `host` matcher and folds every other
  *   host into `_other` (`observe_catchall_hosts` stays off), but it turns that guard off for

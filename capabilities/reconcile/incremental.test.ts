@@ -10,7 +10,7 @@
 import fc from "fast-check";
 import { arbitrarySnapshot } from "../../tests/support/arbitrary-snapshot";
 import { createAuthority, generateKeyPair, podManagementSpec, sealConfig } from "../proxies";
-import { capabilitiesOf, DEFAULT_PROXY_FLAVOR } from "../translate/proxy-flavor";
+import { capabilitiesOf, DEFAULT_PROXY_FLAVOR } from "../flavor/proxy-flavor";
 import { KubeObject, Snapshot, apply, snapshotOf } from "../snapshot";
 import { translate } from "../translate";
 import { gatewayCaddyConfig, sealGatewayConfig, sealedFor, sealedRenders } from "./plan";

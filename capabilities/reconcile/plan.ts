@@ -6,7 +6,7 @@
  */
 import { X509Certificate, createPublicKey } from "node:crypto";
 import { CaddyOptions, toCaddyConfig } from "../caddy";
-import { DEFAULT_PROXY_FLAVOR, capabilitiesOf } from "../translate/proxy-flavor";
+import { DEFAULT_PROXY_FLAVOR, capabilitiesOf } from "../flavor/proxy-flavor";
 import type { GatewayIR } from "../ir";
 import {
   Authority,

@@ -58,7 +58,7 @@ import {
   supportedVersionCondition,
 } from "../status";
 import { Condition, RefusedObject, StatusResults, translate } from "../translate";
-import { DEFAULT_PROXY_FLAVOR } from "../translate/proxy-flavor";
+import { DEFAULT_PROXY_FLAVOR } from "../flavor/proxy-flavor";
 import { caddySourceMap } from "../caddy";
 import { clientCredentials, ensureAuthority } from "./authority";
 import {

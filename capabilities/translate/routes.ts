@@ -38,7 +38,7 @@ import { httpRouteRuleProblems, problemsPerRule } from "../validation/httproute"
 import { problemText } from "../validation/message";
 import { FieldProblem } from "../validation/regex";
 import { resolveBackend } from "./backends";
-import type { Capability } from "./proxy-flavor";
+import type { Capability } from "../flavor/proxy-flavor";
 
 export type HTTPMatchTemplate = Omit<HTTPMatchIR, "hostname">;
 

@@ -45,7 +45,7 @@ import {
   capabilitiesOf,
   missingCapability,
   supportedFeaturesOf,
-} from "./proxy-flavor";
+} from "../flavor/proxy-flavor";
 import { SUPPORTED_ADDRESS_TYPES } from "../provision/addresses";
 import { compareHostSpecificity, intersectHostnames } from "./hostnames";
 import {

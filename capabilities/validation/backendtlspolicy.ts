@@ -10,7 +10,7 @@
  *       an IP address as SNI (RFC 6066 §3): Go sends none and verifies IP SANs instead.
  *     · options: the proxy understands no backend TLS option yet (as for listener tls.options).
  * subjectAltNames are run by our transport kengine_http (proxy/santls), which only some
- * proxy flavours have (translate/proxy-flavor.ts, capability backendSANs): which proxies reach
+ * proxy flavours have (flavor/proxy-flavor.ts, capability backendSANs): which proxies reach
  * a Service is not a property of the policy, so they are admitted, and the translator marks
  * the policy Accepted=False/Invalid for an ancestor Gateway whose flavour lacks the transport.
  * - backendTLSPolicyStatusProblems: what the v1.6.1 spec says to report in the policy's status

@@ -17,7 +17,7 @@
  *
  * RequestMirror needs a module of our own in the proxy: these per-rule rules accept it, and
  * whether a Gateway's proxies have the module is the one mapping in
- * translate/proxy-flavor.ts (capability `mirror`). Which proxies run a route depends on its
+ * flavor/proxy-flavor.ts (capability `mirror`). Which proxies run a route depends on its
  * parent Gateways' parameters, which admission cannot read cheaply: admission accepts, and
  * the translator drops the rule for a parent whose flavour lacks it (UnsupportedValue).
  */

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parse } from "yaml";
-import { PROXY_FLAVORS } from "../translate/proxy-flavor";
+import { PROXY_FLAVORS } from "../flavor/proxy-flavor";
 import { REPLICAS, kengineParametersProblems, quantityValue } from "./parameters";
 
 const check = (spec: object) => kengineParametersProblems({ spec } as never);

@@ -12,7 +12,7 @@
  */
 import { isIP } from "node:net";
 import { Collector } from "./budget";
-import { PROXY_FLAVORS } from "../translate/proxy-flavor";
+import { PROXY_FLAVORS } from "../flavor/proxy-flavor";
 import { acmeParametersProblems } from "./acme";
 import { FieldProblem, display, truncate } from "./regex";
 import { allowOverridesShapeProblems } from "./overrides";

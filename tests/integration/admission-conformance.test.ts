@@ -20,7 +20,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
-import { SUPPORTED_FEATURES } from "../../capabilities/translate/features";
+import { SUPPORTED_FEATURES } from "../../capabilities/flavor/features";
 import { kubectl, kubectlOk } from "../support/kube";
 import { PeprDev, startModule } from "../support/module";
 

@@ -21,7 +21,7 @@ import {
 } from "../../capabilities/proxies/pki";
 import { KubeObject, snapshotOf } from "../../capabilities/snapshot";
 import { translate } from "../../capabilities/translate";
-import type { ProxyFlavor } from "../../capabilities/translate/proxy-flavor";
+import type { ProxyFlavor } from "../../capabilities/flavor/proxy-flavor";
 import { Caddy, loadGateway, startCaddy } from "../support/caddy";
 import { withProxyFlavor } from "../support/flavor";
 import { ClientCertificate, httpsGet } from "../support/https";

@@ -28,7 +28,7 @@ import { ProxyEndpoint, SealedConfig } from "../../capabilities/proxies";
 import { Isolation, IsolationDeps } from "../../capabilities/reconcile/isolation";
 import { KubeObject, snapshotOf } from "../../capabilities/snapshot";
 import { RefusedObject, identityOf, translate } from "../../capabilities/translate";
-import { ProxyFlavor } from "../../capabilities/translate/proxy-flavor";
+import { ProxyFlavor } from "../../capabilities/flavor/proxy-flavor";
 import { CONTROLLER_NAME } from "../../capabilities/ownership";
 import { Caddy, startCaddy } from "../support/caddy";
 import { loopbackService, ns } from "../support/arbitrary-hostile";

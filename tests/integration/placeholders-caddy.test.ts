@@ -10,7 +10,7 @@ import { Server, createServer } from "node:http";
 import { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { request } from "undici";
-import { ProxyFlavor } from "../../capabilities/translate/proxy-flavor";
+import { ProxyFlavor } from "../../capabilities/flavor/proxy-flavor";
 import { Caddy, loadGoldenOnLoopback, startCaddy } from "../support/caddy";
 import { listenerPortOffset } from "../support/ports";
 

@@ -17,7 +17,7 @@ import { request } from "undici";
 import { renderCaddyJSON, toCaddyConfig } from "../../capabilities/caddy";
 import { KubeObject, snapshotOf } from "../../capabilities/snapshot";
 import { translate } from "../../capabilities/translate";
-import { ProxyFlavor } from "../../capabilities/translate/proxy-flavor";
+import { ProxyFlavor } from "../../capabilities/flavor/proxy-flavor";
 import { arbitrarySnapshot } from "../support/arbitrary-snapshot";
 import {
   HEALTHY_HOST,

@@ -27,7 +27,7 @@ import {
 } from "../../capabilities/proxies";
 import { parsePrometheusText } from "../../capabilities/proxies/prom-text";
 import { sealGatewayConfig } from "../../capabilities/reconcile/plan";
-import { DEFAULT_PROXY_FLAVOR, ProxyFlavor } from "../../capabilities/translate/proxy-flavor";
+import { DEFAULT_PROXY_FLAVOR, ProxyFlavor } from "../../capabilities/flavor/proxy-flavor";
 import { Caddy, startCaddy } from "../support/caddy";
 import { withProxyFlavor } from "../support/flavor";
 import { httpsGet } from "../support/https";

@@ -19,7 +19,7 @@ import { renderCaddyJSON, toCaddyConfig } from "../../capabilities/caddy/config"
 import type { GatewayIR } from "../../capabilities/ir/types";
 import { snapshotOf } from "../../capabilities/snapshot";
 import { translate } from "../../capabilities/translate";
-import type { ProxyFlavor } from "../../capabilities/translate/proxy-flavor";
+import type { ProxyFlavor } from "../../capabilities/flavor/proxy-flavor";
 import { parseSnapshotYAML } from "../../hack/translate";
 import { withProxyFlavor } from "./flavor";
 import { withLoopbackEndpoints } from "./loopback";

@@ -1,5 +1,5 @@
 import { KubeObject } from "../../capabilities/snapshot";
-import { ProxyFlavor } from "../../capabilities/translate/proxy-flavor";
+import { ProxyFlavor } from "../../capabilities/flavor/proxy-flavor";
 import { CONTROLLER_NAME } from "../../capabilities/ownership";
 
 const GROUP = "gateway.kengine.io";
