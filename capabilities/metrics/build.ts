@@ -12,10 +12,10 @@ export const BUILD_PHASES = [
   "snapshot", // applying the batch's watch events to the snapshot
   "translate", // snapshot → IR and status results (0 when nothing translate() reads changed)
   "render", // IR → Caddy JSON, sealed, per Gateway (0 for Gateways whose IR is unchanged)
-  "provision", // awaiting provisioning (Deployments, Services, Secrets) before pushing
-  "push", // handing the sealed configs to the push engine
+  "provision", // handing each Gateway's objects to the provisioning queue (not awaited; after the push)
+  "push", // handing the sealed configs to the push engine (before provisioning)
   "acknowledged", // push handed over → the proxy answered that it runs the config
-  "status", // computing and writing status (Gateway API objects, KengineProxy)
+  "status", // computing status and handing its writes to the status queue (not awaited)
 ] as const;
 export type BuildPhase = (typeof BUILD_PHASES)[number];
 

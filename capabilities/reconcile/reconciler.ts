@@ -5,9 +5,9 @@
  * configs to the proxy pods, and writes status. Only the elected leader provisions, pushes and
  * writes; followers keep their snapshot warm.
  */
-import { X509Certificate, createHash } from "node:crypto";
+import { X509Certificate } from "node:crypto";
 import { ElectionConfig, DEFAULT_ELECTION, LeaderElector, kubeLeaseStore } from "../election";
-import { KubeClient, statusOf } from "../kube/client";
+import { KubeClient } from "../kube/client";
 import { electionMetrics, ingestMetrics, startupMetrics, statusMetrics } from "../metrics";
 import { fleetMetrics } from "../metrics/fleet";
 import {
@@ -25,12 +25,7 @@ import {
 import {
   DEFAULT_CONTROLLER_PEERS,
   DEFAULT_PROXY_SETTINGS,
-  GATEWAY_NAME_LABEL,
-  KubeManifest,
-  MANAGED_BY,
-  MANAGED_BY_LABEL,
   ManagementSecretData,
-  OWNING_GATEWAY_LABEL,
   ProxySettings,
 } from "../provision";
 import {
@@ -45,7 +40,6 @@ import {
   emptySnapshot,
   isSynced,
 } from "../snapshot";
-import { stripForIngest } from "../snapshot/strip";
 import {
   GatewayAddress,
   StatusKind,
@@ -70,7 +64,11 @@ import {
   rotationStep,
   trustedCaPems,
 } from "./rotation";
-import { LIST_PATHS, objectPath } from "./kinds";
+import { BuildLoop, DirtySet } from "./dirty-set";
+import { Ingest } from "./ingest";
+import { ProvisionQueue } from "./provision-queue";
+import { KengineProxyWrites, StatusQueue } from "./status-queue";
+import { LIST_PATHS } from "./kinds";
 import { DEFAULT_RETRY, Listed, RetryDeps, RetryPolicy, listAll, retrying } from "./list";
 import { KindWatch, relistEvents } from "./watch";
 import { EventRecorder, GatewayObjectRef, PushEvents } from "./events";
@@ -80,7 +78,7 @@ import { BuildRun, BuildTimings } from "./build-timings";
 import { IncrementalTranslator } from "./reuse";
 import { claimProxies, each, planFailure } from "./contain";
 import { LastGoodWriter } from "./last-good-writer";
-import { DEFAULT_LAST_GOOD_POLICY, lastGoodCurrent, withoutLastGoodData } from "./last-good";
+import { DEFAULT_LAST_GOOD_POLICY, lastGoodCurrent } from "./last-good";
 import { Isolation, IsolationDeps } from "./isolation";
 import {
   RELOAD_SAMPLE,
@@ -91,27 +89,13 @@ import {
   routeForHost,
 } from "./traffic";
 import { withFleet, withListenerSetParents } from "./programmed";
-import {
-  KENGINE_PROXY_API,
-  ProxyRecord,
-  ProxyStatusTrack,
-  decideProxyStatusWrite,
-  kengineProxyObject,
-  kengineProxyStatus,
-  writtenTrack,
-} from "./proxy-status";
 
 export { CONTROLLER_NAME } from "../ownership";
 import { CONTROLLER_NAME } from "../ownership";
 import { AcmeManager, AcmeManagerOptions } from "../acme/manager";
-const FIELD_MANAGER = "kengine-gateway";
 
-export interface Logger {
-  info(message: string, meta?: Record<string, unknown>): void;
-  warn(message: string, meta?: Record<string, unknown>): void;
-  error(message: string, meta?: Record<string, unknown>): void;
-  debug(message: string, meta?: Record<string, unknown>): void;
-}
+export type { Logger } from "./logger";
+import type { Logger } from "./logger";
 
 export interface ReconcilerOptions {
   readonly kube: KubeClient;
@@ -170,42 +154,19 @@ const startError = (what: string, r: { failure: string; error: unknown }): Start
     r.error,
   );
 
-const rvOf = (o: KubeObject): bigint | undefined => {
-  const rv = o.metadata.resourceVersion;
-  return rv && /^\d+$/.test(rv) ? BigInt(rv) : undefined;
-};
-const ownedByUs = (o: KubeObject): boolean =>
-  (o.metadata.labels?.[MANAGED_BY_LABEL] === MANAGED_BY &&
-    o.metadata.labels?.[GATEWAY_NAME_LABEL] !== undefined) ||
-  // bring-your-own proxies' Services (and their EndpointSlices, which copy the Service's labels)
-  o.metadata.labels?.[OWNING_GATEWAY_LABEL] !== undefined;
-/** The object without what translate() never reads: status and bookkeeping metadata. */
-function specOf(o: KubeObject): string {
-  const { status: _status, metadata, ...rest } = o as KubeObject & { status?: unknown };
-  const {
-    resourceVersion: _rv,
-    managedFields: _mf,
-    ...meta
-  } = metadata as KubeObject["metadata"] & {
-    resourceVersion?: string;
-    managedFields?: unknown;
-  };
-  return JSON.stringify({ ...rest, metadata: meta });
-}
-
-/** Whether applying `event` can change the translation of `snapshot` (status-only updates cannot). */
-function changesTranslation(snapshot: Snapshot, event: SnapshotEvent): boolean {
-  if (event.type !== "upsert") return true;
-  const o = event.object;
-  const before = snapshot.objects[event.kind].get(
-    o.metadata.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : o.metadata.name,
-  ) as KubeObject | undefined;
-  return before === undefined || specOf(before) !== specOf(o);
-}
-
 export class Reconciler {
   #snapshot: Snapshot = emptySnapshot();
-  readonly #seen = new Map<string, bigint>();
+  /** Ingest stage: drops late events, strips objects, tells our objects apart (ingest.ts). */
+  readonly #ingest = new Ingest();
+  /** What changed since the last build, and whether it must translate again (dirty-set.ts). */
+  readonly #dirty = new DirtySet();
+  /** Builds one at a time, requests coalesced (dirty-set.ts). */
+  readonly #loop: BuildLoop;
+  /** Provisioning stage: each Gateway's objects applied off the build path (provision-queue.ts). */
+  readonly #provision: ProvisionQueue;
+  /** Status stage: status and KengineProxy writes off the build path (status-queue.ts). */
+  readonly #statusQueue: StatusQueue;
+  readonly #proxyWrites: KengineProxyWrites;
   readonly #batcher: Batcher;
   readonly #elector: LeaderElector;
   readonly #writer: StatusWriter;
@@ -226,10 +187,6 @@ export class Reconciler {
   readonly #traffic = new TrafficTotals();
   #trafficTargets: readonly { gateway: string; target: Target; routes: readonly RouteHosts[] }[] =
     [];
-  /** Last KengineProxy object written and its status track (proxy-status.ts), by "namespace/pod". */
-  readonly #proxyWritten = new Map<string, { object: string; track?: ProxyStatusTrack }>();
-  /** A build that writes KengineProxy status changes held back until they settle. */
-  #proxyRecheck: { at: number; timer: NodeJS.Timeout } | undefined;
   #ca: Authority | undefined;
   /** The admin CA's rotation state as last read from or written to its Secret (rotation.ts). */
   #caStore: CaStore | undefined;
@@ -237,24 +194,12 @@ export class Reconciler {
   /** Every CA the proxies and this controller trust now (the signing one; two while rotating). */
   #trusted: readonly string[] = [];
   #caStepTimer: NodeJS.Timeout | undefined;
-  readonly #applied = new Map<string, string>();
   readonly #pendingServing = new Map<string, ManagementSecretData>();
-  /**
-   * "namespace/name|address" of proxies' Services deleted to be made again for that address
-   * (plan.ts): once each per leader term, so a platform that drops or ignores the requested
-   * address cannot make us delete the Service over and over (the Service then keeps requesting
-   * it in place, and the Gateway says AddressNotAssigned or AddressNotUsable).
-   */
-  readonly #replaced = new Set<string>();
   #lastResults:
     | { results: StatusResults; addresses: Map<string, readonly GatewayAddress[]> }
     | undefined;
   /** The installed Gateway API CRDs' bundle-version (undefined: could not be read). */
   #bundleVersion: string | undefined;
-  #building: Promise<void> | undefined;
-  #again = false;
-  /** Each Gateway's provisioning still running (bounded wait: #provisionEach). */
-  readonly #provisioning = new Map<string, Promise<void>>();
   /** Kinds the API server does not serve (start-up lists answered 404). */
   readonly #missing = new Set<Kind>();
   /**
@@ -263,7 +208,6 @@ export class Reconciler {
    * back skip the full translation.
    */
   #translation: ReturnType<typeof translate> | undefined;
-  #translationStale = true;
   #timers: NodeJS.Timeout[] = [];
   #stopped = false;
   #stopping: Promise<void> | undefined;
@@ -283,7 +227,30 @@ export class Reconciler {
   readonly #watches = new Map<Kind, KindWatch>();
 
   constructor(private readonly o: ReconcilerOptions) {
+    this.#loop = new BuildLoop(
+      () => this.#build(),
+      e =>
+        o.log.error("build failed", {
+          error: e instanceof Error ? (e.stack ?? e.message) : String(e),
+        }),
+    );
     this.#batcher = new Batcher(() => this.requestBuild());
+    this.#provision = new ProvisionQueue({
+      kube: o.kube,
+      log: o.log,
+      snapshot: () => this.#snapshot,
+      isLeader: () => this.#elector.isLeader(),
+      slowMs: o.provisionWaitMs,
+      onSpace: () => this.requestBuild(),
+    });
+    this.#statusQueue = new StatusQueue(o.log);
+    this.#proxyWrites = new KengineProxyWrites({
+      kube: o.kube,
+      log: o.log,
+      fleet: () => this.#fleet,
+      admin: () => this.#admin,
+      recheck: () => this.requestBuild(),
+    });
     this.#isolation = new Isolation({
       configOf: (gateway, refused) => this.#configOf(gateway, refused),
       validate: (endpoint, config) =>
@@ -291,7 +258,7 @@ export class Reconciler {
           ? this.#admin.validate(endpoint, config)
           : Promise.resolve({ ok: false, error: { kind: "connect", message: "stopped" } }),
       onChange: () => {
-        this.#translationStale = true;
+        this.#dirty.markAll();
         this.requestBuild();
       },
       log: (message, meta) => o.log.info(message, meta),
@@ -331,9 +298,8 @@ export class Reconciler {
         o.log.info("became leader: provisioning, pushing and writing status", {
           identity: o.identity,
         });
-        this.#applied.clear(); // re-apply and rewrite everything we own
-        this.#replaced.clear();
-        this.#proxyWritten.clear();
+        this.#provision.newTerm(); // re-apply and rewrite everything we own
+        this.#proxyWrites.forget();
         this.requestBuild();
       },
       onStoppedLeading: () => {
@@ -342,6 +308,8 @@ export class Reconciler {
           identity: o.identity,
         });
         this.#fleet?.update([]);
+        this.#provision.clear();
+        this.#statusQueue.clear();
         this.#lastGood.clear();
         this.#acme.stop();
       },
@@ -387,16 +355,8 @@ export class Reconciler {
 
   /** A Watch event (or an initial-list item). Stale events (older resourceVersion) are dropped. */
   ingest(kind: Kind, type: "upsert" | "delete", object: KubeObject): void {
-    const id = `${kind}/${object.metadata.namespace ?? ""}/${object.metadata.name}`;
-    const rv = rvOf(object);
-    const last = this.#seen.get(id);
-    if (rv !== undefined && last !== undefined && rv < last) return;
-    if (rv !== undefined) this.#seen.set(id, rv);
-    const key = `${object.metadata.namespace ?? ""}/${object.metadata.name}`;
-    this.#apply(
-      { type, kind, object: withoutLastGoodData(kind, stripForIngest(object)) },
-      ownedByUs(object) || (kind === "Secret" && this.#planSecrets.has(key)),
-    );
+    const i = this.#ingest.event(kind, type, object, this.#planSecrets);
+    if (i) this.#apply(i.event, i.ours);
   }
 
   /**
@@ -405,8 +365,7 @@ export class Reconciler {
    */
   #apply(event: SnapshotEvent, ours = false): void {
     const at = this.#timings.now();
-    if (!this.#translationStale && changesTranslation(this.#snapshot, event))
-      this.#translationStale = true;
+    this.#dirty.observe(this.#snapshot, event);
     const r = apply(this.#snapshot, event);
     this.#snapshot = r.snapshot;
     if (event.type !== "synced")
@@ -517,7 +476,7 @@ export class Reconciler {
       void this.#refreshCa();
       void this.#relistMissing(retry, deps);
       this.renewClientCertificate();
-      this.#applied.clear();
+      this.#provision.reapplyAll();
       this.requestBuild();
     }, this.o.resyncIntervalMs ?? 60_000);
     resync.unref();
@@ -555,14 +514,7 @@ export class Reconciler {
         kind,
         objects: listed.items.length,
       });
-    const items = listed.found
-      ? listed.items.map(o => withoutLastGoodData(kind, stripForIngest(o)))
-      : [];
-    for (const o of items) {
-      const rv = rvOf(o);
-      if (rv !== undefined)
-        this.#seen.set(`${kind}/${o.metadata.namespace ?? ""}/${o.metadata.name}`, rv);
-    }
+    const items = listed.found ? this.#ingest.listed(kind, listed.items) : [];
     const before = this.#snapshot;
     const r = applyAll(before, [
       ...relistEvents(kind, before.objects[kind] as ReadonlyMap<string, KubeObject>, items),
@@ -571,7 +523,7 @@ export class Reconciler {
     this.#snapshot = r.snapshot;
     ingestMetrics.ingested(kind, "list", items.length);
     ingestMetrics.cached(kind, r.snapshot.objects[kind].size);
-    if (r.snapshot.objects[kind] !== before.objects[kind]) this.#translationStale = true;
+    if (r.snapshot.objects[kind] !== before.objects[kind]) this.#dirty.markAll();
     if (r.relevant || (isSynced(before) && r.snapshot !== before)) this.#batcher.notify();
   }
 
@@ -636,7 +588,7 @@ export class Reconciler {
       );
       if (listed.ok && listed.value.found) {
         this.#listed(kind, listed.value);
-        this.#translationStale = true;
+        this.#dirty.markAll();
         this.requestBuild();
       }
     }
@@ -706,11 +658,14 @@ export class Reconciler {
     this.#stopped = true;
     this.#batcher.cancel();
     for (const t of this.#timers) clearInterval(t);
-    if (this.#proxyRecheck) clearTimeout(this.#proxyRecheck.timer);
+    this.#proxyWrites.stop();
     if (this.#caStepTimer) clearTimeout(this.#caStepTimer);
     await this.#isolation.stop();
     await Promise.all([...this.#watches.values()].map(w => w.stop()));
-    await this.#building;
+    await this.#loop.stop();
+    this.#provision.clear();
+    this.#statusQueue.clear();
+    await Promise.all([this.#provision.idle(), this.#statusQueue.idle()]);
     this.#writer.close();
     await this.#elector.stop();
     this.#fleet?.close();
@@ -722,29 +677,16 @@ export class Reconciler {
   /** Runs a build now, or once more after the one in progress. */
   requestBuild(): void {
     if (this.#stopped) return;
-    if (this.#building) {
-      this.#again = true;
-      return;
-    }
-    this.#building = this.#build()
-      .catch(e =>
-        this.o.log.error("build failed", {
-          error: e instanceof Error ? (e.stack ?? e.message) : String(e),
-        }),
-      )
-      .finally(() => {
-        this.#building = undefined;
-        if (this.#again) {
-          this.#again = false;
-          this.requestBuild();
-        }
-      });
+    this.#loop.request();
   }
 
-  /** Resolves when no build is running or queued. */
+  /** Resolves when no build runs or is queued and the provisioning and status queues are empty. */
   async idle(): Promise<void> {
-    while (this.#building || this.#batcher.pending) {
-      await (this.#building ?? new Promise(r => setTimeout(r, 20)));
+    for (;;) {
+      while (this.#loop.running || this.#batcher.pending)
+        await (this.#loop.running ?? new Promise(r => setTimeout(r, 20)));
+      await Promise.all([this.#provision.idle(), this.#statusQueue.idle()]);
+      if (!this.#loop.running && !this.#batcher.pending) return;
     }
   }
 
@@ -793,8 +735,7 @@ export class Reconciler {
     const caRead = this.#caRead;
     const run = this.#timings.begin();
     const counts = { translated: 0, reused: 0, rendered: 0, pushed: 0 };
-    if (this.#translationStale || !this.#translation) {
-      this.#translationStale = false;
+    if (this.#dirty.take().translate || !this.#translation) {
       const started = performance.now();
       // An unchanged Gateway keeps its IR object: its sealed config is reused (plan.ts).
       const t = this.#translator.translate(snapshot, {
@@ -861,8 +802,8 @@ export class Reconciler {
     );
     // proxies forgotten by this update still need their Gateway (metrics, events)
     this.#proxyGateway = new Map([...this.#proxyGateway, ...proxyGateway]);
-    await this.#provisionEach(plans);
-    run.mark("provision");
+    // Push stage: the fleet pushes each proxy's new config at once (its own queue per proxy,
+    // latest config wins), before and without waiting for provisioning or status writes.
     const targets = plans.flatMap(p => p.targets);
     this.#fleet.update(targets);
     counts.pushed = this.#timings.sent(
@@ -870,6 +811,9 @@ export class Reconciler {
       run.receivedAt,
     );
     run.mark("push");
+    // Provisioning stage: each Gateway's objects applied in their own queue (provision-queue.ts).
+    for (const p of plans) this.#provision.offer(p);
+    run.mark("provision");
     // A config some proxy of the Gateway runs (pushed, or found running) is the last known good
     // one; the writer stores it off the build path (a build follows every push result).
     for (const p of plans) {
@@ -961,24 +905,28 @@ export class Reconciler {
         }),
       })),
     );
-    await this.#writeProxyStatus(plans, now);
-    const updates = computeStatusUpdates({
-      results,
-      current: (kind: StatusKind, ns, name) =>
-        this.#writer.freshest(
-          kind,
-          ns,
-          name,
-          snapshot.objects[kind].get(ns ? `${ns}/${name}` : name),
-        ),
-      controllerName: CONTROLLER_NAME,
-      addresses,
-      now: now.toISOString().replace(/\.\d{3}Z$/, "Z"),
-      onUnchanged: kind => statusMetrics.unchanged(kind, 1),
-      memo: this.#statusMemo,
+    // Status stage: the writes go to their own queue (status-queue.ts); the build goes on.
+    this.#statusQueue.offer("proxies", () => this.#proxyWrites.write(plans, now));
+    const stored = (kind: StatusKind, ns: string | undefined, name: string) =>
+      this.#writer.freshest(
+        kind,
+        ns,
+        name,
+        snapshot.objects[kind].get(ns ? `${ns}/${name}` : name),
+      );
+    this.#statusQueue.offer("objects", async () => {
+      const updates = computeStatusUpdates({
+        results,
+        current: stored,
+        controllerName: CONTROLLER_NAME,
+        addresses,
+        now: now.toISOString().replace(/\.\d{3}Z$/, "Z"),
+        onUnchanged: kind => statusMetrics.unchanged(kind, 1),
+        memo: this.#statusMemo,
+      });
+      // Always handed over, even empty: pending rate-limited updates no longer wanted are dropped.
+      this.#reportWrites(await this.#writer.write(updates));
     });
-    // Always handed over, even empty: pending rate-limited updates no longer wanted are dropped.
-    this.#reportWrites(await this.#writer.write(updates));
     run.mark("status");
     if (caRead && caRead === this.#caRead) await this.#stepCa(plans, caRead);
     this.#ended(run, counts);
@@ -1132,232 +1080,5 @@ export class Reconciler {
     }
     if (report.written || report.conflicts)
       this.o.log.debug("status written", { written: report.written, conflicts: report.conflicts });
-  }
-
-  /**
-   * KengineProxy objects: created once per pod (owned by it); status written at once on the
-   * transitions a user must see, and routine changes once they settle (proxy-status.ts), so the
-   * requests do not grow with proxies × config changes. A timer brings the build back for
-   * changes held back.
-   */
-  async #writeProxyStatus(plans: readonly GatewayPlan[], now: Date): Promise<void> {
-    const seen = new Set<string>();
-    let recheckAt = Infinity;
-    await Promise.all(
-      plans.flatMap(plan =>
-        plan.proxies.map(async p => {
-          const [namespace, gateway] = plan.key.split("/") as [string, string];
-          seen.add(p.name);
-          const target = plan.targets.find(t => t.endpoint.name === p.name);
-          const state = this.#fleet?.state(p.name);
-          const record: ProxyRecord = {
-            namespace,
-            gateway,
-            pod: p.pod,
-            podUid: p.uid,
-            address: p.address,
-            state,
-            serverCertificateNotAfter: target
-              ? this.#admin?.peerCertificate(target.endpoint)?.notAfter
-              : undefined,
-          };
-          const base = `/apis/${KENGINE_PROXY_API}/namespaces/${encodeURIComponent(namespace)}/kengineproxies/${encodeURIComponent(p.pod)}`;
-          const written = this.#proxyWritten.get(p.name);
-          const object = kengineProxyObject(record);
-          const objectJson = JSON.stringify(object);
-          try {
-            if (written?.object !== objectJson) {
-              await this.o.kube.request(
-                "PATCH",
-                `${base}?fieldManager=${FIELD_MANAGER}&force=true`,
-                object,
-                "application/apply-patch+yaml",
-              );
-              this.#proxyWritten.set(p.name, { object: objectJson, track: written?.track });
-            }
-            const status = kengineProxyStatus(record, written?.track?.written, now);
-            const rolling = state?.phase === "Pending" && state.applied !== undefined;
-            const { decision, track } = decideProxyStatusWrite(
-              written?.track,
-              status,
-              rolling,
-              now.getTime(),
-            );
-            this.#proxyWritten.set(p.name, { object: objectJson, track });
-            if (!decision.write) {
-              if (decision.recheckAt !== undefined)
-                recheckAt = Math.min(recheckAt, decision.recheckAt);
-              return;
-            }
-            await this.o.kube.request(
-              "PATCH",
-              `${base}/status`,
-              { status },
-              "application/merge-patch+json",
-            );
-            this.#proxyWritten.set(p.name, {
-              object: objectJson,
-              track: writtenTrack(track, status),
-            });
-          } catch (e) {
-            this.#proxyWritten.delete(p.name);
-            this.o.log.debug("cannot write KengineProxy", {
-              proxy: p.name,
-              error: e instanceof Error ? e.message : String(e),
-            });
-          }
-        }),
-      ),
-    );
-    for (const name of [...this.#proxyWritten.keys()])
-      if (!seen.has(name)) this.#proxyWritten.delete(name);
-    this.#scheduleProxyRecheck(recheckAt);
-  }
-
-  /** One timer for the earliest held-back KengineProxy change; it requests a build. */
-  #scheduleProxyRecheck(at: number): void {
-    if (this.#proxyRecheck && this.#proxyRecheck.at <= at) return;
-    if (this.#proxyRecheck) clearTimeout(this.#proxyRecheck.timer);
-    this.#proxyRecheck = undefined;
-    if (at === Infinity || this.#stopped) return;
-    const timer = setTimeout(
-      () => {
-        this.#proxyRecheck = undefined;
-        this.requestBuild();
-      },
-      Math.max(0, at - Date.now()) + 50,
-    );
-    timer.unref();
-    this.#proxyRecheck = { at, timer };
-  }
-
-  /**
-   * Provisions every Gateway on its own (its Service replacement, then its objects, then its
-   * stale objects), all Gateways at once, and waits for them at most `provisionWaitMs`: one
-   * Gateway's slow or failing API calls do not hold back the others' pushes. A Gateway still
-   * provisioning is not started again by the next build; when the slow ones finish, a build
-   * follows.
-   */
-  async #provisionEach(plans: readonly GatewayPlan[]): Promise<void> {
-    const runs = plans.map(p => {
-      const running = this.#provisioning.get(p.key);
-      if (running) return running;
-      const run = (async () => {
-        await this.#replaceServices(p.replaceService ? [p.replaceService] : []);
-        await this.#provision(p.manifests);
-        await this.#removeStale(p.stale);
-      })().finally(() => this.#provisioning.delete(p.key));
-      this.#provisioning.set(p.key, run);
-      return run;
-    });
-    const all = Promise.all(runs).then(() => true);
-    let timer: NodeJS.Timeout | undefined;
-    const bound = new Promise<false>(resolve => {
-      timer = setTimeout(() => resolve(false), this.o.provisionWaitMs ?? 5_000);
-      timer.unref();
-    });
-    const finished = await Promise.race([all, bound]);
-    clearTimeout(timer);
-    if (finished) return;
-    this.o.log.warn("provisioning is slow for some Gateways: pushing the others meanwhile", {
-      gateways: [...this.#provisioning.keys()],
-    });
-    void all.then(() => this.requestBuild());
-  }
-
-  /**
-   * Deletes proxies' Services that must be made again to get another address (plan.ts
-   * replaceService); only the very object planned on (uid precondition), once per address.
-   */
-  async #replaceServices(services: NonNullable<GatewayPlan["replaceService"]>[]): Promise<void> {
-    const key = (s: (typeof services)[number]) => `${s.namespace}/${s.name}|${s.address}`;
-    for (const s of services) {
-      if (this.#replaced.has(key(s))) continue;
-      this.#replaced.add(key(s));
-      try {
-        await this.o.kube.request("DELETE", objectPath("v1", "Service", s.namespace, s.name), {
-          preconditions: { uid: s.uid },
-        });
-        this.o.log.info("re-creating the proxies' Service for its requested address", {
-          service: `${s.namespace}/${s.name}`,
-        });
-      } catch (e) {
-        if (statusOf(e) !== 404 && statusOf(e) !== 409) {
-          this.#replaced.delete(key(s));
-          this.o.log.warn("cannot re-create the proxies' Service", {
-            service: `${s.namespace}/${s.name}`,
-            error: String(e),
-          });
-        }
-      }
-    }
-  }
-
-  /** Deletes objects of ours that the settings no longer call for (once per leader term). */
-  async #removeStale(stale: GatewayPlan["stale"]): Promise<void> {
-    for (const o of stale) {
-      const path = objectPath(o.apiVersion, o.kind, o.namespace, o.name);
-      if (this.#applied.get(path) === "deleted") continue;
-      try {
-        let options: object | undefined;
-        if (o.onlyIfOurs) {
-          const found = await this.o.kube.request<KubeObject>("GET", path);
-          if (found.metadata.labels?.[MANAGED_BY_LABEL] !== MANAGED_BY) {
-            this.#applied.set(path, "deleted"); // not ours: leave it alone
-            continue;
-          }
-          options = { preconditions: { uid: found.metadata.uid } };
-        }
-        await this.o.kube.request("DELETE", path, options);
-        this.o.log.info("removed", { kind: o.kind, object: `${o.namespace}/${o.name}` });
-      } catch (e) {
-        if (statusOf(e) !== 404) {
-          this.o.log.warn("cannot remove", {
-            kind: o.kind,
-            object: `${o.namespace}/${o.name}`,
-            error: String(e),
-          });
-          continue;
-        }
-      }
-      this.#applied.set(path, "deleted");
-    }
-  }
-
-  /** Server-side applies what changed since it was last applied (and what went missing). */
-  async #provision(manifests: readonly KubeManifest[]): Promise<void> {
-    const snapshot = this.#snapshot;
-    await Promise.all(
-      manifests.map(async m => {
-        const path = objectPath(m.apiVersion, m.kind, m.metadata.namespace, m.metadata.name);
-        const body = JSON.stringify(m);
-        const hash = createHash("sha256").update(body).digest("hex");
-        const watched = m.kind === "Service" || m.kind === "ConfigMap" || m.kind === "Secret";
-        const present =
-          !watched ||
-          snapshot.objects[m.kind as "Service"].has(`${m.metadata.namespace}/${m.metadata.name}`);
-        if (this.#applied.get(path) === hash && present) return;
-        try {
-          await this.o.kube.request(
-            "PATCH",
-            `${path}?fieldManager=${FIELD_MANAGER}&force=true`,
-            m,
-            "application/apply-patch+yaml",
-          );
-          this.#applied.set(path, hash);
-          this.o.log.debug("applied", {
-            kind: m.kind,
-            object: `${m.metadata.namespace}/${m.metadata.name}`,
-          });
-        } catch (e) {
-          this.#applied.delete(path);
-          this.o.log.error("cannot apply", {
-            kind: m.kind,
-            object: `${m.metadata.namespace}/${m.metadata.name}`,
-            error: e instanceof Error ? e.message : String(e),
-          });
-        }
-      }),
-    );
   }
 }

@@ -1,0 +1,25 @@
+/**
+ * Which cluster objects we made or adopted for a Gateway's proxies: those labelled as managed
+ * by us for a Gateway, and bring-your-own proxies' Services (and their EndpointSlices, which
+ * copy the Service's labels). The one test the reconciler's ingest, its clean-up and the
+ * KengineProxy objects use.
+ */
+import {
+  GATEWAY_NAME_LABEL,
+  MANAGED_BY,
+  MANAGED_BY_LABEL,
+  OWNING_GATEWAY_LABEL,
+} from "../provision/names";
+
+interface Labelled {
+  readonly metadata: { readonly labels?: Readonly<Record<string, string>> };
+}
+
+/** Labelled as managed by this controller (whatever it is for). */
+export const isManagedByUs = (o: Labelled): boolean =>
+  o.metadata.labels?.[MANAGED_BY_LABEL] === MANAGED_BY;
+
+/** An object of a Gateway's proxies: managed by us for a Gateway, or a bring-your-own one's. */
+export const isOurProxyObject = (o: Labelled): boolean =>
+  (isManagedByUs(o) && o.metadata.labels?.[GATEWAY_NAME_LABEL] !== undefined) ||
+  o.metadata.labels?.[OWNING_GATEWAY_LABEL] !== undefined;

@@ -1,0 +1,93 @@
+import { apply, emptySnapshot, KubeObject } from "../snapshot";
+import { Ingest, changesTranslation } from "./ingest";
+
+const route = (rv: string, spec: object = { hostnames: ["a.example"] }, status?: object) =>
+  ({
+    apiVersion: "gateway.networking.k8s.io/v1",
+    kind: "HTTPRoute",
+    metadata: {
+      namespace: "apps",
+      name: "r",
+      resourceVersion: rv,
+      managedFields: [{ manager: "kubectl" }],
+    },
+    spec,
+    ...(status ? { status } : {}),
+  }) as unknown as KubeObject;
+
+describe("Ingest", () => {
+  it("drops an event older than one already seen of the object, by resourceVersion", () => {
+    const i = new Ingest();
+    expect(i.event("HTTPRoute", "upsert", route("10"), new Set())).toBeDefined();
+    expect(i.event("HTTPRoute", "upsert", route("9"), new Set())).toBeUndefined();
+    expect(i.event("HTTPRoute", "upsert", route("10"), new Set())).toBeDefined();
+    expect(i.event("HTTPRoute", "delete", route("11"), new Set())).toBeDefined();
+  });
+
+  it("remembers listed resourceVersions: a late watch event after a list is dropped", () => {
+    const i = new Ingest();
+    i.listed("HTTPRoute", [route("20")]);
+    expect(i.event("HTTPRoute", "upsert", route("19"), new Set())).toBeUndefined();
+  });
+
+  it("strips what we never read on the way in", () => {
+    const i = new Ingest();
+    const e = i.event("HTTPRoute", "upsert", route("1"), new Set())!;
+    expect(e.event.object.metadata).not.toHaveProperty("managedFields");
+    expect(i.listed("HTTPRoute", [route("2")])[0]!.metadata).not.toHaveProperty("managedFields");
+  });
+
+  it("tells our proxies' objects and the Secrets the plans read from the rest", () => {
+    const i = new Ingest();
+    const svc = (labels: Record<string, string>, name = "s") =>
+      ({ metadata: { namespace: "apps", name, labels } }) as unknown as KubeObject;
+    const ours = { "app.kubernetes.io/managed-by": "kengine-gateway" };
+    const gw = { "gateway.networking.k8s.io/gateway-name": "gw" };
+    expect(i.event("Service", "upsert", svc({ ...ours, ...gw }), new Set())!.ours).toBe(true);
+    expect(i.event("Service", "upsert", svc(ours), new Set())!.ours).toBe(false);
+    expect(i.event("Service", "upsert", svc(gw), new Set())!.ours).toBe(false);
+    const byo = { "gateway.kengine.io/owning-gateway": "gw" };
+    expect(i.event("Service", "upsert", svc(byo), new Set())!.ours).toBe(true);
+    expect(i.event("Secret", "upsert", svc({}, "creds"), new Set(["apps/creds"]))!.ours).toBe(true);
+    expect(i.event("Service", "upsert", svc({}, "creds"), new Set(["apps/creds"]))!.ours).toBe(
+      false,
+    );
+  });
+});
+
+describe("changesTranslation", () => {
+  const snapshot = apply(emptySnapshot(), {
+    type: "upsert",
+    kind: "HTTPRoute",
+    object: route("1"),
+  }).snapshot;
+
+  it("is false for a status-only or bookkeeping-only update", () => {
+    expect(
+      changesTranslation(snapshot, {
+        type: "upsert",
+        kind: "HTTPRoute",
+        object: route("2", undefined, { parents: [] }),
+      }),
+    ).toBe(false);
+  });
+  it("is true for a spec change, a new object and a delete", () => {
+    expect(
+      changesTranslation(snapshot, {
+        type: "upsert",
+        kind: "HTTPRoute",
+        object: route("2", { hostnames: ["b.example"] }),
+      }),
+    ).toBe(true);
+    expect(
+      changesTranslation(emptySnapshot(), {
+        type: "upsert",
+        kind: "HTTPRoute",
+        object: route("1"),
+      }),
+    ).toBe(true);
+    expect(
+      changesTranslation(snapshot, { type: "delete", kind: "HTTPRoute", object: route("2") }),
+    ).toBe(true);
+  });
+});
