@@ -39,11 +39,11 @@ import {
   UDPRoute,
 } from "./generated";
 import {
-  CONTROLLER_NAME,
   OwnershipLookups,
   cached,
   indexRoutesByService,
   isOurBackendTLSPolicy,
+  isOurClass,
   isOurGateway,
   isOurGatewayClass,
   isOurRoute,
@@ -291,7 +291,7 @@ export const validateGatewayClass = (req: PeprValidateRequest<GatewayClass>) =>
   decide(
     req,
     "GatewayClass",
-    gc => Promise.resolve(gc.spec?.controllerName === CONTROLLER_NAME),
+    gc => Promise.resolve(isOurClass(gc)),
     gatewayClassProblems,
     gc =>
       invalidParameters(

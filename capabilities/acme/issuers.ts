@@ -4,7 +4,7 @@
  * (`spec.acme.issuers`, class level, a Gateway's own parameters add or replace by name).
  * Pure: reads the snapshot only.
  */
-import { CONTROLLER_NAME } from "../ownership";
+import { isOurClass } from "../ownership";
 import { KengineParameters, Snapshot, keyOf } from "../snapshot";
 import { AcmeAnnotation, acmeIssuerOf, acmeNameProblem, acmeSecretName } from "../validation/acme";
 
@@ -92,7 +92,7 @@ export function wantedNames(s: Snapshot): WantedName[] {
   const byKey = new Map<string, { -readonly [K in keyof WantedName]: WantedName[K] }>();
   for (const gw of [...s.objects.Gateway.values()].sort((a, b) => (keyOf(a) < keyOf(b) ? -1 : 1))) {
     const gc = s.objects.GatewayClass.get(gw.spec?.gatewayClassName ?? "");
-    if (gc?.spec?.controllerName !== CONTROLLER_NAME) continue;
+    if (!isOurClass(gc)) continue;
     const ns = gw.metadata.namespace ?? "";
     const classRef = gc.spec.parametersRef as Ref;
     const gwRef = (gw.spec as { infrastructure?: { parametersRef?: Ref } }).infrastructure

@@ -38,8 +38,26 @@ export interface ParentReference {
   readonly name: string;
 }
 
+/**
+ * Whether a GatewayClass's spec.controllerName is ours: the one test of "is this object ours"
+ * that every other one (Gateways, routes, policies; in admission, translation, status and the
+ * controller's watches) comes down to. `ours`: another controllerName (tests, translate options).
+ */
+export const isOurControllerName = (
+  controllerName: string | undefined,
+  ours: string = CONTROLLER_NAME,
+): boolean => controllerName === ours;
+
+/** Whether a GatewayClass object is ours (isOurControllerName of its spec.controllerName). */
+export function isOurClass<T extends { readonly spec?: { readonly controllerName?: string } }>(
+  gc: T | undefined,
+  ours: string = CONTROLLER_NAME,
+): gc is T & { readonly spec: NonNullable<T["spec"]> } {
+  return isOurControllerName(gc?.spec?.controllerName, ours);
+}
+
 export async function isOurGatewayClass(name: string, l: OwnershipLookups): Promise<boolean> {
-  return (await l.gatewayClassController(name)) === CONTROLLER_NAME;
+  return isOurControllerName(await l.gatewayClassController(name));
 }
 
 export async function isOurGateway(gateway: ObjectKey, l: OwnershipLookups): Promise<boolean> {

@@ -4,12 +4,11 @@
  * copy the Service's labels). The one test the reconciler's ingest, its clean-up and the
  * KengineProxy objects use.
  */
-import {
-  GATEWAY_NAME_LABEL,
-  MANAGED_BY,
-  MANAGED_BY_LABEL,
-  OWNING_GATEWAY_LABEL,
-} from "../provision/names";
+export const GATEWAY_NAME_LABEL = "gateway.networking.k8s.io/gateway-name";
+export const MANAGED_BY_LABEL = "app.kubernetes.io/managed-by";
+export const MANAGED_BY = "kengine-gateway";
+/** On a bring-your-own proxies' Service (design §4): the name of the Gateway, in the same namespace. */
+export const OWNING_GATEWAY_LABEL = "gateway.kengine.io/owning-gateway";
 
 interface Labelled {
   readonly metadata: { readonly labels?: Readonly<Record<string, string>> };

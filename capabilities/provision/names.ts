@@ -1,11 +1,14 @@
 /** Names and labels of what the controller provisions for a Gateway (design §4, managed proxies). */
 import { createHash } from "node:crypto";
 
-export const GATEWAY_NAME_LABEL = "gateway.networking.k8s.io/gateway-name";
-export const MANAGED_BY_LABEL = "app.kubernetes.io/managed-by";
-export const MANAGED_BY = "kengine-gateway";
-/** On a bring-your-own proxies' Service (design §4): the name of the Gateway, in the same namespace. */
-export const OWNING_GATEWAY_LABEL = "gateway.kengine.io/owning-gateway";
+// The labels that make an object ours are defined with the test of it (ownership/proxies.ts).
+export {
+  GATEWAY_NAME_LABEL,
+  MANAGED_BY,
+  MANAGED_BY_LABEL,
+  OWNING_GATEWAY_LABEL,
+} from "../ownership/proxies";
+import { GATEWAY_NAME_LABEL } from "../ownership/proxies";
 export const COMPONENT_LABEL = "app.kubernetes.io/component";
 /** On the last-good Secret: hash and key of the config it was written for, and whether it holds it. */
 export const LAST_GOOD_HASH_ANNOTATION = "gateway.kengine.io/config-hash";

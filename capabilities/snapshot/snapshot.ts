@@ -17,7 +17,7 @@ import {
 
 /** The controllerName our GatewayClasses carry (defined once, in ownership/). */
 export { CONTROLLER_NAME } from "../ownership";
-import { CONTROLLER_NAME } from "../ownership";
+import { isOurClass } from "../ownership";
 import { acmeIssuerOf, acmeSecretName } from "../validation/acme";
 
 export type ObjectMapOf<K extends Kind> = ReadonlyMap<string, KindMap[K]>;
@@ -176,7 +176,7 @@ export function referenceIndex(s: Snapshot): ReferenceIndex {
 function buildIndex(s: Snapshot): ReferenceIndex {
   const ourClasses = new Set<string>();
   for (const gc of s.objects.GatewayClass.values()) {
-    if (gc.spec?.controllerName === CONTROLLER_NAME) ourClasses.add(gc.metadata.name);
+    if (isOurClass(gc)) ourClasses.add(gc.metadata.name);
   }
   const ourGateways = new Set<string>();
   const secrets = new Set<string>();
@@ -259,9 +259,7 @@ function matters(s: Snapshot, kind: Kind, before?: KubeObject, after?: KubeObjec
   const key = keyOf(objs[0]);
   switch (kind) {
     case "GatewayClass":
-      return objs.some(
-        o => (o as KindMap["GatewayClass"]).spec?.controllerName === CONTROLLER_NAME,
-      );
+      return objs.some(o => isOurClass(o as KindMap["GatewayClass"]));
     case "Gateway":
       return objs.some(o => idx.ourClasses.has((o as Gateway).spec?.gatewayClassName));
     case "HTTPRoute":

@@ -23,6 +23,7 @@ import {
   Snapshot,
   keyOf,
 } from "../snapshot";
+import { isOurClass } from "../ownership";
 import { PolicyReason, backendTLSPolicies, subjectAltNames } from "./backendtls";
 import { resolveBackend } from "./backends";
 import {
@@ -145,7 +146,7 @@ const byKey = <T extends { metadata: { name: string; namespace?: string } }>(a: 
 export function translate(s: Snapshot, options: TranslateOptions = {}): TranslateResult {
   const controllerName = options.controllerName ?? CONTROLLER_NAME;
   const classes = [...s.objects.GatewayClass.values()]
-    .filter(gc => gc.spec?.controllerName === controllerName)
+    .filter(gc => isOurClass(gc, controllerName))
     .sort(byKey);
   const classNames = new Set(classes.map(c => c.metadata.name));
   const gatewayClasses: GatewayClassStatusResult[] = classes.map(gc => {
