@@ -118,7 +118,7 @@ export interface ReconcilerOptions {
   readonly caRotationGraceMs?: number;
   /** Retries of the start-up requests (default list.ts DEFAULT_RETRY). */
   readonly startupRetry?: RetryPolicy;
-  /** How long a build waits for provisioning before pushing anyway (default 5 s). */
+  /** A Gateway's provisioning running longer is logged as slow (default 5 s; pushes never wait for it). */
   readonly provisionWaitMs?: number;
   /** Waits between start-up retries (tests pass a fake). */
   readonly sleep?: (ms: number) => Promise<void>;
