@@ -56,7 +56,7 @@ import {
   resolveListeners,
 } from "./listeners";
 import { withHttp01Answers } from "./acme";
-import { RankedMatch, comparePrecedence } from "./precedence";
+import { Ranked, RankedGroup, precedenceOrder, rankedGroup } from "./listener-routes";
 import {
   RefusableObject,
   RefusedObject,
@@ -618,7 +618,9 @@ function attach(
     if (hostnames && hostnames.length === 0) continue;
     attachedAny = true;
     const list = ctx.attachments.get(l.id) ?? [];
-    if (!list.some(a => a.route === route)) list.push({ route, hostnames });
+    // Routes attach one after another, so this route can only be the last one attached
+    // (another parentRef of it): a scan of the whole list made attachment quadratic.
+    if (list[list.length - 1]?.route !== route) list.push({ route, hostnames });
     ctx.attachments.set(l.id, list);
   }
   if (!attachedAny) {
@@ -905,7 +907,7 @@ function buildIR(ctx: GatewayContext): GatewayIR {
               b.listener.hostname?.toLowerCase(),
             ) || (a.id < b.id ? -1 : 1),
         )
-        .map(l => httpListenerIR(l, ctx.attachments.get(l.id) ?? [], ctx.flavor));
+        .map(l => httpListenerIR(l, ctx.attachments.get(l.id) ?? [], ctx.flavor, ctx.gateway));
       const clientValidation = http.find(l => l.clientValidation)?.clientValidation;
       httpServers.push({
         port,
@@ -997,56 +999,77 @@ function httpListenerIR(
   l: ResolvedListener,
   attachments: readonly Attachment[],
   flavor: ProxyFlavor,
+  gateway: Gateway,
 ): HTTPListenerIR {
-  const ranked: (RankedMatch & { entry: HTTPRouteEntryIR })[] = [];
+  const groups: RankedGroup[] = [];
   for (const a of attachments) {
     if (a.route.l4) continue;
     const route = a.route;
-    for (const hostname of a.hostnames ?? [undefined]) {
-      const origin = routeHostnameOf(l.listener.hostname, route.hostnames, hostname);
-      for (const rule of route.rules) {
-        if (!runnable(rule, flavor)) continue;
-        rule.matches.forEach((m, j) => {
-          const match = { ...m, hostname };
-          const ref = {
-            kind: route.kind,
-            namespace: route.namespace,
-            name: route.name,
-            rule: rule.index,
-            match: j,
-          };
-          const action: HTTPRouteEntryIR["action"] = rule.redirect
-            ? { type: "redirect", redirect: redirectIR(rule.redirect, l) }
-            : rule.backends.length === 0
-              ? { type: "respond", status: 500, body: "" }
-              : {
-                  type: "forward",
-                  backends: runnableBackends(rule.backends, flavor),
-                  ...(rule.timeouts && { timeouts: rule.timeouts }),
-                  ...(rule.retry && { retry: rule.retry }),
-                };
-          const entry: HTTPRouteEntryIR = {
-            route: ref,
-            match,
-            ...(rule.cors && { cors: rule.cors }),
-            ...(rule.requestHeaders && { requestHeaders: rule.requestHeaders }),
-            ...(rule.responseHeaders && { responseHeaders: rule.responseHeaders }),
-            ...(rule.rewrite && { rewrite: rule.rewrite }),
-            ...(rule.mirrors && { mirrors: rule.mirrors }),
-            action,
-          };
-          ranked.push({ match, route: ref, created: route.created, origin, entry });
-        });
-      }
-    }
+    // Everything the entries read besides the compiled route (listener-routes.ts): a new
+    // input to an entry must be named here too.
+    const key = JSON.stringify([
+      l.listener.hostname,
+      l.listener.protocol,
+      l.listener.port,
+      flavor,
+      a.hostnames,
+    ]);
+    groups.push(rankedGroup(route, key, () => attachmentEntries(route, a.hostnames, l, flavor)));
   }
-  ranked.sort(comparePrecedence);
   return {
     id: l.id,
     ...(l.listener.hostname && { hostname: l.listener.hostname.toLowerCase() }),
     certificateIds: l.certificates.map(c => c.id),
-    routes: ranked.map(r => r.entry),
+    routes: precedenceOrder(gateway, l.id, groups).map(r => r.entry),
   };
+}
+
+/** The entries one attached route gives a listener: one per hostname, runnable rule and match. */
+function attachmentEntries(
+  route: CompiledRoute,
+  hostnames: readonly string[] | undefined,
+  l: ResolvedListener,
+  flavor: ProxyFlavor,
+): Ranked[] {
+  const ranked: Ranked[] = [];
+  for (const hostname of hostnames ?? [undefined]) {
+    const origin = routeHostnameOf(l.listener.hostname, route.hostnames, hostname);
+    for (const rule of route.rules) {
+      if (!runnable(rule, flavor)) continue;
+      rule.matches.forEach((m, j) => {
+        const match = { ...m, hostname };
+        const ref = {
+          kind: route.kind,
+          namespace: route.namespace,
+          name: route.name,
+          rule: rule.index,
+          match: j,
+        };
+        const action: HTTPRouteEntryIR["action"] = rule.redirect
+          ? { type: "redirect", redirect: redirectIR(rule.redirect, l) }
+          : rule.backends.length === 0
+            ? { type: "respond", status: 500, body: "" }
+            : {
+                type: "forward",
+                backends: runnableBackends(rule.backends, flavor),
+                ...(rule.timeouts && { timeouts: rule.timeouts }),
+                ...(rule.retry && { retry: rule.retry }),
+              };
+        const entry: HTTPRouteEntryIR = {
+          route: ref,
+          match,
+          ...(rule.cors && { cors: rule.cors }),
+          ...(rule.requestHeaders && { requestHeaders: rule.requestHeaders }),
+          ...(rule.responseHeaders && { responseHeaders: rule.responseHeaders }),
+          ...(rule.rewrite && { rewrite: rule.rewrite }),
+          ...(rule.mirrors && { mirrors: rule.mirrors }),
+          action,
+        };
+        ranked.push({ match, route: ref, created: route.created, origin, entry });
+      });
+    }
+  }
+  return ranked;
 }
 
 /** The spec's redirect defaults: scheme from the listener, port from the scheme or listener. */
