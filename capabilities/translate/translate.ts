@@ -24,7 +24,8 @@ import {
   keyOf,
 } from "../snapshot";
 import { PolicyReason, backendTLSPolicies, subjectAltNames } from "./backendtls";
-import { resolveBackend } from "./backends";
+import { resolveBackend, slicesByService } from "./backends";
+import { recordServiceReads } from "./reads";
 import {
   Condition,
   ConditionType,
@@ -459,29 +460,43 @@ function parentTarget(
 }
 
 /**
- * Each route's compilation, kept while the route object and every snapshot map compilation
- * reads (backends.ts, backendtls.ts, refs.ts) are the same objects (issue 16: a change to one
- * route compiles that route; the snapshot replaces a kind's map when one of its objects
- * changes). Compilation is pure, so a hit equals compiling again.
+ * Each route's compilation, kept while the route object and everything compilation read are
+ * the same objects (issue 16: a change to one route compiles that route; the snapshot replaces
+ * a kind's map when one of its objects changes): the maps of BackendTLSPolicies, ConfigMaps
+ * and ReferenceGrants (backendtls.ts, refs.ts), and each Service the compilation looked up
+ * (reads.ts) with that Service's EndpointSlices, so an endpoint change compiles only the
+ * routes naming that Service. Compilation is pure, so a hit equals compiling again. A new
+ * snapshot read during compilation must be named here.
  */
 const compiled = new WeakMap<
   object,
-  { readonly reads: readonly object[]; readonly c: AnyCompiled }
+  {
+    readonly reads: readonly unknown[];
+    readonly services: readonly string[];
+    readonly c: AnyCompiled;
+  }
 >();
-const compileReads = (s: Snapshot): readonly object[] => [
-  s.objects.Service,
-  s.objects.EndpointSlice,
-  s.objects.BackendTLSPolicy,
-  s.objects.ConfigMap,
-  s.objects.ReferenceGrant,
-];
+const compileReads = (s: Snapshot, services: readonly string[]): readonly unknown[] => {
+  const reads: unknown[] = [
+    s.objects.BackendTLSPolicy,
+    s.objects.ConfigMap,
+    s.objects.ReferenceGrant,
+  ];
+  const slices = services.length > 0 ? slicesByService(s) : undefined;
+  for (const key of services) {
+    const list = slices?.get(key) ?? [];
+    reads.push(s.objects.Service.get(key), list.length, ...list);
+  }
+  return reads;
+};
+const sameReads = (a: readonly unknown[], b: readonly unknown[]): boolean =>
+  a.length === b.length && a.every((r, i) => r === b[i]);
 
 function compileAny(s: Snapshot, kind: RouteKind, obj: unknown): AnyCompiled {
-  const reads = compileReads(s);
   const hit = compiled.get(obj as object);
-  if (hit && hit.reads.every((r, i) => r === reads[i])) return hit.c;
-  const c = compileUncached(s, kind, obj);
-  compiled.set(obj as object, { reads, c });
+  if (hit && sameReads(hit.reads, compileReads(s, hit.services))) return hit.c;
+  const { value: c, services } = recordServiceReads(() => compileUncached(s, kind, obj));
+  compiled.set(obj as object, { reads: compileReads(s, services), services, c });
   return c;
 }
 
