@@ -143,6 +143,20 @@ interface GatewayContext {
 const byKey = <T extends { metadata: { name: string; namespace?: string } }>(a: T, b: T): number =>
   keyOf(a) < keyOf(b) ? -1 : keyOf(a) > keyOf(b) ? 1 : 0;
 
+/**
+ * A snapshot map's objects in key order (`namespace/name`, the map's keys: keyOf), sorted
+ * once per map; sorting by keys already made, not by keys made per comparison.
+ */
+const sortedMaps = new WeakMap<ReadonlyMap<string, unknown>, readonly unknown[]>();
+function sortedByKey(map: ReadonlyMap<string, unknown>): readonly unknown[] {
+  let sorted = sortedMaps.get(map);
+  if (!sorted) {
+    sorted = [...map.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, o]) => o);
+    sortedMaps.set(map, sorted);
+  }
+  return sorted;
+}
+
 export function translate(s: Snapshot, options: TranslateOptions = {}): TranslateResult {
   const controllerName = options.controllerName ?? CONTROLLER_NAME;
   const classes = [...s.objects.GatewayClass.values()]
@@ -207,11 +221,7 @@ export function translate(s: Snapshot, options: TranslateOptions = {}): Translat
   const routes: RouteStatusResult[] = [];
   const routeKinds: RouteKind[] = ["HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute"];
   for (const kind of routeKinds) {
-    const objs = [
-      ...(
-        s.objects[kind] as ReadonlyMap<string, { metadata: { name: string; namespace?: string } }>
-      ).values(),
-    ].sort(byKey);
+    const objs = sortedByKey(s.objects[kind]);
     for (const obj of objs) {
       const route = obj as unknown as {
         metadata: { name: string; namespace?: string; generation?: number };
