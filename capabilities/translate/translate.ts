@@ -1027,18 +1027,18 @@ function httpListenerIR(
   gateway: Gateway,
 ): HTTPListenerIR {
   const groups: RankedGroup[] = [];
+  // Everything the entries read besides the compiled route (listener-routes.ts): a new input
+  // to an entry must be named here too. Hostnames hold no "," and none is empty.
+  const listenerKey = JSON.stringify([
+    l.listener.hostname,
+    l.listener.protocol,
+    l.listener.port,
+    flavor,
+  ]);
   for (const a of attachments) {
     if (a.route.l4) continue;
     const route = a.route;
-    // Everything the entries read besides the compiled route (listener-routes.ts): a new
-    // input to an entry must be named here too.
-    const key = JSON.stringify([
-      l.listener.hostname,
-      l.listener.protocol,
-      l.listener.port,
-      flavor,
-      a.hostnames,
-    ]);
+    const key = `${listenerKey}${a.hostnames ? `[${a.hostnames.join(",")}]` : "*"}`;
     groups.push(rankedGroup(route, key, () => attachmentEntries(route, a.hostnames, l, flavor)));
   }
   return {
