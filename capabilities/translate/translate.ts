@@ -58,6 +58,7 @@ import {
 } from "./listeners";
 import { withHttp01Answers } from "./acme";
 import { Ranked, RankedGroup, precedenceOrder, rankedGroup } from "./listener-routes";
+import { keptOrMade, stableData } from "./attach-cache";
 import {
   RefusableObject,
   RefusedObject,
@@ -205,7 +206,10 @@ export function translate(s: Snapshot, options: TranslateOptions = {}): Translat
       gateway: gw,
       listenerSets: allowed,
       refusedListenerSets: refused,
-      listeners: withoutRefusedListeners(resolveListeners(s, gw, allowed), refusals),
+      listeners: stableData(
+        gw,
+        withoutRefusedListeners(resolveListeners(s, gw, allowed), refusals),
+      ),
       attachments: new Map(),
       flavor,
       backendClientCertificate: backendClientCertificate(s, gw),
@@ -230,18 +234,52 @@ export function translate(s: Snapshot, options: TranslateOptions = {}): Translat
       const ns = route.metadata.namespace ?? "";
       const parents: RouteParentStatusResult[] = [];
       let compiled: AnyCompiled | undefined;
-      for (const parentRef of route.spec?.parentRefs ?? []) {
+      (route.spec?.parentRefs ?? []).forEach((parentRef, i) => {
         const target = parentTarget(parentRef, ns, contexts, listenerSetOwner);
-        if (!target) continue;
+        if (!target) return;
         const c = (compiled ??= compileAny(s, kind, obj));
         const refusal = target.ctx.refusals.find(
           { kind, namespace: ns, name: route.metadata.name },
           () => fingerprintOf(c),
         );
-        parents.push(attach(s, kind, c, route.metadata.generation, parentRef, target, refusal));
-      }
+        // Everything attach() reads (c stands for the route object, so its generation and
+        // parentRefs); a refused route is not kept.
+        const reads = refusal
+          ? [refusal]
+          : [
+              target.ctx.gateway,
+              target.ctx.listeners,
+              target.ctx.flavor,
+              target.type === "listenerSet" ? target.listenerSet : undefined,
+              target.type === "listenerSet" && target.refused,
+              s.objects.Namespace,
+            ];
+        const { result, added } = keptOrMade(c, i, reads, () => {
+          const before = new Map([...target.ctx.attachments].map(([id, l]) => [id, l.length]));
+          const result = attach(s, kind, c, route.metadata.generation, parentRef, target, refusal);
+          const added: [string, Attachment][] = [];
+          for (const [id, list] of target.ctx.attachments)
+            for (const a of list.slice(before.get(id) ?? 0)) added.push([id, a]);
+          return { result, added };
+        });
+        // A hit replays what attach() added; a miss has added it already.
+        for (const [id, a] of added) {
+          const list = target.ctx.attachments.get(id) ?? [];
+          const last = list[list.length - 1];
+          if (last !== a && last?.route !== c) list.push(a);
+          target.ctx.attachments.set(id, list);
+        }
+        parents.push(result);
+      });
       if (parents.length > 0)
-        routes.push({ kind, namespace: ns, name: route.metadata.name, parents });
+        routes.push(
+          keptOrMade(obj as object, -1, parents, () => ({
+            kind,
+            namespace: ns,
+            name: route.metadata.name,
+            parents,
+          })),
+        );
     }
   }
 
