@@ -7,11 +7,14 @@
  * per Gateway and the same status results. Also checks that unchanged Gateways are not
  * rendered again.
  */
+import { readFileSync, readdirSync } from "node:fs";
+import { join } from "node:path";
 import fc from "fast-check";
+import { parseSnapshotYAML } from "../../hack/translate";
 import { arbitrarySnapshot } from "../../tests/support/arbitrary-snapshot";
 import { createAuthority, generateKeyPair, podManagementSpec, sealConfig } from "../proxies";
 import { capabilitiesOf, DEFAULT_PROXY_FLAVOR } from "../flavor/proxy-flavor";
-import { KubeObject, Snapshot, apply, snapshotOf } from "../snapshot";
+import { KINDS, KubeObject, Snapshot, apply, snapshotOf } from "../snapshot";
 import { translate } from "../translate";
 import { gatewayCaddyConfig, sealGatewayConfig, sealedFor, sealedRenders } from "./plan";
 import { IncrementalTranslator } from "./reuse";
@@ -79,53 +82,137 @@ function full(objects: Iterable<KubeObject>) {
 const sealResult = (r: ReturnType<typeof sealGatewayConfig>) =>
   r.ok ? `${r.value.hash}\n${r.value.bytes.toString("utf8")}` : `refused: ${r.error.join("; ")}`;
 
+/**
+ * The golden inputs (tests/golden/*.in.yaml) as worlds to change: ListenerSets,
+ * ReferenceGrants, Namespaces with labels, Secrets, ConfigMaps, BackendTLSPolicies,
+ * KengineParameters, L4 routes… A run starts from one golden's objects and adds, updates and
+ * deletes objects of it and of a second golden (goldens reuse names such as `default/gw` and
+ * `default/web`, so the second's object is often another version of the first's), and
+ * versions of its own: each Namespace without its labels (selectors stop matching), each
+ * EndpointSlice without endpoints.
+ */
+const goldenWorlds: readonly (readonly KubeObject[])[] = (() => {
+  const dir = join(__dirname, "..", "..", "tests", "golden");
+  return readdirSync(dir)
+    .filter(f => f.endsWith(".in.yaml"))
+    .sort()
+    .map(f =>
+      parseSnapshotYAML(readFileSync(join(dir, f), "utf8")).filter(o =>
+        (KINDS as readonly (string | undefined)[]).includes(o.kind),
+      ),
+    );
+})();
+
+const variantsOf = (objects: readonly KubeObject[]): KubeObject[] =>
+  objects.flatMap((o): KubeObject[] => {
+    if (o.kind === "Namespace")
+      return [
+        {
+          ...o,
+          metadata: { ...o.metadata, labels: { "kubernetes.io/metadata.name": o.metadata.name } },
+        },
+      ];
+    if (o.kind === "EndpointSlice") return [{ ...o, endpoints: [] } as KubeObject];
+    return [];
+  });
+
+const COMMON: ReadonlySet<string> = new Set([
+  "HTTPRoute",
+  "GRPCRoute",
+  "TLSRoute",
+  "TCPRoute",
+  "UDPRoute",
+  "Service",
+  "EndpointSlice",
+]);
+
+const goldenScenario = (a: number) =>
+  fc.nat({ max: goldenWorlds.length - 1 }).chain(b => {
+    const initial = goldenWorlds[a]!;
+    const pool = [...initial, ...variantsOf(initial), ...goldenWorlds[b]!];
+    // Most steps change an object other than a route, Service or EndpointSlice (few of them).
+    const rare = [...pool.keys()].filter(i => !COMMON.has(pool[i]!.kind ?? ""));
+    const index =
+      rare.length > 0
+        ? fc.oneof(
+            { arbitrary: fc.nat({ max: pool.length - 1 }), weight: 1 },
+            { arbitrary: fc.constantFrom(...rare), weight: 3 },
+          )
+        : fc.nat({ max: pool.length - 1 });
+    return fc.record({
+      initial: fc.constant(initial),
+      pool: fc.constant(pool),
+      steps: fc.array(fc.record({ index, remove: fc.boolean() }), { minLength: 1, maxLength: 15 }),
+    });
+  });
+
+/** Applies `steps` to `initial` one event at a time, comparing each build with a full build. */
+function expectIncrementalEqualsFull(
+  initial: readonly KubeObject[],
+  pool: readonly KubeObject[],
+  steps: readonly { index: number; remove: boolean }[],
+): void {
+  const current = new Map(initial.map(o => [keyOf(o), o] as const));
+  let snapshot: Snapshot = snapshotOf(initial);
+  const translator = new IncrementalTranslator();
+  let previous = new Map<string, string>();
+  const check = () => {
+    const renders = sealedRenders();
+    const inc = translator.translate(snapshot, {});
+    const configs = inc.result.gateways.map(ir => ({
+      key: `${ir.namespace}/${ir.name}`,
+      bytes: sealResult(sealedFor(ir, spec)),
+    }));
+    const want = full(current.values());
+    expect(configs).toEqual(want.configs);
+    expect(JSON.stringify(inc.result.statuses)).toBe(want.statuses);
+    // Only Gateways whose config changed are rendered again.
+    const changed = configs.filter(c => previous.get(c.key) !== c.bytes).length;
+    expect(sealedRenders() - renders).toBeLessThanOrEqual(inc.translated - inc.reused);
+    expect(inc.translated - inc.reused).toBeGreaterThanOrEqual(changed);
+    previous = new Map(configs.map(c => [c.key, c.bytes]));
+  };
+  check();
+  for (const { index, remove } of steps) {
+    const o = pool[index]!;
+    if (remove) {
+      if (!current.delete(keyOf(o))) continue;
+      snapshot = apply(snapshot, {
+        type: "delete",
+        kind: o.kind as never,
+        object: o,
+      }).snapshot;
+    } else {
+      current.set(keyOf(o), o);
+      snapshot = apply(snapshot, {
+        type: "upsert",
+        kind: o.kind as never,
+        object: o,
+      }).snapshot;
+    }
+    check();
+  }
+}
+
 describe("incremental build equals a full build", () => {
   it("gives the same Caddy JSON per Gateway and the same statuses after every change", () => {
     fc.assert(
       fc.property(scenario, ({ initial, pool, steps }) => {
-        const current = new Map(initial.map(o => [keyOf(o), o] as const));
-        let snapshot: Snapshot = snapshotOf(initial);
-        const translator = new IncrementalTranslator();
-        let previous = new Map<string, string>();
-        const check = () => {
-          const renders = sealedRenders();
-          const inc = translator.translate(snapshot, {});
-          const configs = inc.result.gateways.map(ir => ({
-            key: `${ir.namespace}/${ir.name}`,
-            bytes: sealResult(sealedFor(ir, spec)),
-          }));
-          const want = full(current.values());
-          expect(configs).toEqual(want.configs);
-          expect(JSON.stringify(inc.result.statuses)).toBe(want.statuses);
-          // Only Gateways whose config changed are rendered again.
-          const changed = configs.filter(c => previous.get(c.key) !== c.bytes).length;
-          expect(sealedRenders() - renders).toBeLessThanOrEqual(inc.translated - inc.reused);
-          expect(inc.translated - inc.reused).toBeGreaterThanOrEqual(changed);
-          previous = new Map(configs.map(c => [c.key, c.bytes]));
-        };
-        check();
-        for (const { index, remove } of steps) {
-          const o = pool[index]!;
-          if (remove) {
-            if (!current.delete(keyOf(o))) continue;
-            snapshot = apply(snapshot, {
-              type: "delete",
-              kind: o.kind as never,
-              object: o,
-            }).snapshot;
-          } else {
-            current.set(keyOf(o), o);
-            snapshot = apply(snapshot, {
-              type: "upsert",
-              kind: o.kind as never,
-              object: o,
-            }).snapshot;
-          }
-          check();
-        }
+        expectIncrementalEqualsFull(initial, pool, steps);
       }),
       { numRuns: RUNS },
     );
+  });
+
+  it("…over every golden input's objects (ListenerSets, ReferenceGrants, labels, policies, L4)", () => {
+    // Every golden in turn: a uniform pick among ~40 left some untried at the default runs.
+    for (const a of goldenWorlds.keys())
+      fc.assert(
+        fc.property(goldenScenario(a), ({ initial, pool, steps }) => {
+          expectIncrementalEqualsFull(initial, pool, steps);
+        }),
+        { numRuns: Math.max(10, Math.ceil(RUNS / 5)) },
+      );
   });
 
   it("reuses every Gateway's sealed config when nothing changed (a build after a push result)", () => {

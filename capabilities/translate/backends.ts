@@ -1,5 +1,6 @@
 /** Resolution of Service backendRefs to ready endpoint addresses. */
 import { EndpointIR } from "../ir";
+import { serviceRead } from "./reads";
 import { BackendObjectReference, GATEWAY_GROUP, Service, ServicePort, Snapshot } from "../snapshot";
 import { RouteReason } from "./conditions";
 import { BackendTLSDecision, backendTLSPolicies } from "./backendtls";
@@ -55,6 +56,7 @@ export function resolveBackend(
       message: `backendRef to Service ${id} is not permitted by any ReferenceGrant in namespace ${namespace}`,
     };
   }
+  serviceRead(`${namespace}/${ref.name}`);
   const svc = s.objects.Service.get(`${namespace}/${ref.name}`);
   if (!svc)
     return {
@@ -117,7 +119,7 @@ const sliceIndex = new WeakMap<Slices, Map<string, Slice[]>>();
  * shares the map of every kind an event did not touch, so the index outlives one build).
  * Scanning every slice per backendRef made translation quadratic.
  */
-function slicesByService(s: Snapshot): ReadonlyMap<string, readonly Slice[]> {
+export function slicesByService(s: Snapshot): ReadonlyMap<string, readonly Slice[]> {
   const slices = s.objects.EndpointSlice;
   let index = sliceIndex.get(slices);
   if (!index) {

@@ -25,7 +25,8 @@ import {
 } from "../snapshot";
 import { isOurClass } from "../ownership";
 import { PolicyReason, backendTLSPolicies, subjectAltNames } from "./backendtls";
-import { resolveBackend } from "./backends";
+import { resolveBackend, slicesByService } from "./backends";
+import { recordServiceReads } from "./reads";
 import {
   Condition,
   ConditionType,
@@ -57,7 +58,8 @@ import {
   resolveListeners,
 } from "./listeners";
 import { withHttp01Answers } from "./acme";
-import { RankedMatch, comparePrecedence } from "./precedence";
+import { Ranked, RankedGroup, precedenceOrder, rankedGroup } from "./listener-routes";
+import { keptOrMade, stableData } from "./attach-cache";
 import {
   RefusableObject,
   RefusedObject,
@@ -143,6 +145,20 @@ interface GatewayContext {
 const byKey = <T extends { metadata: { name: string; namespace?: string } }>(a: T, b: T): number =>
   keyOf(a) < keyOf(b) ? -1 : keyOf(a) > keyOf(b) ? 1 : 0;
 
+/**
+ * A snapshot map's objects in key order (`namespace/name`, the map's keys: keyOf), sorted
+ * once per map; sorting by keys already made, not by keys made per comparison.
+ */
+const sortedMaps = new WeakMap<ReadonlyMap<string, unknown>, readonly unknown[]>();
+function sortedByKey(map: ReadonlyMap<string, unknown>): readonly unknown[] {
+  let sorted = sortedMaps.get(map);
+  if (!sorted) {
+    sorted = [...map.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, o]) => o);
+    sortedMaps.set(map, sorted);
+  }
+  return sorted;
+}
+
 export function translate(s: Snapshot, options: TranslateOptions = {}): TranslateResult {
   const controllerName = options.controllerName ?? CONTROLLER_NAME;
   const classes = [...s.objects.GatewayClass.values()]
@@ -191,7 +207,10 @@ export function translate(s: Snapshot, options: TranslateOptions = {}): Translat
       gateway: gw,
       listenerSets: allowed,
       refusedListenerSets: refused,
-      listeners: withoutRefusedListeners(resolveListeners(s, gw, allowed), refusals),
+      listeners: stableData(
+        gw,
+        withoutRefusedListeners(resolveListeners(s, gw, allowed), refusals),
+      ),
       attachments: new Map(),
       flavor,
       backendClientCertificate: backendClientCertificate(s, gw),
@@ -207,11 +226,7 @@ export function translate(s: Snapshot, options: TranslateOptions = {}): Translat
   const routes: RouteStatusResult[] = [];
   const routeKinds: RouteKind[] = ["HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute"];
   for (const kind of routeKinds) {
-    const objs = [
-      ...(
-        s.objects[kind] as ReadonlyMap<string, { metadata: { name: string; namespace?: string } }>
-      ).values(),
-    ].sort(byKey);
+    const objs = sortedByKey(s.objects[kind]);
     for (const obj of objs) {
       const route = obj as unknown as {
         metadata: { name: string; namespace?: string; generation?: number };
@@ -220,18 +235,52 @@ export function translate(s: Snapshot, options: TranslateOptions = {}): Translat
       const ns = route.metadata.namespace ?? "";
       const parents: RouteParentStatusResult[] = [];
       let compiled: AnyCompiled | undefined;
-      for (const parentRef of route.spec?.parentRefs ?? []) {
+      (route.spec?.parentRefs ?? []).forEach((parentRef, i) => {
         const target = parentTarget(parentRef, ns, contexts, listenerSetOwner);
-        if (!target) continue;
+        if (!target) return;
         const c = (compiled ??= compileAny(s, kind, obj));
         const refusal = target.ctx.refusals.find(
           { kind, namespace: ns, name: route.metadata.name },
           () => fingerprintOf(c),
         );
-        parents.push(attach(s, kind, c, route.metadata.generation, parentRef, target, refusal));
-      }
+        // Everything attach() reads (c stands for the route object, so its generation and
+        // parentRefs); a refused route is not kept.
+        const reads = refusal
+          ? [refusal]
+          : [
+              target.ctx.gateway,
+              target.ctx.listeners,
+              target.ctx.flavor,
+              target.type === "listenerSet" ? target.listenerSet : undefined,
+              target.type === "listenerSet" && target.refused,
+              s.objects.Namespace,
+            ];
+        const { result, added } = keptOrMade(c, i, reads, () => {
+          const before = new Map([...target.ctx.attachments].map(([id, l]) => [id, l.length]));
+          const result = attach(s, kind, c, route.metadata.generation, parentRef, target, refusal);
+          const added: [string, Attachment][] = [];
+          for (const [id, list] of target.ctx.attachments)
+            for (const a of list.slice(before.get(id) ?? 0)) added.push([id, a]);
+          return { result, added };
+        });
+        // A hit replays what attach() added; a miss has added it already.
+        for (const [id, a] of added) {
+          const list = target.ctx.attachments.get(id) ?? [];
+          const last = list[list.length - 1];
+          if (last !== a && last?.route !== c) list.push(a);
+          target.ctx.attachments.set(id, list);
+        }
+        parents.push(result);
+      });
       if (parents.length > 0)
-        routes.push({ kind, namespace: ns, name: route.metadata.name, parents });
+        routes.push(
+          keptOrMade(obj as object, -1, parents, () => ({
+            kind,
+            namespace: ns,
+            name: route.metadata.name,
+            parents,
+          })),
+        );
     }
   }
 
@@ -460,29 +509,43 @@ function parentTarget(
 }
 
 /**
- * Each route's compilation, kept while the route object and every snapshot map compilation
- * reads (backends.ts, backendtls.ts, refs.ts) are the same objects (issue 16: a change to one
- * route compiles that route; the snapshot replaces a kind's map when one of its objects
- * changes). Compilation is pure, so a hit equals compiling again.
+ * Each route's compilation, kept while the route object and everything compilation read are
+ * the same objects (issue 16: a change to one route compiles that route; the snapshot replaces
+ * a kind's map when one of its objects changes): the maps of BackendTLSPolicies, ConfigMaps
+ * and ReferenceGrants (backendtls.ts, refs.ts), and each Service the compilation looked up
+ * (reads.ts) with that Service's EndpointSlices, so an endpoint change compiles only the
+ * routes naming that Service. Compilation is pure, so a hit equals compiling again. A new
+ * snapshot read during compilation must be named here.
  */
 const compiled = new WeakMap<
   object,
-  { readonly reads: readonly object[]; readonly c: AnyCompiled }
+  {
+    readonly reads: readonly unknown[];
+    readonly services: readonly string[];
+    readonly c: AnyCompiled;
+  }
 >();
-const compileReads = (s: Snapshot): readonly object[] => [
-  s.objects.Service,
-  s.objects.EndpointSlice,
-  s.objects.BackendTLSPolicy,
-  s.objects.ConfigMap,
-  s.objects.ReferenceGrant,
-];
+const compileReads = (s: Snapshot, services: readonly string[]): readonly unknown[] => {
+  const reads: unknown[] = [
+    s.objects.BackendTLSPolicy,
+    s.objects.ConfigMap,
+    s.objects.ReferenceGrant,
+  ];
+  const slices = services.length > 0 ? slicesByService(s) : undefined;
+  for (const key of services) {
+    const list = slices?.get(key) ?? [];
+    reads.push(s.objects.Service.get(key), list.length, ...list);
+  }
+  return reads;
+};
+const sameReads = (a: readonly unknown[], b: readonly unknown[]): boolean =>
+  a.length === b.length && a.every((r, i) => r === b[i]);
 
 function compileAny(s: Snapshot, kind: RouteKind, obj: unknown): AnyCompiled {
-  const reads = compileReads(s);
   const hit = compiled.get(obj as object);
-  if (hit && hit.reads.every((r, i) => r === reads[i])) return hit.c;
-  const c = compileUncached(s, kind, obj);
-  compiled.set(obj as object, { reads, c });
+  if (hit && sameReads(hit.reads, compileReads(s, hit.services))) return hit.c;
+  const { value: c, services } = recordServiceReads(() => compileUncached(s, kind, obj));
+  compiled.set(obj as object, { reads: compileReads(s, services), services, c });
   return c;
 }
 
@@ -619,7 +682,9 @@ function attach(
     if (hostnames && hostnames.length === 0) continue;
     attachedAny = true;
     const list = ctx.attachments.get(l.id) ?? [];
-    if (!list.some(a => a.route === route)) list.push({ route, hostnames });
+    // Routes attach one after another, so this route can only be the last one attached
+    // (another parentRef of it): a scan of the whole list made attachment quadratic.
+    if (list[list.length - 1]?.route !== route) list.push({ route, hostnames });
     ctx.attachments.set(l.id, list);
   }
   if (!attachedAny) {
@@ -906,7 +971,7 @@ function buildIR(ctx: GatewayContext): GatewayIR {
               b.listener.hostname?.toLowerCase(),
             ) || (a.id < b.id ? -1 : 1),
         )
-        .map(l => httpListenerIR(l, ctx.attachments.get(l.id) ?? [], ctx.flavor));
+        .map(l => httpListenerIR(l, ctx.attachments.get(l.id) ?? [], ctx.flavor, ctx.gateway));
       const clientValidation = http.find(l => l.clientValidation)?.clientValidation;
       httpServers.push({
         port,
@@ -998,56 +1063,77 @@ function httpListenerIR(
   l: ResolvedListener,
   attachments: readonly Attachment[],
   flavor: ProxyFlavor,
+  gateway: Gateway,
 ): HTTPListenerIR {
-  const ranked: (RankedMatch & { entry: HTTPRouteEntryIR })[] = [];
+  const groups: RankedGroup[] = [];
+  // Everything the entries read besides the compiled route (listener-routes.ts): a new input
+  // to an entry must be named here too. Hostnames hold no "," and none is empty.
+  const listenerKey = JSON.stringify([
+    l.listener.hostname,
+    l.listener.protocol,
+    l.listener.port,
+    flavor,
+  ]);
   for (const a of attachments) {
     if (a.route.l4) continue;
     const route = a.route;
-    for (const hostname of a.hostnames ?? [undefined]) {
-      const origin = routeHostnameOf(l.listener.hostname, route.hostnames, hostname);
-      for (const rule of route.rules) {
-        if (!runnable(rule, flavor)) continue;
-        rule.matches.forEach((m, j) => {
-          const match = { ...m, hostname };
-          const ref = {
-            kind: route.kind,
-            namespace: route.namespace,
-            name: route.name,
-            rule: rule.index,
-            match: j,
-          };
-          const action: HTTPRouteEntryIR["action"] = rule.redirect
-            ? { type: "redirect", redirect: redirectIR(rule.redirect, l) }
-            : rule.backends.length === 0
-              ? { type: "respond", status: 500, body: "" }
-              : {
-                  type: "forward",
-                  backends: runnableBackends(rule.backends, flavor),
-                  ...(rule.timeouts && { timeouts: rule.timeouts }),
-                  ...(rule.retry && { retry: rule.retry }),
-                };
-          const entry: HTTPRouteEntryIR = {
-            route: ref,
-            match,
-            ...(rule.cors && { cors: rule.cors }),
-            ...(rule.requestHeaders && { requestHeaders: rule.requestHeaders }),
-            ...(rule.responseHeaders && { responseHeaders: rule.responseHeaders }),
-            ...(rule.rewrite && { rewrite: rule.rewrite }),
-            ...(rule.mirrors && { mirrors: rule.mirrors }),
-            action,
-          };
-          ranked.push({ match, route: ref, created: route.created, origin, entry });
-        });
-      }
-    }
+    const key = `${listenerKey}${a.hostnames ? `[${a.hostnames.join(",")}]` : "*"}`;
+    groups.push(rankedGroup(route, key, () => attachmentEntries(route, a.hostnames, l, flavor)));
   }
-  ranked.sort(comparePrecedence);
   return {
     id: l.id,
     ...(l.listener.hostname && { hostname: l.listener.hostname.toLowerCase() }),
     certificateIds: l.certificates.map(c => c.id),
-    routes: ranked.map(r => r.entry),
+    routes: precedenceOrder(gateway, l.id, groups).map(r => r.entry),
   };
+}
+
+/** The entries one attached route gives a listener: one per hostname, runnable rule and match. */
+function attachmentEntries(
+  route: CompiledRoute,
+  hostnames: readonly string[] | undefined,
+  l: ResolvedListener,
+  flavor: ProxyFlavor,
+): Ranked[] {
+  const ranked: Ranked[] = [];
+  for (const hostname of hostnames ?? [undefined]) {
+    const origin = routeHostnameOf(l.listener.hostname, route.hostnames, hostname);
+    for (const rule of route.rules) {
+      if (!runnable(rule, flavor)) continue;
+      rule.matches.forEach((m, j) => {
+        const match = { ...m, hostname };
+        const ref = {
+          kind: route.kind,
+          namespace: route.namespace,
+          name: route.name,
+          rule: rule.index,
+          match: j,
+        };
+        const action: HTTPRouteEntryIR["action"] = rule.redirect
+          ? { type: "redirect", redirect: redirectIR(rule.redirect, l) }
+          : rule.backends.length === 0
+            ? { type: "respond", status: 500, body: "" }
+            : {
+                type: "forward",
+                backends: runnableBackends(rule.backends, flavor),
+                ...(rule.timeouts && { timeouts: rule.timeouts }),
+                ...(rule.retry && { retry: rule.retry }),
+              };
+        const entry: HTTPRouteEntryIR = {
+          route: ref,
+          match,
+          ...(rule.cors && { cors: rule.cors }),
+          ...(rule.requestHeaders && { requestHeaders: rule.requestHeaders }),
+          ...(rule.responseHeaders && { responseHeaders: rule.responseHeaders }),
+          ...(rule.rewrite && { rewrite: rule.rewrite }),
+          ...(rule.mirrors && { mirrors: rule.mirrors }),
+          action,
+        };
+        ranked.push({ match, route: ref, created: route.created, origin, entry });
+      });
+    }
+  }
+  return ranked;
 }
 
 /** The spec's redirect defaults: scheme from the listener, port from the scheme or listener. */

@@ -41,6 +41,8 @@ export interface IncrementalSample {
   readonly mode: Mode;
   /** Median wall time of each phase (ms). */
   readonly phaseMs: Record<Phase, number>;
+  /** Median CPU time of each phase (ms; user + system): less moved by other processes' load. */
+  readonly phaseCpuMs: Record<Phase, number>;
   /** Median controller CPU of one build (user + system, ms). */
   readonly cpuMs: number;
   /** Median Gateways rendered per build. */
@@ -95,17 +97,28 @@ export function benchIncremental(
         render: [],
         status: [],
       };
+      const phaseCpus: Record<Phase, number[]> = {
+        snapshot: [],
+        translate: [],
+        render: [],
+        status: [],
+      };
       const cpus: number[] = [];
       const rendered: number[] = [];
       // Build 0 (first build, not measured) and then one changed route per build.
       for (let k = -2; k < changes; k++) {
         const c0 = cpu();
         let t = now();
+        let c = c0;
         const ms: Partial<Record<Phase, number>> = {};
+        const cpuMs: Partial<Record<Phase, number>> = {};
         const lap = (p: Phase) => {
           const n = now();
+          const nc = cpu();
           ms[p] = n - t;
+          cpuMs[p] = nc - c;
           t = n;
+          c = nc;
         };
         if (k >= 0) {
           // one route changed: route k*197 gets another hostname (its config and status change)
@@ -145,12 +158,19 @@ export function benchIncremental(
         if (k < 0) continue;
         cpus.push(cpu() - c0);
         rendered.push(n);
-        for (const p of PHASES) phases[p].push(ms[p]!);
+        for (const p of PHASES) {
+          phases[p].push(ms[p]!);
+          phaseCpus[p].push(cpuMs[p]!);
+        }
       }
       out.push({
         ...layout,
         mode,
         phaseMs: Object.fromEntries(PHASES.map(p => [p, round(median(phases[p]))])) as Record<
+          Phase,
+          number
+        >,
+        phaseCpuMs: Object.fromEntries(PHASES.map(p => [p, round(median(phaseCpus[p]))])) as Record<
           Phase,
           number
         >,
