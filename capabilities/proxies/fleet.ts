@@ -497,6 +497,9 @@ export class Fleet {
       return true;
     }
     if (fallback) return false;
+    // Every table at the hash expected: the proxy runs exactly the config's tables (the
+    // shared object, so its next deltas are computed once for all proxies alike).
+    entry.running = runningAfterLoad(base.base, config.tables!);
     entry.needsVerify = false;
     const hosts = deltas.reduce((n, d) => n + d.hosts.size, 0);
     this.#succeeded(entry, config.hash, now, started, "delta", hosts);

@@ -267,3 +267,53 @@ describe("the push engine with route tables", () => {
     second.close();
   });
 });
+
+describe("fan-out", () => {
+  it("a change goes to 50 proxies as the same delta, at most 16 in flight, computed once", async () => {
+    const proxies = new Map<string, FakeProxy>();
+    const bodies = new Set<string>();
+    let inFlight = 0;
+    let most = 0;
+    const of = (e: ProxyEndpoint) => proxies.get(e.name)!;
+    const client: AdminApi = {
+      load: (e, c) => of(e).load(e, c),
+      runsConfig: (e, h) => of(e).runsConfig(e, h),
+      routeTables: e => of(e).routeTables(),
+      postRouteTable: async (e, id, body, ifMatch) => {
+        bodies.add(body);
+        most = Math.max(most, ++inFlight);
+        await new Promise(r => setTimeout(r, 1));
+        inFlight--;
+        return of(e).postRouteTable(e, id, body, ifMatch);
+      },
+    };
+    const endpoints = Array.from({ length: 50 }, (_, i) => ({
+      name: `gw-${i}`,
+      address: `10.0.0.${i + 1}`,
+      port: 9443,
+      serverName: `gw-${i}.gw-admin.default.svc`,
+    }));
+    for (const e of endpoints) proxies.set(e.name, new FakeProxy());
+    const events: FleetEvent[] = [];
+    const fleet = new Fleet({ client, onEvent: e => events.push(e) });
+    const hosts: Hosts = Object.fromEntries(
+      Array.from({ length: 200 }, (_, i) => [`h${i}.example`, answer(`h${i}`)]),
+    );
+    const v1 = seal(hosts);
+    const v2 = seal({ ...hosts, "new.example": answer("new") });
+    fleet.update(endpoints.map(endpoint => ({ endpoint, config: v1 })));
+    await fleet.settled();
+    fleet.update(endpoints.map(endpoint => ({ endpoint, config: v2 })));
+    await fleet.settled();
+    const deltas = events.filter(e => e.type === "pushed" && e.kind === "delta");
+    expect(deltas).toHaveLength(50);
+    expect(deltas.every(e => e.type === "pushed" && e.hosts === 1)).toBe(true);
+    expect(most).toBeLessThanOrEqual(16);
+    expect(most).toBeGreaterThan(1);
+    // One body for all (the proxies loaded the same config): the change is built once.
+    expect(bodies.size).toBe(1);
+    const running = runningAfterLoad(v1.hash, v1.tables!);
+    expect(tableDeltas(running, v2.tables!)).toBe(tableDeltas(running, v2.tables!));
+    fleet.close();
+  });
+});

@@ -157,8 +157,25 @@ export function configTables(config: Obj, readinessServer: string): ConfigTables
   return { skeleton: sha256(JSON.stringify(skeleton)), tables };
 }
 
-/** What a proxy runs right after loading a config with these tables. */
+const running = new WeakMap<ConfigTables, Map<string, RunningTables>>();
+
+/**
+ * What a proxy runs right after loading a config with these tables (or after deltas took it
+ * there from a load of `base`). One object per (tables, base): the proxies of a Gateway share
+ * it, and with it the deltas to their next config (`tableDeltas`), computed once for all.
+ */
 export function runningAfterLoad(base: string, tables: ConfigTables): RunningTables {
+  const byBase = running.get(tables) ?? new Map<string, RunningTables>();
+  running.set(tables, byBase);
+  let r = byBase.get(base);
+  if (!r) {
+    r = freshRunning(base, tables);
+    byBase.set(base, r);
+  }
+  return r;
+}
+
+function freshRunning(base: string, tables: ConfigTables): RunningTables {
   return {
     base,
     skeleton: tables.skeleton,
@@ -176,6 +193,26 @@ export function runningAfterLoad(base: string, tables: ConfigTables): RunningTab
  * when only a `/load` can (another skeleton, a table added or removed).
  */
 export function tableDeltas(
+  from: RunningTables,
+  desired: ConfigTables,
+): readonly TableDelta[] | undefined {
+  const cached = deltaCache.get(from)?.get(desired);
+  if (cached !== undefined) return cached ?? undefined;
+  const computed = computeDeltas(from, desired);
+  const byDesired =
+    deltaCache.get(from) ?? new WeakMap<ConfigTables, readonly TableDelta[] | null>();
+  byDesired.set(desired, computed ?? null);
+  deltaCache.set(from, byDesired);
+  return computed;
+}
+
+/** Deltas by (running, desired): a change costs its hosts once, not once per proxy. */
+const deltaCache = new WeakMap<
+  RunningTables,
+  WeakMap<ConfigTables, readonly TableDelta[] | null>
+>();
+
+function computeDeltas(
   running: RunningTables,
   desired: ConfigTables,
 ): readonly TableDelta[] | undefined {
@@ -208,10 +245,16 @@ export function applyDelta(running: RunningTables, delta: TableDelta): RunningTa
   return { ...running, tables };
 }
 
-/** The body of `POST /kengine/route-tables/<id>` (compact lists inserted verbatim). */
+const bodies = new WeakMap<TableDelta, { label: string; body: string }>();
+
+/** The body of `POST /kengine/route-tables/<id>` (compact lists inserted verbatim; built once per delta and label). */
 export function deltaBody(delta: TableDelta, label: string): string {
+  const hit = bodies.get(delta);
+  if (hit?.label === label) return hit.body;
   const parts = [...delta.hosts].map(([key, json]) => `${JSON.stringify(key)}:${json ?? "null"}`);
-  return `{"hosts":{${parts.join(",")}},"label":${JSON.stringify(label)}}`;
+  const body = `{"hosts":{${parts.join(",")}},"label":${JSON.stringify(label)}}`;
+  bodies.set(delta, { label, body });
+  return body;
 }
 
 /**
