@@ -39,7 +39,7 @@ import {
   MANAGEMENT_SERVER_NAME,
   ManagementServerConfig,
 } from "./types";
-import { contentDispatchId, routeTableRoute, tableId, tableKey } from "./route-table";
+import { contentDispatchId, routeTableRoute, tableId } from "./route-table";
 
 export interface CaddyOptions {
   /** The management server fragment and admin address (proxy fleet, design §6). */
@@ -62,6 +62,11 @@ export interface CaddyOptions {
    * own reverse_proxy (the naive layout; benchmarks compare the two).
    */
   readonly dispatch?: "shared" | "per-route";
+  /**
+   * Route tables (route-table.ts) where the flavour has them (default); false: the linear
+   * shape on every flavour (tests and benchmarks compare the two).
+   */
+  readonly routeTable?: boolean;
 }
 
 export const ERROR_SERVER_NAME = "kengine-internal-500";
@@ -259,6 +264,8 @@ interface Ctx {
   tableId?: string;
 }
 
+const tablesOn = (ctx: Ctx): boolean => ctx.caps.routeTable && ctx.opts.routeTable !== false;
+
 interface DispatchEntry {
   readonly id: string;
   readonly handler: CaddyHandler;
@@ -290,7 +297,7 @@ export const PERSISTENT_TCP_NETWORK = "kengine-tcp";
 
 function httpServer(ctx: Ctx, s: HTTPServerIR): CaddyHTTPServer {
   ctx.dispatch = ctx.opts.dispatch === "per-route" ? undefined : new Map();
-  const table = ctx.caps.routeTable && ctx.tableId !== undefined;
+  const table = tablesOn(ctx) && ctx.tableId !== undefined;
   const routes: CaddyRoute[] = table
     ? [tableRoute(ctx, s, ctx.tableId!)]
     : s.listeners.map((l, i) => listenerRoute(ctx, s, l, i));
@@ -415,7 +422,7 @@ function dispatchRoutes(ctx: Ctx, table: ReadonlyMap<string, DispatchEntry>): Ca
   const entries = [...table.values()];
   // Content-named ids (route table): in id order, so the server's routes outside the table
   // change only when the set of backends does (vars matchers exclude each other).
-  if (ctx.caps.routeTable) entries.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  if (tablesOn(ctx)) entries.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   return entries.map(({ id, handler, owners }) =>
     own(
       ctx,
@@ -432,16 +439,41 @@ const notFound = (): CaddyRoute => ({
 
 /** The listeners of a server as one route table (route-table.ts), owned by its listeners. */
 function tableRoute(ctx: Ctx, s: HTTPServerIR, id: string): CaddyRoute {
-  const listeners = s.listeners.map((l, i) => ({
-    hostname: l.hostname,
-    routes: listenerRoutes(ctx, s, l, i),
-  }));
-  const { route, hosts } = routeTableRoute(id, listeners, notFound);
-  s.listeners.forEach((l, i) => {
-    const list = hosts[tableKey(l.hostname)];
-    if (list === listeners[i].routes) own(ctx, list, [listenerSource(l.id)]);
+  const listeners = s.listeners.map((l, i) => {
+    // The Host patterns of the listener's wildcard route hostnames, back to the hostname.
+    const wildcards = new Map<string, string>();
+    for (const e of l.routes)
+      if (e.match.hostname?.startsWith("*."))
+        wildcards.set(hostPattern(e.match.hostname), e.match.hostname);
+    return {
+      hostname: l.hostname,
+      routes: listenerRoutes(ctx, s, l, i),
+      hostsOf: (r: CaddyRoute) => routeHosts(r, wildcards),
+    };
   });
+  const { route, hosts, from } = routeTableRoute(id, listeners, notFound);
+  for (const [key, i] of from) own(ctx, hosts[key], [listenerSource(s.listeners[i].id)]);
   return route;
+}
+
+/**
+ * The hostnames a route of a listener's list is limited to (its `host` matcher, or the Host
+ * pattern of a wildcard route hostname); undefined when one of its matcher sets takes any host.
+ */
+function routeHosts(
+  r: CaddyRoute,
+  wildcards: ReadonlyMap<string, string>,
+): readonly string[] | undefined {
+  if (!r.match?.length) return undefined;
+  const out: string[] = [];
+  for (const set of r.match) {
+    const pattern = set.header_regexp?.Host?.pattern;
+    const wildcard = pattern === undefined ? undefined : wildcards.get(pattern);
+    if (set.host) out.push(...set.host);
+    else if (wildcard !== undefined) out.push(wildcard);
+    else return undefined;
+  }
+  return out;
 }
 
 function listenerRoute(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR, index: number): CaddyRoute {
@@ -714,7 +746,7 @@ function action(ctx: Ctx, s: HTTPServerIR, e: HTTPRouteEntryIR): CaddyHandler[] 
       const key = JSON.stringify(proxy);
       let entry = ctx.dispatch.get(key);
       if (!entry) {
-        const id = ctx.caps.routeTable ? contentDispatchId(key) : `b${ctx.dispatch.size}`;
+        const id = tablesOn(ctx) ? contentDispatchId(key) : `b${ctx.dispatch.size}`;
         entry = { id, handler: proxy, owners: [] };
         ctx.dispatch.set(key, entry);
       }

@@ -39,7 +39,8 @@ describe("shared dispatch", () => {
   });
 
   it("merges whole-host routes with the same handlers into one host list, after the others", () => {
-    const config = toCaddyConfig(ir) as unknown as {
+    // The linear shape (stock Caddy): on Bundled each merged hostname is a key of the table.
+    const config = toCaddyConfig({ ...ir, flavor: "Caddy" }) as unknown as {
       apps: {
         http: {
           servers: Record<

@@ -22,31 +22,74 @@ export const tableKey = (hostname: string | undefined): string =>
 export const tableId = (namespace: string, gateway: string, server: string): string =>
   `${namespace}/${gateway}/${server}`;
 
-/** One listener of a server: its key and the route list its subroute would hold. */
+/**
+ * One listener of a server: its hostname, the route list its subroute would hold, and the
+ * hostnames each route of the list is limited to (exact or `*.` wildcard, lower-case;
+ * undefined: any host of the listener).
+ */
 export interface TableListener {
   readonly hostname: string | undefined;
   readonly routes: readonly CaddyRoute[];
+  readonly hostsOf: (route: CaddyRoute) => readonly string[] | undefined;
+}
+
+/** Whether hostname pattern `h` (exact or `*.` wildcard) matches every host of key `k`. */
+function covers(h: string, k: string): boolean {
+  if (!h.startsWith("*.")) return h === k;
+  const suffix = h.slice(1);
+  return k.startsWith("*.") ? k.slice(1).endsWith(suffix) : k.endsWith(suffix);
 }
 
 /**
- * The server route holding the table. Not terminal: a list that only names a backend (shared
- * dispatch) lets the request go on to the server's dispatch routes, as the listener subroute
- * does. Hosts no listener takes get the linear shape's final 404 (key `*`), unless a listener
- * without hostname is there. The first listener of a key wins, as in the linear group.
+ * The server route holding the table. Keys: each listener's hostname (`*`: none), and each
+ * hostname a route of the listener is limited to, holding only the rules that can match it
+ * (its own, those of wildcards covering it, those for any host: the listener's list filtered,
+ * so precedence is kept); the listener's own key keeps the rules for any host. A route's
+ * hostname becomes a key only when the listener is the one the linear shape picks for all its
+ * hosts (no listener before it covers them); otherwise those hosts never reach the listener.
+ * So a route change changes only the keys of its hostnames. The first listener of a key wins,
+ * as in the linear group. Hosts no listener takes get the linear shape's final 404 (key `*`),
+ * unless a listener without hostname is there. Not terminal: a list that only names a backend
+ * (shared dispatch) lets the request go on to the server's dispatch routes.
  */
 export function routeTableRoute(
   id: string,
   listeners: readonly TableListener[],
   notFound: () => CaddyRoute,
-): { readonly route: CaddyRoute; readonly hosts: Readonly<Record<string, readonly CaddyRoute[]>> } {
+): {
+  readonly route: CaddyRoute;
+  readonly hosts: Readonly<Record<string, readonly CaddyRoute[]>>;
+  /** The listener (index) each key's list comes from. */
+  readonly from: ReadonlyMap<string, number>;
+} {
   const hosts: Record<string, readonly CaddyRoute[]> = {};
-  for (const l of listeners) {
-    const key = tableKey(l.hostname);
-    if (!(key in hosts)) hosts[key] = l.routes;
-  }
+  const from = new Map<string, number>();
+  const put = (key: string, i: number, list: readonly CaddyRoute[]) => {
+    if (from.has(key)) return;
+    hosts[key] = list;
+    from.set(key, i);
+  };
+  listeners.forEach((l, i) => {
+    const own = tableKey(l.hostname);
+    const limits = l.routes.map(r => l.hostsOf(r)?.map(h => h.toLowerCase()));
+    const before = listeners.slice(0, i).map(o => o.hostname?.toLowerCase());
+    const reaches = (key: string) => !before.some(b => b === undefined || covers(b, key));
+    const derived = new Set(limits.flatMap(h => h ?? []).filter(k => k !== own && reaches(k)));
+    put(
+      own,
+      i,
+      l.routes.filter((_, j) => limits[j] === undefined),
+    );
+    for (const key of derived)
+      put(
+        key,
+        i,
+        l.routes.filter((_, j) => limits[j]?.some(h => covers(h, key)) ?? true),
+      );
+  });
   if (!("*" in hosts)) hosts["*"] = [notFound()];
   const handler: CaddyHandler = { handler: ROUTE_TABLE_HANDLER, id, hosts };
-  return { route: { handle: [handler] }, hosts };
+  return { route: { handle: [handler] }, hosts, from };
 }
 
 /**

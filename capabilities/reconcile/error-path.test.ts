@@ -216,11 +216,12 @@ describe("caddySourceMap of merged host routes", () => {
   it("gives a route merged from several HTTPRoutes (grouped-hosts golden) to each of them", () => {
     const text = readFileSync(join(__dirname, "../../tests/golden/grouped-hosts.in.yaml"), "utf8");
     const objects = parseSnapshotYAML(text);
-    const [ir] = translate(snapshotOf(objects)).gateways;
+    // The linear shape (stock Caddy), where hostnames are merged into one route.
+    const [bundled] = translate(snapshotOf(objects)).gateways;
+    const ir: GatewayIR = { ...bundled, flavor: "Caddy" };
     const config = toCaddyConfig(ir);
     const map = caddySourceMap(ir);
-    // The first listener's list (grouped-hosts: one listener without hostname, in the table).
-    const listener = "/http/servers/http-80/routes/0/handle/0/hosts/*";
+    const listener = "/http/servers/http-80/routes/0/handle/0/routes";
     const sub = at(config.apps, listener) as CaddyRoute[];
     const merged = sub
       .map((r, j) => ({ j, hosts: r.match?.[0]?.host ?? [] }))
