@@ -11,7 +11,14 @@ import { AdminApi, Fleet, FleetEvent } from "./fleet";
 import { bootstrapConfig, SealedConfig, sealConfig } from "./management";
 import { must, testSpec } from "./test-spec";
 import { err, ok, Result } from "./result";
-import { applyDelta, runningAfterLoad, tableDeltas, tableHash, deltaBody } from "./route-tables";
+import {
+  applyDelta,
+  deltaBody,
+  goJSON,
+  runningAfterLoad,
+  tableDeltas,
+  tableHash,
+} from "./route-tables";
 
 const spec = testSpec;
 
@@ -46,6 +53,12 @@ function configWith(hosts: Hosts, port = 80): SealedConfig {
 }
 
 describe("config tables", () => {
+  it("host lists are hashed as Caddy re-encodes a loaded config (Go: sorted keys, HTML escaped)", () => {
+    expect(goJSON({ b: 1, a: ["<&>", { z: null, y: true }], c: "\u2028" })).toBe(
+      '{"a":["\\u003c\\u0026\\u003e",{"y":true,"z":null}],"b":1,"c":"\\u2028"}',
+    );
+  });
+
   it("hash is the XOR of per-key shares: independent of order, and every key counts", () => {
     const entry = fc.tuple(fc.domain(), fc.stringMatching(/^[0-9a-f]{64}$/));
     fc.assert(

@@ -65,11 +65,39 @@ const sha256 = (text: string): string => createHash("sha256").update(text).diges
 
 const digests = new WeakMap<object, HostList>();
 
+/**
+ * JSON as Go's encoding/json writes a value decoded into `any`: object keys sorted, `<`, `>`,
+ * `&`, U+2028 and U+2029 escaped. Caddy decodes a `/load` body that way and encodes it again
+ * before provisioning, so the proxy hashes a config's host lists in this form; deltas are sent
+ * in it too, so that both hash alike.
+ */
+export function goJSON(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(goJSON).join(",")}]`;
+  if (v !== null && typeof v === "object") {
+    const o = v as Record<string, unknown>;
+    const keys = Object.keys(o)
+      .filter(k => o[k] !== undefined)
+      .sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+    return `{${keys.map(k => `${goString(k)}:${goJSON(o[k])}`).join(",")}}`;
+  }
+  return typeof v === "string" ? goString(v) : JSON.stringify(v);
+}
+
+const GO_ESCAPES: Readonly<Record<string, string>> = {
+  "<": "\\u003c",
+  ">": "\\u003e",
+  "&": "\\u0026",
+  "\u2028": "\\u2028",
+  "\u2029": "\\u2029",
+};
+const goString = (s: string): string =>
+  JSON.stringify(s).replace(/[<>&\u2028\u2029]/g, c => GO_ESCAPES[c]);
+
 /** A host list's digest, computed once per list object (rendering reuses unchanged lists). */
 export function hostList(list: object): HostList {
   let d = digests.get(list);
   if (!d) {
-    const json = JSON.stringify(list);
+    const json = goJSON(list);
     d = { json, sha: sha256(json) };
     digests.set(list, d);
   }
