@@ -39,6 +39,7 @@ import {
   MANAGEMENT_SERVER_NAME,
   ManagementServerConfig,
 } from "./types";
+import { contentDispatchId, routeTableRoute, tableId } from "./route-table";
 
 export interface CaddyOptions {
   /** The management server fragment and admin address (proxy fleet, design §6). */
@@ -61,6 +62,11 @@ export interface CaddyOptions {
    * own reverse_proxy (the naive layout; benchmarks compare the two).
    */
   readonly dispatch?: "shared" | "per-route";
+  /**
+   * Route tables (route-table.ts) where the flavour has them (default); false: the linear
+   * shape on every flavour (tests and benchmarks compare the two).
+   */
+  readonly routeTable?: boolean;
 }
 
 export const ERROR_SERVER_NAME = "kengine-internal-500";
@@ -108,6 +114,11 @@ export function caddySourceMap(
       note(`${at}/${i}`, r);
       r.handle.forEach((h, p) => {
         if (h.handler === "subroute") walkRoutes(`${at}/${i}/handle/${p}/routes`, h.routes);
+        if (h.handler === "kengine_route_table")
+          for (const [key, list] of Object.entries(h.hosts)) {
+            note(`${at}/${i}/handle/${p}/hosts/${key}`, list);
+            walkRoutes(`${at}/${i}/handle/${p}/hosts/${key}`, list);
+          }
       });
     });
   const apps = config.apps as {
@@ -190,11 +201,11 @@ function render(
   for (const ir of list) {
     ctx.caps = capabilitiesOf(ir.flavor ?? DEFAULT_PROXY_FLAVOR);
     ctx.clientCertificate = ir.backendClientCertificate;
-    for (const s of ir.httpServers)
-      servers[serverName(s.protocol, s.port, list.length > 1 ? ir : undefined)] = httpServer(
-        ctx,
-        s,
-      );
+    for (const s of ir.httpServers) {
+      const name = serverName(s.protocol, s.port, list.length > 1 ? ir : undefined);
+      ctx.tableId = tableId(ir.namespace, ir.name, serverName(s.protocol, s.port));
+      servers[name] = httpServer(ctx, s);
+    }
     for (const s of ir.l4Servers)
       l4[serverName(s.protocol, s.port, list.length > 1 ? ir : undefined)] = l4Server(ctx, s);
     for (const c of ir.certificates) {
@@ -249,7 +260,11 @@ interface Ctx {
   readonly owners?: Owners;
   /** The route whose entry is being built (owns the dispatch route it uses). */
   entryOwner?: SourceObject;
+  /** The route table id of the HTTP server being built (proxies with `routeTable`). */
+  tableId?: string;
 }
+
+const tablesOn = (ctx: Ctx): boolean => ctx.caps.routeTable && ctx.opts.routeTable !== false;
 
 interface DispatchEntry {
   readonly id: string;
@@ -282,9 +297,14 @@ export const PERSISTENT_TCP_NETWORK = "kengine-tcp";
 
 function httpServer(ctx: Ctx, s: HTTPServerIR): CaddyHTTPServer {
   ctx.dispatch = ctx.opts.dispatch === "per-route" ? undefined : new Map();
-  const routes: CaddyRoute[] = s.listeners.map((l, i) => listenerRoute(ctx, s, l, i));
-  if (!s.listeners.some(l => l.hostname === undefined)) routes.push(notFound());
-  if (ctx.dispatch) {
+  const table = tablesOn(ctx) && ctx.tableId !== undefined;
+  const routes: CaddyRoute[] = table
+    ? [tableRoute(ctx, s, ctx.tableId!)]
+    : s.listeners.map((l, i) => listenerRoute(ctx, s, l, i));
+  if (table) {
+    if (ctx.dispatch) routes.push(...dispatchRoutes(ctx, ctx.dispatch));
+  } else if (!s.listeners.some(l => l.hostname === undefined)) routes.push(notFound());
+  if (ctx.dispatch && !table) {
     // Listeners (and the final 404) form one group: the first match wins and the request
     // then falls through to the dispatch routes, unless a route already answered.
     const grouped = routes.map(r => own(ctx, inGroup(r, LISTENERS_GROUP), ownersOf(ctx, r)));
@@ -399,7 +419,11 @@ function inGroup(r: CaddyRoute, group: string): CaddyRoute {
 
 /** One route per distinct backend set: matched by the variable, proxies, ends the request. */
 function dispatchRoutes(ctx: Ctx, table: ReadonlyMap<string, DispatchEntry>): CaddyRoute[] {
-  return [...table.values()].map(({ id, handler, owners }) =>
+  const entries = [...table.values()];
+  // Content-named ids (route table): in id order, so the server's routes outside the table
+  // change only when the set of backends does (vars matchers exclude each other).
+  if (tablesOn(ctx)) entries.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  return entries.map(({ id, handler, owners }) =>
     own(
       ctx,
       { match: [{ vars: { [BACKEND_VAR]: [id] } }], handle: [handler], terminal: true },
@@ -413,7 +437,59 @@ const notFound = (): CaddyRoute => ({
   terminal: true,
 });
 
+/** The listeners of a server as one route table (route-table.ts), owned by its listeners. */
+function tableRoute(ctx: Ctx, s: HTTPServerIR, id: string): CaddyRoute {
+  const listeners = s.listeners.map((l, i) => {
+    // The Host patterns of the listener's wildcard route hostnames, back to the hostname.
+    const wildcards = new Map<string, string>();
+    for (const e of l.routes)
+      if (e.match.hostname?.startsWith("*."))
+        wildcards.set(hostPattern(e.match.hostname), e.match.hostname);
+    return {
+      hostname: l.hostname,
+      routes: listenerRoutes(ctx, s, l, i),
+      hostsOf: (r: CaddyRoute) => routeHosts(r, wildcards),
+    };
+  });
+  const { route, hosts, from } = routeTableRoute(id, listeners, notFound);
+  for (const [key, i] of from) own(ctx, hosts[key], [listenerSource(s.listeners[i].id)]);
+  return route;
+}
+
+/**
+ * The hostnames a route of a listener's list is limited to (its `host` matcher, or the Host
+ * pattern of a wildcard route hostname); undefined when one of its matcher sets takes any host.
+ */
+function routeHosts(
+  r: CaddyRoute,
+  wildcards: ReadonlyMap<string, string>,
+): readonly string[] | undefined {
+  if (!r.match?.length) return undefined;
+  const out: string[] = [];
+  for (const set of r.match) {
+    const pattern = set.header_regexp?.Host?.pattern;
+    const wildcard = pattern === undefined ? undefined : wildcards.get(pattern);
+    if (set.host) out.push(...set.host);
+    else if (wildcard !== undefined) out.push(wildcard);
+    else return undefined;
+  }
+  return out;
+}
+
 function listenerRoute(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR, index: number): CaddyRoute {
+  return own(
+    ctx,
+    {
+      ...(l.hostname !== undefined && { match: [hostMatcher(l.hostname)] }),
+      handle: [{ handler: "subroute", routes: listenerRoutes(ctx, s, l, index) }],
+      terminal: true,
+    },
+    [listenerSource(l.id)],
+  );
+}
+
+/** The routes of a listener's subroute (or of its key in a route table). */
+function listenerRoutes(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR, index: number): CaddyRoute[] {
   let routes = l.routes.map(e => {
     const { kind, namespace, name } = e.route;
     ctx.entryOwner = { kind, namespace, name };
@@ -429,15 +505,7 @@ function listenerRoute(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR, index: numb
   // subroute for the server's dispatch routes.
   // (Group names are per request and short: they are repeated on every route.)
   if (ctx.dispatch) routes = routes.map(r => own(ctx, inGroup(r, `l${index}`), ownersOf(ctx, r)));
-  return own(
-    ctx,
-    {
-      ...(l.hostname !== undefined && { match: [hostMatcher(l.hostname)] }),
-      handle: [{ handler: "subroute", routes }],
-      terminal: true,
-    },
-    [listenerSource(l.id)],
-  );
+  return routes;
 }
 
 const SNI = "http.request.tls.server_name";
@@ -678,7 +746,8 @@ function action(ctx: Ctx, s: HTTPServerIR, e: HTTPRouteEntryIR): CaddyHandler[] 
       const key = JSON.stringify(proxy);
       let entry = ctx.dispatch.get(key);
       if (!entry) {
-        entry = { id: `b${ctx.dispatch.size}`, handler: proxy, owners: [] };
+        const id = tablesOn(ctx) ? contentDispatchId(key) : `b${ctx.dispatch.size}`;
+        entry = { id, handler: proxy, owners: [] };
         ctx.dispatch.set(key, entry);
       }
       if (ctx.entryOwner) addOwners(entry.owners, [ctx.entryOwner]);

@@ -39,11 +39,21 @@ describe("shared dispatch", () => {
   });
 
   it("merges whole-host routes with the same handlers into one host list, after the others", () => {
-    const config = toCaddyConfig(ir) as unknown as {
-      apps: { http: { servers: Record<string, { routes: { handle: { routes?: Route[] }[] }[] }> } };
+    // The linear shape (stock Caddy): on Bundled each merged hostname is a key of the table.
+    const config = toCaddyConfig({ ...ir, flavor: "Caddy" }) as unknown as {
+      apps: {
+        http: {
+          servers: Record<
+            string,
+            { routes: { handle: { routes?: Route[]; hosts?: Record<string, Route[]> }[] }[] }
+          >;
+        };
+      };
     };
     type Route = { match?: { host?: string[] }[]; handle: unknown[] };
-    const routes = config.apps.http.servers["http-80"].routes[0].handle[0].routes!;
+    // The listener without hostname: its subroute, or its key in the route table (Bundled).
+    const h = config.apps.http.servers["http-80"].routes[0].handle[0];
+    const routes = h.hosts?.["*"] ?? h.routes!;
     const merged = routes.map((r, i) => ({ i, n: r.match?.[0]?.host?.length ?? 0 }));
     const many = merged.filter(m => m.n > 1);
     expect(many.length).toBeGreaterThan(0);

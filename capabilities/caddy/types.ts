@@ -35,6 +35,12 @@ export type CaddyHeaderOps = {
 export type CaddyHandler =
   | { readonly handler: "subroute"; readonly routes: readonly CaddyRoute[] }
   | {
+      /** Our module (proxy/routetable): one route list per host, changed per host (route-table.ts). */
+      readonly handler: "kengine_route_table";
+      readonly id: string;
+      readonly hosts: Readonly<Record<string, readonly CaddyRoute[]>>;
+    }
+  | {
       readonly handler: "headers";
       readonly request?: CaddyHeaderOps;
       readonly response?: CaddyHeaderOps;

@@ -21,6 +21,7 @@ describe("proxy flavours", () => {
       backendClientCertificate: true,
       celPh: true,
       appMetrics: true,
+      routeTable: true,
     });
     expect(supportedFeaturesOf("Bundled")).toEqual(SUPPORTED_FEATURES);
   });
@@ -36,6 +37,7 @@ describe("proxy flavours", () => {
       backendClientCertificate: false,
       celPh: true,
       appMetrics: true,
+      routeTable: false,
     });
     expect(capabilitiesOf("Kengine")).toEqual({
       persistentListeners: false,
@@ -47,6 +49,7 @@ describe("proxy flavours", () => {
       backendClientCertificate: false,
       celPh: false,
       appMetrics: false, // Caddy 2.8: per-server metrics only, no host label
+      routeTable: false,
     });
     expect(supportedFeaturesOf("Caddy")).toContain("HTTPRouteRetry");
     expect(supportedFeaturesOf("Kengine")).not.toContain("HTTPRouteRetry");

@@ -64,6 +64,12 @@ export interface ProxyCapabilities {
    * no host label: traffic is counted per listener, not per route.
    */
   readonly appMetrics: boolean;
+  /**
+   * Our host-indexed route table (proxy/routetable, handler `kengine_route_table`): each HTTP
+   * server's listener routes are one table, changed per host over the admin API without a
+   * `/load` (capabilities/caddy/route-table.ts, proxies/route-tables.ts).
+   */
+  readonly routeTable: boolean;
 }
 
 export type Capability = keyof ProxyCapabilities;
@@ -79,6 +85,7 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
     backendClientCertificate: true,
     celPh: true,
     appMetrics: true,
+    routeTable: true,
   },
   Caddy: {
     persistentListeners: false,
@@ -90,6 +97,7 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
     backendClientCertificate: false,
     celPh: true,
     appMetrics: true,
+    routeTable: false,
   },
   Kengine: {
     persistentListeners: false,
@@ -101,6 +109,7 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
     backendClientCertificate: false,
     celPh: false,
     appMetrics: false,
+    routeTable: false,
   },
 };
 
@@ -120,6 +129,7 @@ const CAPABILITY_TEXT: Readonly<Record<Capability, string>> = {
   backendClientCertificate: "client certificates for backends",
   celPh: "the CEL placeholder function ph()",
   appMetrics: "per-route traffic metrics",
+  routeTable: "host-indexed route table changed without reloads",
 };
 
 /**

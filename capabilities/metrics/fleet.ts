@@ -25,6 +25,12 @@ const pushes = new Counter({
   labelNames: ["gateway", "proxy", "result"],
   registers: [registry],
 });
+const pushKinds = new Counter({
+  name: `${METRIC_PREFIX}proxy_pushes_by_kind_total`,
+  help: "Configs proxies took, by Gateway and kind: load (POST /load, the whole config) or delta (route-table deltas of the Bundled proxy, no reload).",
+  labelNames: ["gateway", "kind"],
+  registers: [registry],
+});
 const pushDuration = new Histogram({
   name: `${METRIC_PREFIX}proxy_push_duration_seconds`,
   help: "Time from sending a config to a proxy until it answered that the config is loaded, by Gateway.",
@@ -70,8 +76,15 @@ export const fleetMetrics = {
   lastGood(gateway: string, result: LastGoodResult): void {
     lastGoodWrites.inc({ gateway, result });
   },
-  push(gateway: string, proxy: string, result: PushResult, seconds?: number): void {
+  push(
+    gateway: string,
+    proxy: string,
+    result: PushResult,
+    seconds?: number,
+    kind?: "load" | "delta",
+  ): void {
     pushes.inc({ gateway, proxy, result });
+    if (kind) pushKinds.inc({ gateway, kind });
     if (seconds !== undefined) pushDuration.observe({ gateway }, seconds);
   },
   /** A proxy pod is gone: its per-proxy series go too. */

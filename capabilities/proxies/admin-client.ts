@@ -199,6 +199,50 @@ export interface ConfigRead {
   readonly etag: string | undefined;
 }
 
+/** The admin API of our route tables (proxy/routetable). */
+export const ROUTE_TABLES_PATH = "/kengine/route-tables/";
+
+/** A route table as the proxy describes it. */
+export interface RouteTableInfo {
+  readonly id: string;
+  readonly version: number;
+  readonly hash: string;
+  readonly hosts: number;
+  readonly label?: string;
+}
+
+const isInfo = (v: unknown): v is RouteTableInfo => {
+  const o = v as Partial<RouteTableInfo> | null;
+  return (
+    typeof o === "object" &&
+    o !== null &&
+    typeof o.id === "string" &&
+    typeof o.hash === "string" &&
+    typeof o.version === "number"
+  );
+};
+const one = (v: unknown): RouteTableInfo | undefined => (isInfo(v) ? v : undefined);
+const many = (v: unknown): readonly RouteTableInfo[] | undefined =>
+  Array.isArray(v) && v.every(isInfo) ? v : undefined;
+
+function routeTableAnswer<T>(
+  answer: { status: number; body: string },
+  shape: (v: unknown) => T | undefined,
+): Result<T, AdminError> {
+  if (answer.status !== 200)
+    return err({ kind: "rejected", status: answer.status, message: rejectionMessage(answer.body) });
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(answer.body);
+  } catch {
+    parsed = undefined;
+  }
+  const value = shape(parsed);
+  return value === undefined
+    ? err({ kind: "rejected", status: 502, message: "not a route table answer" })
+    : ok(value);
+}
+
 export class AdminClient {
   readonly #dispatcher: Dispatcher;
   readonly #ownsDispatcher: boolean;
@@ -266,6 +310,7 @@ export class AdminClient {
     timeoutMs: number,
     body?: Buffer,
     limit: number = this.#limits.load,
+    extraHeaders: Readonly<Record<string, string>> = {},
   ): Promise<Result<{ status: number; body: string; etag: string | undefined }, AdminError>> {
     const origin = `https://${endpoint.address.includes(":") ? `[${endpoint.address}]` : endpoint.address}:${endpoint.port}`;
     try {
@@ -276,6 +321,7 @@ export class AdminClient {
           host: `${endpoint.serverName}:${endpoint.port}`,
           connection: "close",
           ...(body ? { "content-type": "application/json" } : {}),
+          ...extraHeaders,
         },
         body,
         signal: AbortSignal.timeout(timeoutMs),
@@ -309,9 +355,24 @@ export class AdminClient {
     }
   }
 
-  /** POST /load: replace the proxy's whole config. */
-  async load(endpoint: ProxyEndpoint, config: Buffer): Promise<Result<void, AdminError>> {
-    const sent = await this.#send(endpoint, "POST", "/load", this.#loadTimeoutMs, config);
+  /**
+   * POST /load: replace the proxy's whole config. `force`: load even if the bytes equal the
+   * running config (Caddy skips those; after route-table deltas they are not what runs).
+   */
+  async load(
+    endpoint: ProxyEndpoint,
+    config: Buffer,
+    force = false,
+  ): Promise<Result<void, AdminError>> {
+    const sent = await this.#send(
+      endpoint,
+      "POST",
+      "/load",
+      this.#loadTimeoutMs,
+      config,
+      this.#limits.load,
+      force ? { "cache-control": "must-revalidate" } : {},
+    );
     if (!sent.ok) return sent;
     if (sent.value.status === 200) return ok(undefined);
     return err({
@@ -396,6 +457,43 @@ export class AdminClient {
       status: sent.value.status,
       message: rejectionMessage(sent.value.body),
     });
+  }
+
+  /**
+   * POST /kengine/route-tables/<id> (Bundled, proxy/routetable): one batch delta, applied only
+   * if the table's hash is `ifMatch`. Answers the table's Info; a refusal keeps Caddy's words.
+   */
+  async postRouteTable(
+    endpoint: ProxyEndpoint,
+    id: string,
+    body: string,
+    ifMatch: string,
+  ): Promise<Result<RouteTableInfo, AdminError>> {
+    const sent = await this.#send(
+      endpoint,
+      "POST",
+      `${ROUTE_TABLES_PATH}${encodeURIComponent(id)}`,
+      this.#loadTimeoutMs,
+      Buffer.from(body, "utf8"),
+      this.#limits.id,
+      { "if-match": `"${ifMatch}"` },
+    );
+    return sent.ok ? routeTableAnswer(sent.value, one) : sent;
+  }
+
+  /** GET /kengine/route-tables/: every table the proxy holds (id, version, hash, label). */
+  async routeTables(
+    endpoint: ProxyEndpoint,
+  ): Promise<Result<readonly RouteTableInfo[], AdminError>> {
+    const sent = await this.#send(
+      endpoint,
+      "GET",
+      ROUTE_TABLES_PATH,
+      this.#readTimeoutMs,
+      undefined,
+      this.#limits.config,
+    );
+    return sent.ok ? routeTableAnswer(sent.value, many) : sent;
   }
 
   async close(): Promise<void> {

@@ -6,6 +6,7 @@
 import { createHash } from "node:crypto";
 import {
   AdminClient,
+  RouteTableInfo,
   AdminError,
   ClientCredentials,
   ConfigRead,
@@ -70,9 +71,30 @@ export class AdminChannels implements AdminApi {
       : err({ kind: "connect", message: `no client credentials for channel ${endpoint.channel}` });
   }
 
-  async load(endpoint: ProxyEndpoint, config: Buffer): Promise<Result<void, AdminError>> {
+  async load(
+    endpoint: ProxyEndpoint,
+    config: Buffer,
+    force?: boolean,
+  ): Promise<Result<void, AdminError>> {
     const c = this.#client(endpoint);
-    return c.ok ? c.value.load(endpoint, config) : c;
+    return c.ok ? c.value.load(endpoint, config, force) : c;
+  }
+
+  async postRouteTable(
+    endpoint: ProxyEndpoint,
+    id: string,
+    body: string,
+    ifMatch: string,
+  ): Promise<Result<RouteTableInfo, AdminError>> {
+    const c = this.#client(endpoint);
+    return c.ok ? c.value.postRouteTable(endpoint, id, body, ifMatch) : c;
+  }
+
+  async routeTables(
+    endpoint: ProxyEndpoint,
+  ): Promise<Result<readonly RouteTableInfo[], AdminError>> {
+    const c = this.#client(endpoint);
+    return c.ok ? c.value.routeTables(endpoint) : c;
   }
 
   async validate(endpoint: ProxyEndpoint, config: Buffer): Promise<Result<Validation, AdminError>> {

@@ -8,31 +8,11 @@ import { DEFAULT_ELECTION, LeaderElector, LeaseRecord, LeaseStore } from "../ele
 import { AdminClient, ProxyEndpoint } from "./admin-client";
 import { ManualClock } from "./backoff";
 import { AdminApi, Fleet, FleetEvent } from "./fleet";
-import { bootstrapConfig, ManagementSpec, SealedConfig, sealConfig } from "./management";
-import { createAuthority, generateKeyPair } from "./pki";
-import { Result } from "./result";
+import { bootstrapConfig, SealedConfig, sealConfig } from "./management";
+import { must, testSpec } from "./test-spec";
 import { SecretPem } from "./secret";
 
-const must = <T, E>(r: Result<T, E>): T => {
-  if (!r.ok) throw new Error(JSON.stringify(r.error));
-  return r.value;
-};
-const ca = must(
-  createAuthority({
-    commonName: "test CA",
-    keys: generateKeyPair(),
-    notBefore: new Date("2026-11-21T00:00:00Z"),
-    lifetimeDays: 10,
-  }),
-);
-const spec: ManagementSpec = {
-  listenAddress: "{env.KENGINE_POD_IP}:9443",
-  adminAddress: "127.0.0.1:2019",
-  serverCertTag: "kengine-management",
-  clientCaPem: ca.certificatePem,
-  serverCertificate: { kind: "files", certificateFile: "/tls/tls.crt", keyFile: "/tls/tls.key" },
-  readinessAddress: ":8081",
-};
+const spec = testSpec;
 /** A sealed config whose content differs by `marker`. */
 const configWith = (marker: string): SealedConfig => {
   const base = must(bootstrapConfig(spec)) as { apps: { http: { servers: object } } };

@@ -12,16 +12,36 @@
  *   whether it still runs the hash it was given; a restarted proxy answers no and is
  *   re-programmed. `start(verifyIntervalMs)` runs that check periodically.
  */
-import { AdminError, describeAdminError, ProxyEndpoint } from "./admin-client";
+import { AdminError, describeAdminError, ProxyEndpoint, RouteTableInfo } from "./admin-client";
 import { backoffDelay, BackoffPolicy, Clock, DEFAULT_BACKOFF, systemClock } from "./backoff";
 import { isSealed, SealedConfig } from "./management";
 import { Result } from "./result";
+import {
+  applyDelta,
+  deltaBody,
+  deltaRefusal,
+  RunningTables,
+  runningAfterLoad,
+  TableDelta,
+  tableDeltas,
+} from "./route-tables";
 
 /** What the engine needs from the admin client (an `AdminClient`, or a wrapper that counts). */
 export interface AdminApi {
-  load(endpoint: ProxyEndpoint, config: Buffer): Promise<Result<void, AdminError>>;
+  load(endpoint: ProxyEndpoint, config: Buffer, force?: boolean): Promise<Result<void, AdminError>>;
   runsConfig(endpoint: ProxyEndpoint, hash: string): Promise<Result<boolean, AdminError>>;
+  /** Route-table deltas (Bundled); without them every change is a `/load`. */
+  postRouteTable?(
+    endpoint: ProxyEndpoint,
+    id: string,
+    body: string,
+    ifMatch: string,
+  ): Promise<Result<RouteTableInfo, AdminError>>;
+  routeTables?(endpoint: ProxyEndpoint): Promise<Result<readonly RouteTableInfo[], AdminError>>;
 }
+
+/** How a config reached a proxy: a whole `/load`, or route-table deltas. */
+export type PushKind = "load" | "delta";
 
 export interface Target {
   readonly endpoint: ProxyEndpoint;
@@ -67,6 +87,10 @@ export type FleetEvent =
       readonly name: string;
       readonly hash: string;
       readonly durationMs: number;
+      /** Absent: a load (events made before deltas existed). */
+      readonly kind?: PushKind;
+      /** Deltas: the table keys sent (changed or removed). */
+      readonly hosts?: number;
     }
   | { readonly type: "skipped"; readonly name: string; readonly hash: string }
   | {
@@ -118,6 +142,8 @@ interface Entry {
   inFlight: boolean;
   /** Hash of the config a push in flight is loading (undefined: none, or only a check). */
   pushing: string | undefined;
+  /** The route tables the proxy runs, when known (its config has tables; route-tables.ts). */
+  running: RunningTables | undefined;
 }
 
 const sameEndpoint = (a: ProxyEndpoint, b: ProxyEndpoint): boolean =>
@@ -196,6 +222,7 @@ export class Fleet {
         probeFirst: this.#adoptRunning,
         inFlight: false,
         pushing: undefined,
+        running: undefined,
       });
       return;
     }
@@ -371,33 +398,117 @@ export class Fleet {
       return;
     }
     entry.pushing = config.hash;
-    const result = await this.#client.load(entry.endpoint, config.bytes).finally(() => {
+    try {
+      const deltas =
+        entry.running && config.tables && this.#client.postRouteTable
+          ? tableDeltas(entry.running, config.tables)
+          : undefined;
+      if (deltas && (await this.#pushDeltas(entry, config, deltas, started))) return;
+      if (!this.#current(entry)) return;
+      // After deltas the running config's bytes are not what runs (and after a restart of the
+      // controller that is not known): a config with tables is always loaded, never skipped.
+      const result = await this.#client.load(
+        entry.endpoint,
+        config.bytes,
+        config.tables ? true : undefined,
+      );
+      if (!this.#current(entry)) return;
+      const now = this.#clock.now();
+      entry.needsVerify = false;
+      if (result.ok) {
+        entry.running = config.tables && runningAfterLoad(config.hash, config.tables);
+        this.#succeeded(entry, config.hash, now, started, "load");
+        return;
+      }
+      this.#fail(entry, result.error, now);
+    } finally {
       entry.pushing = undefined;
-    });
-    if (!this.#current(entry)) return;
-    const now = this.#clock.now();
-    entry.needsVerify = false;
-    if (result.ok) {
-      entry.probeFirst = false;
-      entry.applied = { hash: config.hash, at: now };
-      entry.verifiedAt = now;
-      entry.attempts = 0;
-      entry.lastError = undefined;
-      entry.nextAttemptAt = 0;
-      this.#onEvent({
-        type: "pushed",
-        name: entry.endpoint.name,
-        hash: config.hash,
-        durationMs: now - started,
-      });
-      return;
     }
-    this.#fail(entry, result.error, now);
+  }
+
+  #succeeded(
+    entry: Entry,
+    hash: string,
+    now: number,
+    started: number,
+    kind: PushKind,
+    hosts?: number,
+  ): void {
+    entry.probeFirst = false;
+    entry.applied = { hash, at: now };
+    entry.verifiedAt = now;
+    entry.attempts = 0;
+    entry.lastError = undefined;
+    entry.nextAttemptAt = 0;
+    this.#onEvent({
+      type: "pushed",
+      name: entry.endpoint.name,
+      hash,
+      durationMs: now - started,
+      kind,
+      ...(hosts !== undefined && { hosts }),
+    });
+  }
+
+  /**
+   * Takes the proxy to `config` with one delta per changed table, all in parallel. True when
+   * done (pushed, or failed: a refused delta is the config's fault, never retried as a load
+   * holding it); false to fall back to a `/load` (a table replaced or changed behind our back:
+   * 404, 409, 412, an unexpected hash).
+   */
+  async #pushDeltas(
+    entry: Entry,
+    config: SealedConfig,
+    deltas: readonly TableDelta[],
+    started: number,
+  ): Promise<boolean> {
+    const post = this.#client.postRouteTable!.bind(this.#client);
+    const base = entry.running!;
+    const label = `${base.base} ${base.skeleton}`;
+    const results = await Promise.all(
+      deltas.map(d => post(entry.endpoint, d.id, deltaBody(d, label), d.ifMatch)),
+    );
+    if (!this.#current(entry)) return true;
+    const now = this.#clock.now();
+    let refused: AdminError | undefined;
+    let unreachableError: AdminError | undefined;
+    let fallback = false;
+    results.forEach((r, i) => {
+      const d = deltas[i];
+      if (r.ok && r.value.hash === d.expect) entry.running = applyDelta(entry.running!, d);
+      else if (r.ok) fallback = true;
+      else if (r.error.kind === "rejected" && r.error.status === 400)
+        refused ??= {
+          kind: "rejected",
+          status: 400,
+          message: deltaRefusal(config.tables!.tables.get(d.id)!, r.error.message),
+        };
+      else if (unreachable(r.error)) unreachableError ??= r.error;
+      else fallback = true;
+    });
+    if (unreachableError) {
+      entry.running = undefined;
+      this.#fail(entry, unreachableError, now);
+      return true;
+    }
+    if (refused) {
+      entry.needsVerify = false;
+      this.#fail(entry, refused, now);
+      return true;
+    }
+    if (fallback) return false;
+    // Every table at the hash expected: the proxy runs exactly the config's tables (the
+    // shared object, so its next deltas are computed once for all proxies alike).
+    entry.running = runningAfterLoad(base.base, config.tables!);
+    entry.needsVerify = false;
+    const hosts = deltas.reduce((n, d) => n + d.hosts.size, 0);
+    this.#succeeded(entry, config.hash, now, started, "delta", hosts);
+    return true;
   }
 
   async #check(entry: Entry): Promise<void> {
     const hash = entry.desired.hash;
-    const result = await this.#client.runsConfig(entry.endpoint, hash);
+    const result = await this.#runs(entry);
     if (!this.#current(entry)) return;
     const now = this.#clock.now();
     entry.needsVerify = false;
@@ -417,16 +528,46 @@ export class Fleet {
       // reachable but running something else: restarted from bootstrap, or changed behind our back
       entry.applied = undefined;
       entry.verifiedAt = undefined;
+      entry.running = undefined;
       this.#onEvent({ type: "drifted", name: entry.endpoint.name, hash });
       return;
     }
     this.#fail(entry, result.error, now);
   }
 
+  /**
+   * Does the proxy run the desired config? Without route tables: the readiness server's `@id`
+   * names it. With them, the config last loaded (the `@id`, or the base the tables' label
+   * names) must have the desired skeleton, and every table the desired hash (deltas change
+   * tables, never the `@id`).
+   */
+  async #runs(entry: Entry): Promise<Result<boolean, AdminError>> {
+    const desired = entry.desired;
+    const list = desired.tables && this.#client.routeTables?.bind(this.#client);
+    if (!desired.tables || !list) return this.#client.runsConfig(entry.endpoint, desired.hash);
+    const tables = await list(entry.endpoint);
+    if (!tables.ok) return tables;
+    const byId = new Map(tables.value.map(t => [t.id, t]));
+    let base = desired.hash;
+    for (const [id, want] of desired.tables.tables) {
+      const has = byId.get(id);
+      if (!has || has.hash !== want.hash) return { ok: true, value: false };
+      const [labelBase, skeleton] = (has.label ?? "").split(" ");
+      if (labelBase && skeleton) {
+        if (skeleton !== desired.tables.skeleton) return { ok: true, value: false };
+        base = labelBase;
+      }
+    }
+    const runs = await this.#client.runsConfig(entry.endpoint, base);
+    if (runs.ok && runs.value) entry.running = runningAfterLoad(base, desired.tables);
+    return runs;
+  }
+
   #fail(entry: Entry, error: AdminError, now: number): void {
     if (unreachable(error)) {
       entry.applied = undefined;
       entry.verifiedAt = undefined;
+      entry.running = undefined;
     }
     if (entry.attempts === 0) entry.failedSince = now;
     entry.attempts++;

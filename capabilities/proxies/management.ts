@@ -13,6 +13,7 @@
 import { createHash } from "node:crypto";
 import { isDeepStrictEqual } from "node:util";
 import { pemToBase64Der } from "./pki";
+import { ConfigTables, configTables } from "./route-tables";
 import { err, ok, Result } from "./result";
 import { SecretPem } from "./secret";
 
@@ -331,6 +332,10 @@ export function exactHosts(routes: unknown): string[] {
     }
     const o = asObject(v);
     if (o === undefined) return;
+    // A route table's exact keys are hosts too (its lists are walked below like subroutes).
+    if (o.handler === "kengine_route_table")
+      for (const h of Object.keys(asObject(o.hosts) ?? {}))
+        if (!/[*{}]/.test(h)) out.add(h.toLowerCase());
     for (const set of Array.isArray(o.match) ? o.match : []) {
       const host = asObject(set)?.host;
       for (const h of Array.isArray(host) ? host : [])
@@ -402,6 +407,8 @@ export interface SealedConfig {
   readonly hash: string;
   /** What is POSTed to /load: the desired config plus the readiness server. May hold private keys: never log. */
   readonly bytes: Buffer;
+  /** Its route tables (Bundled), by which a proxy can be taken to it with deltas (route-tables.ts). */
+  readonly tables?: ConfigTables;
 }
 
 const sealed = new WeakSet<SealedConfig>();
@@ -468,9 +475,11 @@ export function sealBuilt(
       },
     },
   };
+  const tables = configTables(withReadiness, READINESS_SERVER);
   const result: SealedConfig = Object.freeze({
     hash,
     bytes: Buffer.from(JSON.stringify(withReadiness), "utf8"),
+    ...(tables && { tables }),
   });
   sealed.add(result);
   return ok(result);

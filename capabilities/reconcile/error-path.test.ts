@@ -18,10 +18,11 @@ import {
   toCaddyConfig,
 } from "../caddy";
 import { BACKEND_VAR } from "../caddy/config";
+import { tableKey } from "../caddy/route-table";
 import { GatewayIR } from "../ir";
 import { snapshotOf } from "../snapshot";
 import { identityOf, translate } from "../translate";
-import { errorLocation, sourcesAt, sourcesOfError } from "./error-path";
+import { deltaErrorLocation, errorLocation, sourcesAt, sourcesOfError } from "./error-path";
 
 const TAIL =
   "loading module 'reverse_proxy': provision http.handlers.reverse_proxy: loading transport: loading module 'http': provision http.reverse_proxy.transport.http: making TLS client config: failed to load ca module: loading module 'inline': provision tls.ca_pool.source.inline: parsing certificate at index 0: x509: unsupported elliptic curve";
@@ -128,6 +129,27 @@ const at = (root: unknown, pointer: string): unknown =>
     .slice(1)
     .reduce<unknown>((v, k) => (v as Record<string, unknown> | undefined)?.[k], root);
 
+describe("route table errors (Bundled)", () => {
+  const TABLE =
+    "loading handler modules: position 0: loading module 'kengine_route_table': provision http.handlers.kengine_route_table: ";
+  it("follows a /load error into the host's list and its subroutes", () => {
+    const message = `loading http app module: provision http: server http-80: setting up route handlers: route 0: ${TABLE}host "a.example.com": route 2: ${TAIL}`;
+    expect(errorLocation(message)).toBe(
+      "/http/servers/http-80/routes/0/handle/0/hosts/a.example.com/2",
+    );
+  });
+  it("locates a delta's 400 (host, then its list's route) inside the table", () => {
+    const table = "/http/servers/http-80/routes/0/handle/0";
+    expect(deltaErrorLocation(table, `host "*.example.com": route 1: ${TAIL}`)).toBe(
+      `${table}/hosts/*.example.com/1`,
+    );
+    expect(deltaErrorLocation(table, `host "b.example.com": decoding route list: x`)).toBe(
+      `${table}/hosts/b.example.com`,
+    );
+    expect(deltaErrorLocation(table, "body larger than 4 bytes")).toBeUndefined();
+  });
+});
+
 describe("caddySourceMap", () => {
   it("maps every route to the object that produced it, for random snapshots", () => {
     fc.assert(
@@ -143,21 +165,27 @@ describe("caddySourceMap", () => {
           for (const s of ir.httpServers) {
             const name = `${s.protocol.toLowerCase()}-${s.port}`;
             const routes = (servers?.[name] as { routes: CaddyRoute[] }).routes;
-            // Server routes: the listeners in order, then (shared dispatch) a backend each.
+            // The listeners: routes of their own (linear), or the keys of one route table
+            // (Bundled): each list belongs to its listener, each entry to its marked route.
+            const table = routes[0]?.handle[0]?.handler === "kengine_route_table";
+            const head = table ? 1 : s.listeners.length;
+            s.listeners.forEach((l, i) => {
+              const owner = table
+                ? `/http/servers/${name}/routes/0/handle/0/hosts/${tableKey(l.hostname)}`
+                : `/http/servers/${name}/routes/${i}`;
+              const entries = table ? owner : `${owner}/handle/0/routes`;
+              expect(map.get(owner) ?? []).toEqual([listenerSource(l.id)]);
+              ((at(config.apps, entries) as readonly CaddyRoute[] | undefined) ?? []).forEach(
+                (e, j) => {
+                  const got = map.get(`${entries}/${j}`);
+                  expect(got ? ids(got) : []).toEqual([...marksIn(e)].sort());
+                },
+              );
+            });
+            // Then (shared dispatch) a route per backend set.
             routes.forEach((r, i) => {
+              if (i < head) return;
               const owners = map.get(`/http/servers/${name}/routes/${i}`) ?? [];
-              if (i < s.listeners.length) {
-                expect(owners).toEqual([listenerSource(s.listeners[i].id)]);
-                // Each entry route in the listener's subroute belongs to its marked route.
-                const sub =
-                  (r.handle[0] as { readonly routes?: readonly CaddyRoute[] }).routes ?? [];
-                sub.forEach((e, j) => {
-                  const got = map.get(`/http/servers/${name}/routes/${i}/handle/0/routes/${j}`);
-                  const marks = [...marksIn(e)].sort();
-                  expect(got ? ids(got) : []).toEqual(marks);
-                });
-                return;
-              }
               const backend = r.match?.[0]?.vars?.[BACKEND_VAR]?.[0];
               if (backend === undefined) return expect(owners).toEqual([]);
               // A backend's route: every route whose entry names it.
@@ -171,7 +199,7 @@ describe("caddySourceMap", () => {
                   Object.values(v).forEach(visit);
                 }
               };
-              visit(routes.slice(0, s.listeners.length));
+              visit(routes.slice(0, head));
               expect(ids(owners)).toEqual([...users].sort());
             });
           }
@@ -188,7 +216,9 @@ describe("caddySourceMap of merged host routes", () => {
   it("gives a route merged from several HTTPRoutes (grouped-hosts golden) to each of them", () => {
     const text = readFileSync(join(__dirname, "../../tests/golden/grouped-hosts.in.yaml"), "utf8");
     const objects = parseSnapshotYAML(text);
-    const [ir] = translate(snapshotOf(objects)).gateways;
+    // The linear shape (stock Caddy), where hostnames are merged into one route.
+    const [bundled] = translate(snapshotOf(objects)).gateways;
+    const ir: GatewayIR = { ...bundled, flavor: "Caddy" };
     const config = toCaddyConfig(ir);
     const map = caddySourceMap(ir);
     const listener = "/http/servers/http-80/routes/0/handle/0/routes";

@@ -19,6 +19,13 @@ import type { CaddySourceMap, SourceObject } from "../caddy";
 const SUBROUTE =
   /^loading handler modules: position (\d+): loading module 'subroute': provision http\.handlers\.subroute: setting up subroutes: /;
 
+/**
+ * The steps of a route table's error (proxy/routetable), between a route and the route list of
+ * one of its hosts: `host "<key>": ` then that list's `route N: …`.
+ */
+const ROUTE_TABLE =
+  /^loading handler modules: position (\d+): loading module 'kengine_route_table': provision http\.handlers\.kengine_route_table: host "([^"]+)": /;
+
 /** The config location a Caddy error names; undefined when it names none we render. */
 export function errorLocation(message: string): string | undefined {
   const http = /loading http app module: provision http: server (\S+?): (.*)$/s.exec(message);
@@ -50,10 +57,24 @@ function routeChain(at: string, rest: string): string | undefined {
     location = `${at}/${route[1]}`;
     rest = rest.slice(route[0].length);
     const sub = SUBROUTE.exec(rest);
-    if (!sub) return location;
-    at = `${location}/handle/${sub[1]}/routes`;
-    rest = rest.slice(sub[0].length);
+    const table = sub ? undefined : ROUTE_TABLE.exec(rest);
+    if (sub) at = `${location}/handle/${sub[1]}/routes`;
+    else if (table) at = `${location}/handle/${table[1]}/hosts/${table[2]}`;
+    else return location;
+    rest = rest.slice((sub ?? table)![0].length);
   }
+}
+
+/**
+ * The location a route table delta's error names (the admin API's 400 for
+ * `POST /kengine/route-tables/<id>`: `host "<key>": route N: …`), inside the table at
+ * `table` (the handler's location, e.g. `/http/servers/http-80/routes/0/handle/0`).
+ */
+export function deltaErrorLocation(table: string, message: string): string | undefined {
+  const host = /host "([^"]+)": (.*)$/s.exec(message);
+  if (!host) return undefined;
+  const at = `${table}/hosts/${host[1]}`;
+  return routeChain(at, host[2]) ?? at;
 }
 
 /** The objects that made the part at `location`, or the nearest owned part above it. */

@@ -708,7 +708,8 @@ export class Reconciler {
     if (gateway) {
       const gw = `${gateway.namespace}/${gateway.name}`;
       const pod = e.name.slice(e.name.indexOf("/") + 1);
-      if (e.type === "pushed") fleetMetrics.push(gw, pod, "success", e.durationMs / 1000);
+      if (e.type === "pushed")
+        fleetMetrics.push(gw, pod, "success", e.durationMs / 1000, e.kind ?? "load");
       else if (e.type === "failed") fleetMetrics.push(gw, pod, e.error.kind);
       else if (e.type === "forgotten") fleetMetrics.forgetProxy(gw, pod);
     }
@@ -722,7 +723,9 @@ export class Reconciler {
       ...(e.type === "failed"
         ? { error: e.error.message, attempts: e.attempts, retryInMs: e.retryInMs }
         : {}),
-      ...(e.type === "pushed" ? { hash: e.hash.slice(0, 12), ms: e.durationMs } : {}),
+      ...(e.type === "pushed"
+        ? { hash: e.hash.slice(0, 12), ms: e.durationMs, kind: e.kind ?? "load" }
+        : {}),
     });
     // Programmed status follows what proxies run.
     if (e.type !== "forgotten") this.#batcher.notify();

@@ -1,0 +1,100 @@
+/**
+ * The Bundled proxy's host-indexed route table (proxy/routetable, handler
+ * `kengine_route_table`): on a proxy with the `routeTable` capability, an HTTP server's
+ * listener routes become one table whose `hosts` map holds, per listener hostname (`*` for a
+ * listener without one), exactly the route list the listener's subroute holds on the other
+ * flavours. The proxy picks one list per request (exact host, longest wildcard, `*`) as the
+ * listener routes of the linear shape do (most specific listener first), so behaviour is the
+ * same (proxy/routetable/golden_test.go checks it on every golden). A route change then
+ * changes only the lists of the hosts it is attached to, which the controller sends as a
+ * per-host delta instead of a `/load` (proxies/route-tables.ts). Pure.
+ */
+import { createHash } from "node:crypto";
+import { CaddyHandler, CaddyRoute } from "./types";
+
+export const ROUTE_TABLE_HANDLER = "kengine_route_table" as const;
+
+/** The table's key for a listener hostname (the proxy lower-cases keys; `*`: no hostname). */
+export const tableKey = (hostname: string | undefined): string =>
+  hostname === undefined ? "*" : hostname.toLowerCase();
+
+/** A table id, unique per config and stable across builds: `<namespace>/<gateway>/<server>`. */
+export const tableId = (namespace: string, gateway: string, server: string): string =>
+  `${namespace}/${gateway}/${server}`;
+
+/**
+ * One listener of a server: its hostname, the route list its subroute would hold, and the
+ * hostnames each route of the list is limited to (exact or `*.` wildcard, lower-case;
+ * undefined: any host of the listener).
+ */
+export interface TableListener {
+  readonly hostname: string | undefined;
+  readonly routes: readonly CaddyRoute[];
+  readonly hostsOf: (route: CaddyRoute) => readonly string[] | undefined;
+}
+
+/** Whether hostname pattern `h` (exact or `*.` wildcard) matches every host of key `k`. */
+function covers(h: string, k: string): boolean {
+  if (!h.startsWith("*.")) return h === k;
+  const suffix = h.slice(1);
+  return k.startsWith("*.") ? k.slice(1).endsWith(suffix) : k.endsWith(suffix);
+}
+
+/**
+ * The server route holding the table. Keys: each listener's hostname (`*`: none), and each
+ * hostname a route of the listener is limited to, holding only the rules that can match it
+ * (its own, those of wildcards covering it, those for any host: the listener's list filtered,
+ * so precedence is kept); the listener's own key keeps the rules for any host. A route's
+ * hostname becomes a key only when the listener is the one the linear shape picks for all its
+ * hosts (no listener before it covers them); otherwise those hosts never reach the listener.
+ * So a route change changes only the keys of its hostnames. The first listener of a key wins,
+ * as in the linear group. Hosts no listener takes get the linear shape's final 404 (key `*`),
+ * unless a listener without hostname is there. Not terminal: a list that only names a backend
+ * (shared dispatch) lets the request go on to the server's dispatch routes.
+ */
+export function routeTableRoute(
+  id: string,
+  listeners: readonly TableListener[],
+  notFound: () => CaddyRoute,
+): {
+  readonly route: CaddyRoute;
+  readonly hosts: Readonly<Record<string, readonly CaddyRoute[]>>;
+  /** The listener (index) each key's list comes from. */
+  readonly from: ReadonlyMap<string, number>;
+} {
+  const hosts: Record<string, readonly CaddyRoute[]> = {};
+  const from = new Map<string, number>();
+  const put = (key: string, i: number, list: readonly CaddyRoute[]) => {
+    if (from.has(key)) return;
+    hosts[key] = list;
+    from.set(key, i);
+  };
+  listeners.forEach((l, i) => {
+    const own = tableKey(l.hostname);
+    const limits = l.routes.map(r => l.hostsOf(r)?.map(h => h.toLowerCase()));
+    const before = listeners.slice(0, i).map(o => o.hostname?.toLowerCase());
+    const reaches = (key: string) => !before.some(b => b === undefined || covers(b, key));
+    const derived = new Set(limits.flatMap(h => h ?? []).filter(k => k !== own && reaches(k)));
+    put(
+      own,
+      i,
+      l.routes.filter((_, j) => limits[j] === undefined),
+    );
+    for (const key of derived)
+      put(
+        key,
+        i,
+        l.routes.filter((_, j) => limits[j]?.some(h => covers(h, key)) ?? true),
+      );
+  });
+  if (!("*" in hosts)) hosts["*"] = [notFound()];
+  const handler: CaddyHandler = { handler: ROUTE_TABLE_HANDLER, id, hosts };
+  return { route: { handle: [handler] }, hosts, from };
+}
+
+/**
+ * A shared-dispatch id named by its content, so that a route change does not rename the
+ * backend sets of other routes (positional ids would change the lists of unrelated hosts).
+ */
+export const contentDispatchId = (key: string): string =>
+  `b${createHash("sha256").update(key).digest("hex").slice(0, 12)}`;
