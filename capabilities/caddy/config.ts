@@ -15,15 +15,18 @@ import {
   HTTPRouteEntryIR,
   HTTPServerIR,
   HeaderOpsIR,
+  L4BackendIR,
   L4ServerIR,
   MirrorIR,
   PathModifierIR,
   RedirectIR,
+  RewriteIR,
 } from "../ir";
 import { DEFAULT_PROXY_FLAVOR, ProxyCapabilities, capabilitiesOf } from "../flavor/proxy-flavor";
 import type { RefusableObject } from "../translate/refused";
 import { MAX_L4_WEIGHT_RATIO } from "../validation/l4route";
 import { quoteRE2 } from "../validation/regex";
+import { requestDeadline } from "./deadline";
 import {
   CaddyConfig,
   CaddyHTTPServer,
@@ -31,6 +34,7 @@ import {
   CaddyHeaderOps,
   CaddyL4Handler,
   CaddyL4Server,
+  CaddyL4Upstream,
   CaddyMatcherSet,
   CaddyRoute,
   CaddySNIMatch,
@@ -623,13 +627,7 @@ function entryRoute(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR, e: HTTPRouteEn
   const handle: CaddyHandler[] = [];
   if (e.cors) handle.push(cors(e.cors));
   handle.push(...headerHandlers(e.requestHeaders, e.responseHeaders));
-  if (e.rewrite?.hostname)
-    handle.push({
-      handler: "headers",
-      request: { set: { Host: [escapePlaceholders(e.rewrite.hostname)] } },
-    });
-  if (e.rewrite?.path)
-    handle.push({ handler: "rewrite", uri: rewrittenPath(e.rewrite.path, prefixModifier) });
+  handle.push(...rewriteHandlers(e.rewrite, prefixModifier));
   // Mirrors see the request as the backend will (after the filters above), before proxying.
   if (e.mirrors && e.mirrors.length > 0) handle.push(mirror(e.mirrors));
   handle.push(...action(ctx, s, e));
@@ -637,12 +635,34 @@ function entryRoute(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR, e: HTTPRouteEn
   return { ...(Object.keys(set).length > 0 && { match: [matchSet] }), handle, terminal: true };
 }
 
-/** Whether the entry rewrites or redirects with ReplacePrefixMatch (needs the path capture). */
-function modifiesPrefix(e: HTTPRouteEntryIR): "keep" | "root" | undefined {
-  const p: PathModifierIR | undefined =
+/** URLRewrite (of a rule or of a backendRef): the Host header, then the path. */
+function rewriteHandlers(r: RewriteIR | undefined, prefix: PrefixMode | undefined): CaddyHandler[] {
+  const out: CaddyHandler[] = [];
+  if (r?.hostname)
+    out.push({ handler: "headers", request: { set: { Host: [escapePlaceholders(r.hostname)] } } });
+  if (r?.path) out.push({ handler: "rewrite", uri: rewrittenPath(r.path, prefix) });
+  return out;
+}
+
+/**
+ * How the entry's ReplacePrefixMatch modifiers read the rest of the path (rewrite or redirect
+ * of the rule, URLRewrite of its backendRefs): `keep` after a new prefix, `root` after `/`;
+ * `both` when its backendRefs need each (the path capture then serves both).
+ */
+type PrefixMode = "keep" | "root" | "both";
+
+function modifiesPrefix(e: HTTPRouteEntryIR): PrefixMode | undefined {
+  const rule: PathModifierIR | undefined =
     e.rewrite?.path ?? (e.action.type === "redirect" ? e.action.redirect.path : undefined);
-  if (!p || p.type !== "ReplacePrefixMatch") return undefined;
-  return trimSlash(p.value) === "" ? "root" : "keep";
+  const backends = e.action.type === "forward" ? e.action.backends : [];
+  const modes = new Set<PrefixMode>();
+  for (const p of [
+    rule,
+    ...backends.map(b => (b.type === "service" ? b.rewrite?.path : undefined)),
+  ])
+    if (p?.type === "ReplacePrefixMatch") modes.add(trimSlash(p.value) === "" ? "root" : "keep");
+  if (modes.size === 0) return undefined;
+  return modes.size > 1 ? "both" : [...modes][0];
 }
 
 const trimSlash = (v: string): string => v.replace(/\/+$/, "");
@@ -650,11 +670,12 @@ const trimSlash = (v: string): string => v.replace(/\/+$/, "");
 /**
  * Path regular expression (RE2, case-sensitive, matched against Caddy's cleaned path).
  * PathPrefix has segment semantics: `/foo` matches `/foo` and `/foo/…`, not `/foobar`.
- * With a prefix modifier, capture group 1 holds the rest of the path.
+ * With a prefix modifier, capture group 1 holds the rest of the path (`root`: without its
+ * leading slash; `keep`: with it; `both`: group 1 with it, group 2 without).
  */
 function pathPattern(
   p: HTTPRouteEntryIR["match"]["path"],
-  prefix: "keep" | "root" | undefined,
+  prefix: PrefixMode | undefined,
 ): string | undefined {
   switch (p.type) {
     case "Exact":
@@ -665,6 +686,7 @@ function pathPattern(
       const base = quoteRE2(trimSlash(p.value));
       if (prefix === "root") return `^${base}(?:/(.*))?$`;
       if (prefix === "keep") return `^${base}(/.*)?$`;
+      if (prefix === "both") return `^${base}(/(.*))?$`;
       return base === "" ? undefined : `^${base}(?:/.*)?$`;
     }
   }
@@ -672,8 +694,13 @@ function pathPattern(
 
 const rest = `{http.regexp.${REGEX_NAME}.1}`;
 
-function rewrittenPath(p: PathModifierIR, prefix: "keep" | "root" | undefined): string {
+function rewrittenPath(p: PathModifierIR, prefix: PrefixMode | undefined): string {
   if (p.type === "ReplaceFullPath") return escapePlaceholders(p.value);
+  const root = trimSlash(p.value) === "";
+  if (prefix === "both")
+    return root
+      ? `/{http.regexp.${REGEX_NAME}.2}`
+      : `${escapePlaceholders(trimSlash(p.value))}${rest}`;
   return prefix === "root" ? `/${rest}` : `${escapePlaceholders(trimSlash(p.value))}${rest}`;
 }
 
@@ -741,8 +768,12 @@ function action(ctx: Ctx, s: HTTPServerIR, e: HTTPRouteEntryIR): CaddyHandler[] 
         timeouts: a.timeouts,
         retry: a.retry,
         host: e.rewrite?.hostname,
+        prefix: modifiesPrefix(e),
       });
-      if (!ctx.dispatch || proxy.handler !== "reverse_proxy") return [proxy];
+      // Retries under a request timeout: the deadline wraps the rest of the chain (the shared
+      // dispatch route too, which runs after this route's handlers).
+      const deadline = requestDeadline(ctx.caps, a.timeouts, a.retry);
+      if (!ctx.dispatch || proxy.handler !== "reverse_proxy") return [...deadline, proxy];
       const key = JSON.stringify(proxy);
       let entry = ctx.dispatch.get(key);
       if (!entry) {
@@ -751,7 +782,7 @@ function action(ctx: Ctx, s: HTTPServerIR, e: HTTPRouteEntryIR): CaddyHandler[] 
         ctx.dispatch.set(key, entry);
       }
       if (ctx.entryOwner) addOwners(entry.owners, [ctx.entryOwner]);
-      return [{ handler: "vars", [BACKEND_VAR]: entry.id }];
+      return [...deadline, { handler: "vars", [BACKEND_VAR]: entry.id }];
     }
   }
 }
@@ -871,7 +902,7 @@ function originPattern(c: CorsIR): string {
   return `(?i)^(?:${alts.join("|")})$`;
 }
 
-function redirect(r: RedirectIR, prefix: "keep" | "root" | undefined): CaddyHandler {
+function redirect(r: RedirectIR, prefix: PrefixMode | undefined): CaddyHandler {
   const host = r.hostname ? escapePlaceholders(r.hostname) : "{http.request.host}";
   const origin = `${r.scheme}://${host}${r.port !== undefined ? `:${r.port}` : ""}`;
   const respond = (location: string): CaddyHandler => ({
@@ -904,7 +935,7 @@ const lcm = (a: number, b: number): number => (a / gcd(a, b)) * b;
  */
 function forward(ctx: Ctx, backends: readonly BackendIR[], policy: ForwardPolicy): CaddyHandler {
   const live = backends.filter(b => b.type === "invalid" || b.endpoints.length > 0);
-  if (live.some(b => b.type === "service" && (b.requestHeaders || b.responseHeaders)))
+  if (live.some(b => b.type === "service" && (b.requestHeaders || b.responseHeaders || b.rewrite)))
     return split(ctx, live, policy);
   if (live.length === 0) {
     const allInvalid = backends.length > 0 && backends.every(b => b.type === "invalid");
@@ -1038,6 +1069,8 @@ function retryMatch(codes: readonly number[], transportErrors: boolean): string 
 type ForwardPolicy = Pick<Extract<ActionIR, { type: "forward" }>, "timeouts" | "retry"> & {
   /** URLRewrite hostname of the entry, if any. */
   readonly host?: string;
+  /** How the entry's path capture serves ReplacePrefixMatch (backendRef URLRewrite). */
+  readonly prefix?: PrefixMode;
 };
 
 const minDefined = (a?: number, b?: number): number | undefined =>
@@ -1049,18 +1082,19 @@ const REQUEST_UUID = "{http.request.uuid}";
 const BUCKETS = 4096;
 
 /**
- * Backends with their own filters (backendRef-level header modifiers): the backend is chosen
- * first, by weight, from the request's random UUID, then that backend's header operations
- * run and its own reverse_proxy sends the request. Shares are exact to 1/4096.
+ * Backends with their own filters (backendRef-level header modifiers and URLRewrite): the
+ * backend is chosen first, by weight, from the request's random UUID, then that backend's
+ * header operations and rewrite run and its own reverse_proxy sends the request. Shares are
+ * exact to 1/4096.
  */
 function split(ctx: Ctx, live: readonly BackendIR[], policy: ForwardPolicy): CaddyHandler {
   const branch = (b: BackendIR): CaddyHandler[] => {
     if (b.type === "invalid") return [{ handler: "static_response", status_code: 500 }];
     const handle: CaddyHandler[] = [];
     handle.push(...headerHandlers(b.requestHeaders, b.responseHeaders));
-    handle.push(
-      forward(ctx, [{ ...b, requestHeaders: undefined, responseHeaders: undefined }], policy),
-    );
+    handle.push(...rewriteHandlers(b.rewrite, policy.prefix));
+    const own = { ...b, requestHeaders: undefined, responseHeaders: undefined, rewrite: undefined };
+    handle.push(forward(ctx, [own], { ...policy, host: b.rewrite?.hostname ?? policy.host }));
     return handle;
   };
   if (live.length === 1) return { handler: "subroute", routes: [{ handle: branch(live[0]) }] };
@@ -1121,7 +1155,7 @@ function l4Server(ctx: Ctx, s: L4ServerIR): CaddyL4Server {
         : "";
   const routes = s.routes.map(r => {
     const live = r.backends.filter(b => b.weight > 0);
-    const upstreams: { dial: string[] }[] = [];
+    const upstreams: CaddyL4Upstream[] = [];
     if (live.length > 0) {
       const g = live.map(b => b.weight).reduce(gcd);
       for (const b of live) {
@@ -1131,7 +1165,10 @@ function l4Server(ctx: Ctx, s: L4ServerIR): CaddyL4Server {
         const times = Math.min(b.weight / g, MAX_L4_WEIGHT_RATIO);
         const dials =
           b.endpoints.length > 0 ? b.endpoints.map(e => `${network}${dial(e)}`) : [L4_REFUSE_DIAL];
-        for (const d of dials) for (let i = 0; i < times; i++) upstreams.push({ dial: [d] });
+        // BackendTLSPolicy behind a Terminate listener: re-encrypt (caddy-l4 upstream TLS).
+        const tls = b.tls && b.endpoints.length > 0 ? l4UpstreamTLS(b.tls) : undefined;
+        for (const d of dials)
+          for (let i = 0; i < times; i++) upstreams.push({ dial: [d], ...(tls && { tls }) });
       }
     }
     const refuseAll = upstreams.every(u => u.dial[0] === L4_REFUSE_DIAL);
@@ -1159,6 +1196,15 @@ function l4Server(ctx: Ctx, s: L4ServerIR): CaddyL4Server {
     );
   });
   return { listen: [listenAddress(ctx, s.port, listenNetwork)], routes };
+}
+
+function l4UpstreamTLS(tls: NonNullable<L4BackendIR["tls"]>): CaddyL4Upstream["tls"] {
+  return {
+    server_name: tls.serverName,
+    ...(tls.caCertificates && {
+      ca: { provider: "inline", trusted_ca_certs: [...tls.caCertificates] },
+    }),
+  };
 }
 
 /** The config as deterministic JSON text: object keys sorted, two-space indent. */

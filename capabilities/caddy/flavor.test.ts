@@ -64,15 +64,38 @@ describe("retries of attempts without a response, per proxy flavour", () => {
   it("Bundled and Caddy retry transport errors of every method, with or without status codes", () => {
     for (const flavor of ["Bundled", "Caddy"] as const) {
       const lbs = retries(flavor).filter(lb => lb.retries !== undefined);
-      // (Bundled orders its backend routes by content-named id, route-table.ts.)
-      const byText = (a: object | undefined, b: object | undefined) =>
-        JSON.stringify(a).length - JSON.stringify(b).length;
-      expect(lbs.map(lb => lb.retry_match).sort(byText)).toEqual([
-        [{ expression: TRANSPORT }],
-        [{ expression: TRANSPORT }],
-        [{ expression: `${TRANSPORT} || {http.reverse_proxy.status_code} in [500, 503]` }],
-      ]);
+      // In the order of the dispatch routes: compared as a sorted list.
+      expect(lbs.map(lb => JSON.stringify(lb.retry_match)).sort()).toEqual(
+        [
+          [{ expression: TRANSPORT }],
+          [{ expression: TRANSPORT }],
+          [{ expression: `${TRANSPORT} || {http.reverse_proxy.status_code} in [500, 503]` }],
+          [{ expression: `${TRANSPORT} || {http.reverse_proxy.status_code} in [500]` }],
+        ]
+          .map(m => JSON.stringify(m))
+          .sort(),
+      );
     }
+  });
+
+  it("only Bundled bounds retries by the request timeout with kengine_deadline", () => {
+    const deadlines = (flavor: ProxyFlavor): string[] => {
+      const objects = parseSnapshotYAML(
+        readFileSync(join(__dirname, "../../tests/golden/retry-errors.in.yaml"), "utf8"),
+      );
+      const [ir] = translate(snapshotOf(withProxyFlavor(objects, flavor))).gateways;
+      const found: string[] = [];
+      JSON.stringify(toCaddyConfig(ir), (_key, value: unknown) => {
+        const v = value as { handler?: string; timeout?: string } | null;
+        if (v?.handler === "kengine_deadline") found.push(v.timeout ?? "");
+        return value;
+      });
+      return found;
+    };
+    // The two rules with retry and a request timeout (5s, 500ms).
+    expect(deadlines("Bundled").sort()).toEqual(["5000ms", "500ms"]);
+    expect(deadlines("Caddy")).toEqual([]);
+    expect(deadlines("Kengine")).toEqual([]);
   });
 
   it("Kengine (Caddy 2.8 has no is_transport_error) keeps Caddy's default: GET only, no retry_match", () => {

@@ -46,6 +46,8 @@ export type CaddyHandler =
       readonly response?: CaddyHeaderOps;
     }
   | { readonly handler: "rewrite"; readonly uri: string }
+  /** Our module (proxy/deadline): the rest of the route within `timeout`, else 504. */
+  | { readonly handler: "kengine_deadline"; readonly timeout: string }
   | {
       /** Our module (proxy/mirror): copies of the request to other backends. */
       readonly handler: "kengine_mirror";
@@ -129,10 +131,19 @@ export interface CaddyHTTPServer {
   readonly strict_sni_host?: boolean;
 }
 
+/** A caddy-l4 proxy upstream; `tls`: connect over TLS (Caddy's reverse_proxy TLSConfig). */
+export interface CaddyL4Upstream {
+  readonly dial: readonly string[];
+  readonly tls?: {
+    readonly server_name: string;
+    readonly ca?: { readonly provider: "inline"; readonly trusted_ca_certs: readonly string[] };
+  };
+}
+
 export type CaddyL4Handler =
   | {
       readonly handler: "proxy";
-      readonly upstreams: readonly { readonly dial: readonly string[] }[];
+      readonly upstreams: readonly CaddyL4Upstream[];
       readonly load_balancing?: { readonly selection: { readonly policy: "round_robin" } };
     }
   | { readonly handler: "tls"; readonly connection_policies: readonly CaddyTLSConnectionPolicy[] };

@@ -69,6 +69,10 @@ export const SUPPORTED_FEATURES: readonly string[] = [
   "GRPCRouteRequestHeaderModifier",
   // The route's own hostname breaks ties of intersected hostnames (precedence.ts):
   "GatewayRouteHostnameIntersectionPrecedence",
+  // Retries bounded by the request timeout (kengine_deadline, Bundled only: caddy/deadline.ts):
+  "HTTPRouteRetryCodes",
+  // URLRewrite on a backendRef (its own handler chain in the weighted dispatch):
+  "HTTPRouteBackendURLRewrite",
 ]
   .slice()
   .sort();

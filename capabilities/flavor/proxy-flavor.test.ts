@@ -16,6 +16,7 @@ describe("proxy flavours", () => {
       mirror: true,
       retryOnStatus: true,
       retryOnTransportError: true,
+      requestDeadline: true,
       sniRegexp: true,
       backendSANs: true,
       backendClientCertificate: true,
@@ -32,6 +33,7 @@ describe("proxy flavours", () => {
       mirror: false,
       retryOnStatus: true,
       retryOnTransportError: true,
+      requestDeadline: false,
       sniRegexp: true,
       backendSANs: false,
       backendClientCertificate: false,
@@ -44,6 +46,7 @@ describe("proxy flavours", () => {
       mirror: false,
       retryOnStatus: false,
       retryOnTransportError: false,
+      requestDeadline: false,
       sniRegexp: false,
       backendSANs: false,
       backendClientCertificate: false,
@@ -53,6 +56,13 @@ describe("proxy flavours", () => {
     });
     expect(supportedFeaturesOf("Caddy")).toContain("HTTPRouteRetry");
     expect(supportedFeaturesOf("Kengine")).not.toContain("HTTPRouteRetry");
+    // HTTPRouteRetryCodes: its request timeout must bound the retries (our kengine_deadline).
+    expect(supportedFeaturesOf("Caddy", ["HTTPRoute", "HTTPRouteRetryCodes"])).toEqual([
+      "HTTPRoute",
+    ]);
+    expect(supportedFeaturesOf("Bundled", ["HTTPRouteRetryCodes"])).toEqual([
+      "HTTPRouteRetryCodes",
+    ]);
     for (const f of ["HTTPRouteRetryBackendTimeout", "HTTPRouteRetryConnectionError"]) {
       expect(supportedFeaturesOf("Caddy")).toContain(f);
       expect(supportedFeaturesOf("Kengine")).not.toContain(f);

@@ -34,6 +34,11 @@ export interface ProxyCapabilities {
    */
   readonly retryOnTransportError: boolean;
   /**
+   * Our handler `kengine_deadline` (proxy/deadline): a rule's request timeout bounds its
+   * retries too, an attempt still under way at the timeout gives 504 (caddy/deadline.ts).
+   */
+  readonly requestDeadline: boolean;
+  /**
    * The TLS handshake matcher `sni_regexp` (not in Caddy 2.8). Without it a wildcard listener
    * hostname is matched by `sni` patterns with up to WILDCARD_SNI_DEPTH labels in place of
    * the `*` (caddy/config.ts).
@@ -80,6 +85,7 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
     mirror: true,
     retryOnStatus: true,
     retryOnTransportError: true,
+    requestDeadline: true,
     sniRegexp: true,
     backendSANs: true,
     backendClientCertificate: true,
@@ -92,6 +98,7 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
     mirror: false,
     retryOnStatus: true,
     retryOnTransportError: true,
+    requestDeadline: false,
     sniRegexp: true,
     backendSANs: false,
     backendClientCertificate: false,
@@ -104,6 +111,7 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
     mirror: false,
     retryOnStatus: false,
     retryOnTransportError: false,
+    requestDeadline: false,
     sniRegexp: false,
     backendSANs: false,
     backendClientCertificate: false,
@@ -124,6 +132,7 @@ const CAPABILITY_TEXT: Readonly<Record<Capability, string>> = {
   mirror: "request mirroring",
   retryOnStatus: "retries on response status codes",
   retryOnTransportError: "retries after connection errors and backend timeouts",
+  requestDeadline: "request timeouts that bound retries",
   sniRegexp: "regular-expression server-name matching",
   backendSANs: "verification of backend certificates against subjectAltNames",
   backendClientCertificate: "client certificates for backends",
@@ -140,6 +149,7 @@ export const FEATURE_NEEDS: Readonly<Record<string, Capability>> = {
   HTTPRouteRetry: "retryOnStatus",
   HTTPRouteRetryBackendTimeout: "retryOnTransportError",
   HTTPRouteRetryConnectionError: "retryOnTransportError",
+  HTTPRouteRetryCodes: "requestDeadline",
   HTTPRouteRequestMirror: "mirror",
   HTTPRouteRequestMultipleMirrors: "mirror",
   HTTPRouteRequestPercentageMirror: "mirror",

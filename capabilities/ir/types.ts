@@ -140,6 +140,8 @@ export type BackendIR =
       };
       readonly requestHeaders?: HeaderOpsIR;
       readonly responseHeaders?: HeaderOpsIR;
+      /** The backendRef's own URLRewrite: only requests sent to this backend are rewritten. */
+      readonly rewrite?: RewriteIR;
     }
   /** A backendRef that could not be resolved: its share of requests gets HTTP 500. */
   | { readonly type: "invalid"; readonly id: string; readonly weight: number };
@@ -209,6 +211,11 @@ export interface L4BackendIR {
   readonly weight: number;
   /** Empty when the backendRef did not resolve or has no ready endpoint: its share is refused. */
   readonly endpoints: readonly EndpointIR[];
+  /**
+   * BackendTLSPolicy behind a TLS listener in mode Terminate: the proxy connects over TLS with
+   * this SNI/verification name and trust (base64 DER; none = system).
+   */
+  readonly tls?: { readonly serverName: string; readonly caCertificates?: readonly string[] };
 }
 
 export interface L4RouteIR {

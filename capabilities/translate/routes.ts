@@ -216,6 +216,7 @@ function compile<R extends HTTPRoute | GRPCRoute>(
       }
       const h2c = kind === "GRPCRoute" || r.appProtocol === "kubernetes.io/h2c";
       const ops = backendHeaderOps(ref.filters ?? []);
+      const rewrite = backendRewrite(ref.filters ?? []);
       backends.push({
         type: "service",
         id: r.id,
@@ -225,6 +226,7 @@ function compile<R extends HTTPRoute | GRPCRoute>(
         ...(r.backendTLS?.ok && { tls: r.backendTLS.tls }),
         ...(ops.request && { requestHeaders: ops.request }),
         ...(ops.response && { responseHeaders: ops.response }),
+        ...(rewrite && { rewrite }),
       });
     }
     const mirrors: MirrorIR[] = [];
@@ -304,10 +306,12 @@ function buildRule(
     }
   });
   // backendRef-level filters are carried by each backend (resolved in compile()); others
-  // than the header modifiers are refused by the shared rules before we get here.
+  // than the header modifiers (and URLRewrite on HTTPRoute) are refused by the shared rules
+  // before we get here.
   p.backendRefs.forEach((b, k) =>
     (b.filters ?? []).forEach((f, j) => {
-      if (f.type !== "RequestHeaderModifier" && f.type !== "ResponseHeaderModifier")
+      const rewrite = f.type === "URLRewrite" && kind === "HTTPRoute";
+      if (f.type !== "RequestHeaderModifier" && f.type !== "ResponseHeaderModifier" && !rewrite)
         fail(
           `spec.rules[${index}].backendRefs[${k}].filters[${j}]: filter type ${f.type} is not supported on a backendRef`,
         );
@@ -372,6 +376,16 @@ function backendHeaderOps(filters: readonly HTTPRouteFilter[]): {
       response = mergeOps(response, headerOps(f.responseHeaderModifier));
   }
   return { request, response };
+}
+
+/** A backendRef's own URLRewrite (HTTPRouteBackendURLRewrite), if any. */
+function backendRewrite(filters: readonly HTTPRouteFilter[]): RewriteIR | undefined {
+  const f = filters.find(x => x.type === "URLRewrite");
+  if (!f) return undefined;
+  const hostname = f.urlRewrite?.hostname;
+  const path = pathModifier(f.urlRewrite?.path);
+  if (hostname === undefined && path === undefined) return undefined;
+  return { ...(hostname !== undefined && { hostname }), ...(path && { path }) };
 }
 
 /** The spec's default Access-Control-Max-Age when maxAge is unset. */

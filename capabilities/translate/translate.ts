@@ -8,7 +8,6 @@ import {
   HTTPListenerIR,
   HTTPRouteEntryIR,
   HTTPServerIR,
-  L4BackendIR,
   L4RouteIR,
   L4ServerIR,
   RedirectIR,
@@ -27,6 +26,7 @@ import { isOurClass } from "../ownership";
 import { PolicyReason, backendTLSPolicies, subjectAltNames } from "./backendtls";
 import { resolveBackend, slicesByService } from "./backends";
 import { recordServiceReads } from "./reads";
+import { L4CompiledBackend, L4_SANS_UNSUPPORTED, l4BackendsIR, reencrypts } from "./l4backendtls";
 import {
   Condition,
   ConditionType,
@@ -116,8 +116,10 @@ interface L4Compiled {
   readonly name: string;
   readonly created: string;
   readonly hostnames?: readonly string[];
-  readonly backends: readonly L4BackendIR[];
+  readonly backends: readonly L4CompiledBackend[];
   readonly refProblem?: { readonly reason: string; readonly message: string };
+  /** BackendTLSPolicies naming a backend's Service port (they apply behind Terminate listeners). */
+  readonly backendTLSPolicies: readonly string[];
 }
 
 type AnyCompiled = ({ readonly l4: false } & CompiledRoute) | ({ readonly l4: true } & L4Compiled);
@@ -363,27 +365,25 @@ export function translate(s: Snapshot, options: TranslateOptions = {}): Translat
  * Gateways uses; one ancestor per such Gateway (PolicyAncestorStatus).
  */
 /**
- * A policy with subjectAltNames on a Gateway whose flavour cannot verify them: not accepted
- * for that ancestor (its Service gets 500 there: runnableBackends).
+ * A policy with subjectAltNames on a Gateway whose flavour cannot verify them, or used there
+ * by a TLSRoute that re-encrypts (caddy-l4 cannot verify them on any flavour): not accepted
+ * for that ancestor (its Service gets 500 there: runnableBackends; refused connections:
+ * l4BackendsIR).
  */
 function ancestorConditions(
   s: Snapshot,
   key: string,
   conditions: readonly Condition[],
   flavor: ProxyFlavor,
+  l4: boolean,
 ): readonly Condition[] {
-  const why = missingCapability(flavor, ["backendSANs"]);
+  const missing = missingCapability(flavor, ["backendSANs"]);
+  const why = l4 ? L4_SANS_UNSUPPORTED : missing && `spec.validation.subjectAltNames: ${missing}`;
   const policy = s.objects.BackendTLSPolicy.get(key);
   if (!why || !policy || !subjectAltNames(policy)) return conditions;
   return conditions.map(c =>
     c.type === ConditionType.Accepted && c.status === "True"
-      ? condition(
-          ConditionType.Accepted,
-          false,
-          PolicyReason.Invalid,
-          `spec.validation.subjectAltNames: ${why}`,
-          c.observedGeneration,
-        )
+      ? condition(ConditionType.Accepted, false, PolicyReason.Invalid, why, c.observedGeneration)
       : { ...c },
   );
 }
@@ -407,14 +407,19 @@ function backendTLSPolicyStatuses(
   contexts: ReadonlyMap<string, GatewayContext>,
 ): BackendTLSPolicyStatusResult[] {
   const ancestors = new Map<string, Set<string>>();
+  // `<policy> <gateway>` where a TLSRoute re-encrypts with the policy (l4backendtls.ts).
+  const l4Uses = new Set<string>();
   for (const [gwKey, ctx] of contexts) {
-    for (const list of ctx.attachments.values()) {
+    for (const [listenerId, list] of ctx.attachments) {
+      const l = ctx.listeners.find(x => x.id === listenerId)?.listener;
+      const reencrypt = l !== undefined && reencrypts(l.protocol, l.tls?.mode);
       for (const a of list) {
-        if (a.route.l4) continue;
+        if (a.route.l4 && !reencrypt) continue;
         for (const p of a.route.backendTLSPolicies) {
           const set = ancestors.get(p) ?? new Set<string>();
           set.add(gwKey);
           ancestors.set(p, set);
+          if (a.route.l4) l4Uses.add(`${p} ${gwKey}`);
         }
       }
     }
@@ -440,6 +445,7 @@ function backendTLSPolicyStatuses(
             key,
             policies.conditions(key),
             contexts.get(gwKey)!.flavor,
+            l4Uses.has(`${key} ${gwKey}`),
           ),
         };
       }),
@@ -569,7 +575,8 @@ function compileUncached(s: Snapshot, kind: RouteKind, obj: unknown): AnyCompile
     };
   };
   const ns = r.metadata.namespace ?? "";
-  const backends: L4BackendIR[] = [];
+  const backends: L4CompiledBackend[] = [];
+  const policies = new Set<string>();
   let refProblem: { reason: string; message: string } | undefined;
   for (const rule of r.spec?.rules ?? []) {
     for (const ref of rule.backendRefs ?? []) {
@@ -586,7 +593,14 @@ function compileUncached(s: Snapshot, kind: RouteKind, obj: unknown): AnyCompile
           });
         continue;
       }
-      if (weight > 0) backends.push({ id: res.id, weight, endpoints: res.endpoints });
+      if (kind === "TLSRoute") for (const p of res.backendTLSPolicies ?? []) policies.add(p);
+      if (weight > 0)
+        backends.push({
+          id: res.id,
+          weight,
+          endpoints: res.endpoints,
+          ...(kind === "TLSRoute" && res.backendTLS && { backendTLS: res.backendTLS }),
+        });
     }
   }
   return {
@@ -598,6 +612,7 @@ function compileUncached(s: Snapshot, kind: RouteKind, obj: unknown): AnyCompile
     hostnames: r.spec?.hostnames && r.spec.hostnames.length > 0 ? r.spec.hostnames : undefined,
     backends,
     refProblem,
+    backendTLSPolicies: [...policies].sort(),
   };
 }
 
@@ -988,13 +1003,12 @@ function buildIR(ctx: GatewayContext): GatewayIR {
         for (const a of ctx.attachments.get(l.id) ?? []) {
           if (!a.route.l4) continue;
           const r = a.route;
-          const terminate =
-            protocol === "TLS" && (l.listener.tls?.mode ?? "Terminate") === "Terminate";
+          const terminate = reencrypts(protocol, l.listener.tls?.mode);
           routes.push({
             route: { kind: r.kind, namespace: r.namespace, name: r.name },
             serverNames: protocol === "TLS" ? a.hostnames : undefined,
             ...(terminate && { terminate: { certificateIds: l.certificates.map(c => c.id) } }),
-            backends: r.backends,
+            backends: l4BackendsIR(r.backends, terminate),
             created: r.created,
             origin: routeHostnameOf(l.listener.hostname, r.hostnames, a.hostnames?.[0]),
           });

@@ -181,8 +181,49 @@ describe("httpRouteProblems", () => {
     ).toMatchObject({
       path: "spec.rules[0].backendRefs[0].filters[0].type",
       message:
-        "RequestRedirect is not supported by the proxy (supported on a backendRef: RequestHeaderModifier, ResponseHeaderModifier)",
+        "RequestRedirect is not supported by the proxy (supported on a backendRef: RequestHeaderModifier, ResponseHeaderModifier, URLRewrite)",
     });
+  });
+
+  it("accepts URLRewrite on a backendRef; refuses it beside the rule's own path rewrite and ReplacePrefixMatch without PathPrefix", () => {
+    const rewrite = (path: object) => ({ type: "URLRewrite", urlRewrite: { path } });
+    const full = { type: "ReplaceFullPath", replaceFullPath: "/x" };
+    const prefix = { type: "ReplacePrefixMatch", replacePrefixMatch: "/x" };
+    expect(httpRouteRuleProblems({ backendRefs: [{ filters: [rewrite(prefix)] }] }, 0)).toEqual([]);
+    expect(
+      httpRouteRuleProblems(
+        {
+          filters: [{ type: "URLRewrite", urlRewrite: { hostname: "h.test" } }],
+          backendRefs: [{ filters: [rewrite(full)] }],
+        },
+        0,
+      ),
+    ).toEqual([]);
+    expect(
+      httpRouteRuleProblems(
+        { filters: [rewrite(full)], backendRefs: [{}, { filters: [rewrite(full)] }] },
+        2,
+      ),
+    ).toEqual([
+      expect.objectContaining({
+        path: "spec.rules[2].backendRefs[1].filters[0].urlRewrite.path",
+        message: expect.stringContaining("cannot be combined with the rule's own URLRewrite path"),
+      }),
+    ]);
+    expect(
+      httpRouteRuleProblems(
+        {
+          matches: [{ path: { type: "Exact", value: "/e" } }],
+          backendRefs: [{ filters: [rewrite(prefix)] }],
+        },
+        0,
+      ),
+    ).toEqual([
+      expect.objectContaining({
+        path: "spec.rules[0].backendRefs[0].filters[0].urlRewrite.path.type",
+        message: "needs PathPrefix matches only (spec.rules[…].matches[0] is Exact)",
+      }),
+    ]);
   });
 
   it("splits a route's problems per rule for the translator, sharing one budget", () => {

@@ -97,11 +97,14 @@ export const SUPPORTED_FILTERS = {
   ],
   GRPCRoute: ["RequestHeaderModifier", "ResponseHeaderModifier"],
 } as const;
-/** Filters the proxy runs on a backendRef (each backendRef its own). */
-export const SUPPORTED_BACKEND_FILTERS = [
-  "RequestHeaderModifier",
-  "ResponseHeaderModifier",
-] as const;
+/**
+ * Filters the proxy runs on a backendRef (each backendRef its own), per route kind: URLRewrite
+ * (Gateway API v1.7.0 HTTPRouteBackendURLRewrite) only on HTTPRoute backendRefs.
+ */
+export const SUPPORTED_BACKEND_FILTERS = {
+  HTTPRoute: ["RequestHeaderModifier", "ResponseHeaderModifier", "URLRewrite"],
+  GRPCRoute: ["RequestHeaderModifier", "ResponseHeaderModifier"],
+} as const;
 
 export type RouteKind = keyof typeof SUPPORTED_FILTERS;
 
@@ -164,7 +167,7 @@ function pathModifierUse(c: Collector, at: string, rule: HTTPRouteRuleLike): voi
     ]);
   }
   const matches = items(rule.matches);
-  filters.forEach((f, j) => {
+  const prefixNeedsPathPrefix = (f: RouteFilter, where: string): void => {
     const p =
       f?.type === "RequestRedirect"
         ? f.requestRedirect?.path
@@ -176,13 +179,31 @@ function pathModifierUse(c: Collector, at: string, rule: HTTPRouteRuleLike): voi
     if (bad >= 0) {
       c.add([
         {
-          path: `${at}.filters[${j}].${f.type === "RequestRedirect" ? "requestRedirect" : "urlRewrite"}.path.type`,
+          path: `${where}.${f.type === "RequestRedirect" ? "requestRedirect" : "urlRewrite"}.path.type`,
           value: "ReplacePrefixMatch",
           message: `needs PathPrefix matches only (spec.rules[…].matches[${bad}] is ${display(matches[bad].path?.type)})`,
         },
       ]);
     }
-  });
+  };
+  filters.forEach((f, j) => prefixNeedsPathPrefix(f, `${at}.filters[${j}]`));
+  const rulePath = rewrite >= 0 && filters[rewrite]?.urlRewrite?.path !== undefined;
+  items(rule.backendRefs).forEach((b, k) =>
+    items(b?.filters).forEach((f, j) => {
+      const where = `${at}.backendRefs[${k}].filters[${j}]`;
+      prefixNeedsPathPrefix(f, where);
+      // Both levels rewriting the path: which runs on whose result is not defined by the
+      // spec, and a prefix replacement would read the path the rule already rewrote.
+      if (rulePath && f?.type === "URLRewrite" && f.urlRewrite?.path !== undefined)
+        c.add([
+          {
+            path: `${where}.urlRewrite.path`,
+            value: display(f.urlRewrite.path.type ?? ""),
+            message: `cannot be combined with the rule's own URLRewrite path (${at}.filters[${rewrite}]): rewrite the path in one place`,
+          },
+        ]);
+    }),
+  );
 }
 
 /* ------------------------------------------------------------------ shared with GRPCRoute */
@@ -287,7 +308,7 @@ export function routeFilters(
           c,
           `${at}.backendRefs[${k}].filters[${j}]`,
           f,
-          SUPPORTED_BACKEND_FILTERS,
+          SUPPORTED_BACKEND_FILTERS[kind],
           "on a backendRef",
         );
     });

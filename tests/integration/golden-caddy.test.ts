@@ -337,6 +337,37 @@ describe("requests through real Caddy", () => {
     expect([...statuses].sort()).toEqual([200, 500]);
   });
 
+  it("backendRef URLRewrite: only requests sent to that backend are rewritten", async () => {
+    await load("backend-url-rewrite");
+    const full = await get(80, "x.test", "/full/original?q=1");
+    expect(full.json).toMatchObject({ backend: "default/a-1", url: "/rewritten-full?q=1" });
+    const prefix = await get(80, "x.test", "/prefix/original");
+    expect(prefix.json).toMatchObject({
+      backend: "default/a-1",
+      url: "/rewritten-prefix/original",
+    });
+    expect((await get(80, "x.test", "/prefix")).json?.url).toBe("/rewritten-prefix");
+    // One rule, two backends: a replaces the prefix with "/", b with "/b/".
+    const seen = new Map<string, string>();
+    for (let i = 0; i < 40 && seen.size < 2; i++) {
+      const r = await get(80, "x.test", "/both/x/y");
+      seen.set(r.json!.backend, r.json!.url);
+    }
+    expect(Object.fromEntries(seen)).toEqual({ "default/a-1": "/x/y", "default/b-1": "/b/x/y" });
+    // Only a's requests get a's Host; b's keep the client's.
+    const hosts = new Map<string, string>();
+    for (let i = 0; i < 40 && hosts.size < 2; i++) {
+      const r = await get(80, "x.test", "/host");
+      hosts.set(r.json!.backend, r.json!.headers.host);
+    }
+    expect(Object.fromEntries(hosts)).toEqual({
+      "default/a-1": "a.internal",
+      "default/b-1": "x.test",
+    });
+    // Dropped rules (refused combinations) route nothing.
+    expect((await get(80, "x.test", "/twice")).status).toBe(404);
+  });
+
   it("CORS: preflight answered for allowed origins, headers on actual responses, others untouched", async () => {
     await load("cors");
     const pre = await get(80, "x.test", "/cors-1", {

@@ -30,6 +30,7 @@ import { translate } from "../../capabilities/translate";
 import { Caddy, startCaddy } from "../support/caddy";
 import { freePort, listenerPortOffset } from "../support/ports";
 import { withLoopbackEndpoints } from "../support/loopback";
+import { echoExchange } from "../support/exchange";
 
 const goldenDir = join(__dirname, "..", "golden");
 const PORT_OFFSET = listenerPortOffset();
@@ -181,21 +182,6 @@ function tlsExchange(port: number, servername: string, send = ""): Promise<strin
     s.setTimeout(5000, () => s.destroy(new Error("timeout")));
     s.on("data", d => (data += d.toString()));
     s.on("end", () => resolve(data));
-    s.on("close", () => resolve(data));
-    s.on("error", (e: Error & { code?: string }) => resolve(`error:${e.code ?? e.message}`));
-  });
-}
-
-/** Sends `send` once `open` has connected, and returns what came back up to its echo; or the error. */
-function echoExchange(open: (onConnect: () => void) => Socket, send: string): Promise<string> {
-  return new Promise(resolve => {
-    let data = "";
-    const s = open(() => s.write(send));
-    s.setTimeout(5000, () => s.destroy(new Error("timeout")));
-    s.on("data", d => {
-      data += d.toString();
-      if (data.endsWith(send)) s.end();
-    });
     s.on("close", () => resolve(data));
     s.on("error", (e: Error & { code?: string }) => resolve(`error:${e.code ?? e.message}`));
   });

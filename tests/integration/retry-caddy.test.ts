@@ -19,6 +19,8 @@ const PORT_OFFSET = listenerPortOffset();
 const GOLDEN = join(__dirname, "..", "golden", "retry-errors.in.yaml");
 /** The golden's backendRequest timeout is 300 ms; a slow attempt answers well after it. */
 const SLOW_MS = 1500;
+/** A late attempt: 500 after this long; two of them exceed the 500 ms request timeout, one does not. */
+const LATE_MS = 300;
 
 /** Attempts the backend received, per `id` query value. */
 const attempts = new Map<string, number>();
@@ -31,6 +33,7 @@ const bodies = new Map<string, string[]>();
  * - `reset`: the connection is reset (RST) once the request was read, no response;
  * - `close`: the connection is closed (FIN) once the request was read, no response;
  * - `slow`: 500 after SLOW_MS (past the backendRequest timeout);
+ * - `late`: 500 after LATE_MS;
  * - a number: that status at once.
  * Answers close their connection unless `keep=1`: Go's transport (in every Caddy) resends a
  * bodyless GET by itself when a kept-alive connection fails, which would add attempts the
@@ -52,9 +55,9 @@ function flaky(): Server {
     if (q.get("keep") !== "1") res.shouldKeepAlive = false;
     if (how === "reset") return req.socket.resetAndDestroy();
     if (how === "close") return req.socket.destroy();
-    if (how === "slow") {
-      await new Promise(r => setTimeout(r, SLOW_MS));
-      if (!res.destroyed) res.writeHead(500).end(`slow attempt ${n}`);
+    if (how === "slow" || how === "late") {
+      await new Promise(r => setTimeout(r, how === "slow" ? SLOW_MS : LATE_MS));
+      if (!res.destroyed) res.writeHead(500).end(`${how} attempt ${n}`);
       return;
     }
     if (how !== undefined) return void res.writeHead(Number(how)).end(`attempt ${n}`);
@@ -168,6 +171,16 @@ describe("the bundled proxy retries attempts that got no response", () => {
     expect(await send("/codes", "500,reset,503")).toMatchObject({ status: 503, attempts: 3 });
     // A status that is not listed is the answer, however it came after a retried failure.
     expect(await send("/codes", "reset,502")).toMatchObject({ status: 502, attempts: 2 });
+  });
+
+  it("the request timeout (500ms) bounds the retries: an attempt still under way then gives 504", async () => {
+    // 300 ms for a 500, then the retry answers: within the request timeout.
+    expect(await send("/request-timeout", "late")).toMatchObject({ status: 200, attempts: 2 });
+    // The retry's 500 would come at 600 ms: the client gets 504 instead of the backend's 500.
+    expect(await send("/request-timeout", "late,late")).toMatchObject({ status: 504, attempts: 2 });
+    expect(
+      await send("/request-timeout", "late,late", { method: "POST", body: "b" }),
+    ).toMatchObject({ status: 504, attempts: 2 });
   });
 
   it("a bodyless GET reset on a kept-alive connection is resent once by Go's transport itself, even without a retry stanza", async () => {
