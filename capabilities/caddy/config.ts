@@ -23,6 +23,7 @@ import {
 import { DEFAULT_PROXY_FLAVOR, ProxyCapabilities, capabilitiesOf } from "../translate/proxy-flavor";
 import type { RefusableObject } from "../translate/refused";
 import { MAX_L4_WEIGHT_RATIO } from "../validation/l4route";
+import { listenerFiltersRoute } from "./listener-filters";
 import { quoteRE2 } from "../validation/regex";
 import {
   CaddyConfig,
@@ -429,6 +430,9 @@ function listenerRoute(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR, index: numb
   // subroute for the server's dispatch routes.
   // (Group names are per request and short: they are repeated on every route.)
   if (ctx.dispatch) routes = routes.map(r => own(ctx, inGroup(r, `l${index}`), ownersOf(ctx, r)));
+  // Pre-routing filters: before every route of the listener, outside its group.
+  const filters = listenerFiltersRoute(l, dial);
+  if (filters) routes.splice(misdirected ? 1 : 0, 0, own(ctx, filters, [listenerSource(l.id)]));
   return own(
     ctx,
     {

@@ -80,6 +80,31 @@ export interface Listener {
   readonly protocol: string;
   readonly tls?: GatewayTLSConfig;
   readonly allowedRoutes?: AllowedRoutes;
+  /** Pre-routing filters (Gateway API v1.7, GatewayListenerFilters): translate/listenerfilters.ts. */
+  readonly filters?: ListenerFilters;
+}
+
+/** The HTTPExternalAuthFilter of a listener filter (the same type as HTTPRoute's). */
+export interface HTTPExternalAuthFilter {
+  readonly protocol: "HTTP" | "GRPC" | string;
+  readonly backendRef: BackendObjectReference;
+  readonly grpc?: { readonly allowedHeaders?: readonly string[] };
+  readonly http?: {
+    readonly path?: string;
+    readonly allowedHeaders?: readonly string[];
+    readonly allowedResponseHeaders?: readonly string[];
+  };
+  readonly forwardBody?: { readonly maxSize?: number };
+}
+
+export interface ListenerFilter {
+  readonly type: "ExternalAuth" | "ExtensionRef" | string;
+  readonly externalAuth?: HTTPExternalAuthFilter;
+  readonly extensionRef?: LocalObjectReference;
+}
+
+export interface ListenerFilters {
+  readonly requests?: readonly ListenerFilter[];
 }
 
 /** A reference to any object (ObjectReference): caCertificateRefs. */

@@ -69,6 +69,9 @@ export const SUPPORTED_FEATURES: readonly string[] = [
   "GRPCRouteRequestHeaderModifier",
   // The route's own hostname breaks ties of intersected hostnames (precedence.ts):
   "GatewayRouteHostnameIntersectionPrecedence",
+  // Pre-routing listener filters: ExternalAuth over HTTP (kengine_ext_auth, Bundled only).
+  // Suite v1.7.0 has no test for it; proof: golden listener-filters + golden-caddy.test.ts.
+  "GatewayListenerFilters",
 ]
   .slice()
   .sort();

@@ -14,6 +14,7 @@ describe("proxy flavours", () => {
     expect(capabilitiesOf("Bundled")).toEqual({
       persistentListeners: true,
       mirror: true,
+      extAuth: true,
       retryOnStatus: true,
       retryOnTransportError: true,
       sniRegexp: true,
@@ -29,6 +30,7 @@ describe("proxy flavours", () => {
     expect(capabilitiesOf("Caddy")).toEqual({
       persistentListeners: false,
       mirror: false,
+      extAuth: false,
       retryOnStatus: true,
       retryOnTransportError: true,
       sniRegexp: true,
@@ -40,6 +42,7 @@ describe("proxy flavours", () => {
     expect(capabilitiesOf("Kengine")).toEqual({
       persistentListeners: false,
       mirror: false,
+      extAuth: false,
       retryOnStatus: false,
       retryOnTransportError: false,
       sniRegexp: false,
@@ -65,7 +68,10 @@ describe("proxy flavours", () => {
         "GatewayFrontendClientCertificateValidationInsecureFallback",
       );
       expect(supportedFeaturesOf(flavor)).not.toContain("GatewayBackendClientCertificate");
+      // Pre-routing external authorization needs our handler (proxy/extauth).
+      expect(supportedFeaturesOf(flavor)).not.toContain("GatewayListenerFilters");
     }
+    expect(supportedFeaturesOf("Bundled")).toContain("GatewayListenerFilters");
   });
 
   it("a flavour drops exactly the features whose capability it lacks", () => {

@@ -25,6 +25,8 @@ export interface ProxyCapabilities {
   readonly persistentListeners: boolean;
   /** Our request-mirroring handler (proxy/mirror). */
   readonly mirror: boolean;
+  /** Our external authorization handler (proxy/extauth): listeners' pre-routing filters. */
+  readonly extAuth: boolean;
   /** `reverse_proxy` `retry_match` on the response status (Caddy ≥ 2.11.3). */
   readonly retryOnStatus: boolean;
   /**
@@ -72,6 +74,7 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
   Bundled: {
     persistentListeners: true,
     mirror: true,
+    extAuth: true,
     retryOnStatus: true,
     retryOnTransportError: true,
     sniRegexp: true,
@@ -83,6 +86,7 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
   Caddy: {
     persistentListeners: false,
     mirror: false,
+    extAuth: false,
     retryOnStatus: true,
     retryOnTransportError: true,
     sniRegexp: true,
@@ -94,6 +98,7 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
   Kengine: {
     persistentListeners: false,
     mirror: false,
+    extAuth: false,
     retryOnStatus: false,
     retryOnTransportError: false,
     sniRegexp: false,
@@ -113,6 +118,7 @@ export function capabilitiesOf(flavor: ProxyFlavor): ProxyCapabilities {
 const CAPABILITY_TEXT: Readonly<Record<Capability, string>> = {
   persistentListeners: "listeners kept across config reloads",
   mirror: "request mirroring",
+  extAuth: "external authorization",
   retryOnStatus: "retries on response status codes",
   retryOnTransportError: "retries after connection errors and backend timeouts",
   sniRegexp: "regular-expression server-name matching",
@@ -130,6 +136,7 @@ export const FEATURE_NEEDS: Readonly<Record<string, Capability>> = {
   HTTPRouteRetry: "retryOnStatus",
   HTTPRouteRetryBackendTimeout: "retryOnTransportError",
   HTTPRouteRetryConnectionError: "retryOnTransportError",
+  GatewayListenerFilters: "extAuth",
   HTTPRouteRequestMirror: "mirror",
   HTTPRouteRequestMultipleMirrors: "mirror",
   HTTPRouteRequestPercentageMirror: "mirror",

@@ -190,7 +190,7 @@ export function translate(s: Snapshot, options: TranslateOptions = {}): Translat
       gateway: gw,
       listenerSets: allowed,
       refusedListenerSets: refused,
-      listeners: withoutRefusedListeners(resolveListeners(s, gw, allowed), refusals),
+      listeners: withoutRefusedListeners(resolveListeners(s, gw, allowed, flavor), refusals),
       attachments: new Map(),
       flavor,
       backendClientCertificate: backendClientCertificate(s, gw),
@@ -1045,6 +1045,7 @@ function httpListenerIR(
     id: l.id,
     ...(l.listener.hostname && { hostname: l.listener.hostname.toLowerCase() }),
     certificateIds: l.certificates.map(c => c.id),
+    ...(l.filters.length > 0 && { filters: l.filters }),
     routes: ranked.map(r => r.entry),
   };
 }

@@ -12,11 +12,14 @@ import { RESERVED_PORTS } from "../proxies/pod";
 import { Collector, items } from "./budget";
 import { ACME_ISSUER_OPTION, acmeIssuerOf } from "./acme";
 import { FieldProblem, display, truncate } from "./regex";
+import { ListenerFiltersLike, listenerFilterProblems } from "./listenerfilters";
 
 export interface ListenerLike {
   readonly name?: string;
   readonly port?: number;
+  readonly protocol?: string;
   readonly tls?: { readonly options?: Readonly<Record<string, string>> };
+  readonly filters?: ListenerFiltersLike;
 }
 export interface GatewayLike {
   readonly spec?: { readonly listeners?: readonly ListenerLike[] };
@@ -52,6 +55,7 @@ export function listenerProblems(at: string, l: ListenerLike, c = new Collector(
       ]);
     }
   }
+  listenerFilterProblems(at, l?.protocol, l?.filters, c);
   return c.problems();
 }
 
