@@ -420,6 +420,14 @@ export interface ConfigMap extends KubeObject {
 
 export type Namespace = KubeObject;
 
+/**
+ * A cluster-scoped bundle of trusted CA certificates (certificates.k8s.io/v1beta1; Kubernetes
+ * ≥ 1.33 with the ClusterTrustBundle feature gate and API on): `trustBundle` is PEM.
+ */
+export interface ClusterTrustBundle extends KubeObject {
+  readonly spec?: { readonly signerName?: string; readonly trustBundle?: string };
+}
+
 /** Our own parameters resource (gateway.kengine.io/v1alpha1), see provision/parameters.ts. */
 export interface KengineParameters extends KubeObject {
   readonly spec?: Readonly<Record<string, unknown>>;
@@ -441,6 +449,7 @@ export interface KindMap {
   readonly EndpointSlice: EndpointSlice;
   readonly Secret: Secret;
   readonly ConfigMap: ConfigMap;
+  readonly ClusterTrustBundle: ClusterTrustBundle;
   readonly Namespace: Namespace;
   readonly KengineParameters: KengineParameters;
 }
@@ -462,6 +471,7 @@ export const KINDS: readonly Kind[] = [
   "EndpointSlice",
   "Secret",
   "ConfigMap",
+  "ClusterTrustBundle",
   "Namespace",
   "KengineParameters",
 ];

@@ -78,14 +78,15 @@ interface RefLike {
 }
 
 /**
- * Why a frontend `caCertificateRefs` entry names a kind we cannot read, or undefined. Only
- * core ConfigMaps (the CA bundle under `ca.crt`) are supported; the spec reports another kind
+ * Why a frontend `caCertificateRefs` entry names a kind we cannot read, or undefined. Core
+ * ConfigMaps (the CA bundle under `ca.crt`) and ClusterTrustBundles are supported; the spec reports another kind
  * as `ResolvedRefs=False/InvalidCACertificateKind` on every HTTPS listener it applies to.
  */
 export function caCertificateRefKindProblem(ref: RefLike): string | undefined {
   const group = ref.group ?? "";
   if (group === "" && ref.kind === "ConfigMap") return undefined;
-  return `${ref.kind ?? ""}.${group || "core"} is not a supported CA certificate kind (only core ConfigMaps with ca.crt)`;
+  if (group === "certificates.k8s.io" && ref.kind === "ClusterTrustBundle") return undefined;
+  return `${ref.kind ?? ""}.${group || "core"} is not a supported CA certificate kind (only core ConfigMaps with ca.crt and certificates.k8s.io ClusterTrustBundles)`;
 }
 
 /**
