@@ -137,7 +137,11 @@ export interface Gateway extends KubeObject {
     readonly gatewayClassName: string;
     readonly listeners?: readonly Listener[];
     readonly tls?: GatewayTLS;
-    readonly addresses?: readonly { readonly type?: string; readonly value?: string }[];
+    readonly addresses?: readonly {
+      readonly type?: string;
+      readonly value?: string;
+      readonly routability?: string;
+    }[];
     readonly allowedListeners?: {
       readonly namespaces?: { readonly from?: string; readonly selector?: LabelSelector };
     };
