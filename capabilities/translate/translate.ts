@@ -473,6 +473,8 @@ const compileReads = (s: Snapshot): readonly object[] => [
   s.objects.EndpointSlice,
   s.objects.BackendTLSPolicy,
   s.objects.ConfigMap,
+  // BackendTLSPolicy CAs may come from bundles (trustbundle.ts).
+  s.objects.ClusterTrustBundle,
   s.objects.ReferenceGrant,
 ];
 
