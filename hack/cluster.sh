@@ -178,6 +178,8 @@ start_apiserver() { # BIN-DIR   starts kube-apiserver unless it runs, waits for 
       --authorization-mode Node,RBAC --allow-privileged=true \
       --enable-priority-and-fairness=false --profiling=false --v=1 \
       --enable-aggregator-routing=true \
+      --feature-gates ClusterTrustBundle=true \
+      --runtime-config certificates.k8s.io/v1beta1/clustertrustbundles=true \
       --audit-policy-file "$local_dir/audit-policy.yaml" --audit-log-path "$logs/audit.log" \
       --audit-log-format json --audit-log-maxsize 20 --audit-log-maxbackup 2
   fi
@@ -214,12 +216,14 @@ up() {
   fi
   wait_for "etcd" 60 etcd curl -fsS "http://127.0.0.1:$etcd_port/health"
 
-  # An API server started by an older cluster.sh (no audit log, or webhooks dialled through
-  # ClusterIPs that nothing answers here): restart it with today's flags.
+  # An API server started by an older cluster.sh (no audit log, webhooks dialled through
+  # ClusterIPs that nothing answers here, or no ClusterTrustBundle API): restart it with
+  # today's flags.
   local apid
   apid=$(pid_of kube-apiserver)
   if [ -n "$apid" ] && ! { tr '\0' '\n' <"/proc/$apid/cmdline" 2>/dev/null | grep -qxF -- --audit-policy-file &&
-    tr '\0' '\n' <"/proc/$apid/cmdline" | grep -qxF -- --enable-aggregator-routing=true; }; then
+    tr '\0' '\n' <"/proc/$apid/cmdline" | grep -qxF -- --enable-aggregator-routing=true &&
+    tr '\0' '\n' <"/proc/$apid/cmdline" | grep -qxF -- ClusterTrustBundle=true; }; then
     log "kube-apiserver runs with older flags: restarting it"
     restart_apiserver
   fi

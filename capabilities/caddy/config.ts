@@ -25,6 +25,7 @@ import {
 import { DEFAULT_PROXY_FLAVOR, ProxyCapabilities, capabilitiesOf } from "../flavor/proxy-flavor";
 import type { RefusableObject } from "../translate/refused";
 import { MAX_L4_WEIGHT_RATIO } from "../validation/l4route";
+import { listenerFiltersRoute } from "./listener-filters";
 import { quoteRE2 } from "../validation/regex";
 import { requestDeadline } from "./deadline";
 import {
@@ -509,6 +510,9 @@ function listenerRoutes(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR, index: num
   // subroute for the server's dispatch routes.
   // (Group names are per request and short: they are repeated on every route.)
   if (ctx.dispatch) routes = routes.map(r => own(ctx, inGroup(r, `l${index}`), ownersOf(ctx, r)));
+  // Pre-routing filters: before every route of the listener, outside its group.
+  const filters = listenerFiltersRoute(l, dial);
+  if (filters) routes.splice(misdirected ? 1 : 0, 0, own(ctx, filters, [listenerSource(l.id)]));
   return routes;
 }
 

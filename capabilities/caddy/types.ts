@@ -57,6 +57,15 @@ export type CaddyHandler =
         readonly denominator?: number;
       }[];
     }
+  | {
+      /** Our module (proxy/extauth): external authorization over HTTP (listener filters). */
+      readonly handler: "kengine_ext_auth";
+      readonly dial: readonly string[];
+      readonly path_prefix?: string;
+      readonly allowed_request_headers?: readonly string[];
+      readonly allowed_response_headers?: readonly string[];
+      readonly max_body_bytes?: number;
+    }
   | { readonly handler: "vars"; readonly [name: string]: string }
   | {
       readonly handler: "static_response";

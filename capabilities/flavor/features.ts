@@ -73,6 +73,13 @@ export const SUPPORTED_FEATURES: readonly string[] = [
   "HTTPRouteRetryCodes",
   // URLRewrite on a backendRef (its own handler chain in the weighted dispatch):
   "HTTPRouteBackendURLRewrite",
+  // Pre-routing listener filters: ExternalAuth over HTTP (kengine_ext_auth, Bundled only).
+  // Suite v1.7.0 has no test for it; proof: golden listener-filters + golden-caddy.test.ts.
+  "GatewayListenerFilters",
+  // CA certificates from ClusterTrustBundles (frontend validation, BackendTLSPolicy), every
+  // flavour (the CAs are inline). No test in suite v1.7.0; proof: golden cluster-trust-bundle,
+  // client-certificates.test.ts with every CA in a bundle, ingest.test.ts (bundles watched).
+  "ClusterTrustBundle",
 ]
   .slice()
   .sort();

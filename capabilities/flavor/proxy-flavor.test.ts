@@ -14,6 +14,7 @@ describe("proxy flavours", () => {
     expect(capabilitiesOf("Bundled")).toEqual({
       persistentListeners: true,
       mirror: true,
+      extAuth: true,
       retryOnStatus: true,
       retryOnTransportError: true,
       requestDeadline: true,
@@ -31,6 +32,7 @@ describe("proxy flavours", () => {
     expect(capabilitiesOf("Caddy")).toEqual({
       persistentListeners: false,
       mirror: false,
+      extAuth: false,
       retryOnStatus: true,
       retryOnTransportError: true,
       requestDeadline: false,
@@ -44,6 +46,7 @@ describe("proxy flavours", () => {
     expect(capabilitiesOf("Kengine")).toEqual({
       persistentListeners: false,
       mirror: false,
+      extAuth: false,
       retryOnStatus: false,
       retryOnTransportError: false,
       requestDeadline: false,
@@ -78,7 +81,10 @@ describe("proxy flavours", () => {
         "GatewayFrontendClientCertificateValidationInsecureFallback",
       );
       expect(supportedFeaturesOf(flavor)).not.toContain("GatewayBackendClientCertificate");
+      // Pre-routing external authorization needs our handler (proxy/extauth).
+      expect(supportedFeaturesOf(flavor)).not.toContain("GatewayListenerFilters");
     }
+    expect(supportedFeaturesOf("Bundled")).toContain("GatewayListenerFilters");
   });
 
   it("a flavour drops exactly the features whose capability it lacks", () => {

@@ -25,6 +25,8 @@ export interface ProxyCapabilities {
   readonly persistentListeners: boolean;
   /** Our request-mirroring handler (proxy/mirror). */
   readonly mirror: boolean;
+  /** Our external authorization handler (proxy/extauth): listeners' pre-routing filters. */
+  readonly extAuth: boolean;
   /** `reverse_proxy` `retry_match` on the response status (Caddy ≥ 2.11.3). */
   readonly retryOnStatus: boolean;
   /**
@@ -83,6 +85,7 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
   Bundled: {
     persistentListeners: true,
     mirror: true,
+    extAuth: true,
     retryOnStatus: true,
     retryOnTransportError: true,
     requestDeadline: true,
@@ -96,6 +99,7 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
   Caddy: {
     persistentListeners: false,
     mirror: false,
+    extAuth: false,
     retryOnStatus: true,
     retryOnTransportError: true,
     requestDeadline: false,
@@ -109,6 +113,7 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
   Kengine: {
     persistentListeners: false,
     mirror: false,
+    extAuth: false,
     retryOnStatus: false,
     retryOnTransportError: false,
     requestDeadline: false,
@@ -130,6 +135,7 @@ export function capabilitiesOf(flavor: ProxyFlavor): ProxyCapabilities {
 const CAPABILITY_TEXT: Readonly<Record<Capability, string>> = {
   persistentListeners: "listeners kept across config reloads",
   mirror: "request mirroring",
+  extAuth: "external authorization",
   retryOnStatus: "retries on response status codes",
   retryOnTransportError: "retries after connection errors and backend timeouts",
   requestDeadline: "request timeouts that bound retries",
@@ -150,6 +156,7 @@ export const FEATURE_NEEDS: Readonly<Record<string, Capability>> = {
   HTTPRouteRetryBackendTimeout: "retryOnTransportError",
   HTTPRouteRetryConnectionError: "retryOnTransportError",
   HTTPRouteRetryCodes: "requestDeadline",
+  GatewayListenerFilters: "extAuth",
   HTTPRouteRequestMirror: "mirror",
   HTTPRouteRequestMultipleMirrors: "mirror",
   HTTPRouteRequestPercentageMirror: "mirror",

@@ -56,8 +56,32 @@ export interface HTTPListenerIR {
   readonly hostname?: string;
   /** HTTPS: ids of the certificates served for this listener's hostname, in order. */
   readonly certificateIds: readonly string[];
+  /**
+   * Pre-routing filters (Listener filters.requests), in order: they run on every request of
+   * the listener before route matching. Only in the IR of a flavour that can run them.
+   */
+  readonly filters?: readonly ListenerFilterIR[];
   /** Entries in match precedence order: the first entry that matches a request wins. */
   readonly routes: readonly HTTPRouteEntryIR[];
+}
+
+/**
+ * External authorization over HTTP (HTTPExternalAuthFilter, protocol HTTP), run by the proxy
+ * module `kengine_ext_auth` (proxy/extauth). No endpoints: every request is refused.
+ */
+export interface ListenerFilterIR {
+  readonly type: "ExternalAuth";
+  /** `<namespace>/<service>:<port>` for reading. */
+  readonly id: string;
+  readonly endpoints: readonly EndpointIR[];
+  /** Prefix added to the request's path in the authorization request. */
+  readonly pathPrefix?: string;
+  /** Client headers sent besides Authorization (none: only the required ones). */
+  readonly allowedRequestHeaders: readonly string[];
+  /** Answer headers copied into the request on success (none: every header but Host). */
+  readonly allowedResponseHeaders: readonly string[];
+  /** Bytes of the request body sent (truncated beyond); 0 or absent: none. */
+  readonly maxBodyBytes?: number;
 }
 
 export interface RouteRef {

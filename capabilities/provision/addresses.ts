@@ -10,16 +10,21 @@
  * status.loadBalancer.ingress carries it.
  */
 import { isIP } from "node:net";
+import { routableOutcome, splitByRoutability } from "./routability";
 
 export interface AddressSpec {
   readonly type?: string;
   readonly value?: string;
+  /** Gateway API v1.7 (provision/routability.ts); empty: the load balancer's address. */
+  readonly routability?: string;
 }
 
 /** An address with a value (type IPAddress when unset, as the Gateway API defaults it). */
 export interface Address {
   readonly type?: string;
   readonly value: string;
+  /** `Cluster` for the proxies' Service cluster IP (provision/routability.ts). */
+  readonly routability?: string;
 }
 
 /** Address types we can request or recognise (Gateway API v1.6.1 core types). */
@@ -32,9 +37,17 @@ export interface AddressRequest {
   readonly dynamic: boolean;
   /** Where the request comes from, for messages. */
   readonly source: "spec.addresses" | "KengineParameters spec.addresses" | undefined;
+  /** Entries with routability Cluster (the Service's cluster IP), when there are any. */
+  readonly cluster?: readonly Address[];
+  /** Entries with a routability we do not offer, when there are any. */
+  readonly otherRoutability?: readonly Address[];
 }
 
-const typed = (a: AddressSpec): Address => ({ type: a.type || "IPAddress", value: a.value ?? "" });
+const typed = (a: AddressSpec): Address => ({
+  type: a.type || "IPAddress",
+  value: a.value ?? "",
+  ...(a.routability && { routability: a.routability }),
+});
 
 /**
  * The Gateway's own spec.addresses when it has any (they replace the parameters' list), else
@@ -50,8 +63,15 @@ export function requestedAddresses(
       ? [parameters, "KengineParameters spec.addresses" as const]
       : [[], undefined];
   const all = list.map(typed);
-  const fixed = all.filter(a => a.value !== "");
-  return { static: fixed, dynamic: fixed.length < all.length || all.length === 0, source };
+  const { lb, cluster, other } = splitByRoutability(all);
+  const fixed = lb.filter(a => a.value !== "");
+  return {
+    static: fixed,
+    dynamic: fixed.length < lb.length || all.length === 0,
+    source,
+    ...(cluster.length > 0 && { cluster }),
+    ...(other.length > 0 && { otherRoutability: other }),
+  };
 }
 
 /** The IP address the Service requests (spec.loadBalancerIP): the first requested IP, if any. */
@@ -72,6 +92,8 @@ export interface ServiceFacts {
   readonly type?: string;
   /** The Service's spec.loadBalancerIP as stored. */
   readonly loadBalancerIP?: string;
+  /** The Service's spec.clusterIP (routability Cluster). */
+  readonly clusterIP?: string;
 }
 
 export interface AddressOutcome {
@@ -95,7 +117,26 @@ export function addressOutcome(
   service: ServiceFacts,
   managed: boolean,
 ): AddressOutcome {
-  if (request.static.length === 0) return { addresses: assigned };
+  const lb = loadBalancerOutcome(request, assigned, service, managed);
+  if (!request.cluster && !request.otherRoutability) return lb;
+  const routable = routableOutcome(
+    request.cluster ?? [],
+    request.otherRoutability ?? [],
+    service.clusterIP,
+    service.name,
+    request.source ?? "spec.addresses",
+  );
+  const problem = lb.problem ?? routable.problem;
+  return { addresses: [...lb.addresses, ...routable.addresses], ...(problem && { problem }) };
+}
+
+function loadBalancerOutcome(
+  request: AddressRequest,
+  assigned: readonly Address[],
+  service: ServiceFacts,
+  managed: boolean,
+): AddressOutcome {
+  if (request.static.length === 0) return { addresses: request.dynamic ? assigned : [] };
   const assignedKeys = new Set(assigned.map(canonicalAddress));
   const bound = request.static.filter(a => assignedKeys.has(canonicalAddress(a)));
   const boundKeys = new Set(bound.map(canonicalAddress));

@@ -18,6 +18,9 @@ export const LIST_PATHS: Readonly<Record<Kind, string>> = {
   EndpointSlice: "/apis/discovery.k8s.io/v1/endpointslices",
   Secret: "/api/v1/secrets",
   ConfigMap: "/api/v1/configmaps",
+  // Beta in Kubernetes 1.33–1.36 and off by default: a cluster without it answers 404 and the
+  // kind is reported missing (CA references to bundles then do not resolve).
+  ClusterTrustBundle: "/apis/certificates.k8s.io/v1beta1/clustertrustbundles",
   Namespace: "/api/v1/namespaces",
   KengineParameters: "/apis/gateway.kengine.io/v1alpha1/kengineparameters",
 };

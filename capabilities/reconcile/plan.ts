@@ -304,6 +304,9 @@ function planExternal(
     services.flatMap(svc => serviceAddresses(svc as Parameters<typeof serviceAddresses>[0])),
     {
       name: services.map(svc => `${svc.metadata.namespace}/${svc.metadata.name}`).join(", "),
+      clusterIP: services
+        .map(svc => (svc as { spec?: { clusterIP?: string } }).spec?.clusterIP)
+        .find(ip => ip !== undefined && ip !== "None"),
     },
     false,
   );
@@ -458,7 +461,7 @@ export function planGateway(
       }))
     : [];
   const svc = snapshot.objects.Service.get(`${ir.namespace}/${names.proxy}`) as
-    | (KubeObject & { spec?: { type?: string; loadBalancerIP?: string } })
+    | (KubeObject & { spec?: { type?: string; loadBalancerIP?: string; clusterIP?: string } })
     | undefined;
   const request = requestedAddresses(gw?.spec.addresses, settings.addresses);
   const assigned = serviceAddresses(svc as Parameters<typeof serviceAddresses>[0]);
@@ -470,6 +473,7 @@ export function planGateway(
       name: `${ir.namespace}/${names.proxy}`,
       type: settings.serviceType,
       loadBalancerIP: svc?.spec?.loadBalancerIP,
+      clusterIP: svc?.spec?.clusterIP,
     },
     true,
   );

@@ -190,6 +190,11 @@ function buildIndex(s: Snapshot): ReferenceIndex {
       if (acmeIssuerOf(l) !== undefined && l.hostname)
         secrets.add(`${ns}/${acmeSecretName(l.hostname)}`);
       if (l.allowedRoutes?.namespaces?.from === "Selector") namespaceSelectors = true;
+      // Pre-routing filters' authorization Services (translate/listenerfilters.ts).
+      for (const f of l.filters?.requests ?? []) {
+        const b = f.externalAuth?.backendRef;
+        if (b) services.add(`${b.namespace ?? ns}/${b.name}`);
+      }
     }
   };
   for (const gw of s.objects.Gateway.values()) {

@@ -80,6 +80,31 @@ export interface Listener {
   readonly protocol: string;
   readonly tls?: GatewayTLSConfig;
   readonly allowedRoutes?: AllowedRoutes;
+  /** Pre-routing filters (Gateway API v1.7, GatewayListenerFilters): translate/listenerfilters.ts. */
+  readonly filters?: ListenerFilters;
+}
+
+/** The HTTPExternalAuthFilter of a listener filter (the same type as HTTPRoute's). */
+export interface HTTPExternalAuthFilter {
+  readonly protocol: "HTTP" | "GRPC" | string;
+  readonly backendRef: BackendObjectReference;
+  readonly grpc?: { readonly allowedHeaders?: readonly string[] };
+  readonly http?: {
+    readonly path?: string;
+    readonly allowedHeaders?: readonly string[];
+    readonly allowedResponseHeaders?: readonly string[];
+  };
+  readonly forwardBody?: { readonly maxSize?: number };
+}
+
+export interface ListenerFilter {
+  readonly type: "ExternalAuth" | "ExtensionRef" | string;
+  readonly externalAuth?: HTTPExternalAuthFilter;
+  readonly extensionRef?: LocalObjectReference;
+}
+
+export interface ListenerFilters {
+  readonly requests?: readonly ListenerFilter[];
 }
 
 /** A reference to any object (ObjectReference): caCertificateRefs. */
@@ -112,7 +137,11 @@ export interface Gateway extends KubeObject {
     readonly gatewayClassName: string;
     readonly listeners?: readonly Listener[];
     readonly tls?: GatewayTLS;
-    readonly addresses?: readonly { readonly type?: string; readonly value?: string }[];
+    readonly addresses?: readonly {
+      readonly type?: string;
+      readonly value?: string;
+      readonly routability?: string;
+    }[];
     readonly allowedListeners?: {
       readonly namespaces?: { readonly from?: string; readonly selector?: LabelSelector };
     };
@@ -395,6 +424,14 @@ export interface ConfigMap extends KubeObject {
 
 export type Namespace = KubeObject;
 
+/**
+ * A cluster-scoped bundle of trusted CA certificates (certificates.k8s.io/v1beta1; Kubernetes
+ * ≥ 1.33 with the ClusterTrustBundle feature gate and API on): `trustBundle` is PEM.
+ */
+export interface ClusterTrustBundle extends KubeObject {
+  readonly spec?: { readonly signerName?: string; readonly trustBundle?: string };
+}
+
 /** Our own parameters resource (gateway.kengine.io/v1alpha1), see provision/parameters.ts. */
 export interface KengineParameters extends KubeObject {
   readonly spec?: Readonly<Record<string, unknown>>;
@@ -416,6 +453,7 @@ export interface KindMap {
   readonly EndpointSlice: EndpointSlice;
   readonly Secret: Secret;
   readonly ConfigMap: ConfigMap;
+  readonly ClusterTrustBundle: ClusterTrustBundle;
   readonly Namespace: Namespace;
   readonly KengineParameters: KengineParameters;
 }
@@ -437,6 +475,7 @@ export const KINDS: readonly Kind[] = [
   "EndpointSlice",
   "Secret",
   "ConfigMap",
+  "ClusterTrustBundle",
   "Namespace",
   "KengineParameters",
 ];

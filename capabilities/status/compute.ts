@@ -25,6 +25,8 @@ export interface StoredCondition extends Condition {
 export interface GatewayAddress {
   readonly type?: "IPAddress" | "Hostname" | string;
   readonly value: string;
+  /** Gateway API v1.7 (`Cluster`: the proxies' Service cluster IP); absent: the default. */
+  readonly routability?: string;
 }
 
 /** The parts of a stored object the writer needs. */
@@ -131,7 +133,13 @@ export function gatewayStatus(
 ) {
   return {
     ...(addresses !== undefined
-      ? { addresses: addresses.map(a => ({ type: a.type ?? "IPAddress", value: a.value })) }
+      ? {
+          addresses: addresses.map(a => ({
+            type: a.type ?? "IPAddress",
+            value: a.value,
+            ...(a.routability && { routability: a.routability }),
+          })),
+        }
       : {}),
     conditions: stampConditions(current?.status?.conditions, r.conditions, now),
     listeners: listenerStatuses(current?.status?.listeners, r.listeners, now),

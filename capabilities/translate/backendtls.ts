@@ -21,6 +21,7 @@
  * Whenever the winning policy cannot be applied as written, requests to the Service port get
  * HTTP 500 rather than a connection with weaker verification (the spec asks for a 5xx).
  */
+import { isTrustBundleRef, trustBundleCertificates } from "./trustbundle";
 import { X509Certificate } from "node:crypto";
 import { BackendTLSPolicy, Service, ServicePort, Snapshot, keyOf } from "../snapshot";
 import { Condition, ConditionType, condition } from "./conditions";
@@ -138,10 +139,17 @@ function evaluateOne(s: Snapshot, p: BackendTLSPolicy, isConflicted: boolean): E
   const cas: string[] = [];
   for (const ref of refs) {
     const id = `${ns}/${ref.name}`;
+    if (isTrustBundleRef(ref)) {
+      const bundle = trustBundleCertificates(s, { name: ref.name });
+      if (bundle.ok) cas.push(...bundle.value);
+      else
+        refProblems.push({ reason: PolicyReason.InvalidCACertificateRef, message: bundle.error });
+      continue;
+    }
     if ((ref.group ?? "") !== "" || ref.kind !== "ConfigMap") {
       refProblems.push({
         reason: PolicyReason.InvalidKind,
-        message: `caCertificateRef ${ref.kind}.${ref.group || "core"} ${id}: only core ConfigMaps are supported`,
+        message: `caCertificateRef ${ref.kind}.${ref.group || "core"} ${id}: only core ConfigMaps and ClusterTrustBundles are supported`,
       });
       continue;
     }

@@ -19,6 +19,7 @@
  * ResolvedRefs=False (InvalidClientCertificateRef or RefNotPermitted) and backends are reached
  * without a client certificate.
  */
+import { isTrustBundleRef, trustBundleCertificates } from "./trustbundle";
 import { checkKeyPair } from "../validation/keypair";
 import { FrontendTLSValidation, GATEWAY_GROUP, Gateway, Snapshot } from "../snapshot";
 import {
@@ -78,6 +79,16 @@ export function frontendValidation(
     const at = `${config.at}.caCertificateRefs[${i}]`;
     const ns = ref.namespace ?? gwNs;
     const id = `${ns}/${ref.name}`;
+    if (isTrustBundleRef(ref)) {
+      const bundle = trustBundleCertificates(s, ref);
+      if (bundle.ok) cas.push(...bundle.value.filter(c => !cas.includes(c)));
+      else
+        problems.push({
+          reason: ListenerReason.InvalidCACertificateRef,
+          message: `${at}: ${bundle.error}`,
+        });
+      return;
+    }
     const kindProblem = caCertificateRefKindProblem(ref);
     if (kindProblem) {
       problems.push({

@@ -4,7 +4,7 @@
  * share a port.
  */
 import { checkKeyPair } from "../validation/keypair";
-import { CertificateIR } from "../ir";
+import { CertificateIR, ListenerFilterIR } from "../ir";
 import {
   GATEWAY_GROUP,
   Gateway,
@@ -22,6 +22,8 @@ import { listenerProblems } from "../validation/gateway";
 import { problemText } from "../validation/message";
 import { ACME_LISTENERSET_MESSAGE, acmeIssuerOf } from "../validation/acme";
 import { acmeListener } from "./acme";
+import { resolveListenerFilters } from "./listenerfilters";
+import { DEFAULT_PROXY_FLAVOR, ProxyFlavor } from "../flavor/proxy-flavor";
 
 export type RouteKind = "HTTPRoute" | "GRPCRoute" | "TLSRoute" | "TCPRoute" | "UDPRoute";
 
@@ -50,6 +52,8 @@ export interface ResolvedListener {
   readonly certificates: readonly CertificateIR[];
   /** HTTPS: the client certificate validation of its port (Gateway spec.tls.frontend). */
   readonly clientValidation?: ClientValidation;
+  /** Pre-routing filters (filters.requests), in order; empty when it has none. */
+  readonly filters: readonly ListenerFilterIR[];
 }
 
 const PROTOCOL_KINDS: Readonly<Record<string, readonly RouteKind[]>> = {
@@ -78,6 +82,9 @@ interface Draft {
   conflicted?: { reason: string; message: string };
   certificates: CertificateIR[];
   clientValidation?: ClientValidation;
+  filters?: readonly ListenerFilterIR[];
+  /** A pre-routing filter cannot run: never served without it, whatever else is resolved. */
+  filtersUnresolved?: boolean;
 }
 
 /** ListenerSets attached to `gw` and allowed by its `allowedListeners`, in precedence order. */
@@ -125,6 +132,7 @@ export function resolveListeners(
   s: Snapshot,
   gw: Gateway,
   listenerSets: readonly ListenerSet[],
+  flavor: ProxyFlavor = DEFAULT_PROXY_FLAVOR,
 ): ResolvedListener[] {
   const drafts: Draft[] = [];
   const gwOwner: ListenerOwner = {
@@ -134,7 +142,7 @@ export function resolveListeners(
     generation: gw.metadata.generation,
     precedence: 0,
   };
-  (gw.spec.listeners ?? []).forEach((l, i) => drafts.push(draft(s, gw, gwOwner, l, i)));
+  (gw.spec.listeners ?? []).forEach((l, i) => drafts.push(draft(s, gw, gwOwner, l, i, flavor)));
   listenerSets.forEach((ls, i) => {
     const owner: ListenerOwner = {
       kind: "ListenerSet",
@@ -143,7 +151,7 @@ export function resolveListeners(
       generation: ls.metadata.generation,
       precedence: i + 1,
     };
-    (ls.spec?.listeners ?? []).forEach((l, j) => drafts.push(draft(s, gw, owner, l, j)));
+    (ls.spec?.listeners ?? []).forEach((l, j) => drafts.push(draft(s, gw, owner, l, j, flavor)));
   });
   markConflicts(drafts);
   return drafts.map(finish);
@@ -155,6 +163,7 @@ function draft(
   owner: ListenerOwner,
   l: Listener,
   listenerIndex: number,
+  flavor: ProxyFlavor,
 ): Draft {
   const d: Draft = {
     owner,
@@ -252,6 +261,17 @@ function draft(
         reason: ListenerReason.NoValidCACertificate,
         message: `no usable CA certificate for client certificate validation: ${fv.problem?.message ?? "no caCertificateRefs"}`,
       };
+  }
+  // Pre-routing filters (translate/listenerfilters.ts).
+  const lf = resolveListenerFilters(s, owner.kind, owner.namespace, l, flavor);
+  if (lf.ok) {
+    if (lf.filters.length > 0) d.filters = lf.filters;
+  } else if (lf.condition === "Accepted") {
+    d.accepted = { reason: lf.reason, message: lf.message };
+  } else {
+    d.filtersUnresolved = true;
+    if (!d.resolvedRefs || d.resolvedRefsServed)
+      d.resolvedRefs = { reason: lf.reason, message: lf.message };
   }
   return d;
 }
@@ -377,7 +397,8 @@ function finish(d: Draft): ResolvedListener {
     d.resolvedRefs &&
     !d.resolvedRefsServed &&
     !(d.resolvedRefs.reason === ListenerReason.InvalidRouteKinds && d.supportedKinds.length > 0);
-  const served = !d.accepted && !d.conflicted && !refsBlock && d.pending === undefined;
+  const served =
+    !d.accepted && !d.conflicted && !refsBlock && !d.filtersUnresolved && d.pending === undefined;
   conditions.push(
     served
       ? condition(
@@ -426,6 +447,7 @@ function finish(d: Draft): ResolvedListener {
     served,
     certificates: d.certificates,
     ...(d.clientValidation && { clientValidation: d.clientValidation }),
+    filters: d.filters ?? [],
   };
 }
 

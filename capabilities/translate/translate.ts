@@ -211,7 +211,7 @@ export function translate(s: Snapshot, options: TranslateOptions = {}): Translat
       refusedListenerSets: refused,
       listeners: stableData(
         gw,
-        withoutRefusedListeners(resolveListeners(s, gw, allowed), refusals),
+        withoutRefusedListeners(resolveListeners(s, gw, allowed, flavor), refusals),
       ),
       attachments: new Map(),
       flavor,
@@ -535,6 +535,8 @@ const compileReads = (s: Snapshot, services: readonly string[]): readonly unknow
   const reads: unknown[] = [
     s.objects.BackendTLSPolicy,
     s.objects.ConfigMap,
+    // BackendTLSPolicy CAs may come from bundles (trustbundle.ts).
+    s.objects.ClusterTrustBundle,
     s.objects.ReferenceGrant,
   ];
   const slices = services.length > 0 ? slicesByService(s) : undefined;
@@ -1098,6 +1100,7 @@ function httpListenerIR(
     id: l.id,
     ...(l.listener.hostname && { hostname: l.listener.hostname.toLowerCase() }),
     certificateIds: l.certificates.map(c => c.id),
+    ...(l.filters.length > 0 && { filters: l.filters }),
     routes: precedenceOrder(gateway, l.id, groups).map(r => r.entry),
   };
 }

@@ -12,11 +12,14 @@ import { RESERVED_PORTS } from "../proxies/pod";
 import { Collector, items } from "./budget";
 import { ACME_ISSUER_OPTION, acmeIssuerOf } from "./acme";
 import { FieldProblem, display, truncate } from "./regex";
+import { ListenerFiltersLike, listenerFilterProblems } from "./listenerfilters";
 
 export interface ListenerLike {
   readonly name?: string;
   readonly port?: number;
+  readonly protocol?: string;
   readonly tls?: { readonly options?: Readonly<Record<string, string>> };
+  readonly filters?: ListenerFiltersLike;
 }
 export interface GatewayLike {
   readonly spec?: { readonly listeners?: readonly ListenerLike[] };
@@ -52,6 +55,7 @@ export function listenerProblems(at: string, l: ListenerLike, c = new Collector(
       ]);
     }
   }
+  listenerFilterProblems(at, l?.protocol, l?.filters, c);
   return c.problems();
 }
 
@@ -74,14 +78,15 @@ interface RefLike {
 }
 
 /**
- * Why a frontend `caCertificateRefs` entry names a kind we cannot read, or undefined. Only
- * core ConfigMaps (the CA bundle under `ca.crt`) are supported; the spec reports another kind
+ * Why a frontend `caCertificateRefs` entry names a kind we cannot read, or undefined. Core
+ * ConfigMaps (the CA bundle under `ca.crt`) and ClusterTrustBundles are supported; the spec reports another kind
  * as `ResolvedRefs=False/InvalidCACertificateKind` on every HTTPS listener it applies to.
  */
 export function caCertificateRefKindProblem(ref: RefLike): string | undefined {
   const group = ref.group ?? "";
   if (group === "" && ref.kind === "ConfigMap") return undefined;
-  return `${ref.kind ?? ""}.${group || "core"} is not a supported CA certificate kind (only core ConfigMaps with ca.crt)`;
+  if (group === "certificates.k8s.io" && ref.kind === "ClusterTrustBundle") return undefined;
+  return `${ref.kind ?? ""}.${group || "core"} is not a supported CA certificate kind (only core ConfigMaps with ca.crt and certificates.k8s.io ClusterTrustBundles)`;
 }
 
 /**

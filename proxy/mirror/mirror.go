@@ -24,15 +24,15 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
+
+	"kengine.io/gateway/proxy/internal/outbound"
 )
 
 func init() {
@@ -81,15 +81,7 @@ func (m *Mirror) Provision(ctx caddy.Context) error {
 	if m.Timeout == 0 {
 		m.Timeout = caddy.Duration(10 * time.Second)
 	}
-	m.client = &http.Client{
-		Timeout: time.Duration(m.Timeout),
-		Transport: &http.Transport{
-			DialContext:         (&net.Dialer{Timeout: 3 * time.Second}).DialContext,
-			MaxIdleConnsPerHost: 16,
-		},
-		// A mirror's redirect is its own business.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
+	m.client = outbound.Client(time.Duration(m.Timeout), 16)
 	return nil
 }
 
@@ -165,7 +157,7 @@ func (m *Mirror) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhtt
 		out.URL.Scheme = "http"
 		out.URL.Host = dial
 		out.Host = r.Host
-		removeHopByHop(out.Header)
+		outbound.RemoveHopByHop(out.Header)
 		out.Body = io.NopCloser(bytes.NewReader(body))
 		out.ContentLength = int64(len(body))
 		if body == nil {
@@ -174,24 +166,6 @@ func (m *Mirror) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhtt
 		go m.send(out)
 	}
 	return next.ServeHTTP(w, r)
-}
-
-// hopByHop are the headers that belong to one connection (RFC 9110 §7.6.1), not to the
-// request: the copy travels on a connection of its own.
-var hopByHop = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
-	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
-
-func removeHopByHop(h http.Header) {
-	for _, v := range h.Values("Connection") {
-		for _, name := range strings.Split(v, ",") {
-			if name = strings.TrimSpace(name); name != "" {
-				h.Del(name)
-			}
-		}
-	}
-	for _, name := range hopByHop {
-		h.Del(name)
-	}
 }
 
 func (m *Mirror) send(req *http.Request) {

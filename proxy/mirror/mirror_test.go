@@ -1,7 +1,6 @@
 package mirror
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -9,8 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"kengine.io/gateway/proxy/internal/caddytest"
 )
 
 type seen struct {
@@ -29,19 +29,7 @@ func mirrorServer(t *testing.T) (string, chan seen) {
 	return strings.TrimPrefix(srv.URL, "http://"), got
 }
 
-func provisioned(t *testing.T, m *Mirror) *Mirror {
-	t.Helper()
-	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
-	t.Cleanup(cancel)
-	if err := m.Provision(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = m.Cleanup() })
-	return m
-}
+func provisioned(t *testing.T, m *Mirror) *Mirror { return caddytest.Provisioned(t, m) }
 
 func serve(t *testing.T, m *Mirror, body string) (int, string) {
 	t.Helper()

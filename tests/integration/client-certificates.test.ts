@@ -6,7 +6,9 @@
  * a node HTTPS backend (BackendTLSPolicy) that itself requires a client certificate from CA
  * "gateway". Run on the Bundled proxy and on Caddy 2.8 as the Kengine flavour: the frontend
  * checks are stock Caddy on both; the backend certificate needs our transport (Bundled only:
- * Kengine proxies reach the backend without it, which refuses them, 502). Loopback only.
+ * Kengine proxies reach the backend without it, which refuses them, 502). On the Bundled proxy
+ * once more with every CA (the clients' and the backend's) in a ClusterTrustBundle instead of a
+ * ConfigMap (Gateway API v1.7 feature ClusterTrustBundle). Loopback only.
  */
 import { createServer as createHTTPSServer, Server as HTTPSServer } from "node:https";
 import { AddressInfo } from "node:net";
@@ -71,14 +73,29 @@ const listenerCert = server(servingCA, HOST);
 const backendCert = server(backendCA, "backend.internal");
 const gatewayClient = client(gatewayCA, "the gateway");
 
-function objects(): KubeObject[] {
+/** Where the CA certificates are: ConfigMaps (ca.crt) or ClusterTrustBundles. */
+type Trust = "ConfigMap" | "ClusterTrustBundle";
+
+function objects(trust: Trust = "ConfigMap"): KubeObject[] {
   const ns = "default";
-  const cm = (name: string, pem: string) => ({
-    apiVersion: "v1",
-    kind: "ConfigMap",
-    metadata: { name, namespace: ns },
-    data: { "ca.crt": pem },
-  });
+  const cm = (name: string, pem: string) =>
+    trust === "ConfigMap"
+      ? {
+          apiVersion: "v1",
+          kind: "ConfigMap",
+          metadata: { name, namespace: ns },
+          data: { "ca.crt": pem },
+        }
+      : {
+          apiVersion: "certificates.k8s.io/v1beta1",
+          kind: "ClusterTrustBundle",
+          metadata: { name },
+          spec: { trustBundle: pem },
+        };
+  const caRef = (name: string) =>
+    trust === "ConfigMap"
+      ? { group: "", kind: "ConfigMap", name }
+      : { group: "certificates.k8s.io", kind: "ClusterTrustBundle", name };
   const secret = (name: string, i: Issued) => ({
     apiVersion: "v1",
     kind: "Secret",
@@ -116,7 +133,7 @@ function objects(): KubeObject[] {
           frontend: {
             default: {
               validation: {
-                caCertificateRefs: [{ group: "", kind: "ConfigMap", name: "clients" }],
+                caCertificateRefs: [caRef("clients")],
               },
             },
             perPort: [
@@ -125,7 +142,7 @@ function objects(): KubeObject[] {
                 tls: {
                   validation: {
                     mode: "AllowInsecureFallback",
-                    caCertificateRefs: [{ group: "", kind: "ConfigMap", name: "clients" }],
+                    caCertificateRefs: [caRef("clients")],
                   },
                 },
               },
@@ -156,7 +173,7 @@ function objects(): KubeObject[] {
       spec: {
         targetRefs: [{ group: "", kind: "Service", name: "secure" }],
         validation: {
-          caCertificateRefs: [{ group: "", kind: "ConfigMap", name: "backend-ca" }],
+          caCertificateRefs: [caRef("backend-ca")],
           hostname: "backend.internal",
         },
       },
@@ -207,63 +224,67 @@ async function backend(servers: HTTPSServer[]): Promise<number> {
   return (s.address() as AddressInfo).port;
 }
 
-const RUNS: { flavor: ProxyFlavor; peer: "caddy" | "caddy-2.8" }[] = [
-  { flavor: "Bundled", peer: "caddy" },
-  { flavor: "Kengine", peer: "caddy-2.8" },
+const RUNS: { flavor: ProxyFlavor; peer: "caddy" | "caddy-2.8"; trust: Trust }[] = [
+  { flavor: "Bundled", peer: "caddy", trust: "ConfigMap" },
+  { flavor: "Kengine", peer: "caddy-2.8", trust: "ConfigMap" },
+  { flavor: "Bundled", peer: "caddy", trust: "ClusterTrustBundle" },
 ];
 
-describe.each(RUNS)("client certificates on the $flavor proxy", ({ flavor, peer }) => {
-  let caddy: Caddy | undefined;
-  const servers: HTTPSServer[] = [];
-  const strict = 443 + PORT_OFFSET;
-  const fallback = 8443 + PORT_OFFSET;
-  const get = (port: number, cert?: ClientCertificate) => httpsGet(port, HOST, HOST, "/", cert);
+describe.each(RUNS)(
+  "client certificates on the $flavor proxy, CAs in $trust",
+  ({ flavor, peer, trust }) => {
+    let caddy: Caddy | undefined;
+    const servers: HTTPSServer[] = [];
+    const strict = 443 + PORT_OFFSET;
+    const fallback = 8443 + PORT_OFFSET;
+    const get = (port: number, cert?: ClientCertificate) => httpsGet(port, HOST, HOST, "/", cert);
 
-  beforeAll(async () => {
-    caddy = await startCaddy({ host: LOCAL, name: `client-certs-${peer}`, peer });
-    const base = flavor === "Bundled" ? objects() : withProxyFlavor(objects(), flavor);
-    const out = await withLoopbackEndpoints(base, () => backend(servers), { host: LOCAL });
-    const result = translate(snapshotOf(out));
-    const status = result.statuses.gateways.find(g => g.name === "mtls")!;
-    const resolved = status.conditions.find(c => c.type === "ResolvedRefs");
-    expect(resolved?.status).toBe(flavor === "Bundled" ? "True" : "False");
-    expect(status.conditions.find(c => c.type === "InsecureFrontendValidationMode")?.status).toBe(
-      "True",
-    );
-    await loadGateway(caddy, result.gateways[0]!, LOCAL);
-  }, 120_000);
+    beforeAll(async () => {
+      caddy = await startCaddy({ host: LOCAL, name: `client-certs-${peer}-${trust}`, peer });
+      const base = flavor === "Bundled" ? objects(trust) : withProxyFlavor(objects(trust), flavor);
+      const out = await withLoopbackEndpoints(base, () => backend(servers), { host: LOCAL });
+      const result = translate(snapshotOf(out));
+      const status = result.statuses.gateways.find(g => g.name === "mtls")!;
+      const resolved = status.conditions.find(c => c.type === "ResolvedRefs");
+      expect(resolved?.status).toBe(flavor === "Bundled" ? "True" : "False");
+      expect(status.conditions.find(c => c.type === "InsecureFrontendValidationMode")?.status).toBe(
+        "True",
+      );
+      await loadGateway(caddy, result.gateways[0]!, LOCAL);
+    }, 120_000);
 
-  afterAll(async () => {
-    await caddy?.stop();
-    await Promise.all(servers.map(s => new Promise(r => s.close(r))));
-  });
+    afterAll(async () => {
+      await caddy?.stop();
+      await Promise.all(servers.map(s => new Promise(r => s.close(r))));
+    });
 
-  it("AllowValidOnly: a client certificate from the trusted CA gets through", async () => {
-    const r = await get(strict, trusted);
-    if (flavor === "Bundled") {
-      expect(r.status).toBe(200);
-      // The backend saw the Gateway's own client certificate (spec.tls.backend).
-      expect(JSON.parse(r.body)).toEqual({ client: "the gateway" });
-    } else {
-      // Kengine cannot present it; the backend refuses the proxy (the Gateway's status says so).
-      expect(r.status).toBe(502);
-    }
-  });
+    it("AllowValidOnly: a client certificate from the trusted CA gets through", async () => {
+      const r = await get(strict, trusted);
+      if (flavor === "Bundled") {
+        expect(r.status).toBe(200);
+        // The backend saw the Gateway's own client certificate (spec.tls.backend).
+        expect(JSON.parse(r.body)).toEqual({ client: "the gateway" });
+      } else {
+        // Kengine cannot present it; the backend refuses the proxy (the Gateway's status says so).
+        expect(r.status).toBe(502);
+      }
+    });
 
-  it("AllowValidOnly: no certificate, or one from another CA, is refused in the handshake", async () => {
-    await expect(get(strict)).rejects.toThrow();
-    await expect(get(strict, stranger)).rejects.toThrow();
-  });
+    it("AllowValidOnly: no certificate, or one from another CA, is refused in the handshake", async () => {
+      await expect(get(strict)).rejects.toThrow();
+      await expect(get(strict, stranger)).rejects.toThrow();
+    });
 
-  it("AllowValidOnly: a Host other than the SNI is served by a listener without hostname (no strict SNI-Host check)", async () => {
-    const r = await httpsGet(strict, HOST, `www.${HOST}`, "/", trusted);
-    expect(r.status).toBe(flavor === "Bundled" ? 200 : 502);
-  });
+    it("AllowValidOnly: a Host other than the SNI is served by a listener without hostname (no strict SNI-Host check)", async () => {
+      const r = await httpsGet(strict, HOST, `www.${HOST}`, "/", trusted);
+      expect(r.status).toBe(flavor === "Bundled" ? 200 : 502);
+    });
 
-  it("AllowInsecureFallback: trusted, untrusted and no certificate all get through", async () => {
-    const want = flavor === "Bundled" ? 200 : 502;
-    expect((await get(fallback, trusted)).status).toBe(want);
-    expect((await get(fallback, stranger)).status).toBe(want);
-    expect((await get(fallback)).status).toBe(want);
-  });
-});
+    it("AllowInsecureFallback: trusted, untrusted and no certificate all get through", async () => {
+      const want = flavor === "Bundled" ? 200 : 502;
+      expect((await get(fallback, trusted)).status).toBe(want);
+      expect((await get(fallback, stranger)).status).toBe(want);
+      expect((await get(fallback)).status).toBe(want);
+    });
+  },
+);

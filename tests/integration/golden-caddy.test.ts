@@ -69,6 +69,9 @@ async function echoServer(name: string): Promise<number> {
     }
     res.setHeader("content-type", "application/json");
     res.setHeader("server", "echo");
+    // As an authorization server (listener-filters): `?grant=NAME` grants x-auth-user NAME.
+    const grant = q.get("grant");
+    if (grant !== null) res.setHeader("x-auth-user", grant);
     res.end(
       JSON.stringify({
         backend: name,
@@ -519,5 +522,58 @@ describe("requests through real Caddy", () => {
     // A missing mirror Service or one without endpoints: the request is served all the same.
     expect((await get(80, "app.test", "/missing")).json?.backend).toBe("default/web-1");
     expect((await get(80, "app.test", "/idle")).json?.backend).toBe("default/web-1");
+  });
+
+  it("listener-filters: external authorization runs before route matching, on the filtered listeners only", async () => {
+    await load("listener-filters", "gw");
+    const seen = (server: string, path: string): Seen[] =>
+      (received.get(server) ?? []).filter(r => r.url.includes(path));
+    // Granted: the route matches the header the authorization server granted.
+    const ok = await get(80, "auth.example.com", "/lf/a?grant=alice", {
+      method: "POST",
+      headers: { authorization: "Bearer t", "x-tenant": "t1", "x-secret": "s" },
+      body: "payload",
+    });
+    expect(ok.status).toBe(200);
+    expect(ok.json).toMatchObject({ backend: "default/admin-1", url: "/lf/a?grant=alice" });
+    expect(ok.json?.body).toBe("payload");
+    expect(ok.json?.headers).toMatchObject({ "x-auth-user": "alice", "x-secret": "s" });
+    // What the authorization server was asked: prefix + path, Host, Authorization and the
+    // allowed header only, no body.
+    const [asked] = seen("default/auth-1", "/lf/a");
+    expect(asked).toMatchObject({ method: "POST", url: "/check/lf/a?grant=alice", body: "" });
+    expect(asked.headers).toMatchObject({
+      host: "auth.example.com",
+      authorization: "Bearer t",
+      "x-tenant": "t1",
+    });
+    expect(asked.headers["x-secret"]).toBeUndefined();
+    // Granted without the header: the route's second rule.
+    expect((await get(80, "auth.example.com", "/lf/b")).json?.backend).toBe("default/web-1");
+    // Refused: the client gets the authorization server's answer, no backend sees the request.
+    const denied = await get(80, "auth.example.com", "/lf/denied?id=lf-denied&fail=1&code=401");
+    expect(denied.status).toBe(401);
+    expect(seen("default/web-1", "/lf/denied")).toHaveLength(0);
+    expect(seen("default/admin-1", "/lf/denied")).toHaveLength(0);
+    // The listener without filters on the same port asks nobody.
+    const open = await get(80, "other.example.com", "/lf/open?grant=alice");
+    expect(open.json?.backend).toBe("default/web-1");
+    expect(seen("default/auth-1", "/lf/open")).toHaveLength(0);
+    // Two filters in order: the second gets 4 bytes of the body and grants x-auth-user only.
+    const two = await get(80, "two.example.com", "/lf/two?grant=alice", {
+      method: "PUT",
+      body: "0123456789",
+    });
+    expect(two.json).toMatchObject({ backend: "default/admin-1", body: "0123456789" });
+    const [second] = seen("default/auth2-1", "/lf/two");
+    expect(second).toMatchObject({ method: "PUT", url: "/second/lf/two?grant=alice" });
+    expect(second.body).toBe("0123");
+    // The first refuses: the second is never asked.
+    const first = await get(80, "two.example.com", "/lf/two-denied?id=lf-two&fail=1&code=403");
+    expect(first.status).toBe(403);
+    expect(seen("default/auth2-1", "/lf/two-denied")).toHaveLength(0);
+    // No ready endpoint for the authorization Service: refused (403), never let through.
+    expect((await get(81, "any.example.com", "/lf/down")).status).toBe(403);
+    expect(seen("default/web-1", "/lf/down")).toHaveLength(0);
   });
 });

@@ -23,6 +23,7 @@ import (
 	_ "github.com/mholt/caddy-l4/modules/l4tls"
 
 	_ "kengine.io/gateway/proxy/deadline"
+	_ "kengine.io/gateway/proxy/extauth"
 	_ "kengine.io/gateway/proxy/listener"
 	_ "kengine.io/gateway/proxy/mirror"
 	_ "kengine.io/gateway/proxy/routetable"

@@ -3,6 +3,7 @@
 package caddytest
 
 import (
+	"context"
 	"net"
 	"os"
 	"testing"
@@ -34,4 +35,27 @@ func FreePort(t testing.TB) int {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// Module is a Caddy module as its unit tests use it: provisioned, validated, cleaned up.
+type Module interface {
+	caddy.Provisioner
+	caddy.Validator
+	caddy.CleanerUpper
+}
+
+// Provisioned provisions and validates m in a fresh Caddy context (failing the test if either
+// fails) and cleans it up with the test.
+func Provisioned[M Module](t testing.TB, m M) M {
+	t.Helper()
+	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+	t.Cleanup(cancel)
+	if err := m.Provision(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Cleanup() })
+	return m
 }

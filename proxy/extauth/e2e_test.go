@@ -1,0 +1,202 @@
+package extauth
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2"
+	_ "github.com/caddyserver/caddy/v2/modules/standard"
+
+	"kengine.io/gateway/proxy/internal/caddytest"
+)
+
+func TestMain(m *testing.M) { caddytest.Main(m, "extauth") }
+
+// recorder is a loopback HTTP server that logs what it got and answers with `answer`.
+type recorder struct {
+	mu   sync.Mutex
+	got  []*http.Request
+	body []string
+	srv  *httptest.Server
+}
+
+func newRecorder(t *testing.T, answer func(w http.ResponseWriter, r *http.Request)) *recorder {
+	rec := &recorder{}
+	rec.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		rec.mu.Lock()
+		rec.got = append(rec.got, r.Clone(r.Context()))
+		rec.body = append(rec.body, string(b))
+		rec.mu.Unlock()
+		answer(w, r)
+	}))
+	t.Cleanup(rec.srv.Close)
+	return rec
+}
+
+func (r *recorder) addr() string { return strings.TrimPrefix(r.srv.URL, "http://") }
+
+// seen is the requests (and bodies) whose path contains `part`.
+func (r *recorder) seen(part string) ([]*http.Request, []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var reqs []*http.Request
+	var bodies []string
+	for i, q := range r.got {
+		if strings.Contains(q.URL.Path, part) {
+			reqs = append(reqs, q)
+			bodies = append(bodies, r.body[i])
+		}
+	}
+	return reqs, bodies
+}
+
+// The controller's golden for listener filters (tests/golden/listener-filters.*), loaded into a
+// real Caddy (in-process) with its endpoints pointed at loopback servers: the filters run
+// before the listener's route matching, in order, only on the filtered listeners.
+func TestGoldenListenerFiltersOnRealCaddy(t *testing.T) {
+	raw, err := os.ReadFile("../../tests/golden/listener-filters.caddy.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var goldens map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &goldens); err != nil {
+		t.Fatal(err)
+	}
+	backend := func(name string) *recorder {
+		return newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(map[string]any{"backend": name, "user": r.Header.Get("X-Auth-User")})
+		})
+	}
+	web, admin := backend("web"), backend("admin")
+	auth := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, "deny") {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = io.WriteString(w, "denied by auth")
+			return
+		}
+		if g := r.URL.Query().Get("grant"); g != "" {
+			w.Header().Set("X-Auth-User", g)
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	auth2 := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Auth-User", r.URL.Query().Get("second"))
+		w.Header().Set("X-Ignored", "not allowed")
+		w.WriteHeader(http.StatusOK)
+	})
+	http80 := fmt.Sprintf("127.0.0.1:%d", caddytest.FreePort(t))
+	http81 := fmt.Sprintf("127.0.0.1:%d", caddytest.FreePort(t))
+	config := strings.NewReplacer(
+		`"127.0.0.22:3000"`, fmt.Sprintf("%q", web.addr()),
+		`"127.0.0.23:3000"`, fmt.Sprintf("%q", admin.addr()),
+		`"127.0.0.24:3000"`, fmt.Sprintf("%q", auth.addr()),
+		`"127.0.0.25:3000"`, fmt.Sprintf("%q", auth2.addr()),
+		`"kengine-http/:80"`, fmt.Sprintf("%q", http80),
+		`"kengine-http/:81"`, fmt.Sprintf("%q", http81),
+		`"localhost:2019"`, fmt.Sprintf(`"127.0.0.1:%d"`, caddytest.FreePort(t)),
+	).Replace(string(goldens["default/gw"]))
+	if err := caddy.Load([]byte(config), true); err != nil {
+		t.Fatalf("Caddy refused the golden: %v", err)
+	}
+	t.Cleanup(func() { _ = caddy.Stop() })
+
+	type reply struct {
+		status int
+		body   string
+		header http.Header
+	}
+	do := func(addr, method, host, path, body string, header map[string]string) reply {
+		t.Helper()
+		req, _ := http.NewRequest(method, "http://"+addr+path, strings.NewReader(body))
+		req.Host = host
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s%s: %v", method, host, path, err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return reply{res.StatusCode, string(b), res.Header}
+	}
+	backendOf := func(r reply) string {
+		var v struct{ Backend, User string }
+		_ = json.Unmarshal([]byte(r.body), &v)
+		return v.Backend + "/" + v.User
+	}
+
+	// Granted: route matching sees the header the authorization server granted (rule 1).
+	r := do(http80, http.MethodPost, "auth.example.com", "/lf/a?grant=alice", "payload",
+		map[string]string{"Authorization": "Bearer t", "X-Tenant": "t1", "X-Secret": "s"})
+	if r.status != 200 || backendOf(r) != "admin/alice" {
+		t.Fatalf("granted: %d %s", r.status, r.body)
+	}
+	reqs, bodies := auth.seen("/lf/a")
+	if len(reqs) != 1 {
+		t.Fatalf("auth asked %d times", len(reqs))
+	}
+	q := reqs[0]
+	if q.Method != http.MethodPost || q.URL.RequestURI() != "/check/lf/a?grant=alice" || q.Host != "auth.example.com" ||
+		q.Header.Get("Authorization") != "Bearer t" || q.Header.Get("X-Tenant") != "t1" ||
+		q.Header.Get("X-Secret") != "" || bodies[0] != "" {
+		t.Fatalf("authorization request: %s %s Host %s %v body %q", q.Method, q.URL.RequestURI(), q.Host, q.Header, bodies[0])
+	}
+	// Granted without the header: rule 2.
+	if r := do(http80, http.MethodGet, "auth.example.com", "/lf/b", "", nil); backendOf(r) != "web/" {
+		t.Fatalf("no grant: %d %s", r.status, r.body)
+	}
+	// Refused: the authorization server's answer, no backend reached.
+	r = do(http80, http.MethodGet, "auth.example.com", "/lf/deny", "", nil)
+	if r.status != http.StatusUnauthorized || r.body != "denied by auth" || r.header.Get("WWW-Authenticate") != "Bearer" {
+		t.Fatalf("denied: %d %q %v", r.status, r.body, r.header)
+	}
+	if w, _ := web.seen("/lf/deny"); len(w) != 0 {
+		t.Fatal("a refused request reached the backend")
+	}
+	// The listener without filters on the same port asks nobody.
+	if r := do(http80, http.MethodGet, "other.example.com", "/lf/open?grant=alice", "", nil); backendOf(r) != "web/" {
+		t.Fatalf("open listener: %d %s", r.status, r.body)
+	}
+	if a, _ := auth.seen("/lf/open"); len(a) != 0 {
+		t.Fatal("the unfiltered listener asked the authorization server")
+	}
+	// Two filters in order: the first grants alice, the second (4 bytes of the body, prefix
+	// /second, only x-auth-user copied) replaces it with bob.
+	r = do(http80, http.MethodPut, "two.example.com", "/lf/two?grant=alice&second=bob", "0123456789", nil)
+	if backendOf(r) != "web/bob" {
+		t.Fatalf("two filters: %d %s", r.status, r.body)
+	}
+	second, secondBodies := auth2.seen("/lf/two")
+	if len(second) != 1 || second[0].URL.Path != "/second/lf/two" || secondBodies[0] != "0123" {
+		t.Fatalf("second filter asked %d times: %v %q", len(second), second, secondBodies)
+	}
+	r = do(http80, http.MethodPut, "two.example.com", "/lf/two?grant=alice&second=alice", "x", nil)
+	if backendOf(r) != "admin/alice" {
+		t.Fatalf("two filters, both grant alice: %d %s", r.status, r.body)
+	}
+	// The first refuses: the second is never asked.
+	if r := do(http80, http.MethodGet, "two.example.com", "/lf/two-deny", "", nil); r.status != http.StatusUnauthorized {
+		t.Fatalf("first refuses: %d", r.status)
+	}
+	if s, _ := auth2.seen("/lf/two-deny"); len(s) != 0 {
+		t.Fatal("the second filter ran after the first refused")
+	}
+	// An authorization Service without ready endpoints: every request refused.
+	if r := do(http81, http.MethodGet, "any.example.com", "/lf/down", "", nil); r.status != http.StatusForbidden {
+		t.Fatalf("no endpoints: %d", r.status)
+	}
+	if w, _ := web.seen("/lf/down"); len(w) != 0 {
+		t.Fatal("a request got through an authorization Service without endpoints")
+	}
+}

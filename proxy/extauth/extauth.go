@@ -1,0 +1,230 @@
+// Package extauth is the Caddy HTTP handler `kengine_ext_auth`: Gateway API external
+// authorization over HTTP (HTTPExternalAuthFilter, protocol HTTP) for the Kengine/Caddy proxy,
+// used as a listener's pre-routing filter (Listener.filters.requests, GatewayListenerFilters).
+//
+// Stock Caddy's forward_auth (reverse_proxy + handle_response) cannot do what the filter
+// requires: it forwards every client header and the method rewritten to GET, and copies only
+// response headers it names (the filter copies every one when allowedResponseHeaders is
+// empty). This handler asks the authorization server and, on 200, lets the request continue
+// down the route with the granted headers; any other answer goes back to the client as is.
+//
+// Config (JSON, as the controller emits it):
+//
+//	{"handler": "kengine_ext_auth",
+//	 "dial": ["10.244.0.7:9000"],
+//	 "path_prefix": "/auth",
+//	 "allowed_request_headers": ["X-Tenant"],
+//	 "allowed_response_headers": ["X-User"],
+//	 "max_body_bytes": 0}
+//
+// The authorization request has the client request's method, the path prefix followed by the
+// request's path and query, its Host, and only these headers: Authorization and the allowed
+// request headers (HTTPAuthConfig.allowedHeaders), plus a Content-Length that counts the
+// body bytes sent: the first max_body_bytes of the client's body (ForwardBody.maxSize,
+// truncated beyond it), none when it is 0. The client's body stays whole for the backend.
+//
+// A 200 answer grants: its allowed response headers (every header when the list is empty,
+// except Host and :authority, which a pre-routing filter must not change, hop-by-hop headers,
+// and the headers that describe the answer's own body: Content-Length, Content-Type,
+// Content-Encoding, Date, Server) replace the request's headers of those names, then the next
+// handler (the listener's route matching) runs. Any other status is a refusal: that status,
+// the answer's headers and body go to the client. An authorization server that cannot be
+// reached or does not answer within the timeout (default 10s), or that has no endpoints, is a
+// refusal with status_on_error (default 403, as Envoy's ext_authz).
+package extauth
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+
+	"kengine.io/gateway/proxy/internal/outbound"
+)
+
+func init() {
+	caddy.RegisterModule(ExtAuth{})
+}
+
+// ExtAuth is the handler.
+type ExtAuth struct {
+	// Endpoints (host:port) of the authorization server; one is picked per request.
+	Dial                   []string       `json:"dial"`
+	PathPrefix             string         `json:"path_prefix,omitempty"`
+	AllowedRequestHeaders  []string       `json:"allowed_request_headers,omitempty"`
+	AllowedResponseHeaders []string       `json:"allowed_response_headers,omitempty"`
+	MaxBodyBytes           int64          `json:"max_body_bytes,omitempty"`
+	Timeout                caddy.Duration `json:"timeout,omitempty"`
+	StatusOnError          int            `json:"status_on_error,omitempty"`
+
+	client *http.Client
+	logger *zap.Logger
+}
+
+// CaddyModule returns the module's information.
+func (ExtAuth) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.kengine_ext_auth",
+		New: func() caddy.Module { return new(ExtAuth) },
+	}
+}
+
+// Provision sets defaults and the HTTP client.
+func (a *ExtAuth) Provision(ctx caddy.Context) error {
+	a.logger = ctx.Logger()
+	if a.Timeout == 0 {
+		a.Timeout = caddy.Duration(10 * time.Second)
+	}
+	if a.StatusOnError == 0 {
+		a.StatusOnError = http.StatusForbidden
+	}
+	a.client = outbound.Client(time.Duration(a.Timeout), 64)
+	return nil
+}
+
+// Validate refuses negative limits, a status_on_error that is no error and a relative prefix.
+// No endpoints is valid (the authorization Service has no ready pod): every request is
+// refused with status_on_error.
+func (a *ExtAuth) Validate() error {
+	if a.MaxBodyBytes < 0 || a.Timeout < 0 {
+		return fmt.Errorf("max_body_bytes and timeout must not be negative")
+	}
+	if a.StatusOnError < 0 || a.StatusOnError > 599 || (a.StatusOnError != 0 && a.StatusOnError < 400) {
+		return fmt.Errorf("status_on_error %d is not an error status", a.StatusOnError)
+	}
+	if a.PathPrefix != "" && !strings.HasPrefix(a.PathPrefix, "/") {
+		return fmt.Errorf("path_prefix %q does not start with /", a.PathPrefix)
+	}
+	return nil
+}
+
+// Cleanup closes idle connections to the authorization server.
+func (a *ExtAuth) Cleanup() error {
+	if a.client != nil {
+		a.client.CloseIdleConnections()
+	}
+	return nil
+}
+
+// ServeHTTP asks the authorization server; on 200 the request continues with the granted
+// headers, otherwise the server's answer (or status_on_error) is the response.
+func (a *ExtAuth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	if len(a.Dial) == 0 {
+		w.WriteHeader(a.StatusOnError)
+		return nil
+	}
+	var body []byte
+	if a.MaxBodyBytes > 0 && r.Body != nil && r.Body != http.NoBody {
+		read, err := io.ReadAll(io.LimitReader(r.Body, a.MaxBodyBytes))
+		if err != nil {
+			return caddyhttp.Error(http.StatusBadRequest, err)
+		}
+		// The backend gets back exactly what was read followed by the rest.
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(read), r.Body), r.Body}
+		body = read
+	}
+	req, err := a.authRequest(r, body)
+	var res *http.Response
+	if err == nil {
+		res, err = a.client.Do(req)
+	}
+	if err != nil {
+		a.logger.Debug("authorization server unreachable", zap.Error(err))
+		w.WriteHeader(a.StatusOnError)
+		return nil
+	}
+	defer func() {
+		_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
+		_ = res.Body.Close()
+	}()
+	if res.StatusCode != http.StatusOK {
+		outbound.RemoveHopByHop(res.Header)
+		res.Header.Del("Content-Length")
+		for name, values := range res.Header {
+			w.Header()[name] = values
+		}
+		w.WriteHeader(res.StatusCode)
+		_, _ = io.Copy(w, res.Body)
+		return nil
+	}
+	a.grant(r.Header, res.Header)
+	return next.ServeHTTP(w, r)
+}
+
+func (a *ExtAuth) authRequest(r *http.Request, body []byte) (*http.Request, error) {
+	dial := a.Dial[rand.IntN(len(a.Dial))]
+	target := strings.TrimSuffix(a.PathPrefix, "/") + r.URL.RequestURI()
+	// The request's URI is already escaped: parsing keeps its escaping (RawPath).
+	out, err := http.NewRequestWithContext(context.WithoutCancel(r.Context()), r.Method, "http://"+dial+target, nil)
+	if err != nil {
+		return nil, err
+	}
+	out.Host = r.Host
+	out.Header = http.Header{}
+	copyHeader(out.Header, r.Header, "Authorization")
+	for _, name := range a.AllowedRequestHeaders {
+		if isAuthority(name) {
+			continue
+		}
+		copyHeader(out.Header, r.Header, name)
+	}
+	out.ContentLength = int64(len(body))
+	out.Body = http.NoBody
+	if len(body) > 0 {
+		out.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	return out, nil
+}
+
+func copyHeader(dst, src http.Header, name string) {
+	if values := src.Values(name); len(values) > 0 {
+		dst[http.CanonicalHeaderKey(name)] = append([]string(nil), values...)
+	}
+}
+
+// grant copies the granted response headers into the request's.
+func (a *ExtAuth) grant(request, response http.Header) {
+	if len(a.AllowedResponseHeaders) > 0 {
+		for _, name := range a.AllowedResponseHeaders {
+			if isAuthority(name) || response.Values(name) == nil {
+				continue
+			}
+			copyHeader(request, response, name)
+		}
+		return
+	}
+	outbound.RemoveHopByHop(response)
+	for name, values := range response {
+		if isAuthority(name) || ownBody[http.CanonicalHeaderKey(name)] {
+			continue
+		}
+		request[http.CanonicalHeaderKey(name)] = append([]string(nil), values...)
+	}
+}
+
+func isAuthority(name string) bool {
+	return strings.EqualFold(name, "Host") || strings.EqualFold(name, ":authority")
+}
+
+// ownBody are the headers of the authorization answer that describe that answer itself, not
+// a grant: copied onto the client's request they would misdescribe its body.
+var ownBody = map[string]bool{"Content-Length": true, "Content-Type": true,
+	"Content-Encoding": true, "Date": true, "Server": true}
+
+var (
+	_ caddy.Provisioner           = (*ExtAuth)(nil)
+	_ caddy.Validator             = (*ExtAuth)(nil)
+	_ caddy.CleanerUpper          = (*ExtAuth)(nil)
+	_ caddyhttp.MiddlewareHandler = (*ExtAuth)(nil)
+)
