@@ -15,6 +15,8 @@ import (
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 
 	"kengine.io/gateway/proxy/internal/caddytest"
+	// The goldens render Bundled listeners as route tables.
+	_ "kengine.io/gateway/proxy/routetable"
 )
 
 func TestMain(m *testing.M) { caddytest.Main(m, "extauth") }

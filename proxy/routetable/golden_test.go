@@ -15,6 +15,8 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
+	_ "kengine.io/gateway/proxy/deadline"
+	_ "kengine.io/gateway/proxy/extauth"
 	_ "kengine.io/gateway/proxy/mirror"
 	_ "kengine.io/gateway/proxy/santls"
 )
