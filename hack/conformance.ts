@@ -15,8 +15,9 @@
  *      module) once into the peers cache, runs it; the output goes
  *      to reports/conformance.log, progress lines to stdout
  *   5. copies the suite's report to reports/conformance-report.yaml and prints a summary
- *   6. stops the controller (deployed: saves the pods' logs, removes what it applied); removes the GatewayClass if it created it; brings the cluster
- *      down only if it brought it up (KG_KEEP_CLUSTER=1 keeps it)
+ *   6. stops the controller (deployed: saves the pods' logs, removes what it applied);
+ *      removes the GatewayClass if it created it; brings the cluster down only if it brought
+ *      it up (KG_KEEP_CLUSTER=1 keeps it)
  *
  * Exit code: 0 when the suite completed and wrote its report (whatever the results), 1 with
  * --strict when any test failed, 2 when the run could not complete (cluster, controller,
