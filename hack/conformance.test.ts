@@ -20,4 +20,22 @@ describe("npm run conformance flags", () => {
     expect("crds" in suiteVersions["v1.7.0"]).toBe(false);
     expect(suiteVersions["v1.6.1"].crds).toBe("v1.6.1");
   });
+  it("runs pepr dev unless --deployed, which keeps every other flag", () => {
+    expect(parseArgs([]).deployed).toBe(false);
+    const o = parseArgs([
+      "--deployed",
+      "--strict",
+      "--version=v1.7.0",
+      "--profiles=GATEWAY-HTTP,GATEWAY-TCP",
+      "--run-test=HTTPRouteSimpleSameNamespace",
+    ]);
+    expect(o).toMatchObject({
+      deployed: true,
+      strict: true,
+      version: "v1.7.0",
+      profiles: "GATEWAY-HTTP,GATEWAY-TCP",
+      runTest: "HTTPRouteSimpleSameNamespace",
+    });
+    expect(() => parseArgs(["--deployed=yes"])).toThrow(/--deployed takes no value/);
+  });
 });

@@ -6,22 +6,25 @@
  * CRDs the cluster installs are v1.7.0's whichever suite runs.
  *
  *   1. hack/cluster.sh up (remembers whether the cluster was already running)
- *   2. npx pepr dev (hack/pepr-dev.ts) unless KG_CONTROLLER=external
+ *   2. npx pepr dev (hack/pepr-dev.ts) unless KG_CONTROLLER=external; with --deployed the
+ *      module as `npx pepr deploy` installs it instead (hack/deployed.ts: dist/, rebuilt unless
+ *      fresh, applied; Pepr's admission and watcher pods on the local kubelet, no pepr dev)
  *   3. GatewayClass `kengine` (controllerName kengine.io/gateway-controller); waits for
  *      Accepted=True (current generation) and a non-empty status.supportedFeatures
  *   4. builds the suite (hack/conformance/conformance_test.go, go test -c in the version's
  *      module) once into the peers cache, runs it; the output goes
  *      to reports/conformance.log, progress lines to stdout
  *   5. copies the suite's report to reports/conformance-report.yaml and prints a summary
- *   6. stops the controller; removes the GatewayClass if it created it; brings the cluster
- *      down only if it brought it up (KG_KEEP_CLUSTER=1 keeps it)
+ *   6. stops the controller (deployed: saves the pods' logs, removes what it applied);
+ *      removes the GatewayClass if it created it; brings the cluster down only if it brought
+ *      it up (KG_KEEP_CLUSTER=1 keeps it)
  *
  * Exit code: 0 when the suite completed and wrote its report (whatever the results), 1 with
  * --strict when any test failed, 2 when the run could not complete (cluster, controller,
  * GatewayClass, build, the suite stopped before writing a report, or another pepr dev
  * disturbed the run).
  *
- * Flags: --version=v1.6.1|v1.7.0  --profiles=GATEWAY-HTTP,GATEWAY-GRPC,GATEWAY-TLS
+ * Flags: --version=v1.6.1|v1.7.0  --profiles=GATEWAY-HTTP,GATEWAY-GRPC,GATEWAY-TLS  --deployed
  *        --run-test=NAME  --skip-tests=A,B
  *        --strict  --debug  --no-cleanup  --continue-after-setup-failure
  *        --timeout-overrides='Name:secs;...'
@@ -50,6 +53,7 @@ import {
   formatSummary,
   summarizeReportYaml,
 } from "./conformance-summary";
+import { deployModule, distIsFresh, peprNamespace, undeployModule } from "./deployed";
 import { PeprDev, startPeprDev, webhookName } from "./pepr-dev";
 import pkg from "../package.json";
 
@@ -100,6 +104,8 @@ const usage = `usage: npm run conformance -- [flags]
   --version=V             the suite's release: ${Object.keys(suiteVersions).join(" or ")} (default ${defaultVersion})
   --run-test=NAME         run one test (e.g. HTTPRouteSimpleSameNamespace); features still come from the GatewayClass
   --skip-tests=A,B        skip these tests (they are listed as skipped in the report)
+  --deployed              run the module as \`npx pepr deploy\` installs it (dist/, rebuilt unless newer than the
+                          sources; Pepr's controller image on the local kubelet) instead of \`pepr dev\`
   --strict                exit 1 when any test failed (default: 0 whenever the suite completed)
   --debug                 the suite's debug logging (request/response dumps)
   --continue-after-setup-failure
@@ -114,7 +120,7 @@ const usage = `usage: npm run conformance -- [flags]
   --unusable-address=IP   the suite's -unusable-address (default ${defaultAddresses.unusable}: the local load balancer
                           serves only 127.20.0.0/16)
 environment:
-  KG_CONTROLLER=external  do not start pepr dev; a controller is already running against the cluster
+  KG_CONTROLLER=external  do not start pepr dev (nor deploy with --deployed); a controller is already running against the cluster
   KG_KEEP_CLUSTER=1       leave the cluster running even if this run started it
   KG_LOCAL_DIR=DIR        use another local cluster instance (default .local/)
   KG_CONFORMANCE_URL, KG_CONFORMANCE_CONTACT   implementation url / contact for the report`;
@@ -125,6 +131,8 @@ interface Options {
   runTest?: string;
   skipTests?: string;
   strict: boolean;
+  /** The module as `npx pepr deploy` installs it (hack/deployed.ts) instead of `pepr dev`. */
+  deployed: boolean;
   debug: boolean;
   cleanup: boolean;
   continueAfterSetupFailure: boolean;
@@ -142,6 +150,7 @@ export function parseArgs(argv: readonly string[]): Options {
     version: defaultVersion,
     profiles: defaultProfiles,
     strict: false,
+    deployed: false,
     debug: false,
     cleanup: true,
     continueAfterSetupFailure: false,
@@ -183,6 +192,10 @@ export function parseArgs(argv: readonly string[]): Options {
         break;
       case "strict":
         o.strict = true;
+        break;
+      case "deployed":
+        if (value !== undefined) throw new UsageError("--deployed takes no value");
+        o.deployed = true;
         break;
       case "debug":
         o.debug = true;
@@ -397,6 +410,66 @@ function watchForInterference(
       check();
       return disturbance;
     },
+  };
+}
+
+/**
+ * Status left by an earlier controller (e.g. an older supportedFeatures list) would satisfy
+ * waitForGatewayClass before this run's controller has written its own: clears it.
+ */
+function clearGatewayClassStatus(name: string): void {
+  if (!readGatewayClass(name).exists) return;
+  kubectl([
+    "patch",
+    "gatewayclass",
+    name,
+    "--subresource=status",
+    "--type=merge",
+    "-p",
+    '{"status":null}',
+  ]);
+}
+
+/**
+ * --deployed: the module as `npx pepr deploy` installs it (hack/deployed.ts), dist/ rebuilt
+ * unless newer than the module's sources. Returns the clean-up: the admission and watcher
+ * pods' logs to reports/conformance-controller.log, then removes what it applied (the CRDs and
+ * pepr-system stay, as after tests/e2e/deployed.test.ts).
+ */
+function deployController(): () => void {
+  const skipBuild = distIsFresh();
+  say(
+    `controller: deploying the module (${skipBuild ? "dist/ is newer than its sources, not rebuilt" : "npm run build"}; Pepr's pods in ${peprNamespace})`,
+  );
+  const t0 = Date.now();
+  const d = deployModule({
+    kubeconfig,
+    kubectl: kubectlBin,
+    skipBuild,
+    say: m => say(`controller: ${m}`),
+  });
+  const undeploy = () => undeployModule({ kubeconfig, kubectl: kubectlBin });
+  if (!d.ok) {
+    undeploy();
+    throw new RunError(`deployed mode: ${d.error}`);
+  }
+  say(
+    `controller: ${skipBuild ? "" : `built in ${d.buildSeconds} s, `}Pepr's admission and watcher pods Available after ${d.rolloutSeconds} s (ready in ${elapsed(t0)})`,
+  );
+  return () => {
+    const controllerLog = join(reportsDir, "conformance-controller.log");
+    // Every pod of both Deployments (two admission replicas), each line prefixed by its pod.
+    const logs = ["admission", "watcher"].map(c => {
+      const args = ["logs", "-n", peprNamespace, "-l", `pepr.dev/controller=${c}`];
+      const more = ["--all-containers", "--prefix", "--tail=-1", "--max-log-requests=10"];
+      const r = run(kubectlBin, ["--kubeconfig", kubeconfig, ...args, ...more], {
+        timeoutMs: 120_000,
+      });
+      return `# kubectl ${[...args, ...more].join(" ")}\n${r.stdout}${r.stderr}`;
+    });
+    writeFileSync(controllerLog, logs.join("\n"));
+    say(`controller: Pepr's pod logs in ${controllerLog}; removing the deployed module`);
+    undeploy();
   };
 }
 
@@ -668,7 +741,9 @@ async function main(): Promise<number> {
     let controller: PeprDev | undefined;
     const ourPeprPids = new Set<number>();
     if (process.env.KG_CONTROLLER === "external") {
-      say("controller: KG_CONTROLLER=external, not starting pepr dev");
+      say(
+        `controller: KG_CONTROLLER=external, not ${opts.deployed ? "deploying" : "starting pepr dev"}`,
+      );
     } else {
       // Another pepr dev (someone's test) would replace our webhook registration mid-run.
       const others = otherPeprDevs();
@@ -678,6 +753,11 @@ async function main(): Promise<number> {
             "Wait for it to finish, or set KG_CONTROLLER=external to measure the controller that is already running.",
         );
       }
+      clearGatewayClassStatus(opts.gatewayClass);
+    }
+    if (process.env.KG_CONTROLLER !== "external" && opts.deployed) {
+      cleanups.push(deployController());
+    } else if (process.env.KG_CONTROLLER !== "external") {
       // pepr dev serves its webhooks on port 3000; a second one would fail to start.
       const busy = run("ss", ["-Hltn", "sport = :3000"], { timeoutMs: 10_000 });
       if (busy.code === 0 && busy.stdout.trim() !== "") {
@@ -685,19 +765,6 @@ async function main(): Promise<number> {
           "port 3000 is in use: another pepr dev (or module) seems to be running against a cluster. Stop it, " +
             "or set KG_CONTROLLER=external to measure the controller that is already running.",
         );
-      }
-      // Status left by an earlier controller (e.g. an older supportedFeatures list) would satisfy
-      // the wait below before this controller has written its own: clear it first.
-      if (readGatewayClass(opts.gatewayClass).exists) {
-        kubectl([
-          "patch",
-          "gatewayclass",
-          opts.gatewayClass,
-          "--subresource=status",
-          "--type=merge",
-          "-p",
-          '{"status":null}',
-        ]);
       }
       const controllerLog = join(reportsDir, "conformance-controller.log");
       say(`controller: starting npx pepr dev (output in ${controllerLog})`);
