@@ -55,6 +55,8 @@ export interface Pebble {
   start(): Promise<void>;
   /** Stops Pebble and the DNS responder. */
   close(): Promise<void>;
+  /** Pebble's process id while it runs. */
+  pid(): number | undefined;
 }
 
 /** A free loopback TCP port. */
@@ -240,7 +242,9 @@ export async function startPebble(o: PebbleOptions): Promise<Pebble> {
   const stop = async (): Promise<void> => {
     const p = proc;
     proc = undefined;
-    if (!p || p.exitCode !== null) return;
+    // Gone already: exited, or ended by a signal (Ctrl-C in a terminal signals the whole
+    // process group, Pebble included, before `npm start` stops it), when exitCode stays null.
+    if (!p || p.exitCode !== null || p.signalCode !== null) return;
     const gone = new Promise(r => p.once("exit", r));
     p.kill("SIGTERM");
     await gone;
@@ -261,6 +265,7 @@ export async function startPebble(o: PebbleOptions): Promise<Pebble> {
     },
     stop,
     start,
+    pid: () => proc?.pid,
     async close() {
       await stop();
       await new Promise(r => dns.close(r));

@@ -146,7 +146,7 @@ export async function startPeprDev(opts: PeprDevOptions): Promise<PeprDev> {
   };
 
   const stop = async (): Promise<void> => {
-    if (child.exitCode === null && child.pid) {
+    if (child.exitCode === null && child.signalCode === null && child.pid) {
       try {
         process.kill(-child.pid, "SIGTERM");
       } catch {

@@ -108,4 +108,21 @@ describe("ACME client against Pebble", () => {
     expect(!gone.ok && gone.error.type).toBe("network");
     expect(!gone.ok && gone.error.detail).toMatch(/^POST https:\/\/127\.0\.0\.1:\d+\/order-plz: /);
   });
+
+  it("closes when Pebble was already ended by a signal (Ctrl-C in `npm start`'s terminal)", async () => {
+    const p = await pebble({});
+    const pid = p.pid();
+    expect(pid).toBeDefined();
+    process.kill(pid!, "SIGINT");
+    // Until the process is gone (kill -0 throws ESRCH), then close() must return, not wait
+    // for an exit event that already happened (the hang `npm start` had on Ctrl-C).
+    for (let alive = true; alive; await new Promise(r => setTimeout(r, 50)))
+      try {
+        process.kill(pid!, 0);
+      } catch {
+        alive = false;
+      }
+    await new Promise(r => setTimeout(r, 200)); // Node has seen the exit
+    await expect(p.close()).resolves.toBeUndefined();
+  });
 });
