@@ -24,6 +24,7 @@ import { DEFAULT_PROXY_FLAVOR, ProxyCapabilities, capabilitiesOf } from "../tran
 import type { RefusableObject } from "../translate/refused";
 import { MAX_L4_WEIGHT_RATIO } from "../validation/l4route";
 import { quoteRE2 } from "../validation/regex";
+import { sessionPolicy } from "./session";
 import {
   CaddyConfig,
   CaddyHTTPServer,
@@ -34,6 +35,7 @@ import {
   CaddyMatcherSet,
   CaddyRoute,
   CaddySNIMatch,
+  CaddySelectionPolicy,
   CaddyTLSConnectionPolicy,
   JsonObject,
   MANAGEMENT_SERVER_NAME,
@@ -673,6 +675,7 @@ function action(ctx: Ctx, s: HTTPServerIR, e: HTTPRouteEntryIR): CaddyHandler[] 
         timeouts: a.timeouts,
         retry: a.retry,
         host: e.rewrite?.hostname,
+        session: a.session,
       });
       if (!ctx.dispatch || proxy.handler !== "reverse_proxy") return [proxy];
       const key = JSON.stringify(proxy);
@@ -884,9 +887,13 @@ function forward(ctx: Ctx, backends: readonly BackendIR[], policy: ForwardPolicy
     // A retried request must carry its whole body again: buffer bodies up to 1 MiB.
     ...(retry && { request_buffers: RETRY_BODY_BUFFER }),
     load_balancing: {
-      selection_policy: weights.every(w => w === weights[0])
-        ? { policy: "round_robin" }
-        : { policy: "weighted_round_robin", weights },
+      selection_policy: withSession(
+        ctx,
+        policy,
+        weights.every(w => w === weights[0])
+          ? { policy: "round_robin" }
+          : { policy: "weighted_round_robin", weights },
+      ),
       ...(retry && {
         retries: retry.attempts,
         ...(match && { retry_match: [{ expression: match }] }),
@@ -966,7 +973,18 @@ function retryMatch(codes: readonly number[], transportErrors: boolean): string 
   return parts.length > 0 ? parts.join(" || ") : undefined;
 }
 
-type ForwardPolicy = Pick<Extract<ActionIR, { type: "forward" }>, "timeouts" | "retry"> & {
+/** The selection policy, wrapped in the rule's session persistence when it has one. */
+const withSession = (
+  ctx: Ctx,
+  policy: ForwardPolicy,
+  choose: CaddySelectionPolicy,
+): CaddySelectionPolicy =>
+  policy.session ? sessionPolicy(ctx.caps, policy.session, choose) : choose;
+
+type ForwardPolicy = Pick<
+  Extract<ActionIR, { type: "forward" }>,
+  "timeouts" | "retry" | "session"
+> & {
   /** URLRewrite hostname of the entry, if any. */
   readonly host?: string;
 };

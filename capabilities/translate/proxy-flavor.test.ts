@@ -21,6 +21,8 @@ describe("proxy flavours", () => {
       backendClientCertificate: true,
       celPh: true,
       appMetrics: true,
+      sessionModule: true,
+      cookieMaxAge: true,
     });
     expect(supportedFeaturesOf("Bundled")).toEqual(SUPPORTED_FEATURES);
   });
@@ -36,6 +38,8 @@ describe("proxy flavours", () => {
       backendClientCertificate: false,
       celPh: true,
       appMetrics: true,
+      sessionModule: false,
+      cookieMaxAge: true,
     });
     expect(capabilitiesOf("Kengine")).toEqual({
       persistentListeners: false,
@@ -47,6 +51,8 @@ describe("proxy flavours", () => {
       backendClientCertificate: false,
       celPh: false,
       appMetrics: false, // Caddy 2.8: per-server metrics only, no host label
+      sessionModule: false,
+      cookieMaxAge: false, // Caddy 2.8's cookie policy has no max_age
     });
     expect(supportedFeaturesOf("Caddy")).toContain("HTTPRouteRetry");
     expect(supportedFeaturesOf("Kengine")).not.toContain("HTTPRouteRetry");

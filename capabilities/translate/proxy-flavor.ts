@@ -64,6 +64,14 @@ export interface ProxyCapabilities {
    * no host label: traffic is counted per listener, not per route.
    */
   readonly appMetrics: boolean;
+  /**
+   * Our selection policy `kengine_session` (proxy/session): session persistence by header,
+   * cookies with a Path, absolute session lifetimes. Stock Caddy has only the `cookie`
+   * policy (path "/", no lifetime but Max-Age).
+   */
+  readonly sessionModule: boolean;
+  /** The `cookie` selection policy's `max_age` (Caddy ≥ 2.9): Permanent session cookies. */
+  readonly cookieMaxAge: boolean;
 }
 
 export type Capability = keyof ProxyCapabilities;
@@ -79,6 +87,8 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
     backendClientCertificate: true,
     celPh: true,
     appMetrics: true,
+    sessionModule: true,
+    cookieMaxAge: true,
   },
   Caddy: {
     persistentListeners: false,
@@ -90,6 +100,8 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
     backendClientCertificate: false,
     celPh: true,
     appMetrics: true,
+    sessionModule: false,
+    cookieMaxAge: true,
   },
   Kengine: {
     persistentListeners: false,
@@ -101,6 +113,8 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
     backendClientCertificate: false,
     celPh: false,
     appMetrics: false,
+    sessionModule: false,
+    cookieMaxAge: false,
   },
 };
 
@@ -120,6 +134,9 @@ const CAPABILITY_TEXT: Readonly<Record<Capability, string>> = {
   backendClientCertificate: "client certificates for backends",
   celPh: "the CEL placeholder function ph()",
   appMetrics: "per-route traffic metrics",
+  sessionModule:
+    "session persistence by header, with a cookie path or with an absolute session lifetime",
+  cookieMaxAge: "Permanent session cookies (Max-Age)",
 };
 
 /**

@@ -1024,6 +1024,7 @@ function httpListenerIR(
                   backends: runnableBackends(rule.backends, flavor),
                   ...(rule.timeouts && { timeouts: rule.timeouts }),
                   ...(rule.retry && { retry: rule.retry }),
+                  ...(rule.session && { session: rule.session }),
                 };
           const entry: HTTPRouteEntryIR = {
             route: ref,
