@@ -200,7 +200,7 @@ describe("httpRouteProblems", () => {
     expect(per.flat().length).toBeGreaterThan(MAX_PROBLEMS);
   });
 
-  it("accepts timeouts, retry and v1.7 sessionPersistence, refuses the pre-v1.7 shape with the reason", () => {
+  it("accepts timeouts, retry and sessionPersistence, refuses an idleTimeout with the reason", () => {
     const rule = {
       timeouts: { request: "10s", backendRequest: "2s" },
       retry: { attempts: 2 },
@@ -208,11 +208,11 @@ describe("httpRouteProblems", () => {
     };
     expect(httpRouteRuleProblems(rule, 1)).toEqual([]);
     const problems = httpRouteRuleProblems(
-      { ...rule, sessionPersistence: { type: "Cookie", sessionName: "s" } },
+      { ...rule, sessionPersistence: { type: "Cookie", sessionName: "s", idleTimeout: "1m" } },
       1,
     );
     expect(problems.map(p => [p.path, p.value])).toEqual([
-      ["spec.rules[1].sessionPersistence.sessionName", "s"],
+      ["spec.rules[1].sessionPersistence.idleTimeout", "1m"],
     ]);
   });
 

@@ -41,11 +41,33 @@ describe("readSessionPersistence", () => {
     });
   });
 
+  it("the v1.6 shape: sessionName names the cookie or header, cookieConfig gives the lifetime", () => {
+    expect(read({ type: "Cookie", sessionName: "old" })).toMatchObject({
+      ok: true,
+      value: { mode: "cookie", name: "old" },
+    });
+    expect(read({ type: "Header", sessionName: "X-Old" })).toMatchObject({
+      ok: true,
+      value: { mode: "header", name: "X-Old" },
+    });
+    expect(
+      read({
+        sessionName: "p",
+        absoluteTimeout: "1m",
+        cookieConfig: { lifetimeType: "Permanent" },
+      }),
+    ).toMatchObject({ ok: true, value: { name: "p", maxAgeS: 60 } });
+    // v1.7 fields win.
+    expect(read({ sessionName: "old", cookie: { name: "new" } })).toMatchObject({
+      value: { name: "new" },
+    });
+  });
+
   it("refuses what no proxy runs, naming each field", () => {
     expect(paths({ sessionName: "s", idleTimeout: "1m", type: "Cookie" })).toEqual([
-      "spec.rules[0].sessionPersistence.sessionName",
       "spec.rules[0].sessionPersistence.idleTimeout",
     ]);
+    expect(paths({ sessionName: "a b" })).toEqual(["spec.rules[0].sessionPersistence.sessionName"]);
     expect(paths({ type: "Cookie", cookie: { lifetimeType: "Permanent" } })).toEqual([
       "spec.rules[0].sessionPersistence.absoluteTimeout",
     ]);

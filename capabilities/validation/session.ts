@@ -4,8 +4,12 @@
  * absoluteTimeout}`. One reading for admission (the problems) and translation (the IR), so
  * both say the same. What the proxy runs: caddy/session.ts.
  *
- * What no proxy can run is refused with the field and the reason: fields of the pre-v1.7 shape
- * (`sessionName`, `idleTimeout`, `cookieConfig`), a Permanent cookie shorter than a second
+ * The v1.6 shape (CRDs of v1.6 are still served: their API server prunes `cookie` and `header`)
+ * is read too: `sessionName` names the cookie or header when `cookie.name` / `header` are
+ * absent, `cookieConfig.lifetimeType` is the lifetime when `cookie.lifetimeType` is.
+ *
+ * What no proxy can run is refused with the field and the reason: `idleTimeout` (v1.6; the
+ * proxy tracks no idle time), a Permanent cookie shorter than a second
  * (Max-Age counts whole seconds), a cookie path or name the Set-Cookie header cannot carry, a
  * header name the proxy would drop from requests, backendRef filters in the same rule (each
  * such backendRef has its own proxy, chosen before the session could be looked at).
@@ -47,7 +51,6 @@ const COOKIE_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 /** Cookie paths: no CTL and no ";" (Go drops such bytes from the Path attribute). */
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
 const BAD_PATH = /[\u0000-\u001f\u007f;]/;
-const OLD_FIELDS = ["sessionName", "idleTimeout", "cookieConfig"] as const;
 
 type Obj = Readonly<Record<string, unknown>>;
 const obj = (v: unknown): Obj | undefined =>
@@ -69,13 +72,15 @@ export function readSessionPersistence(rule: SessionRuleLike, site: SessionSite)
       ok: false,
       problems: [{ path: at, value: display(raw), message: "must be an object" }],
     };
-  for (const f of OLD_FIELDS)
-    if (sp[f] !== undefined)
-      bad(
-        `${at}.${f}`,
-        sp[f],
-        "is a field of the pre-v1.7 sessionPersistence, which the proxy does not run: use type with cookie or header (and absoluteTimeout)",
-      );
+  if (sp.idleTimeout !== undefined)
+    bad(
+      `${at}.idleTimeout`,
+      sp.idleTimeout,
+      "is not supported: the proxy tracks no idle time, only an absolute one (absoluteTimeout)",
+    );
+  // v1.6: the name for either type, and the cookie's lifetime.
+  const sessionName = str(sp.sessionName);
+  const oldLifetime = obj(sp.cookieConfig)?.lifetimeType;
   const type = sp.type ?? "Cookie";
   const cookie = obj(sp.cookie);
   const header = obj(sp.header);
@@ -93,13 +98,17 @@ export function readSessionPersistence(rule: SessionRuleLike, site: SessionSite)
   });
   let value: SessionIR | undefined;
   if (type === "Cookie") {
-    const name = str(cookie?.name) ?? site.defaultCookieName;
+    const name = str(cookie?.name) ?? sessionName ?? site.defaultCookieName;
     if (!COOKIE_NAME.test(name))
-      bad(`${at}.cookie.name`, cookie?.name, "must be a cookie name token (RFC 6265)");
+      bad(
+        cookie?.name !== undefined ? `${at}.cookie.name` : `${at}.sessionName`,
+        name,
+        "must be a cookie name token (RFC 6265)",
+      );
     const path = str(cookie?.path) ?? "/";
     if (!path.startsWith("/") || BAD_PATH.test(path))
       bad(`${at}.cookie.path`, path, 'must start with "/" and hold no ";" or control character');
-    const permanent = (cookie?.lifetimeType ?? "Session") === "Permanent";
+    const permanent = (cookie?.lifetimeType ?? oldLifetime ?? "Session") === "Permanent";
     if (permanent && timeout === undefined && timeoutRaw === undefined)
       bad(`${at}.absoluteTimeout`, "", "is required for a Permanent cookie (its Max-Age)");
     if (permanent && timeout !== undefined && timeout < 1000)
@@ -113,9 +122,11 @@ export function readSessionPersistence(rule: SessionRuleLike, site: SessionSite)
       secret: site.secret,
     };
   } else if (type === "Header") {
-    const name = str(header?.name) ?? "";
-    if (!header) bad(`${at}.header`, sp.header ?? "", "is required for type Header (its name)");
-    else problems.push(...checkMatchedHeaderName(`${at}.header.name`, header.name));
+    const name = str(header?.name) ?? sessionName ?? "";
+    if (header) problems.push(...checkMatchedHeaderName(`${at}.header.name`, header.name));
+    else if (sessionName !== undefined)
+      problems.push(...checkMatchedHeaderName(`${at}.sessionName`, sessionName));
+    else bad(`${at}.header`, sp.header ?? "", "is required for type Header (its name)");
     value = {
       mode: "header",
       name,
