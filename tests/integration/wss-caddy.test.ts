@@ -29,12 +29,15 @@ const accept = (key: string): string =>
 let seen: IncomingMessage["headers"] = {};
 let server: Server;
 let backendPort = 0;
+/** Upgraded connections leave the server's bookkeeping: closed by hand at the end. */
+const upgraded = new Set<Socket>();
 
 /** Answers the opening handshake and echoes every frame: a client frame is unmasked first. */
 function wsBackend(): Server {
   const s = createServer((_req, res) => res.writeHead(426).end("websocket only"));
   s.on("upgrade", (req: IncomingMessage, socket: Socket) => {
     seen = req.headers;
+    upgraded.add(socket);
     const key = String(req.headers["sec-websocket-key"] ?? "");
     socket.write(
       "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
@@ -58,6 +61,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  for (const s of upgraded) s.destroy();
   server.closeAllConnections();
   await new Promise(r => server.close(r));
 });
