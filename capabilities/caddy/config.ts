@@ -28,6 +28,7 @@ import { MAX_L4_WEIGHT_RATIO } from "../validation/l4route";
 import { listenerFiltersRoute } from "./listener-filters";
 import { quoteRE2 } from "../validation/regex";
 import { requestDeadline } from "./deadline";
+import { sessionPolicy } from "./session";
 import {
   CaddyConfig,
   CaddyHTTPServer,
@@ -39,6 +40,7 @@ import {
   CaddyMatcherSet,
   CaddyRoute,
   CaddySNIMatch,
+  CaddySelectionPolicy,
   CaddyTLSConnectionPolicy,
   JsonObject,
   MANAGEMENT_SERVER_NAME,
@@ -773,6 +775,7 @@ function action(ctx: Ctx, s: HTTPServerIR, e: HTTPRouteEntryIR): CaddyHandler[] 
         retry: a.retry,
         host: e.rewrite?.hostname,
         prefix: modifiesPrefix(e),
+        session: a.session,
       });
       // Retries under a request timeout: the deadline wraps the rest of the chain (the shared
       // dispatch route too, which runs after this route's handlers).
@@ -988,9 +991,13 @@ function forward(ctx: Ctx, backends: readonly BackendIR[], policy: ForwardPolicy
     // A retried request must carry its whole body again: buffer bodies up to 1 MiB.
     ...(retry && { request_buffers: RETRY_BODY_BUFFER }),
     load_balancing: {
-      selection_policy: weights.every(w => w === weights[0])
-        ? { policy: "round_robin" }
-        : { policy: "weighted_round_robin", weights },
+      selection_policy: withSession(
+        ctx,
+        policy,
+        weights.every(w => w === weights[0])
+          ? { policy: "round_robin" }
+          : { policy: "weighted_round_robin", weights },
+      ),
       ...(retry && {
         retries: retry.attempts,
         ...(match && { retry_match: [{ expression: match }] }),
@@ -1070,7 +1077,18 @@ function retryMatch(codes: readonly number[], transportErrors: boolean): string 
   return parts.length > 0 ? parts.join(" || ") : undefined;
 }
 
-type ForwardPolicy = Pick<Extract<ActionIR, { type: "forward" }>, "timeouts" | "retry"> & {
+/** The selection policy, wrapped in the rule's session persistence when it has one. */
+const withSession = (
+  ctx: Ctx,
+  policy: ForwardPolicy,
+  choose: CaddySelectionPolicy,
+): CaddySelectionPolicy =>
+  policy.session ? sessionPolicy(ctx.caps, policy.session, choose) : choose;
+
+type ForwardPolicy = Pick<
+  Extract<ActionIR, { type: "forward" }>,
+  "timeouts" | "retry" | "session"
+> & {
   /** URLRewrite hostname of the entry, if any. */
   readonly host?: string;
   /** How the entry's path capture serves ReplacePrefixMatch (backendRef URLRewrite). */

@@ -80,9 +80,7 @@ export type CaddyHandler =
       readonly headers?: { readonly request?: CaddyHeaderOps };
       readonly request_buffers?: number;
       readonly load_balancing?: {
-        readonly selection_policy:
-          | { readonly policy: "round_robin" }
-          | { readonly policy: "weighted_round_robin"; readonly weights: readonly number[] };
+        readonly selection_policy: CaddySelectionPolicy;
         readonly retries?: number;
         readonly retry_match?: readonly CaddyMatcherSet[];
         readonly try_duration?: string;
@@ -148,6 +146,27 @@ export interface CaddyL4Upstream {
     readonly ca?: { readonly provider: "inline"; readonly trusted_ca_certs: readonly string[] };
   };
 }
+/** A reverse_proxy selection policy; session persistence wraps the others (caddy/session.ts). */
+export type CaddySelectionPolicy =
+  | { readonly policy: "round_robin" }
+  | { readonly policy: "weighted_round_robin"; readonly weights: readonly number[] }
+  | {
+      readonly policy: "kengine_session";
+      readonly mode: "cookie" | "header";
+      readonly name: string;
+      readonly path?: string;
+      readonly max_age?: string;
+      readonly timeout?: string;
+      readonly secret?: string;
+      readonly fallback: CaddySelectionPolicy;
+    }
+  | {
+      readonly policy: "cookie";
+      readonly name: string;
+      readonly secret?: string;
+      readonly max_age?: string;
+      readonly fallback: CaddySelectionPolicy;
+    };
 
 export type CaddyL4Handler =
   | {

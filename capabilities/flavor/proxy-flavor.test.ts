@@ -24,6 +24,8 @@ describe("proxy flavours", () => {
       celPh: true,
       appMetrics: true,
       routeTable: true,
+      sessionModule: true,
+      cookieMaxAge: true,
     });
     expect(supportedFeaturesOf("Bundled")).toEqual(SUPPORTED_FEATURES);
   });
@@ -42,6 +44,8 @@ describe("proxy flavours", () => {
       celPh: true,
       appMetrics: true,
       routeTable: false,
+      sessionModule: false,
+      cookieMaxAge: true,
     });
     expect(capabilitiesOf("Kengine")).toEqual({
       persistentListeners: false,
@@ -56,6 +60,8 @@ describe("proxy flavours", () => {
       celPh: false,
       appMetrics: false, // Caddy 2.8: per-server metrics only, no host label
       routeTable: false,
+      sessionModule: false,
+      cookieMaxAge: false, // Caddy 2.8's cookie policy has no max_age
     });
     expect(supportedFeaturesOf("Caddy")).toContain("HTTPRouteRetry");
     expect(supportedFeaturesOf("Kengine")).not.toContain("HTTPRouteRetry");

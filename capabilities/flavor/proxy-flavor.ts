@@ -77,6 +77,14 @@ export interface ProxyCapabilities {
    * `/load` (capabilities/caddy/route-table.ts, proxies/route-tables.ts).
    */
   readonly routeTable: boolean;
+  /**
+   * Our selection policy `kengine_session` (proxy/session): session persistence by header,
+   * cookies with a Path, absolute session lifetimes. Stock Caddy has only the `cookie`
+   * policy (path "/", no lifetime but Max-Age).
+   */
+  readonly sessionModule: boolean;
+  /** The `cookie` selection policy's `max_age` (Caddy ≥ 2.9): Permanent session cookies. */
+  readonly cookieMaxAge: boolean;
 }
 
 export type Capability = keyof ProxyCapabilities;
@@ -95,6 +103,8 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
     celPh: true,
     appMetrics: true,
     routeTable: true,
+    sessionModule: true,
+    cookieMaxAge: true,
   },
   Caddy: {
     persistentListeners: false,
@@ -109,6 +119,8 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
     celPh: true,
     appMetrics: true,
     routeTable: false,
+    sessionModule: false,
+    cookieMaxAge: true,
   },
   Kengine: {
     persistentListeners: false,
@@ -123,6 +135,8 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
     celPh: false,
     appMetrics: false,
     routeTable: false,
+    sessionModule: false,
+    cookieMaxAge: false,
   },
 };
 
@@ -145,6 +159,9 @@ const CAPABILITY_TEXT: Readonly<Record<Capability, string>> = {
   celPh: "the CEL placeholder function ph()",
   appMetrics: "per-route traffic metrics",
   routeTable: "host-indexed route table changed without reloads",
+  sessionModule:
+    "session persistence by header, with a cookie path or with an absolute session lifetime",
+  cookieMaxAge: "Permanent session cookies (Max-Age)",
 };
 
 /**

@@ -183,12 +183,31 @@ export interface RetryIR {
   readonly backoffMs?: number;
 }
 
+/**
+ * Session persistence of a rule (GEP-1619): requests carrying the session's token (cookie or
+ * header `name`) go to the endpoint that served the first; a new session's endpoint is chosen
+ * by the rule's weights and the response carries the token.
+ */
+export interface SessionIR {
+  readonly mode: "cookie" | "header";
+  readonly name: string;
+  /** Cookie Path attribute, when not "/". */
+  readonly path?: string;
+  /** Permanent cookie: its Max-Age in seconds. */
+  readonly maxAgeS?: number;
+  /** Absolute lifetime tracked in the token (Session cookie or header with absoluteTimeout). */
+  readonly timeoutMs?: number;
+  /** Key of the token's HMAC. */
+  readonly secret: string;
+}
+
 export type ActionIR =
   | {
       readonly type: "forward";
       readonly backends: readonly BackendIR[];
       readonly timeouts?: TimeoutsIR;
       readonly retry?: RetryIR;
+      readonly session?: SessionIR;
     }
   | { readonly type: "redirect"; readonly redirect: RedirectIR }
   | { readonly type: "respond"; readonly status: number; readonly body: string };

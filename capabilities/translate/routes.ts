@@ -16,6 +16,7 @@ import {
   PathMatchIR,
   RetryIR,
   RewriteIR,
+  SessionIR,
   TimeoutsIR,
   ValueMatchIR,
 } from "../ir";
@@ -36,6 +37,8 @@ import {
 import { grpcRouteRuleProblems } from "../validation/grpcroute";
 import { httpRouteRuleProblems, problemsPerRule } from "../validation/httproute";
 import { problemText } from "../validation/message";
+import { durationMs } from "../validation/session";
+import { sessionIR, sessionNeeds } from "./session";
 import { FieldProblem } from "../validation/regex";
 import { resolveBackend } from "./backends";
 import type { Capability } from "../flavor/proxy-flavor";
@@ -58,6 +61,7 @@ export interface CompiledRule {
   readonly mirrors?: readonly MirrorIR[];
   /** The rule has RequestMirror filters (mirrored or not, it needs the mirror capability). */
   readonly mirrored?: boolean;
+  readonly session?: SessionIR;
 }
 
 export interface CompiledRoute {
@@ -83,6 +87,7 @@ export function ruleNeeds(rule: CompiledRule): Capability[] {
   const needs: Capability[] = [];
   if (rule.retry && rule.retry.codes.length > 0) needs.push("retryOnStatus");
   if (rule.mirrored) needs.push("mirror");
+  if (rule.session) needs.push(...sessionNeeds(rule.session));
   return needs;
 }
 
@@ -131,14 +136,13 @@ export function compileHTTPRoute(s: Snapshot, route: HTTPRoute): CompiledRoute {
         queryParams: valueMatches(`${base}.queryParams`, m.queryParams, false),
       } satisfies HTTPMatchTemplate;
     });
-    // sessionPersistence: validation/httproute.ts explains why the proxy cannot run it; such a
-    // rule never gets here.
     return {
       matches,
       filters,
       backendRefs: rule.backendRefs ?? [],
       timeouts: timeoutsIR(rule.timeouts),
       retry: retryIR(rule.retry),
+      session: sessionIR(route, rule, i),
     };
   });
 }
@@ -172,7 +176,12 @@ export function compileGRPCRoute(s: Snapshot, route: GRPCRoute): CompiledRoute {
         grpc: true,
       } satisfies HTTPMatchTemplate;
     });
-    return { matches, filters: rule.filters ?? [], backendRefs: rule.backendRefs ?? [] };
+    return {
+      matches,
+      filters: rule.filters ?? [],
+      backendRefs: rule.backendRefs ?? [],
+      session: sessionIR(route, rule, i),
+    };
   });
 }
 
@@ -182,6 +191,7 @@ interface RuleParts {
   readonly backendRefs: readonly HTTPBackendRef[];
   readonly timeouts?: TimeoutsIR;
   readonly retry?: RetryIR;
+  readonly session?: SessionIR;
 }
 
 function compile<R extends HTTPRoute | GRPCRoute>(
@@ -328,6 +338,7 @@ function buildRule(
     backends,
     ...(p.timeouts && { timeouts: p.timeouts }),
     ...(p.retry && { retry: p.retry }),
+    ...(p.session && { session: p.session }),
   };
 }
 
@@ -406,13 +417,7 @@ function corsIR(c: HTTPCORSFilter): CorsIR {
  * A Gateway API Duration (GEP-2257: `1h`, `500ms`, `1m30s`) in milliseconds; undefined when
  * it is not one (the CRD's pattern refuses those already).
  */
-export function durationMs(v: string | undefined): number | undefined {
-  if (v === undefined || !/^([0-9]{1,5}(h|m|s|ms)){1,4}$/.test(v)) return undefined;
-  const unit: Record<string, number> = { h: 3_600_000, m: 60_000, s: 1000, ms: 1 };
-  let total = 0;
-  for (const [, n, u] of v.matchAll(/([0-9]+)(ms|h|m|s)/g)) total += Number(n) * unit[u];
-  return total;
-}
+export { durationMs };
 
 function timeoutsIR(t: HTTPRouteTimeouts | undefined): TimeoutsIR | undefined {
   if (!t) return undefined;

@@ -1135,6 +1135,7 @@ function attachmentEntries(
                 backends: runnableBackends(rule.backends, flavor),
                 ...(rule.timeouts && { timeouts: rule.timeouts }),
                 ...(rule.retry && { retry: rule.retry }),
+                ...(rule.session && { session: rule.session }),
               };
         const entry: HTTPRouteEntryIR = {
           route: ref,

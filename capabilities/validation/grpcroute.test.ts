@@ -18,7 +18,7 @@ describe("grpcRouteProblems", () => {
               },
             ],
             filters: [{ type: "RequestMirror" }, { type: "URLRewrite" }],
-            sessionPersistence: { type: "Cookie" },
+            sessionPersistence: { type: "Header", header: { name: "x_session" } },
           },
         ],
       },
@@ -28,7 +28,7 @@ describe("grpcRouteProblems", () => {
       "spec.rules[1].matches[0].headers[0].value",
       "spec.rules[1].filters[0].type",
       "spec.rules[1].filters[1].type",
-      "spec.rules[1].sessionPersistence",
+      "spec.rules[1].sessionPersistence.header.name",
     ]);
     expect(problems[2].message).toBe(
       "RequestMirror is not supported by the proxy (supported on a GRPCRoute rule: RequestHeaderModifier, ResponseHeaderModifier)",

@@ -14,6 +14,7 @@ import {
   sessionPersistence,
 } from "./httproute";
 import { FieldProblem, display } from "./regex";
+import { SessionRuleLike } from "./session";
 
 export interface GRPCRouteRuleLike {
   readonly matches?: readonly {
@@ -66,6 +67,6 @@ export function grpcRouteRuleProblems(
     headerMatches(c, `${base}.headers`, m.headers);
   });
   routeFilters(c, "GRPCRoute", at, rule);
-  sessionPersistence(c, at, rule.sessionPersistence);
+  sessionPersistence(c, at, rule as SessionRuleLike);
   return c.problems();
 }

@@ -241,17 +241,19 @@ describe("httpRouteProblems", () => {
     expect(per.flat().length).toBeGreaterThan(MAX_PROBLEMS);
   });
 
-  it("accepts timeouts and retry, refuses sessionPersistence with the reason", () => {
+  it("accepts timeouts, retry and sessionPersistence, refuses an idleTimeout with the reason", () => {
+    const rule = {
+      timeouts: { request: "10s", backendRequest: "2s" },
+      retry: { attempts: 2 },
+      sessionPersistence: { type: "Cookie", cookie: { name: "s" } },
+    };
+    expect(httpRouteRuleProblems(rule, 1)).toEqual([]);
     const problems = httpRouteRuleProblems(
-      {
-        timeouts: { request: "10s", backendRequest: "2s" },
-        retry: { attempts: 2 },
-        sessionPersistence: { type: "Cookie" },
-      },
+      { ...rule, sessionPersistence: { type: "Cookie", sessionName: "s", idleTimeout: "1m" } },
       1,
     );
     expect(problems.map(p => [p.path, p.value])).toEqual([
-      ["spec.rules[1].sessionPersistence", '{"type":"Cookie"}'],
+      ["spec.rules[1].sessionPersistence.idleTimeout", "1m"],
     ]);
   });
 

@@ -11,9 +11,9 @@
  *
  * Features the proxy cannot run (design §5b) are problems: filters other than the header
  * modifiers, RequestRedirect, URLRewrite, CORS and RequestMirror (ExternalAuth, any
- * ExtensionRef) and sessionPersistence. All of them are Extended or implementation-specific
- * in Gateway API v1.6.1 and not in our supportedFeatures, so the conformance suite never
- * creates them for us.
+ * ExtensionRef). All of them are Extended or implementation-specific in Gateway API v1.6.1
+ * and not in our supportedFeatures, so the conformance suite never creates them for us.
+ * sessionPersistence is read by validation/session.ts (what it refuses is said there).
  *
  * RequestMirror needs a module of our own in the proxy: these per-rule rules accept it, and
  * whether a Gateway's proxies have the module is the one mapping in
@@ -21,6 +21,7 @@
  * parent Gateways' parameters, which admission cannot read cheaply: admission accepts, and
  * the translator drops the rule for a parent whose flavour lacks it (UnsupportedValue).
  */
+import { SessionRuleLike, sessionPersistenceProblems } from "./session";
 import { Collector, items } from "./budget";
 import {
   checkHeaderName,
@@ -145,7 +146,7 @@ export function httpRouteRuleProblems(
   routeFilters(c, "HTTPRoute", at, rule);
   pathModifierUse(c, at, rule);
   // timeouts and retry: run by reverse_proxy (caddy/config.ts); the CRD checks their values.
-  sessionPersistence(c, at, rule.sessionPersistence);
+  sessionPersistence(c, at, rule as SessionRuleLike);
   return c.problems();
 }
 
@@ -208,15 +209,9 @@ function pathModifierUse(c: Collector, at: string, rule: HTTPRouteRuleLike): voi
 
 /* ------------------------------------------------------------------ shared with GRPCRoute */
 
-export function sessionPersistence(c: Collector, at: string, sp: unknown): void {
-  if (sp === undefined || sp === null) return;
-  c.add([
-    {
-      path: `${at}.sessionPersistence`,
-      value: display(sp),
-      message: "is not supported by the proxy: remove it",
-    },
-  ]);
+/** Session persistence (validation/session.ts), with the rule for its backendRefs. */
+export function sessionPersistence(c: Collector, at: string, rule: SessionRuleLike): void {
+  sessionPersistenceProblems(c, at, rule);
 }
 
 export function regex(c: Collector, path: string, value: unknown): void {

@@ -97,6 +97,30 @@ const junk = fc.oneof(
 const or = <T>(a: fc.Arbitrary<T>, weight = 8) =>
   fc.oneof({ arbitrary: a, weight }, { arbitrary: junk as fc.Arbitrary<unknown>, weight: 1 });
 
+/** v1.7 sessionPersistence, the pre-v1.7 shape, and junk in every field. */
+const sessionPersistence = fc.oneof(
+  fc.record(
+    {
+      type: or(fc.constantFrom("Cookie", "Header", "Other")),
+      absoluteTimeout: or(fc.constantFrom("1h", "500ms", "0s", "x", "")),
+      cookie: or(
+        fc.record(
+          {
+            name: or(fc.constantFrom("s", "a b", "")),
+            path: or(fc.constantFrom("/", "/app", "x", "/a;b")),
+            lifetimeType: or(fc.constantFrom("Session", "Permanent", "Other")),
+          },
+          { requiredKeys: [] },
+        ),
+      ),
+      header: or(fc.record({ name: or(fc.constantFrom("X-S", "x_y", "a b")) })),
+      sessionName: or(fc.string()),
+    },
+    { requiredKeys: [] },
+  ),
+  junk,
+);
+
 /** Hostile values, built once: a 1 MB expression, huge arrays, deep nesting. */
 const MB = "(a|b)*".repeat(1 << 18).slice(0, 1 << 20);
 const manyMatches = Array.from({ length: 60_000 }, (_, i) => ({
@@ -240,7 +264,7 @@ const httpRule = fc.record(
       ),
     ),
     retry: or(fc.constant({ attempts: 2 })),
-    sessionPersistence: or(fc.constant({ type: "Cookie" })),
+    sessionPersistence: or(sessionPersistence),
   },
   { requiredKeys: [] },
 );
@@ -282,7 +306,7 @@ const grpcRoute = withRules(
       ),
       filters: or(fc.array(filter, { maxLength: 3 })),
       backendRefs: or(fc.array(backendRef, { maxLength: 3 })),
-      sessionPersistence: or(fc.constant({ type: "Cookie" })),
+      sessionPersistence: or(sessionPersistence),
     },
     { requiredKeys: [] },
   ),

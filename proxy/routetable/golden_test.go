@@ -19,6 +19,7 @@ import (
 	_ "kengine.io/gateway/proxy/extauth"
 	_ "kengine.io/gateway/proxy/mirror"
 	_ "kengine.io/gateway/proxy/santls"
+	_ "kengine.io/gateway/proxy/session"
 )
 
 // The controller's goldens (tests/golden/*.caddy.json) put a server's listeners in routes of

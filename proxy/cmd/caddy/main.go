@@ -4,7 +4,8 @@
 // listener: the kengine-http / kengine-tcp networks, sockets kept across reloads; santls: the
 // reverse_proxy transport kengine_http, BackendTLSPolicy subjectAltNames; routetable: the
 // kengine_route_table handler, a host-indexed route table changed per host over the admin API;
-// validate: the admin route POST /kengine/validate, a config checked without loading it).
+// validate: the admin route POST /kengine/validate, a config checked without loading it;
+// session: the selection policy kengine_session, session persistence by cookie or header).
 //
 // Only the caddy-l4 packages the controller uses are linked: the module proxy serves a
 // caddy-l4 revision (2025-05-30) whose QUIC matcher does not compile against the quic-go
@@ -28,6 +29,7 @@ import (
 	_ "kengine.io/gateway/proxy/mirror"
 	_ "kengine.io/gateway/proxy/routetable"
 	_ "kengine.io/gateway/proxy/santls"
+	_ "kengine.io/gateway/proxy/session"
 	_ "kengine.io/gateway/proxy/validate"
 )
 
