@@ -110,16 +110,22 @@ describe("helm upgrade from the previous build while traffic flows", () => {
       `watcher,${from},`,
     ]);
 
+    // Settled first: both echo pods Ready (a backend becoming Ready changes the config), then
+    // both KengineProxy rows Synced with one hash and unchanged for 5 s.
+    kubectlOk(["rollout", "status", "deployment/echo", "-n", ns, "--timeout=120s"]);
     const before = await eventually(
-      "both KengineProxy rows Synced with one hash",
-      () => {
+      "both KengineProxy rows Synced with one hash, unchanged for 5 s",
+      async () => {
+        const first = kengineProxyRows(ns);
+        await new Promise(r => setTimeout(r, 5000));
         const rows = kengineProxyRows(ns);
         return rows.length === 2 &&
+          JSON.stringify(rows) === JSON.stringify(first) &&
           rows.every(r => r.synced === "True" && r.applied === rows[0]!.applied)
           ? rows
           : undefined;
       },
-      120_000,
+      180_000,
       500,
     );
     const podsBefore = proxyPods(ns);
