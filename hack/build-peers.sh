@@ -28,9 +28,10 @@ declare -A pkg=(
   [caddy-2.8]=.
   [echo-basic]=sigs.k8s.io/gateway-api/conformance/echo-basic
   [pebble]=github.com/letsencrypt/pebble/v2/cmd/pebble
+  [helm]=helm.sh/helm/v3/cmd/helm
 )
 # Where `go build` runs: a peer with a go.mod of its own is built inside its folder.
-declare -A dir=([caddy-2.8]=peers/caddy-2.8 [pebble]=peers/pebble [caddy]=../proxy [proxy-image]=../proxy/image)
+declare -A dir=([caddy-2.8]=peers/caddy-2.8 [pebble]=peers/pebble [helm]=peers/helm [caddy]=../proxy [proxy-image]=../proxy/image)
 # The project's own sources each peer is built from (besides hack's go.mod and go.sum).
 declare -A sources=(
   [etcd]=peers/etcd
@@ -38,6 +39,7 @@ declare -A sources=(
   [proxy-image]=../proxy/image
   [caddy-2.8]=peers/caddy-2.8
   [pebble]=peers/pebble
+  [helm]=peers/helm
 )
 # Folders inside a peer's sources that are not part of it: the proxy's image builder.
 declare -A exclude=([caddy]=../proxy/image)
@@ -51,16 +53,17 @@ declare -A module=(
   [caddy-2.8]="github.com/caddyserver/caddy/v2@v2.8.4"
   [echo-basic]=sigs.k8s.io/gateway-api/conformance
   [pebble]="github.com/letsencrypt/pebble/v2@v2.10.1 (hack/peers/pebble)"
+  [helm]="helm.sh/helm/v3 (hack/peers/helm)"
 )
 # Build seconds on this project's 2-core reference machine, cold Go cache: the progress
 # estimate when this machine has not built the peer yet (afterwards: its last build time).
 declare -A default_secs=(
   [etcd]=76 [kube-apiserver]=287 [kube-controller-manager]=82 [kubectl]=33 [caddy]=141
-  [proxy-image]=20 [image]=5 [caddy-2.8]=120 [echo-basic]=15 [pebble]=40
+  [proxy-image]=20 [image]=5 [caddy-2.8]=120 [echo-basic]=15 [pebble]=40 [helm]=240
 )
 # "image" is not a binary: the Bundled proxy's OCI image layout ($cache/image), written by
 # proxy-image from the caddy binary and package.json (version, kengine.proxyImage).
-order=(etcd kube-apiserver kube-controller-manager kubectl caddy proxy-image image caddy-2.8 echo-basic pebble)
+order=(etcd kube-apiserver kube-controller-manager kubectl caddy proxy-image image caddy-2.8 echo-basic pebble helm)
 # What the local platform (hack/cluster.sh, npm start) needs; tests build the rest on demand.
 main_set=(etcd kube-apiserver kube-controller-manager kubectl caddy image echo-basic pebble)
 want=()

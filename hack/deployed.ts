@@ -42,6 +42,16 @@ export function manifests(dist: string): readonly string[] {
   ];
 }
 
+/** `npm run build` in a checkout of the module (this one unless told): dist/ there. */
+export function buildModule(
+  dir = repoRoot,
+): { readonly ok: true } | { readonly ok: false; readonly error: string } {
+  const b = spawnSync("npm", ["run", "build"], { cwd: dir, encoding: "utf8" });
+  return b.status === 0
+    ? { ok: true }
+    : { ok: false, error: `npm run build failed:\n${b.stdout}${b.stderr}` };
+}
+
 export function deployModule(opts: DeployOptions): Deployed {
   const say = opts.say ?? (() => undefined);
   const kubectl = (args: string[], timeoutMs = 120_000) =>
@@ -52,9 +62,8 @@ export function deployModule(opts: DeployOptions): Deployed {
   const began = Date.now();
   if (!opts.skipBuild) {
     say("building the module (npm run build)");
-    const b = spawnSync("npm", ["run", "build"], { cwd: repoRoot, encoding: "utf8" });
-    if (b.status !== 0)
-      return { ok: false, error: `npm run build failed:\n${b.stdout}${b.stderr}` };
+    const b = buildModule();
+    if (!b.ok) return b;
   }
   const built = Date.now();
   for (const file of manifests(join(repoRoot, "dist"))) {
@@ -148,6 +157,13 @@ export function undeployModule(opts: Pick<DeployOptions, "kubeconfig" | "kubectl
       );
     }
   }
+  waitForControllerPodsGone(opts);
+}
+
+/** Waits (up to 60 s) until no pod of Pepr's admission or watcher is left in pepr-system. */
+export function waitForControllerPodsGone(
+  opts: Pick<DeployOptions, "kubeconfig" | "kubectl">,
+): void {
   spawnSync(
     opts.kubectl,
     [

@@ -23,10 +23,10 @@ import { admissionAccount } from "../../hack/service-accounts";
 import { DEFAULT_LEASE_NAME } from "../../capabilities/election/env";
 import cfg from "../../package.json";
 import { jsonpath } from "../support/demo-gateway";
+import { expectBadRouteRefused, sampleServes } from "../support/deployed-checks";
 import { createNamespace, deleteNamespace, eventually, kubectl, kubectlOk } from "../support/kube";
 import { demoSample } from "../support/manifests";
 import { kubeconfigPath, kubectlBin, repoRoot } from "../support/paths";
-import { get } from "../support/traffic";
 
 interface Container {
   readonly name: string;
@@ -216,29 +216,7 @@ describe("deployed mode (npm run build's manifests, Pepr's controller image)", (
       expect(h.clientConfig.service?.name).toBe(moduleName);
     }
     kubectlOk(["apply", "-f", "-"], demoSample(ns, HOST));
-    const bad = {
-      apiVersion: "gateway.networking.k8s.io/v1",
-      kind: "HTTPRoute",
-      metadata: { name: "bad", namespace: ns },
-      spec: {
-        parentRefs: [{ name: "demo" }],
-        rules: [
-          {
-            filters: [
-              { type: "RequestHeaderModifier", requestHeaderModifier: { remove: ["X-*"] } },
-            ],
-            backendRefs: [{ name: "echo", port: 8080 }],
-          },
-        ],
-      },
-    };
-    const r = kubectl(["apply", "-f", "-"], JSON.stringify(bad));
-    expect(r.code).not.toBe(0);
-    expect(r.stderr).toContain(`HTTPRoute ${ns}/bad cannot be run by the Kengine proxy`);
-    expect(r.stderr).toContain(
-      'spec.rules[0].filters[0].requestHeaderModifier.remove[0]: contains "*"',
-    );
-    expect(kubectl(["get", "httproute", "bad", "-n", ns]).code).not.toBe(0);
+    expectBadRouteRefused(ns);
     // A good route of ours is admitted (the sample's), and admission was never refused by the
     // API server on its look-ups under its own account.
     expect(kubectl(["get", "httproute", "-n", ns, "-o", "name"]).stdout).toMatch(/httproute/);
@@ -254,21 +232,7 @@ describe("deployed mode (npm run build's manifests, Pepr's controller image)", (
   });
 
   it("the watcher provisions and programs the proxies: the sample answers 200 through the Gateway", async () => {
-    kubectlOk(["apply", "-f", "-"], demoSample(ns, HOST));
-    const address = await eventually(
-      "the Gateway's address",
-      () => gatewayStatus("{.status.addresses[0].value}") || undefined,
-      120_000,
-    );
-    const reply = await eventually(
-      "a 200 from the echo backend through the Gateway",
-      async () => {
-        const res = await get(address, HOST);
-        return res.status === 200 ? res : undefined;
-      },
-      120_000,
-      500,
-    );
+    const { reply } = await sampleServes(ns, HOST);
     expect(JSON.parse(reply.body)).toMatchObject({ namespace: ns });
     const programmed = gatewayStatus("{.status.conditions[?(@.type=='Programmed')].status}");
     expect(programmed).toBe("True");

@@ -15,6 +15,7 @@ import { join } from "node:path";
 import { PeprDev, startPeprDev } from "../../hack/pepr-dev";
 import { createNamespace, deleteNamespace, eventually, kubectl, kubectlOk } from "../support/kube";
 import { kubeconfigPath, kubectlBin, localDir, repoRoot } from "../support/paths";
+import { configLoads, kengineProxyRows, verifiedSince } from "../support/proxy-pods";
 
 const HOST = "upgrade.kengine.local";
 
@@ -68,30 +69,6 @@ const pods = (ns: string): { name: string; restarts: string }[] =>
     .map(l => {
       const [name, restarts] = l.split(",");
       return { name: name!, restarts: restarts! };
-    })
-    .sort((a, b) => a.name.localeCompare(b.name));
-
-/** POST /load requests each proxy's Caddy logged (every config load goes through it). */
-const loads = (ns: string, names: readonly string[]): Record<string, number> =>
-  Object.fromEntries(
-    names.map(n => [n, (kubectlOk(["logs", n, "-n", ns]).match(/"uri":"\/load"/g) ?? []).length]),
-  );
-
-const proxyRows = (ns: string) =>
-  kubectl([
-    "get",
-    "kengineproxies",
-    "-n",
-    ns,
-    "-o",
-    'jsonpath={range .items[*]}{.metadata.name},{.status.conditions[0].status},{.status.appliedHash},{.status.lastSyncTime}{"\\n"}{end}',
-  ])
-    .stdout.trim()
-    .split("\n")
-    .filter(Boolean)
-    .map(l => {
-      const [name, synced, applied, lastSync] = l.split(",");
-      return { name: name!, synced: synced!, applied: applied!, lastSync: lastSync! };
     })
     .sort((a, b) => a.name.localeCompare(b.name));
 
@@ -157,7 +134,7 @@ describe("upgrading the controller while traffic flows", () => {
     const before = await eventually(
       "two Synced KengineProxy rows with the hash the controller last pushed to each",
       () => {
-        const rows = proxyRows(ns);
+        const rows = kengineProxyRows(ns);
         const pushed = lastPushed(dev!.output());
         return rows.length === 2 &&
           rows.every(r => r.synced === "True" && pushed.get(`${ns}/${r.name}`) === r.applied) &&
@@ -168,7 +145,7 @@ describe("upgrading the controller while traffic flows", () => {
       60_000,
     );
     const podsBefore = pods(ns);
-    const loadsBefore = loads(
+    const loadsBefore = configLoads(
       ns,
       podsBefore.map(p => p.name),
     );
@@ -194,33 +171,12 @@ describe("upgrading the controller while traffic flows", () => {
     });
     await dev.waitForOutput(/became leader/, 120_000);
     // The new controller has reached every proxy (adoption moves lastSyncTime), same hash.
-    const after = await eventually(
-      "every KengineProxy verified by the new controller, hash unchanged",
-      () => {
-        const rows = proxyRows(ns);
-        if (
-          rows.length === 2 &&
-          rows.every(
-            r =>
-              r.synced === "True" &&
-              r.applied === before[0]!.applied &&
-              Date.parse(r.lastSync) >= replacedAt - 1000,
-          )
-        )
-          return rows;
-        // shown if it times out
-        throw new Error(
-          `rows ${JSON.stringify(rows)}, hash before ${before[0]!.applied}, replaced at ${new Date(replacedAt).toISOString()}`,
-        );
-      },
-      120_000,
-      500,
-    );
+    const after = await verifiedSince(ns, 2, before[0]!.applied, replacedAt);
     const output = dev.output();
     expect(output).toMatch(/"message":"proxy adopted"/);
     expect(output).not.toMatch(/"message":"proxy pushed"/);
     expect(
-      loads(
+      configLoads(
         ns,
         after.map(r => r.name),
       ),

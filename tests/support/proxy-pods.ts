@@ -1,5 +1,5 @@
 /** A managed Gateway's proxy pods as kubectl sees them (name, uid, Ready, being deleted). */
-import { kubectl } from "./kube";
+import { eventually, kubectl, kubectlOk } from "./kube";
 
 export interface ProxyPod {
   readonly name: string;
@@ -27,3 +27,61 @@ export function proxyPods(namespace: string, gateway: string): ProxyPod[] {
       return { name, uid, ready: ready === "True", deleting: Boolean(deleting) };
     });
 }
+
+/** A KengineProxy's status as the upgrade tests read it (sorted by name). */
+export interface ProxyRow {
+  readonly name: string;
+  readonly synced: string;
+  readonly applied: string;
+  readonly lastSync: string;
+}
+
+export const kengineProxyRows = (ns: string): ProxyRow[] =>
+  kubectl([
+    "get",
+    "kengineproxies",
+    "-n",
+    ns,
+    "-o",
+    'jsonpath={range .items[*]}{.metadata.name},{.status.conditions[0].status},{.status.appliedHash},{.status.lastSyncTime}{"\\n"}{end}',
+  ])
+    .stdout.trim()
+    .split("\n")
+    .filter(Boolean)
+    .map(l => {
+      const [name = "", synced = "", applied = "", lastSync = ""] = l.split(",");
+      return { name, synced, applied, lastSync };
+    })
+    .sort((a, b) => a.name.localeCompare(b.name));
+
+/** POST /load requests each proxy pod's Caddy logged (every config load goes through it). */
+export const configLoads = (ns: string, names: readonly string[]): Record<string, number> =>
+  Object.fromEntries(
+    names.map(n => [n, (kubectlOk(["logs", n, "-n", ns]).match(/"uri":"\/load"/g) ?? []).length]),
+  );
+
+/**
+ * Waits until a new controller (started at `sinceMs`) has verified all `count` proxies of `ns`:
+ * each KengineProxy Synced, still at `hash`, its lastSyncTime moved (adoption moves it).
+ */
+export const verifiedSince = (
+  ns: string,
+  count: number,
+  hash: string,
+  sinceMs: number,
+): Promise<ProxyRow[]> =>
+  eventually(
+    "every KengineProxy verified by the new controller, hash unchanged",
+    () => {
+      const rows = kengineProxyRows(ns);
+      const ok = (r: ProxyRow) =>
+        r.synced === "True" && r.applied === hash && Date.parse(r.lastSync) >= sinceMs - 1000;
+      if (rows.length === count && rows.every(ok)) return rows;
+      // shown if it times out
+      throw new Error(
+        `rows ${JSON.stringify(rows)}, hash before ${hash}, replaced at ${new Date(sinceMs).toISOString()}`,
+      );
+    },
+    120_000,
+    500,
+  );
