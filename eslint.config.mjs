@@ -16,7 +16,14 @@ const compat = new FlatCompat({
 
 export default [
   {
-    ignores: ["**/node_modules", "**/dist", "jest.config.cjs", "capabilities/generated/**"],
+    ignores: [
+      "**/node_modules",
+      "**/dist",
+      // the local platform's state: pods' images (Pepr's bundle in deployed mode), logs
+      ".local/**",
+      "jest.config.cjs",
+      "capabilities/generated/**",
+    ],
   },
   ...compat.extends("eslint:recommended", "plugin:@typescript-eslint/recommended"),
   {
