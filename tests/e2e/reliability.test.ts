@@ -180,22 +180,32 @@ describe("reliability: zero failed requests through a Gateway while things break
       200,
     );
 
-  /** POST /load requests each proxy pod's Caddy logged (its own record of every reload). */
-  const loadsLogged = (pods: readonly string[]): Record<string, number> =>
+  /**
+   * Config pushes each proxy pod's Caddy logged (its own record of every POST it received):
+   * `/load` (a reload) and, on the Bundled flavour, route-table deltas
+   * (`/kengine/route-tables/<id>`, proxy/routetable), which change routes without a reload.
+   */
+  const pushesLogged = (
+    pods: readonly string[],
+    kinds: { readonly loads?: boolean; readonly deltas?: boolean } = { loads: true, deltas: true },
+  ): Record<string, number> =>
     Object.fromEntries(
       pods.map(pod => {
         const log = kubectlOk(["logs", pod, "-n", ns]);
-        const loads = log
+        const n = log
           .split("\n")
           .filter(
             l =>
               l.includes('"received request"') &&
-              l.includes('"uri":"/load"') &&
-              l.includes('"POST"'),
+              l.includes('"POST"') &&
+              ((kinds.loads === true && l.includes('"uri":"/load"')) ||
+                (kinds.deltas === true && l.includes('"uri":"/kengine/route-tables/'))),
           ).length;
-        return [pod, loads];
+        return [pod, n];
       }),
     );
+  /** POST /load requests each proxy pod's Caddy logged (its reloads). */
+  const loadsLogged = (pods: readonly string[]) => pushesLogged(pods, { loads: true });
 
   const route = (name: string, host: string, path: string, labels: Record<string, string> = {}) =>
     `apiVersion: gateway.networking.k8s.io/v1
@@ -290,6 +300,7 @@ spec:
     let changes = 0;
     const pods = proxyPods().map(p => p.name);
     const loadsBefore = loadsLogged(pods);
+    const deltasBefore = pushesLogged(pods, { deltas: true });
     const client = steadyClient(address, HOST);
     const t0 = Date.now();
     for (let round = 0; round < ROUNDS; round++) {
@@ -320,10 +331,13 @@ spec:
     const convergenceMs = Date.now() - t0 - churnMs;
     const traffic = await client.stop();
     const loadsAfter = loadsLogged(pods);
+    const deltasAfter = pushesLogged(pods, { deltas: true });
     record("1,000 route changes", traffic, convergenceMs, {
       changes,
-      // Config reloads each proxy pod ran meanwhile (its own log of POST /load).
+      // Config reloads each proxy pod ran meanwhile (its own log of POST /load), and the
+      // route-table deltas it took instead (Bundled: route changes need no reload).
       reloadsPerPod: pods.map(p => loadsAfter[p] - loadsBefore[p]),
+      routeTableDeltasPerPod: pods.map(p => deltasAfter[p] - deltasBefore[p]),
       churnSeconds: Math.round(churnMs / 100) / 10,
       routesLeft: (ROUNDS * BATCH) / 2,
       finalHash: rows[0].applied,
@@ -380,7 +394,7 @@ spec:
   it("3: controller killed and restarted; proxies keep serving, no config re-pushed", async () => {
     const before = await converged("before the controller restart");
     const pods = before.map(r => r.name);
-    const loadsBefore = loadsLogged(pods);
+    const loadsBefore = pushesLogged(pods);
     const client = steadyClient(address, HOST);
     await dev!.kill();
     saveControllerLog();
@@ -405,14 +419,14 @@ spec:
       500,
     );
     const convergenceMs = Date.now() - restartedAt;
-    const loadsAfter = loadsLogged(pods);
+    const loadsAfter = pushesLogged(pods);
     // and it still programs them: a new route is pushed and served
     kubectlOk(["apply", "-f", "-"], route("after-restart", "after-restart.e2e.kengine.local", "/"));
     await served("after-restart.e2e.kengine.local");
     const loadsPushed = await eventually(
       "every proxy's log to show the new route's push",
       () => {
-        const l = loadsLogged(pods);
+        const l = pushesLogged(pods);
         return pods.every(p => l[p] > loadsAfter[p]) ? l : undefined;
       },
       60_000,
@@ -423,8 +437,8 @@ spec:
       requestsWhileNoController: down,
       appliedHashBefore: before[0].applied,
       appliedHashAfter: after.map(r => r.applied),
-      caddyLoadsBefore: loadsBefore,
-      caddyLoadsAfterRestart: loadsAfter,
+      caddyPushesBefore: loadsBefore,
+      caddyPushesAfterRestart: loadsAfter,
     });
     // the count is not vacuous: the route pushed after the restart shows in every pod's log
     // (pods replaced in scenario 2 resumed from the last-good Secret and may have logged none)

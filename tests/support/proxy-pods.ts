@@ -67,15 +67,19 @@ export const configLoads = (ns: string, names: readonly string[]): Record<string
 export const verifiedSince = (
   ns: string,
   count: number,
-  hash: string,
+  hash: string | undefined,
   sinceMs: number,
 ): Promise<ProxyRow[]> =>
   eventually(
-    "every KengineProxy verified by the new controller, hash unchanged",
+    hash === undefined
+      ? "every KengineProxy verified by the new controller, all with one hash"
+      : "every KengineProxy verified by the new controller, hash unchanged",
     () => {
       const rows = kengineProxyRows(ns);
       const ok = (r: ProxyRow) =>
-        r.synced === "True" && r.applied === hash && Date.parse(r.lastSync) >= sinceMs - 1000;
+        r.synced === "True" &&
+        r.applied === (hash ?? rows[0]!.applied) &&
+        Date.parse(r.lastSync) >= sinceMs - 1000;
       if (rows.length === count && rows.every(ok)) return rows;
       // shown if it times out
       throw new Error(
