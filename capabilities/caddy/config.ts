@@ -309,7 +309,9 @@ function httpServer(ctx: Ctx, s: HTTPServerIR): CaddyHTTPServer {
     ? [tableRoute(ctx, s, ctx.tableId!)]
     : s.listeners.map((l, i) => listenerRoute(ctx, s, l, i));
   if (table) {
-    if (ctx.dispatch) routes.push(...dispatchRoutes(ctx, ctx.dispatch));
+    // Only the backends the table names: a route whose hostname an earlier listener of the
+    // port takes has no key (route-table.ts), and its backends would be proxies nobody reaches.
+    if (ctx.dispatch) routes.push(...dispatchRoutes(ctx, ctx.dispatch, backendIdsIn(routes[0])));
   } else if (!s.listeners.some(l => l.hostname === undefined)) routes.push(notFound());
   if (ctx.dispatch && !table) {
     // Listeners (and the final 404) form one group: the first match wins and the request
@@ -425,8 +427,12 @@ function inGroup(r: CaddyRoute, group: string): CaddyRoute {
 }
 
 /** One route per distinct backend set: matched by the variable, proxies, ends the request. */
-function dispatchRoutes(ctx: Ctx, table: ReadonlyMap<string, DispatchEntry>): CaddyRoute[] {
-  const entries = [...table.values()];
+function dispatchRoutes(
+  ctx: Ctx,
+  table: ReadonlyMap<string, DispatchEntry>,
+  only?: ReadonlySet<string>,
+): CaddyRoute[] {
+  const entries = [...table.values()].filter(e => !only || only.has(e.id));
   // Content-named ids (route table): in id order, so the server's routes outside the table
   // change only when the set of backends does (vars matchers exclude each other).
   if (tablesOn(ctx)) entries.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
@@ -437,6 +443,17 @@ function dispatchRoutes(ctx: Ctx, table: ReadonlyMap<string, DispatchEntry>): Ca
       owners,
     ),
   );
+}
+
+/** The backend ids the `vars` handlers under `v` set (the backends a listener's routes use). */
+function backendIdsIn(v: unknown, out = new Set<string>()): Set<string> {
+  if (Array.isArray(v)) for (const x of v) backendIdsIn(x, out);
+  else if (v && typeof v === "object") {
+    const o = v as Record<string, unknown>;
+    if (o.handler === "vars" && typeof o[BACKEND_VAR] === "string") out.add(o[BACKEND_VAR]);
+    for (const x of Object.values(o)) if (x && typeof x === "object") backendIdsIn(x, out);
+  }
+  return out;
 }
 
 const notFound = (): CaddyRoute => ({
