@@ -9,6 +9,7 @@
  * - HTTPRoute, GRPCRoute, TLSRoute, TCPRoute, UDPRoute: any parentRef reaches a Gateway of ours
  *   (directly or through a ListenerSet).
  * - BackendTLSPolicy: a targetRef Service is a backend of an HTTPRoute or GRPCRoute of ours.
+ * - XBackend: it is a backendRef of an HTTPRoute or GRPCRoute of ours.
  * - ReferenceGrant: always (it belongs to no class); KengineParameters: always (our API).
  * GatewayClass and ReferenceGrant have no rule that can refuse what the API server stores (the
  * spec puts every parametersRef problem in status; a grant runs nothing): their validators
@@ -37,9 +38,11 @@ import {
   TCPRoute,
   TLSRoute,
   UDPRoute,
+  XBackend,
 } from "./generated";
 import {
   OwnershipLookups,
+  backendIndexKey,
   cached,
   indexRoutesByService,
   isOurBackendTLSPolicy,
@@ -47,8 +50,10 @@ import {
   isOurGateway,
   isOurGatewayClass,
   isOurRoute,
+  isOurXBackend,
   withDeadline,
 } from "./ownership";
+import { xbackendProblems } from "./validation/xbackend";
 import {
   backendTLSPolicyProblems,
   backendTLSPolicyStatusProblems,
@@ -100,8 +105,7 @@ const lookups: OwnershipLookups = {
     const ref = ls?.spec?.parentRef;
     return ref ? { namespace: ref.namespace ?? key.namespace, name: ref.name } : undefined;
   }, LOOKUP_TTL_MS),
-  routesUsingService: async key =>
-    (await routesByService("all")).get(`${key.namespace}/${key.name}`) ?? [],
+  routesUsingService: async key => (await routesByService("all")).get(backendIndexKey(key)) ?? [],
 };
 
 /** A GatewayClass's parametersRef (class-level parameters: what Gateways of it may override). */
@@ -320,9 +324,19 @@ export const validateBackendTLSPolicy = (req: PeprValidateRequest<BackendTLSPoli
       ),
   );
 
+/** An XBackend is ours when a route of ours names it (translate/xbackend.ts resolves it). */
+export const validateXBackend = (req: PeprValidateRequest<XBackend>) =>
+  decide(
+    req,
+    "XBackend",
+    (b, ns) => isOurXBackend(ns, b.metadata?.name ?? "", lookups),
+    b => [...xbackendProblems(b as never)],
+  );
+
 When(GatewayClass).IsCreatedOrUpdated().Validate(validateGatewayClass);
 When(ReferenceGrant).IsCreatedOrUpdated().Validate(validateReferenceGrant);
 When(BackendTLSPolicy).IsCreatedOrUpdated().Validate(validateBackendTLSPolicy);
+When(XBackend).IsCreatedOrUpdated().Validate(validateXBackend);
 When(HTTPRoute).IsCreatedOrUpdated().Validate(validateHTTPRoute);
 When(GRPCRoute).IsCreatedOrUpdated().Validate(validateGRPCRoute);
 When(Gateway).IsCreatedOrUpdated().Validate(validateGateway);

@@ -2,10 +2,12 @@ import {
   CONTROLLER_NAME,
   OwnershipLookups,
   RouteParents,
+  backendIndexKey,
   cached,
   indexRoutesByService,
   isOurBackendTLSPolicy,
   isOurRoute,
+  isOurXBackend,
   withDeadline,
 } from "./index";
 
@@ -18,7 +20,7 @@ const lookups = (
   gatewayClassController: async name => classes[name],
   gatewayClassOf: async gw => gateways[`${gw.namespace}/${gw.name}`],
   listenerSetParent: async ls => listenerSets[`${ls.namespace}/${ls.name}`],
-  routesUsingService: async svc => services[`${svc.namespace}/${svc.name}`] ?? [],
+  routesUsingService: async b => services[backendIndexKey(b)] ?? [],
 });
 
 describe("isOurRoute", () => {
@@ -99,6 +101,59 @@ describe("isOurBackendTLSPolicy", () => {
   });
   it("is true when any one target is ours", async () => {
     expect(await isOurBackendTLSPolicy("apps", [...svc("theirs"), ...svc("shop")], l)).toBe(true);
+  });
+});
+
+describe("isOurXBackend", () => {
+  const X = "gateway.networking.x-k8s.io";
+  const routes = indexRoutesByService([
+    {
+      metadata: { namespace: "apps" },
+      spec: {
+        parentRefs: [{ name: "gw", namespace: "infra" }],
+        rules: [
+          {
+            backendRefs: [
+              { group: X, kind: "XBackend", name: "ext" },
+              { group: X, kind: "XBackend", name: "far", namespace: "data" },
+              { name: "ext" },
+            ],
+          },
+        ],
+      },
+    },
+    {
+      metadata: { namespace: "apps" },
+      spec: {
+        parentRefs: [{ name: "other" }],
+        rules: [{ backendRefs: [{ group: X, kind: "XBackend", name: "theirs" }] }],
+      },
+    },
+  ]);
+  const l = lookups(
+    { ours: CONTROLLER_NAME, theirs: "example.com/other" },
+    { "infra/gw": "ours", "apps/other": "theirs" },
+    {},
+    Object.fromEntries(routes),
+  );
+
+  it("is ours when a route of ours names it, in its namespace or another", async () => {
+    expect(await isOurXBackend("apps", "ext", l)).toBe(true);
+    expect(await isOurXBackend("data", "far", l)).toBe(true);
+  });
+  it("is not ours when only other controllers' routes, or none, name it", async () => {
+    expect(await isOurXBackend("apps", "theirs", l)).toBe(false);
+    expect(await isOurXBackend("apps", "unused", l)).toBe(false);
+    expect(await isOurXBackend("data", "ext", l)).toBe(false);
+  });
+  it("keeps Services and XBackends of the same name apart", async () => {
+    expect(routes.get(backendIndexKey({ namespace: "apps", name: "ext" }))).toHaveLength(1);
+    expect(
+      routes.get(backendIndexKey({ kind: "XBackend", namespace: "apps", name: "ext" })),
+    ).toHaveLength(1);
+    expect(
+      await isOurBackendTLSPolicy("apps", [{ group: "", kind: "Service", name: "far" }], l),
+    ).toBe(false);
   });
 });
 

@@ -21,9 +21,23 @@ export interface OwnershipLookups {
   gatewayClassOf(gateway: ObjectKey): Promise<string | undefined>;
   /** The Gateway a ListenerSet attaches to (its spec.parentRef), if any. */
   listenerSetParent(listenerSet: ObjectKey): Promise<ObjectKey | undefined>;
-  /** Every HTTPRoute and GRPCRoute with a backendRef to the Service (namespace and parents). */
-  routesUsingService(service: ObjectKey): Promise<readonly RouteParents[]>;
+  /**
+   * Every HTTPRoute and GRPCRoute with a backendRef to the Service (or, with `kind: XBackend`,
+   * to the XBackend): their namespace and parents.
+   */
+  routesUsingService(backend: BackendKey): Promise<readonly RouteParents[]>;
 }
+
+/** A backend a route names: a core Service (default) or an XBackend. */
+export interface BackendKey extends ObjectKey {
+  readonly kind?: "Service" | "XBackend";
+}
+
+const X_GATEWAY_GROUP = "gateway.networking.x-k8s.io";
+
+/** The key of indexRoutesByService's map for a backend. */
+export const backendIndexKey = (b: BackendKey): string =>
+  `${b.kind === "XBackend" ? "XBackend:" : ""}${b.namespace}/${b.name}`;
 
 /** A route reduced to what ownership needs: where it lives and its parents. */
 export interface RouteParents {
@@ -118,8 +132,22 @@ export async function isOurBackendTLSPolicy(
 }
 
 /**
- * Indexes routes by the Services they use as backends (`namespace/name`; a backendRef's
- * namespace defaults to the route's, its kind to Service, its group to core), for
+ * True when an XBackend is a backend of an HTTPRoute or GRPCRoute of ours (the XBackends the
+ * translator resolves). Other implementations' XBackends, and unused ones, are not ours.
+ */
+export async function isOurXBackend(
+  namespace: string,
+  name: string,
+  l: OwnershipLookups,
+): Promise<boolean> {
+  for (const route of await l.routesUsingService({ kind: "XBackend", namespace, name }))
+    if (await isOurRoute(route.namespace, route.parentRefs, l)) return true;
+  return false;
+}
+
+/**
+ * Indexes routes by the Services and XBackends they use as backends (backendIndexKey; a
+ * backendRef's namespace defaults to the route's, its kind to Service, its group to core), for
  * routesUsingService. Rule-level backendRefs only (those are the ones BackendTLSPolicy covers).
  */
 export function indexRoutesByService(
@@ -145,7 +173,15 @@ export function indexRoutesByService(
     for (const rule of r.spec?.rules ?? [])
       for (const b of rule?.backendRefs ?? [])
         if ((b?.group ?? "") === "" && (b?.kind ?? "Service") === "Service" && b?.name)
-          services.add(`${b.namespace ?? namespace}/${b.name}`);
+          services.add(backendIndexKey({ namespace: b.namespace ?? namespace, name: b.name }));
+        else if (b?.group === X_GATEWAY_GROUP && b.kind === "XBackend" && b.name)
+          services.add(
+            backendIndexKey({
+              kind: "XBackend",
+              namespace: b.namespace ?? namespace,
+              name: b.name,
+            }),
+          );
     for (const key of services) {
       const list = index.get(key) ?? [];
       list.push({ namespace, parentRefs: r.spec?.parentRefs });

@@ -14,6 +14,9 @@ export const LIST_PATHS: Readonly<Record<Kind, string>> = {
   UDPRoute: `${GW}/udproutes`,
   ReferenceGrant: `${GW}/referencegrants`,
   BackendTLSPolicy: `${GW}/backendtlspolicies`,
+  // Experimental channel only: a cluster without the CRD answers 404 and the kind is reported
+  // missing (backendRefs to XBackends then do not resolve).
+  XBackend: "/apis/gateway.networking.x-k8s.io/v1alpha1/xbackends",
   Service: "/api/v1/services",
   EndpointSlice: "/apis/discovery.k8s.io/v1/endpointslices",
   Secret: "/api/v1/secrets",

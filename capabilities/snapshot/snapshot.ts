@@ -138,6 +138,8 @@ export interface ReferenceIndex {
   readonly secrets: ReadonlySet<string>;
   readonly configMaps: ReadonlySet<string>;
   readonly namespaceSelectors: boolean;
+  /** Namespaces with an EndpointSelector XBackend: each of their Services may be read. */
+  readonly selectorNamespaces: ReadonlySet<string>;
 }
 
 const indexCache = new WeakMap<object, ReferenceIndex>();
@@ -154,6 +156,7 @@ export function referenceIndex(s: Snapshot): ReferenceIndex {
     s.objects.TCPRoute,
     s.objects.UDPRoute,
     s.objects.BackendTLSPolicy,
+    s.objects.XBackend,
   ];
   let level: WeakMap<object, unknown> = indexCache as WeakMap<object, unknown>;
   for (let i = 0; i < keyMaps.length - 1; i++) {
@@ -239,7 +242,24 @@ function buildIndex(s: Snapshot): ReferenceIndex {
       else configMaps.add(`${ns}/${ref.name}`);
     }
   }
-  return { ourClasses, ourGateways, services, secrets, configMaps, namespaceSelectors };
+  // XBackends (translate/xbackend.ts): their CA ConfigMaps; an EndpointSelector resolves
+  // through the Services (and so EndpointSlices) of its namespace.
+  const selectorNamespaces = new Set<string>();
+  for (const xb of s.objects.XBackend.values()) {
+    const ns = xb.metadata.namespace ?? "";
+    for (const ref of xb.spec?.tls?.validation?.caCertificateRefs ?? [])
+      if (ref.kind === "ConfigMap") configMaps.add(`${ns}/${ref.name}`);
+    if (xb.spec?.type === "EndpointSelector") selectorNamespaces.add(ns);
+  }
+  return {
+    ourClasses,
+    ourGateways,
+    services,
+    secrets,
+    configMaps,
+    namespaceSelectors,
+    selectorNamespaces,
+  };
 }
 
 function parentIsOurs(
@@ -276,9 +296,10 @@ function matters(s: Snapshot, kind: Kind, before?: KubeObject, after?: KubeObjec
         parentIsOurs(idx, o.metadata.namespace ?? "", (o as HTTPRoute).spec?.parentRefs),
       );
     case "Service":
-      return idx.services.has(key);
+      return idx.services.has(key) || idx.selectorNamespaces.has(objs[0].metadata.namespace ?? "");
     case "EndpointSlice":
       return objs.some(o => {
+        if (idx.selectorNamespaces.has(o.metadata.namespace ?? "")) return true;
         const svc = o.metadata.labels?.["kubernetes.io/service-name"];
         return svc !== undefined && idx.services.has(`${o.metadata.namespace}/${svc}`);
       });

@@ -371,6 +371,34 @@ export interface BackendTLSPolicy extends KubeObject {
   };
 }
 
+/**
+ * XBackend (gateway.networking.x-k8s.io/v1alpha1, experimental channel of v1.7.0): a backend
+ * named by hostname (`ExternalHostname`) or by pod labels (`EndpointSelector`), read by
+ * translate/xbackend.ts. Only the fields we read; the generated type has all of them.
+ */
+export interface XBackend extends KubeObject {
+  readonly spec?: {
+    readonly type?: string;
+    readonly externalHostname?: { readonly hostname?: string };
+    readonly endpointSelector?: { readonly matchLabels?: Readonly<Record<string, string>> };
+    readonly port?: { readonly number?: number };
+    readonly protocol?: string;
+    readonly tls?: {
+      readonly mode?: string;
+      readonly clientCertificateRef?: { readonly name: string; readonly namespace?: string };
+      readonly validation?: {
+        readonly hostname?: string;
+        readonly caCertificateRefs?: readonly LocalObjectReference[];
+        readonly wellKnownCACertificates?: string;
+        readonly subjectAltNames?: readonly unknown[];
+      };
+    };
+    readonly sessionPersistence?: unknown;
+  };
+}
+
+export const X_GATEWAY_GROUP = "gateway.networking.x-k8s.io";
+
 /* ---------------------------------------------------------------- core/v1, discovery/v1 */
 
 export interface ServicePort {
@@ -449,6 +477,7 @@ export interface KindMap {
   readonly UDPRoute: UDPRoute;
   readonly ReferenceGrant: ReferenceGrant;
   readonly BackendTLSPolicy: BackendTLSPolicy;
+  readonly XBackend: XBackend;
   readonly Service: Service;
   readonly EndpointSlice: EndpointSlice;
   readonly Secret: Secret;
@@ -471,6 +500,7 @@ export const KINDS: readonly Kind[] = [
   "UDPRoute",
   "ReferenceGrant",
   "BackendTLSPolicy",
+  "XBackend",
   "Service",
   "EndpointSlice",
   "Secret",

@@ -1,10 +1,11 @@
 /** Resolution of Service backendRefs to ready endpoint addresses. */
-import { EndpointIR } from "../ir";
+import { EndpointIR, SessionIR } from "../ir";
 import { serviceRead } from "./reads";
 import { BackendObjectReference, GATEWAY_GROUP, Service, ServicePort, Snapshot } from "../snapshot";
 import { RouteReason } from "./conditions";
 import { BackendTLSDecision, backendTLSPolicies } from "./backendtls";
 import { refPermitted } from "./refs";
+import { isXBackendRef, resolveXBackend } from "./xbackend";
 
 export type BackendResolution =
   | {
@@ -16,13 +17,16 @@ export type BackendResolution =
       readonly backendTLS?: BackendTLSDecision;
       /** Every BackendTLSPolicy naming the Service port (for their status). */
       readonly backendTLSPolicies?: readonly string[];
+      /** An XBackend's sessionPersistence (translate/xbackend.ts). */
+      readonly session?: SessionIR;
     }
   | { readonly ok: false; readonly id: string; readonly reason: string; readonly message: string };
 
 /**
  * Resolves one backendRef of a route (kind `routeKind` in `routeNamespace`): the reference
  * must name a core Service (InvalidKind), in the same namespace or allowed by a
- * ReferenceGrant (RefNotPermitted), that exists and has the port (BackendNotFound).
+ * ReferenceGrant (RefNotPermitted), that exists and has the port (BackendNotFound); or an
+ * XBackend (translate/xbackend.ts).
  */
 export function resolveBackend(
   s: Snapshot,
@@ -34,12 +38,13 @@ export function resolveBackend(
   const kind = ref.kind ?? "Service";
   const namespace = ref.namespace ?? routeNamespace;
   const id = `${namespace}/${ref.name}${ref.port !== undefined ? `:${ref.port}` : ""}`;
+  if (isXBackendRef(ref)) return resolveXBackend(s, routeKind, routeNamespace, ref);
   if (group !== "" || kind !== "Service") {
     return {
       ok: false,
       id,
       reason: RouteReason.InvalidKind,
-      message: `backendRef ${kind}.${group || "core"} ${id}: only core Services are supported`,
+      message: `backendRef ${kind}.${group || "core"} ${id}: only core Services and XBackends (gateway.networking.x-k8s.io) are supported`,
     };
   }
   if (

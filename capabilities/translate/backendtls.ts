@@ -135,43 +135,7 @@ function evaluateOne(s: Snapshot, p: BackendTLSPolicy, isConflicted: boolean): E
   const ns = p.metadata.namespace ?? "";
   const v = p.spec?.validation;
   const refs = v?.caCertificateRefs ?? [];
-  const refProblems: { reason: string; message: string }[] = [];
-  const cas: string[] = [];
-  for (const ref of refs) {
-    const id = `${ns}/${ref.name}`;
-    if (isTrustBundleRef(ref)) {
-      const bundle = trustBundleCertificates(s, { name: ref.name });
-      if (bundle.ok) cas.push(...bundle.value);
-      else
-        refProblems.push({ reason: PolicyReason.InvalidCACertificateRef, message: bundle.error });
-      continue;
-    }
-    if ((ref.group ?? "") !== "" || ref.kind !== "ConfigMap") {
-      refProblems.push({
-        reason: PolicyReason.InvalidKind,
-        message: `caCertificateRef ${ref.kind}.${ref.group || "core"} ${id}: only core ConfigMaps and ClusterTrustBundles are supported`,
-      });
-      continue;
-    }
-    const cm = s.objects.ConfigMap.get(id);
-    const pem = cm?.data?.["ca.crt"];
-    if (!cm) {
-      refProblems.push({
-        reason: PolicyReason.InvalidCACertificateRef,
-        message: `ConfigMap ${id} not found`,
-      });
-      continue;
-    }
-    const parsed = pem === undefined ? [] : pemCertificates(pem);
-    if (parsed.length === 0) {
-      refProblems.push({
-        reason: PolicyReason.InvalidCACertificateRef,
-        message: `ConfigMap ${id} has no PEM certificate under ca.crt`,
-      });
-      continue;
-    }
-    cas.push(...parsed);
-  }
+  const { cas, problems: refProblems } = caCertificatesOf(s, ns, refs);
   const resolved =
     refProblems.length === 0
       ? condition(
@@ -253,9 +217,64 @@ function evaluateOne(s: Snapshot, p: BackendTLSPolicy, isConflicted: boolean): E
   };
 }
 
+/**
+ * The CA certificates (base64 DER) that `caCertificateRefs` written in namespace `ns` name:
+ * core ConfigMaps (PEM under `ca.crt`) and ClusterTrustBundles, with a problem (reason, message)
+ * per reference that does not resolve. BackendTLSPolicy and XBackend share it.
+ */
+export function caCertificatesOf(
+  s: Snapshot,
+  ns: string,
+  refs: readonly { readonly group?: string; readonly kind?: string; readonly name: string }[],
+): { cas: string[]; problems: { reason: string; message: string }[] } {
+  const refProblems: { reason: string; message: string }[] = [];
+  const cas: string[] = [];
+  for (const ref of refs) {
+    const id = `${ns}/${ref.name}`;
+    if (isTrustBundleRef(ref)) {
+      const bundle = trustBundleCertificates(s, { name: ref.name });
+      if (bundle.ok) cas.push(...bundle.value);
+      else
+        refProblems.push({ reason: PolicyReason.InvalidCACertificateRef, message: bundle.error });
+      continue;
+    }
+    if ((ref.group ?? "") !== "" || ref.kind !== "ConfigMap") {
+      refProblems.push({
+        reason: PolicyReason.InvalidKind,
+        message: `caCertificateRef ${ref.kind}.${ref.group || "core"} ${id}: only core ConfigMaps and ClusterTrustBundles are supported`,
+      });
+      continue;
+    }
+    const cm = s.objects.ConfigMap.get(id);
+    const pem = cm?.data?.["ca.crt"];
+    if (!cm) {
+      refProblems.push({
+        reason: PolicyReason.InvalidCACertificateRef,
+        message: `ConfigMap ${id} not found`,
+      });
+      continue;
+    }
+    const parsed = pem === undefined ? [] : pemCertificates(pem);
+    if (parsed.length === 0) {
+      refProblems.push({
+        reason: PolicyReason.InvalidCACertificateRef,
+        message: `ConfigMap ${id} has no PEM certificate under ca.crt`,
+      });
+      continue;
+    }
+    cas.push(...parsed);
+  }
+  return { cas, problems: refProblems };
+}
+
 /** The policy's subjectAltNames by type; undefined when it has none. */
 export function subjectAltNames(p: BackendTLSPolicy): { dns: string[]; uri: string[] } | undefined {
-  const list = (p.spec?.validation?.subjectAltNames ?? []) as readonly {
+  return sansOf(p.spec?.validation?.subjectAltNames ?? []);
+}
+
+/** subjectAltNames as written (BackendTLSPolicy, XBackend) by type; undefined when none. */
+export function sansOf(written: readonly unknown[]): { dns: string[]; uri: string[] } | undefined {
+  const list = written as readonly {
     type?: string;
     hostname?: string;
     uri?: string;

@@ -209,9 +209,13 @@ function compile<R extends HTTPRoute | GRPCRoute>(
     // Resolve backends first: a dropped rule's references still count for ResolvedRefs.
     const refs = (rule.backendRefs ?? []) as readonly HTTPBackendRef[];
     const backends: BackendIR[] = [];
+    // An XBackend's sessionPersistence applies when it is the rule's only backendRef (one
+    // session over one backend's endpoints) and the rule has none of its own.
+    let backendSession: SessionIR | undefined;
     for (const ref of refs) {
       const weight = ref.weight ?? 1;
       const r = resolveBackend(s, kind, namespace, ref);
+      if (r.ok && r.session && refs.length === 1) backendSession = r.session;
       if (!r.ok) {
         refProblem ??= { reason: r.reason, message: r.message };
         if (weight > 0) backends.push({ type: "invalid", id: r.id, weight });
@@ -249,7 +253,8 @@ function compile<R extends HTTPRoute | GRPCRoute>(
       if (m.mirror) mirrors.push(m.mirror);
     }
     try {
-      const p = parts(rule as never, index);
+      const own = parts(rule as never, index);
+      const p = own.session || !backendSession ? own : { ...own, session: backendSession };
       rules.push({
         ...buildRule(index, kind, p, backends),
         ...(mirrors.length > 0 && { mirrors }),

@@ -538,6 +538,9 @@ const compileReads = (s: Snapshot, services: readonly string[]): readonly unknow
     // BackendTLSPolicy CAs may come from bundles (trustbundle.ts).
     s.objects.ClusterTrustBundle,
     s.objects.ReferenceGrant,
+    // backendRefs to XBackends (xbackend.ts); an EndpointSelector looks through every Service.
+    s.objects.XBackend,
+    ...(s.objects.XBackend.size > 0 ? [s.objects.Service] : []),
   ];
   const slices = services.length > 0 ? slicesByService(s) : undefined;
   for (const key of services) {
