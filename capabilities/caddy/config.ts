@@ -47,6 +47,15 @@ import {
   ManagementServerConfig,
 } from "./types";
 import { contentDispatchId, routeTableRoute, tableId } from "./route-table";
+import {
+  DispatchUse,
+  TableMemo,
+  derivedOf,
+  fragmentOf,
+  groupedRoute,
+  keepFragment,
+  tableMemo,
+} from "./render-memo";
 
 export interface CaddyOptions {
   /** The management server fragment and admin address (proxy fleet, design §6). */
@@ -74,6 +83,11 @@ export interface CaddyOptions {
    * shape on every flavour (tests and benchmarks compare the two).
    */
   readonly routeTable?: boolean;
+  /**
+   * Keep rendered pieces from build to build and reuse them (render-memo.ts; default true).
+   * The bytes are the same either way; false renders from scratch (tests compare the two).
+   */
+  readonly memo?: boolean;
 }
 
 export const ERROR_SERVER_NAME = "kengine-internal-500";
@@ -206,6 +220,7 @@ function render(
           certUsers.set(id, users);
         }
   for (const ir of list) {
+    ctx.ir = ir;
     ctx.caps = capabilitiesOf(ir.flavor ?? DEFAULT_PROXY_FLAVOR);
     ctx.clientCertificate = ir.backendClientCertificate;
     for (const s of ir.httpServers) {
@@ -269,6 +284,12 @@ interface Ctx {
   entryOwner?: SourceObject;
   /** The route table id of the HTTP server being built (proxies with `routeTable`). */
   tableId?: string;
+  /** The Gateway being built. */
+  ir?: GatewayIR;
+  /** The route table being built keeps its pieces across builds (not for source maps). */
+  memo?: TableMemo;
+  /** Rendering one entry for its fragment: the backend sets it names. */
+  uses?: DispatchUse[];
 }
 
 const tablesOn = (ctx: Ctx): boolean => ctx.caps.routeTable && ctx.opts.routeTable !== false;
@@ -305,13 +326,20 @@ export const PERSISTENT_TCP_NETWORK = "kengine-tcp";
 function httpServer(ctx: Ctx, s: HTTPServerIR): CaddyHTTPServer {
   ctx.dispatch = ctx.opts.dispatch === "per-route" ? undefined : new Map();
   const table = tablesOn(ctx) && ctx.tableId !== undefined;
+  ctx.memo =
+    table && !ctx.owners && ctx.ir && ctx.opts.memo !== false
+      ? tableMemo(ctx.ir, ctx.tableId!)
+      : undefined;
   const routes: CaddyRoute[] = table
     ? [tableRoute(ctx, s, ctx.tableId!)]
     : s.listeners.map((l, i) => listenerRoute(ctx, s, l, i));
   if (table) {
     // Only the backends the table names: a route whose hostname an earlier listener of the
     // port takes has no key (route-table.ts), and its backends would be proxies nobody reaches.
-    if (ctx.dispatch) routes.push(...dispatchRoutes(ctx, ctx.dispatch, backendIdsIn(routes[0])));
+    if (ctx.dispatch)
+      routes.push(...dispatchRoutes(ctx, ctx.dispatch, tableBackendIds(ctx, routes[0])));
+    ctx.memo?.finish();
+    ctx.memo = undefined;
   } else if (!s.listeners.some(l => l.hostname === undefined)) routes.push(notFound());
   if (ctx.dispatch && !table) {
     // Listeners (and the final 404) form one group: the first match wins and the request
@@ -404,17 +432,29 @@ function mergeHostCatchAlls(ctx: Ctx, routes: readonly CaddyRoute[]): CaddyRoute
       out.push(r);
       continue;
     }
-    const key = JSON.stringify({ handle: r.handle, terminal: r.terminal });
+    const key = ctx.memo ? derivedOf(r, "mergeKey", mergeKey) : mergeKey(r);
     const group = merged.get(key);
     if (group) {
       group.hosts.push(...onlyHosts(r)!);
       addOwners(group.by, ownersOf(ctx, r));
     } else merged.set(key, { hosts: [...onlyHosts(r)!], route: r, by: [...ownersOf(ctx, r)] });
   }
-  for (const { hosts, route, by } of merged.values())
-    out.push(own(ctx, { ...route, match: [{ host: hosts }] }, by));
+  const memo = ctx.memo;
+  for (const [key, { hosts, route, by }] of merged)
+    out.push(
+      memo
+        ? // equal key and hosts: equal JSON (the route is its match, handle and terminal)
+          memo.intern(`m\0${key}\0${hosts.join("\0")}`, () => ({
+            ...route,
+            match: [{ host: hosts }],
+          }))
+        : own(ctx, { ...route, match: [{ host: hosts }] }, by),
+    );
   return [...out, ...routes.slice(end)];
 }
+
+const mergeKey = (r: CaddyRoute): string =>
+  JSON.stringify({ handle: r.handle, terminal: r.terminal });
 
 /**
  * The route as a member of `group`. A route through which the request must reach the dispatch
@@ -436,13 +476,27 @@ function dispatchRoutes(
   // Content-named ids (route table): in id order, so the server's routes outside the table
   // change only when the set of backends does (vars matchers exclude each other).
   if (tablesOn(ctx)) entries.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  return entries.map(({ id, handler, owners }) =>
-    own(
-      ctx,
-      { match: [{ vars: { [BACKEND_VAR]: [id] } }], handle: [handler], terminal: true },
-      owners,
-    ),
-  );
+  const route = (id: string, handler: CaddyHandler): CaddyRoute => ({
+    match: [{ vars: { [BACKEND_VAR]: [id] } }],
+    handle: [handler],
+    terminal: true,
+  });
+  const memo = ctx.memo;
+  // (a content-named id names its handler's JSON)
+  if (memo)
+    return entries.map(({ id, handler }) => memo.intern(`d\0${id}`, () => route(id, handler)));
+  return entries.map(({ id, handler, owners }) => own(ctx, route(id, handler), owners));
+}
+
+/** The backend ids a table's lists name (with a memo: per list object, kept lists cost nothing). */
+function tableBackendIds(ctx: Ctx, route: CaddyRoute): ReadonlySet<string> {
+  if (!ctx.memo) return backendIdsIn(route);
+  const h = route.handle[0];
+  const out = new Set<string>();
+  if (h?.handler === "kengine_route_table")
+    for (const list of Object.values(h.hosts))
+      for (const id of derivedOf(list, "backendIds", l => backendIdsIn(l))) out.add(id);
+  return out;
 }
 
 /** The backend ids the `vars` handlers under `v` set (the backends a listener's routes use). */
@@ -475,6 +529,14 @@ function tableRoute(ctx: Ctx, s: HTTPServerIR, id: string): CaddyRoute {
       hostsOf: (r: CaddyRoute) => routeHosts(r, wildcards),
     };
   });
+  const memo = ctx.memo;
+  if (memo)
+    return routeTableRoute(
+      id,
+      listeners,
+      () => memo.intern("404", notFound),
+      (key, list) => memo.list(key, list),
+    ).route;
   const { route, hosts, from } = routeTableRoute(id, listeners, notFound);
   for (const [key, i] of from) own(ctx, hosts[key], [listenerSource(s.listeners[i].id)]);
   return route;
@@ -514,25 +576,82 @@ function listenerRoute(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR, index: numb
 
 /** The routes of a listener's subroute (or of its key in a route table). */
 function listenerRoutes(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR, index: number): CaddyRoute[] {
-  let routes = l.routes.map(e => {
-    const { kind, namespace, name } = e.route;
-    ctx.entryOwner = { kind, namespace, name };
-    return own(ctx, entryRoute(ctx, s, l, e), [ctx.entryOwner]);
-  });
-  ctx.entryOwner = undefined;
+  const memo = ctx.memo;
+  let routes: CaddyRoute[];
+  if (memo) {
+    const context = entryContext(ctx, l);
+    routes = l.routes.map(e => renderedEntry(ctx, s, l, e, context));
+  } else {
+    routes = l.routes.map(e => {
+      const { kind, namespace, name } = e.route;
+      ctx.entryOwner = { kind, namespace, name };
+      return own(ctx, entryRoute(ctx, s, l, e), [ctx.entryOwner]);
+    });
+    ctx.entryOwner = undefined;
+  }
   if (ctx.dispatch) routes = mergeHostCatchAlls(ctx, routes);
-  routes.push(notFound());
-  const misdirected = s.protocol === "HTTPS" ? misdirectedRoute(ctx, s, index) : undefined;
+  routes.push(memo ? memo.intern("404", notFound) : notFound());
+  let misdirected = s.protocol === "HTTPS" ? misdirectedRoute(ctx, s, index) : undefined;
+  if (misdirected && memo) misdirected = memo.internJSON(misdirected);
   if (misdirected) routes.unshift(misdirected);
   // Shared dispatch: the listener's routes (and its 404) are one group, so only the first
   // match runs; a forwarding route only names its backends and the request leaves the
   // subroute for the server's dispatch routes.
   // (Group names are per request and short: they are repeated on every route.)
-  if (ctx.dispatch) routes = routes.map(r => own(ctx, inGroup(r, `l${index}`), ownersOf(ctx, r)));
+  const group = `l${index}`;
+  if (ctx.dispatch)
+    routes = memo
+      ? routes.map(r => groupedRoute(r, group, g => inGroup(g, group)))
+      : routes.map(r => own(ctx, inGroup(r, group), ownersOf(ctx, r)));
   // Pre-routing filters: before every route of the listener, outside its group.
-  const filters = listenerFiltersRoute(l, dial);
+  let filters = listenerFiltersRoute(l, dial);
+  if (filters && memo) filters = memo.internJSON(filters);
   if (filters) routes.splice(misdirected ? 1 : 0, 0, own(ctx, filters, [listenerSource(l.id)]));
   return routes;
+}
+
+/**
+ * What an entry's route depends on besides the entry (see `entryRoute`, `action`, `forward`):
+ * the flavour's capabilities, the listener's hostname, the options, the client certificate.
+ */
+function entryContext(ctx: Ctx, l: HTTPListenerIR): string {
+  const c = ctx.clientCertificate;
+  return [
+    ctx.ir?.flavor ?? DEFAULT_PROXY_FLAVOR,
+    l.hostname === undefined ? "\u0001" : l.hostname,
+    ctx.opts.dispatch ?? "",
+    ctx.opts.errorResponderListen ?? "",
+    String(ctx.opts.routeTable),
+    c ? `${c.id}\0${c.certificatePem}\0${c.keyPem}` : "",
+  ].join("\0");
+}
+
+/** The entry's route, rendered once per entry object and context (render-memo.ts). */
+function renderedEntry(
+  ctx: Ctx,
+  s: HTTPServerIR,
+  l: HTTPListenerIR,
+  e: HTTPRouteEntryIR,
+  context: string,
+): CaddyRoute {
+  const kept = fragmentOf(e, context);
+  if (kept) {
+    if (kept.needsErrorServer) ctx.needsErrorServer = true;
+    if (ctx.dispatch)
+      for (const u of kept.uses)
+        if (!ctx.dispatch.has(u.key))
+          ctx.dispatch.set(u.key, { id: u.id, handler: u.handler, owners: [] });
+    return kept.route;
+  }
+  const needed = ctx.needsErrorServer;
+  const uses: DispatchUse[] = [];
+  ctx.needsErrorServer = false;
+  ctx.uses = uses;
+  const route = entryRoute(ctx, s, l, e);
+  keepFragment(e, { context, route, uses, needsErrorServer: ctx.needsErrorServer });
+  ctx.uses = undefined;
+  ctx.needsErrorServer ||= needed;
+  return route;
 }
 
 const SNI = "http.request.tls.server_name";
@@ -806,6 +925,7 @@ function action(ctx: Ctx, s: HTTPServerIR, e: HTTPRouteEntryIR): CaddyHandler[] 
         ctx.dispatch.set(key, entry);
       }
       if (ctx.entryOwner) addOwners(entry.owners, [ctx.entryOwner]);
+      ctx.uses?.push({ key, id: entry.id, handler: entry.handler });
       return [...deadline, { handler: "vars", [BACKEND_VAR]: entry.id }];
     }
   }

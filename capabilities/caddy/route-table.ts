@@ -56,6 +56,8 @@ export function routeTableRoute(
   id: string,
   listeners: readonly TableListener[],
   notFound: () => CaddyRoute,
+  /** A list equal to one made before (same routes, same order) may be given back as that object. */
+  reuse: (key: string, list: readonly CaddyRoute[]) => readonly CaddyRoute[] = (_, l) => l,
 ): {
   readonly route: CaddyRoute;
   readonly hosts: Readonly<Record<string, readonly CaddyRoute[]>>;
@@ -66,30 +68,71 @@ export function routeTableRoute(
   const from = new Map<string, number>();
   const put = (key: string, i: number, list: readonly CaddyRoute[]) => {
     if (from.has(key)) return;
-    hosts[key] = list;
+    hosts[key] = reuse(key, list);
     from.set(key, i);
   };
   listeners.forEach((l, i) => {
     const own = tableKey(l.hostname);
-    const limits = l.routes.map(r => l.hostsOf(r)?.map(h => h.toLowerCase()));
     const before = listeners.slice(0, i).map(o => o.hostname?.toLowerCase());
     const reaches = (key: string) => !before.some(b => b === undefined || covers(b, key));
-    const derived = new Set(limits.flatMap(h => h ?? []).filter(k => k !== own && reaches(k)));
+    // One pass over the routes: those for any host, and per hostname the routes limited to it
+    // (a key's list is then merged from those of the hostnames covering it, in list order).
+    const any: number[] = [];
+    const byHost = new Map<string, number[]>();
+    const derived = new Set<string>();
+    l.routes.forEach((r, j) => {
+      const limits = l.hostsOf(r);
+      if (limits === undefined) {
+        any.push(j);
+        return;
+      }
+      for (const raw of limits) {
+        const h = raw.toLowerCase();
+        const at = byHost.get(h);
+        if (at === undefined) byHost.set(h, [j]);
+        else if (at[at.length - 1] !== j) at.push(j);
+        if (h !== own && !derived.has(h) && !from.has(h) && reaches(h)) derived.add(h);
+      }
+    });
     put(
       own,
       i,
-      l.routes.filter((_, j) => limits[j] === undefined),
+      any.map(j => l.routes[j]),
     );
-    for (const key of derived)
+    const wildcards = [...byHost.keys()].some(h => h.startsWith("*."));
+    for (const key of derived) {
+      const parts = [any, ...coveringHosts(key, wildcards).map(h => byHost.get(h) ?? [])];
       put(
         key,
         i,
-        l.routes.filter((_, j) => limits[j]?.some(h => covers(h, key)) ?? true),
+        mergeSorted(parts).map(j => l.routes[j]),
       );
+    }
   });
   if (!("*" in hosts)) hosts["*"] = [notFound()];
   const handler: CaddyHandler = { handler: ROUTE_TABLE_HANDLER, id, hosts };
   return { route: { handle: [handler] }, hosts, from };
+}
+
+/**
+ * The hostname patterns that cover `key` (`covers(h, key)`): the key itself, and with
+ * `wildcards`, `*.` and each of the key's parent domains (a wildcard key: its own domain too).
+ */
+function coveringHosts(key: string, wildcards: boolean): string[] {
+  const out = [key];
+  if (!wildcards) return out;
+  // A wildcard key `*.<base>` is covered by itself (already in) and by its parents' wildcards.
+  const base = key.startsWith("*.") ? key.slice(2) : key;
+  for (let dot = base.indexOf("."); dot >= 0; dot = base.indexOf(".", dot + 1))
+    out.push(`*${base.slice(dot)}`);
+  return out;
+}
+
+/** The ascending union of ascending index lists. */
+function mergeSorted(lists: readonly (readonly number[])[]): number[] {
+  const nonEmpty = lists.filter(l => l.length > 0);
+  if (nonEmpty.length === 1) return [...nonEmpty[0]];
+  return [...new Set(nonEmpty.flat())].sort((a, b) => a - b);
 }
 
 /**

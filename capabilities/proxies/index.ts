@@ -45,6 +45,7 @@ export type {
   ServerCertificateSource,
   TrafficMetricsMode,
 } from "./management";
+export { configJSON } from "./route-tables";
 export { AdminClient, describeAdminError, VALIDATE_PATH } from "./admin-client";
 export type {
   AdminClientOptions,

@@ -13,7 +13,7 @@
 import { createHash } from "node:crypto";
 import { isDeepStrictEqual } from "node:util";
 import { pemToBase64Der } from "./pki";
-import { ConfigTables, configTables } from "./route-tables";
+import { ConfigTables, configJSON, configTables } from "./route-tables";
 import { err, ok, Result } from "./result";
 import { SecretPem } from "./secret";
 
@@ -332,19 +332,32 @@ export function exactHosts(routes: unknown): string[] {
     }
     const o = asObject(v);
     if (o === undefined) return;
-    // A route table's exact keys are hosts too (its lists are walked below like subroutes).
-    if (o.handler === "kengine_route_table")
-      for (const h of Object.keys(asObject(o.hosts) ?? {}))
+    // A route table's exact keys are hosts too, and those of its lists (walked once per list
+    // object: a render keeps unchanged lists).
+    const table = o.handler === "kengine_route_table" ? asObject(o.hosts) : undefined;
+    if (table)
+      for (const [h, list] of Object.entries(table)) {
         if (!/[*{}]/.test(h)) out.add(h.toLowerCase());
+        if (list !== null && typeof list === "object") for (const x of listHosts(list)) out.add(x);
+      }
     for (const set of Array.isArray(o.match) ? o.match : []) {
       const host = asObject(set)?.host;
       for (const h of Array.isArray(host) ? host : [])
         if (typeof h === "string" && h !== "" && !/[*{}]/.test(h)) out.add(h.toLowerCase());
     }
-    Object.values(o).forEach(walk);
+    for (const [k, x] of Object.entries(o)) if (!(table && k === "hosts")) walk(x);
   };
   walk(routes);
   return [...out].sort();
+}
+
+const hostsOfLists = new WeakMap<object, readonly string[]>();
+
+/** `exactHosts` of one route list of a table, once per list object. */
+function listHosts(list: object): readonly string[] {
+  let hosts = hostsOfLists.get(list);
+  if (!hosts) hostsOfLists.set(list, (hosts = exactHosts(list)));
+  return hosts;
 }
 
 /**
@@ -478,7 +491,7 @@ export function sealBuilt(
   const tables = configTables(withReadiness, READINESS_SERVER);
   const result: SealedConfig = Object.freeze({
     hash,
-    bytes: Buffer.from(JSON.stringify(withReadiness), "utf8"),
+    bytes: Buffer.from(configJSON(withReadiness), "utf8"),
     ...(tables && { tables }),
   });
   sealed.add(result);

@@ -15,7 +15,7 @@
  * of the skeleton: a new hostname is a delta, and Caddy labels its traffic `_other` until the
  * next `/load` (docs/operations.md, "Route-table deltas").
  */
-import { createHash } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 
 export const ROUTE_TABLE_HANDLER = "kengine_route_table";
 
@@ -108,6 +108,19 @@ export function hostList(list: object): HostList {
 const share = (key: string, sha: string): Buffer =>
   createHash("sha256").update(`${key} ${sha}`).digest();
 
+const shares = new WeakMap<HostList, { readonly key: string; readonly share: Buffer }>();
+
+/** `tableHash` of digests kept from build to build: each key's share computed once per digest. */
+function tableHashOf(hosts: ReadonlyMap<string, HostList>): string {
+  const acc = Buffer.alloc(32);
+  for (const [key, list] of hosts) {
+    let s = shares.get(list);
+    if (s?.key !== key) shares.set(list, (s = { key, share: share(key, list.sha) }));
+    for (let i = 0; i < 32; i++) acc[i] ^= s.share[i];
+  }
+  return acc.toString("hex");
+}
+
 /** The proxy's table hash for key → SHA-256 (hex) of each list. */
 export function tableHash(hosts: Iterable<readonly [string, string]>): string {
   const acc = Buffer.alloc(32);
@@ -167,7 +180,7 @@ export function configTables(config: Obj, readinessServer: string): ConfigTables
               route: index,
               handler: p,
               hosts,
-              hash: tableHash([...hosts].map(([k, v]) => [k, v.sha] as const)),
+              hash: tableHashOf(hosts),
             });
             return { ...o, hosts: {} };
           }),
@@ -184,6 +197,95 @@ export function configTables(config: Obj, readinessServer: string): ConfigTables
   };
   return { skeleton: sha256(JSON.stringify(skeleton)), tables };
 }
+
+/**
+ * A config as JSON text, the same as `JSON.stringify(config)`, with each route table's `hosts`
+ * assembled from its lists' JSON, kept per list object (a render keeps unchanged lists as the
+ * same objects, caddy/render-memo.ts): a build serialises what changed, not the whole table.
+ */
+export function configJSON(config: Obj): string {
+  const spliced: string[] = [];
+  const copy = withTables(config, hosts => {
+    spliced.push(hostsText(hosts));
+    return `${SPLICE}${spliced.length - 1}`;
+  });
+  if (spliced.length === 0) return JSON.stringify(config);
+  const parts = JSON.stringify(copy).split(SPLICED);
+  // Odd parts are the markers' numbers: each once, in order (else the plain way).
+  if (
+    parts.length !== 2 * spliced.length + 1 ||
+    parts.some((p, i) => i % 2 === 1 && p !== String((i - 1) / 2))
+  )
+    return JSON.stringify(config);
+  return parts.map((p, i) => (i % 2 === 0 ? p : spliced[(i - 1) / 2])).join("");
+}
+
+/** Stands for a table's hosts in the text (NUL and a per-process nonce: no config holds it). */
+const NONCE = randomBytes(8).toString("hex");
+const SPLICE = `\u0000kengine-hosts-${NONCE}-`;
+/** The marker as JSON.stringify writes it (NUL as `\u0000`), its number captured. */
+const SPLICED = new RegExp(`"\\\\u0000kengine-hosts-${NONCE}-(\\d+)"`);
+
+const texts = new WeakMap<object, string>();
+
+/** JSON.stringify(o), once per object. */
+function textOf(o: object): string {
+  let t = texts.get(o);
+  if (t === undefined) texts.set(o, (t = JSON.stringify(o)));
+  return t;
+}
+
+/** A table's `hosts` as JSON text, from its lists' texts. */
+function hostsText(hosts: Obj): string {
+  let t = texts.get(hosts);
+  if (t === undefined) {
+    const parts: string[] = [];
+    for (const key of Object.keys(hosts)) {
+      const list = hosts[key];
+      if (list !== undefined)
+        parts.push(
+          `${JSON.stringify(key)}:${list !== null && typeof list === "object" ? textOf(list) : JSON.stringify(list)}`,
+        );
+    }
+    texts.set(hosts, (t = `{${parts.join(",")}}`));
+  }
+  return t;
+}
+
+/** `config` with each route table handler's `hosts` replaced by `sub(hosts)` (a shallow copy). */
+function withTables(config: Obj, sub: (hosts: Obj) => unknown): Obj {
+  const apps = asObject(config.apps);
+  const http = asObject(apps?.http);
+  const servers = asObject(http?.servers);
+  if (!servers) return config;
+  let changed = false;
+  const out: Record<string, unknown> = {};
+  for (const [name, server] of Object.entries(servers)) {
+    const routes = asObject(server)?.routes;
+    out[name] = server;
+    if (!Array.isArray(routes)) continue;
+    let any = false;
+    const mapped = (routes as unknown[]).map(r => {
+      const handle = asObject(r)?.handle;
+      if (!Array.isArray(handle) || !handle.some(isTableHandler)) return r;
+      any = true;
+      return {
+        ...asObject(r),
+        handle: (handle as unknown[]).map(h =>
+          isTableHandler(h) ? { ...asObject(h), hosts: sub(asObject(asObject(h)!.hosts)!) } : h,
+        ),
+      };
+    });
+    if (any) out[name] = { ...asObject(server), routes: mapped };
+    changed ||= any;
+  }
+  return changed ? { ...config, apps: { ...apps, http: { ...http, servers: out } } } : config;
+}
+
+const isTableHandler = (h: unknown): boolean => {
+  const o = asObject(h);
+  return o?.handler === ROUTE_TABLE_HANDLER && asObject(o.hosts) !== undefined;
+};
 
 const running = new WeakMap<ConfigTables, Map<string, RunningTables>>();
 

@@ -32,6 +32,7 @@ import {
   proxyServerName,
   proxyServerNames,
   renewalDue,
+  configJSON,
   sealBuilt,
   sealConfig,
 } from "../proxies";
@@ -257,7 +258,7 @@ export function sealGatewayConfig(
   // (an interface has no index signature: the plain data is what sealBuilt checks)
   return sealBuilt(
     config as unknown as Readonly<Record<string, unknown>>,
-    JSON.stringify(config),
+    configJSON(config as unknown as Readonly<Record<string, unknown>>),
     spec,
     {
       trafficMetrics: capabilitiesOf(ir.flavor ?? DEFAULT_PROXY_FLAVOR).appMetrics

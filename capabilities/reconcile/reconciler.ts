@@ -54,6 +54,7 @@ import {
 import { Condition, RefusedObject, StatusResults, translate } from "../translate";
 import { DEFAULT_PROXY_FLAVOR } from "../flavor/proxy-flavor";
 import { caddySourceMap } from "../caddy";
+import { fragmentCounts } from "../caddy/render-memo";
 import { clientCredentials, ensureAuthority } from "./authority";
 import {
   CaRead,
@@ -752,6 +753,7 @@ export class Reconciler {
     }
     run.mark("translate");
     const rendersBefore = sealedRenders();
+    const entriesBefore = fragmentCounts();
     const { gateways, statuses } = this.#translation;
     const now = new Date();
     // Each Gateway planned on its own: an exception fails that Gateway alone (contain.ts).
@@ -792,8 +794,14 @@ export class Reconciler {
       new Map(plans.flatMap(p => (p.channel ? [[p.channel.key, p.channel.credentials]] : []))),
     );
     counts.rendered = sealedRenders() - rendersBefore;
+    const entriesAfter = fragmentCounts();
+    // Route entries rendered again vs kept from an earlier build (caddy/render-memo.ts).
+    const entries = {
+      rendered: entriesAfter.rendered - entriesBefore.rendered,
+      reused: entriesAfter.reused - entriesBefore.reused,
+    };
     run.mark("render");
-    if (!leader) return this.#ended(run, counts);
+    if (!leader) return this.#ended(run, counts, entries);
     this.#acme.update(snapshot, now);
     this.#lastGood.observe(plans.flatMap(p => (p.lastGood ? [p.lastGood] : [])));
     const proxyGateway = new Map(
@@ -932,12 +940,16 @@ export class Reconciler {
     });
     run.mark("status");
     if (caRead && caRead === this.#caRead) await this.#stepCa(plans, caRead);
-    this.#ended(run, counts);
+    this.#ended(run, counts, entries);
   }
 
   /** A build ended: its phase times into the metrics, and one debug line. */
-  #ended(run: BuildRun, counts: Parameters<BuildRun["end"]>[0]): void {
-    this.o.log.debug("build", { ...run.end(counts) });
+  #ended(
+    run: BuildRun,
+    counts: Parameters<BuildRun["end"]>[0],
+    entries?: { readonly rendered: number; readonly reused: number },
+  ): void {
+    this.o.log.debug("build", { ...run.end(counts), ...(entries && { entries }) });
   }
 
   #plan(

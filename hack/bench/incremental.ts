@@ -10,6 +10,7 @@
  * routes on one Gateway (the propagation scenario's) and over 10 Gateways. CPU is the
  * process's user + system time (process.cpuUsage); medians of the samples after a warm-up.
  */
+import { fragmentCounts } from "../../capabilities/caddy/render-memo";
 import { newAuthority } from "../../capabilities/reconcile/rotation";
 import { sealGatewayConfig, sealedFor, sealedRenders } from "../../capabilities/reconcile/plan";
 import { IncrementalTranslator } from "../../capabilities/reconcile/reuse";
@@ -47,6 +48,11 @@ export interface IncrementalSample {
   readonly cpuMs: number;
   /** Median Gateways rendered per build. */
   readonly rendered: number;
+  /**
+   * Median route entries rendered and reused per build (caddy/render-memo.ts: an entry the
+   * translator kept is not rendered again).
+   */
+  readonly entries: { readonly rendered: number; readonly reused: number };
   readonly samples: number;
 }
 
@@ -105,6 +111,8 @@ export function benchIncremental(
       };
       const cpus: number[] = [];
       const rendered: number[] = [];
+      const entriesRendered: number[] = [];
+      const entriesReused: number[] = [];
       // Build 0 (first build, not measured) and then one changed route per build.
       for (let k = -2; k < changes; k++) {
         const c0 = cpu();
@@ -140,11 +148,13 @@ export function benchIncremental(
             : translator.translate(snapshot, { controllerName: CONTROLLER_NAME }).result;
         lap("translate");
         const renders = sealedRenders();
+        const fragments = fragmentCounts();
         for (const ir of gateways.gateways)
           if (mode === "full") sealGatewayConfig(ir, spec);
           else sealedFor(ir, spec);
         const n = mode === "full" ? gateways.gateways.length : sealedRenders() - renders;
         lap("render");
+        const fragmentsAfter = fragmentCounts();
         stored.written(
           computeStatusUpdates({
             results: gateways.statuses,
@@ -158,6 +168,8 @@ export function benchIncremental(
         if (k < 0) continue;
         cpus.push(cpu() - c0);
         rendered.push(n);
+        entriesRendered.push(fragmentsAfter.rendered - fragments.rendered);
+        entriesReused.push(fragmentsAfter.reused - fragments.reused);
         for (const p of PHASES) {
           phases[p].push(ms[p]!);
           phaseCpus[p].push(cpuMs[p]!);
@@ -176,6 +188,7 @@ export function benchIncremental(
         >,
         cpuMs: round(median(cpus)),
         rendered: median(rendered),
+        entries: { rendered: median(entriesRendered), reused: median(entriesReused) },
         samples: changes,
       });
     }
