@@ -852,6 +852,50 @@ const compileReads = (s: Snapshot, services: readonly string[]): readonly unknow
 const sameReads = (a: readonly unknown[], b: readonly unknown[]): boolean =>
   a.length === b.length && a.every((r, i) => r === b[i]);
 
+/**
+ * The Services (`namespace/name`) whose object or EndpointSlices differ between the Service and
+ * EndpointSlice maps in `from` and the snapshot's (the snapshot's lineage; an EndpointSlice
+ * counts for the Service it is labelled with, before and after); undefined: not known. Made
+ * once per pair of versions, not per route.
+ */
+const servicesChangedCache = new WeakMap<
+  object,
+  {
+    readonly from: unknown;
+    readonly to: readonly unknown[];
+    readonly services: ReadonlySet<string> | undefined;
+  }
+>();
+function servicesChanged(from: readonly unknown[], s: Snapshot): ReadonlySet<string> | undefined {
+  const fromServices = from[0] as Snapshot["objects"]["Service"];
+  const fromSlices = from[1] as Snapshot["objects"]["EndpointSlice"];
+  const cached = servicesChangedCache.get(fromSlices);
+  if (
+    cached &&
+    cached.from === fromServices &&
+    cached.to[0] === s.objects.Service &&
+    cached.to[1] === s.objects.EndpointSlice
+  )
+    return cached.services;
+  const serviceKeys = changedKeys(fromServices, s.objects.Service);
+  const sliceKeys = changedKeys(fromSlices, s.objects.EndpointSlice);
+  let services: Set<string> | undefined;
+  if (serviceKeys && sliceKeys) {
+    services = new Set(serviceKeys);
+    for (const k of sliceKeys)
+      for (const slice of [fromSlices.get(k), s.objects.EndpointSlice.get(k)]) {
+        const name = slice?.metadata.labels?.["kubernetes.io/service-name"];
+        if (slice && name !== undefined) services.add(`${slice.metadata.namespace}/${name}`);
+      }
+  }
+  servicesChangedCache.set(fromSlices, {
+    from: fromServices,
+    to: [s.objects.Service, s.objects.EndpointSlice],
+    services,
+  });
+  return services;
+}
+
 function compileAny(s: Snapshot, kind: RouteKind, obj: unknown): AnyCompiled {
   const hit = compiled.get(obj as object);
   if (hit) {
@@ -865,7 +909,18 @@ function compileAny(s: Snapshot, kind: RouteKind, obj: unknown): AnyCompiled {
       m[5] === s.objects.ReferenceGrant
     )
       return hit.c;
-    if (sameReads(hit.reads, compileReads(s, hit.services))) {
+    // Only Services or EndpointSlices changed, none this route read: no need to list its reads.
+    const changed =
+      m[2] === s.objects.BackendTLSPolicy &&
+      m[3] === s.objects.ConfigMap &&
+      m[4] === s.objects.ClusterTrustBundle &&
+      m[5] === s.objects.ReferenceGrant
+        ? servicesChanged(m, s)
+        : undefined;
+    if (
+      (changed && !hit.services.some(k => changed.has(k))) ||
+      sameReads(hit.reads, compileReads(s, hit.services))
+    ) {
       hit.maps = compileMaps(s);
       return hit.c;
     }
