@@ -15,7 +15,7 @@ import { arbitrarySnapshot } from "../../tests/support/arbitrary-snapshot";
 import { createAuthority, generateKeyPair, podManagementSpec, sealConfig } from "../proxies";
 import { capabilitiesOf, DEFAULT_PROXY_FLAVOR } from "../flavor/proxy-flavor";
 import { KINDS, KubeObject, Snapshot, apply, snapshotOf } from "../snapshot";
-import { translate } from "../translate";
+import { routeDeltas, translate } from "../translate";
 import { gatewayCaddyConfig, sealGatewayConfig, sealedFor, sealedRenders } from "./plan";
 import { IncrementalTranslator } from "./reuse";
 
@@ -149,6 +149,14 @@ const goldenScenario = (a: number) =>
     });
   });
 
+const ROUTE_KINDS: ReadonlySet<string> = new Set([
+  "HTTPRoute",
+  "GRPCRoute",
+  "TLSRoute",
+  "TCPRoute",
+  "UDPRoute",
+]);
+
 /** Applies `steps` to `initial` one event at a time, comparing each build with a full build. */
 function expectIncrementalEqualsFull(
   initial: readonly KubeObject[],
@@ -159,9 +167,12 @@ function expectIncrementalEqualsFull(
   let snapshot: Snapshot = snapshotOf(initial);
   const translator = new IncrementalTranslator();
   let previous = new Map<string, string>();
-  const check = () => {
+  /** `routeChange`: only routes changed since the last check, so no route is walked. */
+  const check = (routeChange = false) => {
     const renders = sealedRenders();
+    const deltas = routeDeltas();
     const inc = translator.translate(snapshot, {});
+    if (routeChange) expect(routeDeltas()).toBe(deltas + 1);
     const configs = inc.result.gateways.map(ir => ({
       key: `${ir.namespace}/${ir.name}`,
       bytes: sealResult(sealedFor(ir, spec)),
@@ -178,6 +189,7 @@ function expectIncrementalEqualsFull(
   check();
   for (const { index, remove } of steps) {
     const o = pool[index]!;
+    const before = snapshot;
     if (remove) {
       if (!current.delete(keyOf(o))) continue;
       snapshot = apply(snapshot, {
@@ -193,7 +205,7 @@ function expectIncrementalEqualsFull(
         object: o,
       }).snapshot;
     }
-    check();
+    check(snapshot !== before && ROUTE_KINDS.has(o.kind ?? ""));
   }
 }
 

@@ -934,6 +934,18 @@ export class Reconciler {
         now: now.toISOString().replace(/\.\d{3}Z$/, "Z"),
         onUnchanged: kind => statusMetrics.unchanged(kind, 1),
         memo: this.#statusMemo,
+        // What `stored` reads: unchanged routes found in place are skipped unread.
+        stored: {
+          routes: {
+            HTTPRoute: snapshot.objects.HTTPRoute,
+            GRPCRoute: snapshot.objects.GRPCRoute,
+            TLSRoute: snapshot.objects.TLSRoute,
+            TCPRoute: snapshot.objects.TCPRoute,
+            UDPRoute: snapshot.objects.UDPRoute,
+          },
+          version: this.#writer.version,
+          writtenSince: v => this.#writer.writtenSince(v),
+        },
       });
       // Always handed over, even empty: pending rate-limited updates no longer wanted are dropped.
       this.#reportWrites(await this.#writer.write(updates));

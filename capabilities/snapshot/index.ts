@@ -3,6 +3,8 @@ export {
   CONTROLLER_NAME,
   apply,
   applyAll,
+  changedKeys,
+  earlierVersions,
   emptySnapshot,
   isSynced,
   keyOf,

@@ -112,7 +112,14 @@ export function applyAll(snapshot: Snapshot, events: readonly SnapshotEvent[]): 
     return { snapshot, relevant: false };
   }
   const objects = { ...snapshot.objects } as Record<Kind, ReadonlyMap<string, KubeObject>>;
-  for (const [k, m] of maps) objects[k] = m;
+  for (const [k, m] of maps) {
+    objects[k] = m;
+    recordLineage(
+      snapshot.objects[k],
+      m,
+      changes.flatMap(c => (c.kind === k ? [keyOf((c.after ?? c.before)!)] : [])),
+    );
+  }
   const next: Snapshot = { objects: objects as Snapshot["objects"], synced };
   if (!isSynced(next)) return { snapshot: next, relevant: false };
   if (!wasSynced) return { snapshot: next, relevant: true };
@@ -121,6 +128,77 @@ export function applyAll(snapshot: Snapshot, events: readonly SnapshotEvent[]): 
     c => matters(snapshot, c.kind, c.before, c.after) || matters(next, c.kind, c.before, c.after),
   );
   return { snapshot: next, relevant };
+}
+
+/* ------------------------------------------------------------------ lineage */
+
+/**
+ * One version of a kind's map in its lineage: the keys changed from the version before it
+ * (`parent`). The maps themselves are held weakly, so a version nobody holds is collected; the
+ * steps (keys only) are held by the newer ones, at most MAX_DEPTH deep.
+ */
+interface Step {
+  readonly map: WeakRef<ReadonlyMap<string, unknown>>;
+  /** Undefined: not known (a batch of more than MAX_KEYS keys, or the first version seen). */
+  readonly keys: ReadonlySet<string> | undefined;
+  readonly parent: Step | undefined;
+  readonly depth: number;
+}
+
+const MAX_DEPTH = 1024;
+const MAX_KEYS = 256;
+const EMPTY: ReadonlySet<string> = new Set();
+const lineage = new WeakMap<ReadonlyMap<string, unknown>, Step>();
+
+/**
+ * Remembers which keys of a kind's map an event changed (issue 16: work proportional to the
+ * change), so a stage that worked from an earlier version can find what changed since.
+ */
+function recordLineage(
+  parent: ReadonlyMap<string, unknown>,
+  next: ReadonlyMap<string, unknown>,
+  changed: readonly string[],
+): void {
+  let p = lineage.get(parent);
+  if (!p) {
+    p = { map: new WeakRef(parent), keys: undefined, parent: undefined, depth: 0 };
+    lineage.set(parent, p);
+  }
+  const keys = changed.length <= MAX_KEYS ? new Set(changed) : undefined;
+  const deep = p.depth + 1 >= MAX_DEPTH;
+  lineage.set(next, {
+    map: new WeakRef(next),
+    keys,
+    parent: keys && !deep ? p : undefined,
+    depth: keys && !deep ? p.depth + 1 : 0,
+  });
+}
+
+/**
+ * The earlier versions of a kind's map still held (newest first), each with the keys whose
+ * object differs between it and `map` (every other key maps to the same object in both). The
+ * set given with one version is only valid until the next is asked for.
+ */
+export function* earlierVersions<V>(
+  map: ReadonlyMap<string, V>,
+): Iterable<readonly [ReadonlyMap<string, V>, ReadonlySet<string>]> {
+  const acc = new Set<string>();
+  for (let step = lineage.get(map); step?.keys && step.parent; step = step.parent) {
+    for (const k of step.keys) acc.add(k);
+    if (acc.size > MAX_KEYS) return;
+    const earlier = step.parent.map.deref();
+    if (earlier) yield [earlier as ReadonlyMap<string, V>, acc];
+  }
+}
+
+/** The keys whose object differs between two versions of a kind's map; undefined: not known. */
+export function changedKeys(
+  from: ReadonlyMap<string, unknown>,
+  to: ReadonlyMap<string, unknown>,
+): ReadonlySet<string> | undefined {
+  if (from === to) return EMPTY;
+  for (const [earlier, keys] of earlierVersions(to)) if (earlier === from) return new Set(keys);
+  return undefined;
 }
 
 function sameVersion(a: KubeObject, b: KubeObject): boolean {
@@ -143,6 +221,13 @@ export interface ReferenceIndex {
 }
 
 const indexCache = new WeakMap<object, ReferenceIndex>();
+const ROUTE_KINDS: ReadonlySet<Kind> = new Set([
+  "HTTPRoute",
+  "GRPCRoute",
+  "TLSRoute",
+  "TCPRoute",
+  "UDPRoute",
+]);
 
 export function referenceIndex(s: Snapshot): ReferenceIndex {
   // The index depends only on Gateway API kinds; cache it on the tuple of their maps.
@@ -177,11 +262,7 @@ export function referenceIndex(s: Snapshot): ReferenceIndex {
 }
 
 function buildIndex(s: Snapshot): ReferenceIndex {
-  const ourClasses = new Set<string>();
-  for (const gc of s.objects.GatewayClass.values()) {
-    if (isOurClass(gc)) ourClasses.add(gc.metadata.name);
-  }
-  const ourGateways = new Set<string>();
+  const { ourClasses, ourGateways } = ownIndex(s);
   const secrets = new Set<string>();
   const configMaps = new Set<string>();
   const services = new Set<string>();
@@ -202,7 +283,6 @@ function buildIndex(s: Snapshot): ReferenceIndex {
   };
   for (const gw of s.objects.Gateway.values()) {
     if (!ourClasses.has(gw.spec?.gatewayClassName)) continue;
-    ourGateways.add(keyOf(gw));
     const gwNs = gw.metadata.namespace ?? "";
     addListenerRefs(gwNs, gw.spec.listeners);
     const tls = gw.spec.tls;
@@ -278,8 +358,40 @@ function parentIsOurs(
   return false;
 }
 
+/** Our GatewayClasses and Gateways: all a route event's relevance reads (cached per map pair). */
+const ownCache = new WeakMap<
+  object,
+  WeakMap<object, Pick<ReferenceIndex, "ourClasses" | "ourGateways">>
+>();
+function ownIndex(s: Snapshot): Pick<ReferenceIndex, "ourClasses" | "ourGateways"> {
+  let byGateways = ownCache.get(s.objects.GatewayClass);
+  if (!byGateways) ownCache.set(s.objects.GatewayClass, (byGateways = new WeakMap()));
+  let own = byGateways.get(s.objects.Gateway);
+  if (!own) {
+    const ourClasses = new Set<string>();
+    for (const gc of s.objects.GatewayClass.values())
+      if (isOurClass(gc)) ourClasses.add(gc.metadata.name);
+    const ourGateways = new Set<string>();
+    for (const gw of s.objects.Gateway.values())
+      if (ourClasses.has(gw.spec?.gatewayClassName)) ourGateways.add(keyOf(gw));
+    byGateways.set(s.objects.Gateway, (own = { ourClasses, ourGateways }));
+  }
+  return own;
+}
+
 function matters(s: Snapshot, kind: Kind, before?: KubeObject, after?: KubeObject): boolean {
-  const idx = referenceIndex(s);
+  // A route event reads only our Gateways: the whole index (every route's references) is
+  // built only for the kinds that need it, so a route change does not walk every route.
+  const idx =
+    ROUTE_KINDS.has(kind) || kind === "GatewayClass" || kind === "Gateway"
+      ? {
+          ...ownIndex(s),
+          services: EMPTY,
+          secrets: EMPTY,
+          configMaps: EMPTY,
+          namespaceSelectors: false,
+        }
+      : referenceIndex(s);
   const objs = [before, after].filter((o): o is KubeObject => o !== undefined);
   const key = keyOf(objs[0]);
   switch (kind) {

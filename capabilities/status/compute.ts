@@ -5,7 +5,7 @@
  * would not change yields no update.
  */
 import { equals } from "ramda";
-import { sameData } from "../same-data";
+import { changedKeys } from "../snapshot/snapshot";
 import { ConditionType } from "../translate/conditions";
 import type {
   BackendTLSPolicyStatusResult,
@@ -252,33 +252,90 @@ function unchanged(current: StoredObject | undefined, next: Record<string, unkno
 }
 
 /**
- * Remembers, per object, the stored object and the result last found already in place, so the
- * next computation skips that object while both are the same (issue 16: status recomputed only
- * for objects whose inputs changed). The answer cannot differ: the status is a pure function of
- * the stored object, the result and `now`, and `now` only reaches conditions whose status
- * changes (stampConditions), which an object found in place has none of.
+ * Where `current` reads routes from: the snapshot's route maps (`namespace/name` keys, the
+ * snapshot records which keys each new map changed: snapshot.ts `changedKeys`) and the
+ * writer's answers to its own writes (StatusWriter `version`, `writtenSince`). Given to
+ * computeStatusUpdates with a memo, a route whose result is the object found in place last
+ * time and whose stored object changed in neither is skipped without being read.
+ */
+export interface StoredSource {
+  readonly routes: { readonly [K in RouteStatusResult["kind"]]: ReadonlyMap<string, unknown> };
+  readonly version: number;
+  readonly writtenSince: (version: number) => ReadonlySet<string> | undefined;
+}
+
+const ROUTE_KINDS = ["HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute"] as const;
+
+/**
+ * Remembers, per route result object, the stored object over which it was last found already
+ * in place, so the next computation skips that route while both are the same (issue 16: status
+ * recomputed only for objects whose inputs changed; the translator keeps an unchanged route's
+ * result object, translate.ts). The answer cannot differ: the status is a pure function of the
+ * stored object, the result and `now`, and `now` only reaches conditions whose status changes
+ * (stampConditions), which an object found in place has none of. With a StoredSource, routes
+ * are skipped without reading their stored object at all.
  */
 export class StatusMemo {
-  #entries = new Map<string, { readonly current: StoredObject; readonly result: unknown }>();
-  #seen = new Map<string, { readonly current: StoredObject; readonly result: unknown }>();
+  #found = new WeakMap<object, StoredObject>();
+  /** The result last found in place per `kind/namespace/name`, to forget it when its stored object changes. */
+  readonly #byKey = new Map<string, object>();
+  #source: StoredSource | undefined;
+  #version = 0;
 
-  /** Whether `result` over `current` was found in place by the previous computation. */
-  inPlace(key: string, current: StoredObject, result: unknown): boolean {
-    const e = this.#entries.get(key);
-    if (!e || e.current !== current || !sameData(e.result, result)) return false;
-    this.#seen.set(key, e);
-    return true;
+  /** Whether `result` over `current` was found in place by an earlier computation. */
+  inPlace(_key: string, current: StoredObject, result: unknown): boolean {
+    return typeof result === "object" && result !== null && this.#found.get(result) === current;
   }
 
   found(key: string, current: StoredObject, result: unknown): void {
-    this.#seen.set(key, { current, result });
+    if (typeof result !== "object" || result === null) return;
+    const before = this.#byKey.get(key);
+    if (before !== undefined && before !== result) this.#found.delete(before);
+    this.#byKey.set(key, result);
+    this.#found.set(result, current);
   }
 
-  /** One computation ended: what it did not find in place is forgotten. */
-  settle(): void {
-    this.#entries = this.#seen;
-    this.#seen = new Map();
+  /**
+   * A computation starts: forgets the routes whose stored object changed since the last one
+   * and says whether the rest may be skipped unread (`skips`): only when `source` tells all
+   * that changed.
+   */
+  begin(source: StoredSource | undefined): boolean {
+    const before = this.#source;
+    const version = this.#version;
+    this.#source = source;
+    if (source) this.#version = source.version;
+    if (!source || !before) return false;
+    const written = source.writtenSince(version);
+    const changed: string[] = [];
+    for (const kind of ROUTE_KINDS) {
+      const keys = changedKeys(before.routes[kind], source.routes[kind]);
+      if (!keys || !written) {
+        this.#forgetAll();
+        return false;
+      }
+      for (const k of keys) changed.push(`${kind}/${k}`);
+    }
+    for (const key of [...changed, ...written!]) {
+      const r = this.#byKey.get(key);
+      if (r !== undefined) this.#found.delete(r);
+      this.#byKey.delete(key);
+    }
+    return true;
   }
+
+  /** Whether a route result was found in place and nothing it was found over changed since. */
+  skips(result: object): boolean {
+    return this.#found.has(result);
+  }
+
+  #forgetAll(): void {
+    this.#found = new WeakMap();
+    this.#byKey.clear();
+  }
+
+  /** Kept for callers of the earlier memo: nothing to settle. */
+  settle(): void {}
 }
 
 export interface ComputeInput {
@@ -292,11 +349,14 @@ export interface ComputeInput {
   readonly onUnchanged?: (kind: StatusKind) => void;
   /** Skips objects whose stored object and result are those found in place last time. */
   readonly memo?: StatusMemo;
+  /** With `memo`: where the stored routes come from, so unchanged ones are not even read. */
+  readonly stored?: StoredSource;
 }
 
 /** Every status write needed to make the stored status match the results. */
 export function computeStatusUpdates(input: ComputeInput): StatusUpdate[] {
   const { results, current, controllerName, addresses, now, onUnchanged, memo } = input;
+  const skipUnread = memo?.begin(input.stored) ?? false;
   const updates: StatusUpdate[] = [];
   const push = (
     kind: StatusKind,
@@ -338,8 +398,13 @@ export function computeStatusUpdates(input: ComputeInput): StatusUpdate[] {
   }
   for (const r of results.listenerSets)
     push("ListenerSet", r.namespace, r.name, c => gatewayStatus(c, r, now));
-  for (const r of results.routes)
+  for (const r of results.routes) {
+    if (skipUnread && memo!.skips(r)) {
+      onUnchanged?.(r.kind);
+      continue;
+    }
     push(r.kind, r.namespace, r.name, c => routeStatus(c, r, controllerName, now), r);
+  }
   for (const r of results.backendTLSPolicies ?? []) {
     push("BackendTLSPolicy", r.namespace, r.name, c => policyStatus(c, r, controllerName, now));
   }

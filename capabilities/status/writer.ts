@@ -62,6 +62,9 @@ export interface StatusObserver {
   coalesced?(kind: StatusKind, count: number): void;
 }
 
+/** At most this many keys in the log of written objects. */
+const MAX_LOG = 4096;
+
 const keyOf = (kind: StatusKind, namespace: string | undefined, name: string) =>
   `${kind}/${namespace ?? ""}/${name}`;
 
@@ -83,6 +86,23 @@ const statusOf = (e: unknown): number | undefined => (e as { status?: number } |
 export class StatusWriter {
   /** Objects as our writes returned them, by key (dropped once the watch cache caught up). */
   readonly #written = new Map<string, StoredObject>();
+  /** Keys (`kind/namespace/name`) of the objects whose written copy changed, in order. */
+  readonly #log: string[] = [];
+  #logStart = 0;
+
+  /** A position in the log of written objects (`writtenSince`). */
+  get version(): number {
+    return this.#logStart + this.#log.length;
+  }
+
+  /**
+   * Keys of the objects whose written copy (what `freshest` may answer) changed since
+   * `version`; undefined when that is too long ago to say.
+   */
+  writtenSince(version: number): ReadonlySet<string> | undefined {
+    if (version < this.#logStart) return undefined;
+    return new Set(this.#log.slice(version - this.#logStart));
+  }
   /** When each object was last written (started), by key. */
   readonly #lastWriteAt = new Map<string, number>();
   readonly #inflight = new Set<string>();
@@ -234,7 +254,12 @@ export class StatusWriter {
       try {
         const stored = await this.o.api.writeStatus(u);
         const key = keyOf(u.kind, u.namespace, u.name);
-        if (stored?.metadata?.resourceVersion)
+        if (stored?.metadata?.resourceVersion) {
+          this.#log.push(key);
+          if (this.#log.length > MAX_LOG) {
+            this.#logStart += this.#log.length - MAX_LOG / 2;
+            this.#log.splice(0, this.#log.length - MAX_LOG / 2);
+          }
           this.#written.set(key, {
             metadata: {
               name: stored.metadata.name,
@@ -243,6 +268,7 @@ export class StatusWriter {
             },
             status: stored.status,
           });
+        }
         return { ok: true, wrote: true, conflicts };
       } catch (e) {
         const code = statusOf(e);

@@ -1,4 +1,4 @@
-export { translate, redirectIR } from "./translate";
+export { translate, redirectIR, routeDeltas } from "./translate";
 export type { TranslateOptions, TranslateResult } from "./translate";
 export * from "./conditions";
 export * from "./status";

@@ -20,6 +20,8 @@ import {
   ListenerSet,
   ParentReference,
   Snapshot,
+  changedKeys,
+  earlierVersions,
   keyOf,
 } from "../snapshot";
 import { isOurClass } from "../ownership";
@@ -148,17 +150,128 @@ const byKey = <T extends { metadata: { name: string; namespace?: string } }>(a: 
   keyOf(a) < keyOf(b) ? -1 : keyOf(a) > keyOf(b) ? 1 : 0;
 
 /**
- * A snapshot map's objects in key order (`namespace/name`, the map's keys: keyOf), sorted
- * once per map; sorting by keys already made, not by keys made per comparison.
+ * A snapshot map's objects in key order (`namespace/name`, the map's keys: keyOf), made once
+ * per map: from an earlier version's order and the keys changed since (the snapshot's lineage:
+ * one changed route costs a binary search and an array copy, not a sort of every key), or by
+ * sorting the map's keys.
  */
-const sortedMaps = new WeakMap<ReadonlyMap<string, unknown>, readonly unknown[]>();
+interface Sorted {
+  readonly keys: readonly string[];
+  readonly objects: readonly unknown[];
+}
+const sortedMaps = new WeakMap<ReadonlyMap<string, unknown>, Sorted>();
 function sortedByKey(map: ReadonlyMap<string, unknown>): readonly unknown[] {
   let sorted = sortedMaps.get(map);
   if (!sorted) {
-    sorted = [...map.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, o]) => o);
+    for (const [earlier, changed] of earlierVersions(map)) {
+      const before = sortedMaps.get(earlier);
+      if (before) {
+        sorted = patchedOrder(before, map, changed);
+        break;
+      }
+    }
+    if (!sorted) {
+      const keys = [...map.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+      sorted = { keys, objects: keys.map(k => map.get(k)) };
+    }
     sortedMaps.set(map, sorted);
   }
-  return sorted;
+  return sorted.objects;
+}
+
+/** `before`'s order with the `changed` keys replaced, removed or inserted as `map` holds them. */
+function patchedOrder(
+  before: Sorted,
+  map: ReadonlyMap<string, unknown>,
+  changed: ReadonlySet<string>,
+): Sorted {
+  const keys = before.keys.slice();
+  const objects = before.objects.slice();
+  for (const key of changed) {
+    let lo = 0;
+    let hi = keys.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (keys[mid]! < key) lo = mid + 1;
+      else hi = mid;
+    }
+    const present = keys[lo] === key;
+    const o = map.get(key);
+    if (o === undefined) {
+      if (present) {
+        keys.splice(lo, 1);
+        objects.splice(lo, 1);
+      }
+    } else if (present) objects[lo] = o;
+    else {
+      keys.splice(lo, 0, key);
+      objects.splice(lo, 0, o);
+    }
+  }
+  return { keys, objects };
+}
+
+/**
+ * Per route object, what it contributed to the last build that translated it: kept while the
+ * world it attached in (worldOf) is the same and its compilation is the same object. Pure from
+ * the caller's view: a replay appends the attachments and status result that attaching again
+ * would make, in the same order.
+ */
+interface Replay {
+  readonly world: object;
+  readonly compiled: AnyCompiled | undefined;
+  /** Gateway key, listener id, attachment. */
+  readonly attached: readonly (readonly [string, string, Attachment])[];
+  readonly result: RouteStatusResult | undefined;
+}
+/** Per world, per route object (a route may be translated in several worlds: a full build, a
+ * culprit search beside the controller's builds). */
+const replayMaps = new WeakMap<object, WeakMap<object, Replay>>();
+function replaysIn(world: object): WeakMap<object, Replay> {
+  let m = replayMaps.get(world);
+  if (!m) replayMaps.set(world, (m = new WeakMap()));
+  return m;
+}
+
+/**
+ * Everything a route's attachment reads besides the route's own compilation: the Gateways of
+ * our classes with their resolved listeners, flavour and ListenerSets (which also decide what
+ * a parentRef names), the Namespaces (allowedRoutes selectors) and the refused objects. The
+ * same object while all of them are the same objects, so one comparison per route suffices.
+ */
+const worlds: { readonly token: object; readonly parts: readonly unknown[] }[] = [];
+/** Worlds remembered (a full build or a culprit search beside the controller's builds). */
+const MAX_WORLDS = 4;
+const refusedOwner = {};
+function worldOf(
+  s: Snapshot,
+  contexts: ReadonlyMap<string, GatewayContext>,
+  refused: readonly RefusedObject[] | undefined,
+): object {
+  const parts: unknown[] = [s.objects.Namespace, stableData(refusedOwner, refused ?? [])];
+  for (const [key, ctx] of contexts)
+    parts.push(
+      key,
+      ctx.gateway,
+      ctx.listeners,
+      ctx.flavor,
+      ctx.listenerSets.length,
+      ...ctx.listenerSets,
+      ctx.refusedListenerSets.length,
+      ...ctx.refusedListenerSets,
+    );
+  const known = worlds.find(
+    w => w.parts.length === parts.length && w.parts.every((p, i) => p === parts[i]),
+  );
+  if (known) {
+    // Most recently used first: the controller's own world is not pushed out by others.
+    worlds.splice(worlds.indexOf(known), 1);
+    worlds.unshift(known);
+    return known.token;
+  }
+  worlds.unshift({ token: {}, parts });
+  worlds.length = Math.min(worlds.length, MAX_WORLDS);
+  return worlds[0]!.token;
 }
 
 export function translate(s: Snapshot, options: TranslateOptions = {}): TranslateResult {
@@ -225,66 +338,16 @@ export function translate(s: Snapshot, options: TranslateOptions = {}): Translat
       listenerSetOwner.set(keyOf(ls), ctx);
 
   // Routes.
-  const routes: RouteStatusResult[] = [];
-  const routeKinds: RouteKind[] = ["HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute"];
-  for (const kind of routeKinds) {
-    const objs = sortedByKey(s.objects[kind]);
-    for (const obj of objs) {
-      const route = obj as unknown as {
-        metadata: { name: string; namespace?: string; generation?: number };
-        spec?: { parentRefs?: readonly ParentReference[] };
-      };
-      const ns = route.metadata.namespace ?? "";
-      const parents: RouteParentStatusResult[] = [];
-      let compiled: AnyCompiled | undefined;
-      (route.spec?.parentRefs ?? []).forEach((parentRef, i) => {
-        const target = parentTarget(parentRef, ns, contexts, listenerSetOwner);
-        if (!target) return;
-        const c = (compiled ??= compileAny(s, kind, obj));
-        const refusal = target.ctx.refusals.find(
-          { kind, namespace: ns, name: route.metadata.name },
-          () => fingerprintOf(c),
-        );
-        // Everything attach() reads (c stands for the route object, so its generation and
-        // parentRefs); a refused route is not kept.
-        const reads = refusal
-          ? [refusal]
-          : [
-              target.ctx.gateway,
-              target.ctx.listeners,
-              target.ctx.flavor,
-              target.type === "listenerSet" ? target.listenerSet : undefined,
-              target.type === "listenerSet" && target.refused,
-              s.objects.Namespace,
-            ];
-        const { result, added } = keptOrMade(c, i, reads, () => {
-          const before = new Map([...target.ctx.attachments].map(([id, l]) => [id, l.length]));
-          const result = attach(s, kind, c, route.metadata.generation, parentRef, target, refusal);
-          const added: [string, Attachment][] = [];
-          for (const [id, list] of target.ctx.attachments)
-            for (const a of list.slice(before.get(id) ?? 0)) added.push([id, a]);
-          return { result, added };
-        });
-        // A hit replays what attach() added; a miss has added it already.
-        for (const [id, a] of added) {
-          const list = target.ctx.attachments.get(id) ?? [];
-          const last = list[list.length - 1];
-          if (last !== a && last?.route !== c) list.push(a);
-          target.ctx.attachments.set(id, list);
-        }
-        parents.push(result);
-      });
-      if (parents.length > 0)
-        routes.push(
-          keptOrMade(obj as object, -1, parents, () => ({
-            kind,
-            namespace: ns,
-            name: route.metadata.name,
-            parents,
-          })),
-        );
-    }
-  }
+  const world = worldOf(s, contexts, options.refused);
+  const routes =
+    routesDelta(s, world, contexts, listenerSetOwner) ??
+    walkRoutes(s, world, contexts, listenerSetOwner);
+  lastRoutes.set(world, {
+    maps: ROUTE_KINDS.map(k => s.objects[k]),
+    compileMaps: compileMaps(s),
+    attachments: new Map([...contexts].map(([key, ctx]) => [key, ctx.attachments])),
+    routes,
+  });
 
   // IR and Gateway / ListenerSet status.
   const gateways: GatewayIR[] = [];
@@ -453,6 +516,236 @@ function backendTLSPolicyStatuses(
   });
 }
 
+/* ------------------------------------------------------------------ routes, incrementally */
+
+const ROUTE_KINDS: readonly RouteKind[] = [
+  "HTTPRoute",
+  "GRPCRoute",
+  "TLSRoute",
+  "TCPRoute",
+  "UDPRoute",
+];
+
+/** The last build's routes: what the next one patches when only routes changed (routesDelta). */
+interface LastRoutes {
+  readonly maps: readonly ReadonlyMap<string, unknown>[];
+  readonly compileMaps: readonly unknown[];
+  /** Per Gateway key, its listeners' attachments (not changed after the build). */
+  readonly attachments: ReadonlyMap<string, ReadonlyMap<string, Attachment[]>>;
+  readonly routes: readonly RouteStatusResult[];
+}
+/** Per world (worldOf), the last build's routes: what the next one patches (routesDelta). */
+const lastRoutes = new WeakMap<object, LastRoutes>();
+let deltaBuilds = 0;
+/** How many translations patched the last one's routes instead of walking them (tests). */
+export const routeDeltas = (): number => deltaBuilds;
+
+/** Every route in order (kind, then key), each attached again or replayed (replays). */
+function walkRoutes(
+  s: Snapshot,
+  world: object,
+  contexts: ReadonlyMap<string, GatewayContext>,
+  listenerSetOwner: ReadonlyMap<string, GatewayContext>,
+): RouteStatusResult[] {
+  const routes: RouteStatusResult[] = [];
+  const replays = replaysIn(world);
+  for (const kind of ROUTE_KINDS) {
+    for (const obj of sortedByKey(s.objects[kind])) {
+      // An unchanged route in an unchanged world attaches as it did: its attachments are
+      // appended again and its status result is the same object (issue 16, item 3).
+      let replay = replays.get(obj as object);
+      if (
+        replay === undefined ||
+        replay.world !== world ||
+        (replay.compiled !== undefined && compileAny(s, kind, obj) !== replay.compiled)
+      ) {
+        replay = routeOutcome(s, kind, obj, world, contexts, listenerSetOwner);
+        replays.set(obj as object, replay);
+      } else
+        for (const [gw, id, a] of replay.attached) {
+          const attachments = contexts.get(gw)!.attachments;
+          const list = attachments.get(id);
+          if (list) list.push(a);
+          else attachments.set(id, [a]);
+        }
+      if (replay.result) routes.push(replay.result);
+    }
+  }
+  return routes;
+}
+
+/** Position of a route (kind, then `namespace/name`) in the walk's order. */
+const routeRank = (kind: string, namespace: string, name: string): [number, string] => [
+  ROUTE_KINDS.indexOf(kind as RouteKind),
+  `${namespace}/${name}`,
+];
+const beforeRank = (a: [number, string], b: [number, string]): boolean =>
+  a[0] < b[0] || (a[0] === b[0] && a[1] < b[1]);
+
+/** Inserts `item` into `list` (in walk order by `rank`) where the walk would have put it. */
+function insertInOrder<T>(list: T[], item: T, rank: (t: T) => [number, string]): void {
+  const r = rank(item);
+  let lo = 0;
+  let hi = list.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (beforeRank(rank(list[mid]!), r)) lo = mid + 1;
+    else hi = mid;
+  }
+  list.splice(lo, 0, item);
+}
+
+function removeItem<T>(list: T[], item: T): boolean {
+  const i = list.lastIndexOf(item);
+  if (i < 0) return false;
+  list.splice(i, 1);
+  return true;
+}
+
+/**
+ * The routes of this build from the last build's when only routes changed (issue 16: work
+ * proportional to the change): the same world (worldOf), the same maps compilation reads, and
+ * each route kind's map a later version of the last one with known changed keys (the
+ * snapshot's lineage). Each changed route's old contribution (its replay) is taken out of the
+ * listeners' attachment lists and the status results, and its new one put where the walk
+ * would put it. Undefined: walk every route instead.
+ */
+function routesDelta(
+  s: Snapshot,
+  world: object,
+  contexts: ReadonlyMap<string, GatewayContext>,
+  listenerSetOwner: ReadonlyMap<string, GatewayContext>,
+): RouteStatusResult[] | undefined {
+  const last = lastRoutes.get(world);
+  if (!last) return undefined;
+  const replays = replaysIn(world);
+  const maps = compileMaps(s);
+  if (!maps.every((m, i) => m === last.compileMaps[i])) return undefined;
+  const changes: [RouteKind, unknown, unknown][] = [];
+  for (const [i, kind] of ROUTE_KINDS.entries()) {
+    const before = last.maps[i]!;
+    const keys = changedKeys(before, s.objects[kind]);
+    if (!keys) return undefined;
+    for (const key of keys) changes.push([kind, before.get(key), s.objects[kind].get(key)]);
+  }
+  // The old contributions must be known.
+  for (const [, before] of changes)
+    if (before !== undefined && !replays.has(before as object)) return undefined;
+  // Copies of the last build's lists: the last build's result stays as it was.
+  const lists = new Map<string, Map<string, Attachment[]>>();
+  for (const [gw, byId] of last.attachments)
+    lists.set(gw, new Map([...byId].map(([id, l]) => [id, l.slice()])));
+  const routes = last.routes.slice();
+  for (const [, before] of changes) {
+    if (before === undefined) continue;
+    const r = replays.get(before as object)!;
+    for (const [gw, id, a] of r.attached)
+      if (!removeItem(lists.get(gw)?.get(id) ?? [], a)) return undefined;
+    if (r.result && !removeItem(routes, r.result)) return undefined;
+  }
+  // New contributions, made against empty lists, then put in order.
+  const scratch = new Map(
+    [...contexts].map(([k, ctx]) => [k, { ...ctx, attachments: new Map<string, Attachment[]>() }]),
+  );
+  const scratchOwner = new Map(
+    [...listenerSetOwner].map(([k, ctx]) => [k, scratch.get(keyOf(ctx.gateway))!]),
+  );
+  for (const [kind, , after] of changes) {
+    if (after === undefined) continue;
+    const r = routeOutcome(s, kind, after, world, scratch, scratchOwner);
+    replays.set(after as object, r);
+    for (const [gw, id, a] of r.attached) {
+      let byId = lists.get(gw);
+      if (!byId) lists.set(gw, (byId = new Map()));
+      let list = byId.get(id);
+      if (!list) byId.set(id, (list = []));
+      insertInOrder(list, a, x => routeRank(x.route.kind, x.route.namespace, x.route.name));
+    }
+    if (r.result) insertInOrder(routes, r.result, x => routeRank(x.kind, x.namespace, x.name));
+  }
+  for (const [gw, ctx] of contexts)
+    for (const [id, list] of lists.get(gw) ?? [])
+      if (list.length > 0) ctx.attachments.set(id, list);
+  deltaBuilds++;
+  return routes;
+}
+
+/** Attaches one route to its parents (appending to the contexts' lists): its Replay. */
+function routeOutcome(
+  s: Snapshot,
+  kind: RouteKind,
+  obj: unknown,
+  world: object,
+  contexts: ReadonlyMap<string, GatewayContext>,
+  listenerSetOwner: ReadonlyMap<string, GatewayContext>,
+): Replay {
+  const route = obj as {
+    metadata: { name: string; namespace?: string; generation?: number };
+    spec?: { parentRefs?: readonly ParentReference[] };
+  };
+  const ns = route.metadata.namespace ?? "";
+  const parents: RouteParentStatusResult[] = [];
+  let compiled: AnyCompiled | undefined;
+  const touched: [GatewayContext, string][] = [];
+  (route.spec?.parentRefs ?? []).forEach((parentRef, i) => {
+    const target = parentTarget(parentRef, ns, contexts, listenerSetOwner);
+    if (!target) return;
+    const c = (compiled ??= compileAny(s, kind, obj));
+    const refusal = target.ctx.refusals.find(
+      { kind, namespace: ns, name: route.metadata.name },
+      () => fingerprintOf(c),
+    );
+    // Everything attach() reads (c stands for the route object, so its generation and
+    // parentRefs); a refused route is not kept.
+    const reads = refusal
+      ? [refusal]
+      : [
+          target.ctx.gateway,
+          target.ctx.listeners,
+          target.ctx.flavor,
+          target.type === "listenerSet" ? target.listenerSet : undefined,
+          target.type === "listenerSet" && target.refused,
+          s.objects.Namespace,
+        ];
+    const { result, added } = keptOrMade(c, i, reads, () => {
+      const before = new Map([...target.ctx.attachments].map(([id, l]) => [id, l.length]));
+      const result = attach(s, kind, c, route.metadata.generation, parentRef, target, refusal);
+      const added: [string, Attachment][] = [];
+      for (const [id, list] of target.ctx.attachments)
+        for (const a of list.slice(before.get(id) ?? 0)) added.push([id, a]);
+      return { result, added };
+    });
+    // A hit replays what attach() added; a miss has added it already.
+    for (const [id, a] of added) {
+      const list = target.ctx.attachments.get(id) ?? [];
+      const last = list[list.length - 1];
+      if (last !== a && last?.route !== c) list.push(a);
+      target.ctx.attachments.set(id, list);
+      touched.push([target.ctx, id]);
+    }
+    parents.push(result);
+  });
+  const result =
+    parents.length > 0
+      ? keptOrMade(obj as object, -1, parents, () => ({
+          kind,
+          namespace: ns,
+          name: route.metadata.name,
+          parents,
+        }))
+      : undefined;
+  // What this route added: the last attachment of each list it touched (one per list).
+  const attached: [string, string, Attachment][] = [];
+  for (const [ctx, id] of touched) {
+    const list = ctx.attachments.get(id)!;
+    const last = list[list.length - 1]!;
+    const gw = keyOf(ctx.gateway);
+    if (last.route === compiled && !attached.some(([g, i]) => g === gw && i === id))
+      attached.push([gw, id, last]);
+  }
+  return { world, compiled, attached, result };
+}
+
 /* ------------------------------------------------------------------ routes → parents */
 
 type ParentTarget =
@@ -529,8 +822,18 @@ const compiled = new WeakMap<
     readonly reads: readonly unknown[];
     readonly services: readonly string[];
     readonly c: AnyCompiled;
+    /** The maps compilation reads, as last checked: while the same, no read can differ. */
+    maps: readonly unknown[];
   }
 >();
+const compileMaps = (s: Snapshot): readonly unknown[] => [
+  s.objects.Service,
+  s.objects.EndpointSlice,
+  s.objects.BackendTLSPolicy,
+  s.objects.ConfigMap,
+  s.objects.ClusterTrustBundle,
+  s.objects.ReferenceGrant,
+];
 const compileReads = (s: Snapshot, services: readonly string[]): readonly unknown[] => {
   const reads: unknown[] = [
     s.objects.BackendTLSPolicy,
@@ -552,11 +855,86 @@ const compileReads = (s: Snapshot, services: readonly string[]): readonly unknow
 const sameReads = (a: readonly unknown[], b: readonly unknown[]): boolean =>
   a.length === b.length && a.every((r, i) => r === b[i]);
 
+/**
+ * The Services (`namespace/name`) whose object or EndpointSlices differ between the Service and
+ * EndpointSlice maps in `from` and the snapshot's (the snapshot's lineage; an EndpointSlice
+ * counts for the Service it is labelled with, before and after); undefined: not known. Made
+ * once per pair of versions, not per route.
+ */
+const servicesChangedCache = new WeakMap<
+  object,
+  {
+    readonly from: unknown;
+    readonly to: readonly unknown[];
+    readonly services: ReadonlySet<string> | undefined;
+  }
+>();
+function servicesChanged(from: readonly unknown[], s: Snapshot): ReadonlySet<string> | undefined {
+  const fromServices = from[0] as Snapshot["objects"]["Service"];
+  const fromSlices = from[1] as Snapshot["objects"]["EndpointSlice"];
+  const cached = servicesChangedCache.get(fromSlices);
+  if (
+    cached &&
+    cached.from === fromServices &&
+    cached.to[0] === s.objects.Service &&
+    cached.to[1] === s.objects.EndpointSlice
+  )
+    return cached.services;
+  const serviceKeys = changedKeys(fromServices, s.objects.Service);
+  const sliceKeys = changedKeys(fromSlices, s.objects.EndpointSlice);
+  let services: Set<string> | undefined;
+  if (serviceKeys && sliceKeys) {
+    services = new Set(serviceKeys);
+    for (const k of sliceKeys)
+      for (const slice of [fromSlices.get(k), s.objects.EndpointSlice.get(k)]) {
+        const name = slice?.metadata.labels?.["kubernetes.io/service-name"];
+        if (slice && name !== undefined) services.add(`${slice.metadata.namespace}/${name}`);
+      }
+  }
+  servicesChangedCache.set(fromSlices, {
+    from: fromServices,
+    to: [s.objects.Service, s.objects.EndpointSlice],
+    services,
+  });
+  return services;
+}
+
 function compileAny(s: Snapshot, kind: RouteKind, obj: unknown): AnyCompiled {
   const hit = compiled.get(obj as object);
-  if (hit && sameReads(hit.reads, compileReads(s, hit.services))) return hit.c;
+  if (hit) {
+    const m = hit.maps;
+    if (
+      m[0] === s.objects.Service &&
+      m[1] === s.objects.EndpointSlice &&
+      m[2] === s.objects.BackendTLSPolicy &&
+      m[3] === s.objects.ConfigMap &&
+      m[4] === s.objects.ClusterTrustBundle &&
+      m[5] === s.objects.ReferenceGrant
+    )
+      return hit.c;
+    // Only Services or EndpointSlices changed, none this route read: no need to list its reads.
+    const changed =
+      m[2] === s.objects.BackendTLSPolicy &&
+      m[3] === s.objects.ConfigMap &&
+      m[4] === s.objects.ClusterTrustBundle &&
+      m[5] === s.objects.ReferenceGrant
+        ? servicesChanged(m, s)
+        : undefined;
+    if (
+      (changed && !hit.services.some(k => changed.has(k))) ||
+      sameReads(hit.reads, compileReads(s, hit.services))
+    ) {
+      hit.maps = compileMaps(s);
+      return hit.c;
+    }
+  }
   const { value: c, services } = recordServiceReads(() => compileUncached(s, kind, obj));
-  compiled.set(obj as object, { reads: compileReads(s, services), services, c });
+  compiled.set(obj as object, {
+    reads: compileReads(s, services),
+    services,
+    c,
+    maps: compileMaps(s),
+  });
   return c;
 }
 
@@ -1078,6 +1456,13 @@ function routeHostnameOf(
     .sort(compareHostSpecificity)[0];
 }
 
+/** Each attachment's entry group with the listener key it was made for (an attachment object
+ * is replayed from build to build: translate.ts `replays`, attach-cache.ts). */
+const groupOfAttachment = new WeakMap<
+  Attachment,
+  { readonly listenerKey: string; readonly group: RankedGroup }
+>();
+
 function httpListenerIR(
   l: ResolvedListener,
   attachments: readonly Attachment[],
@@ -1095,9 +1480,16 @@ function httpListenerIR(
   ]);
   for (const a of attachments) {
     if (a.route.l4) continue;
+    const kept = groupOfAttachment.get(a);
+    if (kept !== undefined && kept.listenerKey === listenerKey) {
+      groups.push(kept.group);
+      continue;
+    }
     const route = a.route;
     const key = `${listenerKey}${a.hostnames ? `[${a.hostnames.join(",")}]` : "*"}`;
-    groups.push(rankedGroup(route, key, () => attachmentEntries(route, a.hostnames, l, flavor)));
+    const group = rankedGroup(route, key, () => attachmentEntries(route, a.hostnames, l, flavor));
+    groupOfAttachment.set(a, { listenerKey, group });
+    groups.push(group);
   }
   return {
     id: l.id,
