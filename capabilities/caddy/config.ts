@@ -863,8 +863,10 @@ function headerHandlers(request?: HeaderOpsIR, response?: HeaderOpsIR): CaddyHan
 }
 
 function headerOps(o: HeaderOpsIR): CaddyHeaderOps {
-  const set: Record<string, string[]> = {};
-  const add: Record<string, string[]> = {};
+  // Header names are the user's: maps without a prototype, so `constructor` or `__proto__` is
+  // a header like any other (hostile-regressions "header-names-prototype-keys").
+  const set = Object.create(null) as Record<string, string[]>;
+  const add = Object.create(null) as Record<string, string[]>;
   for (const h of o.set) set[h.name] = [escapePlaceholders(h.value)];
   for (const h of o.add) (add[h.name] ??= []).push(escapePlaceholders(h.value));
   return {

@@ -96,7 +96,7 @@ describe("render memo", () => {
     const translator = new IncrementalTranslator();
     const hostsOf = (s: Snapshot) => {
       const config = toCaddyConfig(translator.translate(s, {}).result.gateways[0]!);
-      const server = config.apps.http!.servers["http-80"] as { routes: CaddyRoute[] };
+      const server = config.apps.http!.servers["http-80"] as unknown as { routes: CaddyRoute[] };
       const h = server.routes[0]!.handle[0]!;
       if (h.handler !== "kengine_route_table") throw new Error("no route table");
       return h.hosts;

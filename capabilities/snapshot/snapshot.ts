@@ -390,6 +390,7 @@ function matters(s: Snapshot, kind: Kind, before?: KubeObject, after?: KubeObjec
           secrets: EMPTY,
           configMaps: EMPTY,
           namespaceSelectors: false,
+          selectorNamespaces: EMPTY,
         }
       : referenceIndex(s);
   const objs = [before, after].filter((o): o is KubeObject => o !== undefined);

@@ -100,6 +100,9 @@ describe("StatusMemo", () => {
             writtenSince: v => new Set(log.slice(v)),
           });
           const memo = new StatusMemo();
+          // Every write gets a new resourceVersion, as the API server gives it: the snapshot
+          // ignores an upsert whose resourceVersion it already holds (a watch replay).
+          let version = 0;
           let which = 0;
           for (const [pick, how, switchResults] of [[0, 0, false] as const, ...rounds]) {
             if (switchResults) which = 1 - which;
@@ -114,7 +117,7 @@ describe("StatusMemo", () => {
               const key = `${u.kind}/${u.namespace ?? ""}/${u.name}`;
               const o = current(u.kind, u.namespace, u.name);
               written.set(key, {
-                metadata: { ...o?.metadata, resourceVersion: `w${pick}` },
+                metadata: { ...o?.metadata, resourceVersion: `w${++version}` },
                 status: u.status,
               });
               log.push(key);
@@ -150,7 +153,7 @@ describe("StatusMemo", () => {
                   kind: "HTTPRoute",
                   object: {
                     ...o,
-                    metadata: { ...o.metadata, resourceVersion: `r${pick}` },
+                    metadata: { ...o.metadata, resourceVersion: `r${++version}` },
                     status: {},
                   } as KubeObject,
                 },

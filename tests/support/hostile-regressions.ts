@@ -54,6 +54,30 @@ export const REGRESSIONS: Readonly<Record<string, KubeObject[]>> = {
     port: 9443,
     http: false,
   }),
+  // Found by the hunt (2026-11-24): header names that are Object.prototype's own keys
+  // (`constructor`, `__proto__`, `toString`) made the header handler's map building throw
+  // (`add[name].push is not a function`) or set a prototype instead of a header.
+  "header-names-prototype-keys": route("HTTPRoute", [
+    {
+      filters: [
+        {
+          type: "RequestHeaderModifier",
+          requestHeaderModifier: {
+            add: [
+              { name: "constructor", value: "a" },
+              { name: "toString", value: "b" },
+            ],
+            set: [{ name: "__proto__", value: "c" }],
+          },
+        },
+        {
+          type: "ResponseHeaderModifier",
+          responseHeaderModifier: { add: [{ name: "hasOwnProperty", value: "d" }] },
+        },
+      ],
+      backendRefs: echo,
+    },
+  ]),
   // Found by the hunt: an empty ResponseHeaderModifier made Caddy 2.8 (Kengine) panic while
   // provisioning, killing the proxy process.
   "empty-response-header-modifier": route("HTTPRoute", [
