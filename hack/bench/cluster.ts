@@ -714,6 +714,8 @@ export interface ClusterResults {
     proxyLoads: number;
     proxyDeltas: number;
   };
+  /** When the cluster part began (it may have waited for the lock long after the run began). */
+  clusterStartedAt?: string;
   /** Scenarios that failed in this run, with the reason. */
   errors?: Record<string, string>;
 }
@@ -862,7 +864,7 @@ async function admissionScenario(
 
 export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> {
   const { log, only } = opts;
-  const results: ClusterResults = {};
+  const results: ClusterResults = { clusterStartedAt: new Date().toISOString() };
   /** Runs one scenario; a failure is recorded and the next scenario still runs. */
   const step = async (name: string, fn: () => Promise<void>): Promise<boolean> => {
     try {

@@ -120,17 +120,20 @@ async function main(argv: string[]): Promise<void> {
   const measured = ALL.filter(
     x => (only.has(x) || (x === "memory" && only.has("settle"))) && report[x] !== undefined,
   );
+  const when = (s: string) =>
+    ((CLUSTER_SCENARIOS as readonly string[]).includes(s) ? report.clusterStartedAt : undefined) ??
+    report.date;
   if (merge && existsSync(benchJson)) {
     out = JSON.parse(readFileSync(benchJson, "utf8")) as Record<string, unknown>;
     for (const s of measured)
       out[s] =
         typeof report[s] === "object" && !Array.isArray(report[s])
-          ? { ...(report[s] as object), measuredAt: report.date }
+          ? { ...(report[s] as object), measuredAt: when(s) }
           : report[s];
   }
   out.measuredAt = {
     ...(merge ? (out.measuredAt as Record<string, string> | undefined) : {}),
-    ...Object.fromEntries(measured.map(s => [s, report.date])),
+    ...Object.fromEntries(measured.map(s => [s, when(s)])),
   };
   const rows: Row[] = evaluate(out);
   out.targets = rows;

@@ -15,6 +15,35 @@ export interface Row {
 type R = Record<string, unknown>;
 const fmt = (ms: number): string => (ms >= 10000 ? `${(ms / 1000).toFixed(1)} s` : `${ms} ms`);
 
+/** Issue 16's targets: each is a row, measured or not. */
+const T = {
+  PROPAGATION_BUNDLED: "3,000 routes, Bundled: p50 ≤ 50 ms, p99 ≤ 150 ms (API answer → first 200)",
+  PROPAGATION_CADDY: "3,000 routes, stock Caddy: p50 ≤ its own /load + 30 ms",
+  SETTLE: "1,000 routes all Accepted ≤ 1 s after the last create",
+  FANOUT: "50 proxies ≤ 2 × one proxy (Bundled)",
+  RESTART: "leader, status current, no proxy reloaded ≤ 5 s after caches fill",
+  PROXY_MEMORY: "Bundled proxy RSS ≤ 100 MiB with 5,000 routes",
+  REQUEST_PATH: "Bundled proxy, 3,000 routes: unknown host ≤ 10 µs (Go benchmark)",
+  CHURN: (flavor: string) => `0 failed requests during 1,000 route changes (${flavor})`,
+  MEMORY: (routes: number) => `watcher RSS at ${routes} routes ≤ ${routes <= 1000 ? 150 : 450} MiB`,
+  INCREMENTAL: (routes: number, gateways: number) =>
+    `one route changed among ${routes} (${gateways} Gateway${gateways > 1 ? "s" : ""}): controller CPU ≤ 5 ms`,
+};
+const ISSUE16: readonly (readonly [string, string])[] = [
+  ["propagation", T.PROPAGATION_BUNDLED],
+  ["propagation", T.PROPAGATION_CADDY],
+  ["settle", T.SETTLE],
+  ["fanout", T.FANOUT],
+  ["incremental", T.INCREMENTAL(3000, 1)],
+  ["memory", T.MEMORY(1000)],
+  ["memory", T.MEMORY(10000)],
+  ["restart", T.RESTART],
+  ["churn", T.CHURN("Bundled")],
+  ["churn", T.CHURN("stock Caddy")],
+  ["proxyMemory", T.PROXY_MEMORY],
+  ["requestPath", T.REQUEST_PATH],
+];
+
 /**
  * When each scenario was measured: `measuredAt[scenario]` (merged runs record it), else the
  * scenario's own `measuredAt`, else the report's date.
@@ -28,7 +57,11 @@ function measuredAt(report: R, scenario: string): string | undefined {
 }
 
 export function evaluate(report: R): Row[] {
-  return rows(report).map(r => ({ ...r, date: measuredAt(report, r.scenario) }));
+  const measured = rows(report).map(r => ({ ...r, date: measuredAt(report, r.scenario) }));
+  const missing = ISSUE16.filter(([, target]) => !measured.some(r => r.target === target)).map(
+    ([scenario, target]): Row => ({ scenario, target, measured: "not measured" }),
+  );
+  return [...measured, ...missing];
 }
 
 function rows(report: R): Row[] {
@@ -62,14 +95,14 @@ function rows(report: R): Row[] {
   if (p?.bundled)
     rows.push({
       scenario: "propagation",
-      target: "3,000 routes, Bundled: p50 ≤ 50 ms, p99 ≤ 150 ms (API answer → first 200)",
+      target: T.PROPAGATION_BUNDLED,
       measured: `p50 ${p.bundled.p50Ms} ms, p99 ${p.bundled.p99Ms} ms${cpu(p.bundled)} (its /load: ${p.bundled.proxyLoadMs} ms)`,
       met: p.bundled.p50Ms <= 50 && p.bundled.p99Ms <= 150,
     });
   if (p?.caddy)
     rows.push({
       scenario: "propagation",
-      target: "3,000 routes, stock Caddy: p50 ≤ its own /load + 30 ms",
+      target: T.PROPAGATION_CADDY,
       measured: `p50 ${p.caddy.p50Ms} ms, p99 ${p.caddy.p99Ms} ms, /load ${p.caddy.proxyLoadMs} ms${cpu(p.caddy)}`,
       met: p.caddy.p50Ms <= p.caddy.proxyLoadMs + 30,
     });
@@ -87,7 +120,7 @@ function rows(report: R): Row[] {
     if (s.mode === "incremental")
       rows.push({
         scenario: "incremental",
-        target: `one route changed among ${s.routes} (${s.gateways} Gateway${s.gateways > 1 ? "s" : ""}): controller CPU ≤ 5 ms`,
+        target: T.INCREMENTAL(s.routes, s.gateways),
         measured: `${s.cpuMs} ms CPU (full build: ${inc!.find(f => f.mode === "full" && f.gateways === s.gateways)?.cpuMs ?? "?"} ms), ${s.rendered} Gateway(s) rendered`,
         met: s.cpuMs <= 5,
       });
@@ -103,7 +136,7 @@ function rows(report: R): Row[] {
   if (s)
     rows.push({
       scenario: "settle",
-      target: "1,000 routes all Accepted ≤ 1 s after the last create",
+      target: T.SETTLE,
       measured: `${fmt(s.afterLastCreateMs)} after the last create (${fmt(s.ms)} from the first)`,
       met: s.afterLastCreateMs <= 1000,
     });
@@ -113,7 +146,7 @@ function rows(report: R): Row[] {
     const most = f.reduce((a, b) => (b.proxies > a.proxies ? b : a));
     rows.push({
       scenario: "fanout",
-      target: "50 proxies ≤ 2 × one proxy (Bundled)",
+      target: T.FANOUT,
       measured: f.map(x => `${x.proxies}: ${fmt(x.ms)}`).join(", "),
       met: one && most.proxies === 50 ? most.ms <= 2 * one.ms : undefined,
     });
@@ -146,7 +179,7 @@ function rows(report: R): Row[] {
   for (const x of m ?? [])
     rows.push({
       scenario: "memory",
-      target: `watcher RSS at ${x.routes} routes ≤ ${x.routes <= 1000 ? 150 : 450} MiB`,
+      target: T.MEMORY(x.routes),
       measured: `${x.rssMiB} MiB${x.heapLimitMiB ? ` (heap limit ${x.heapLimitMiB} MiB)` : x.heapLimitMiB === 0 ? " (no heap limit)" : ""}`,
       met: x.rssMiB <= (x.routes <= 1000 ? 150 : 450),
     });
@@ -161,7 +194,7 @@ function rows(report: R): Row[] {
   if (r)
     rows.push({
       scenario: "restart",
-      target: "leader, status current, no proxy reloaded ≤ 5 s after caches fill",
+      target: T.RESTART,
       measured: `${r.afterCachesFilledS} s after caches filled (lists ${r.firstSnapshotS} s), ${r.proxiesReloaded} proxies reloaded, ${r.routes} routes`,
       met: r.afterCachesFilledS <= 5 && r.proxiesReloaded === 0,
     });
@@ -181,7 +214,7 @@ function rows(report: R): Row[] {
       const failed = x.stable.failures + x.changed.failures;
       rows.push({
         scenario: "churn",
-        target: `0 failed requests during 1,000 route changes (${flavor})`,
+        target: T.CHURN(flavor),
         measured: `${failed} failed of ${x.stable.requests + x.changed.requests} (stable route ${x.stable.failures}, changed route ${x.changed.failures}); ${x.proxyLoads} reloads, ${x.proxyDeltas} deltas`,
         met: failed === 0 && x.changes >= 1000,
       });
@@ -190,7 +223,7 @@ function rows(report: R): Row[] {
   if (pm)
     rows.push({
       scenario: "proxyMemory",
-      target: "Bundled proxy RSS ≤ 100 MiB with 5,000 routes",
+      target: T.PROXY_MEMORY,
       measured: `${pm.rssMiB} MiB with ${pm.routes} routes (${pm.flavor})`,
       met: pm.flavor === "Bundled" && pm.routes >= 5000 && pm.rssMiB <= 100,
     });
@@ -200,7 +233,7 @@ function rows(report: R): Row[] {
   if (rp)
     rows.push({
       scenario: "requestPath",
-      target: "Bundled proxy, 3,000 routes: unknown host ≤ 10 µs (Go benchmark)",
+      target: T.REQUEST_PATH,
       measured: `${rp.ns.unknownHost} ns/op (known host ${rp.ns.knownHost} ns; walked in a line ${(rp.ns.linearUnknownHost / 1e6).toFixed(2)} ms)`,
       met: rp.ns.unknownHost <= 10_000,
     });
