@@ -9,7 +9,7 @@
  *   npm run bench -- --api-window=300              # apiRequests window per proxy count (s)
  *   flock /tmp/kg-cluster.lock npm run bench -- --locked   # the caller holds the lock
  *   npm run bench -- --profile=/tmp/prof           # module CPU profile + heap snapshots there
- *   npm run bench -- --heap-limit=256              # the module's --max-old-space-size (MiB; 0: none)
+ *   npm run bench -- --heap-limit=256              # the module's --max-old-space-size (MiB; default 0: none)
  *   npm run bench -- --report                      # no measurement: bench.json's table again
  *
  * The cluster part starts the local cluster (hack/cluster.sh up, peers from hack/build-peers.sh)
