@@ -26,6 +26,15 @@ const MODULE_KUBECONFIG_PRELOAD =
 const PRODUCTION_LOGS_PRELOAD =
   "--import=data:text/javascript,if(process.env.PEPR_MODE==='dev')process.env.PEPR_PRETTY_LOGS='false'";
 
+/**
+ * Node flags for the module's fork only (KG_MODULE_EXEC_ARGV, comma-separated), e.g. a heap
+ * limit: `pepr dev` runs tsc and ESLint for its build, which NODE_OPTIONS would limit too. Its
+ * CLI forks the module with `child_process.fork` and the CLI's own flags; this preload, in the
+ * CLI only (no PEPR_MODE), adds the flags to what fork passes.
+ */
+const MODULE_EXEC_ARGV_PRELOAD =
+  "--import=data:text/javascript,((c,a,f)=>{if(a&&!process.env.PEPR_MODE)c.fork=(m,x,o)=>(Array.isArray(x)||(o=x,x=[]),f(m,x,{...o,execArgv:[...process.execArgv,...a.split(',')]}))})(process.getBuiltinModule('child_process'),process.env.KG_MODULE_EXEC_ARGV,process.getBuiltinModule('child_process').fork)";
+
 export interface PeprDev {
   /** Everything the module printed so far. */
   output(): string;
@@ -58,6 +67,8 @@ export interface PeprDevOptions {
    * "snapshot synced" line, since the debug lines waited for otherwise are not printed.
    */
   readonly productionLogs?: boolean;
+  /** Node flags for the module's process only (not `pepr dev`'s build), e.g. a heap limit. */
+  readonly moduleExecArgv?: readonly string[];
 }
 
 /** Waits until the module's webhook server answers GET /healthz with 200 (port 3000). */
@@ -99,6 +110,7 @@ export async function startPeprDev(opts: PeprDevOptions): Promise<PeprDev> {
   const preloads = [
     ...(opts.moduleKubeconfig ? [MODULE_KUBECONFIG_PRELOAD] : []),
     ...(opts.productionLogs ? [PRODUCTION_LOGS_PRELOAD] : []),
+    ...(opts.moduleExecArgv?.length ? [MODULE_EXEC_ARGV_PRELOAD] : []),
   ];
   const child: ChildProcess = spawn(
     process.execPath,
@@ -116,6 +128,9 @@ export async function startPeprDev(opts: PeprDevOptions): Promise<PeprDev> {
         KUBECONFIG: kubeconfig,
         ...(opts.moduleKubeconfig ? { KG_MODULE_KUBECONFIG: opts.moduleKubeconfig } : {}),
         ...(opts.productionLogs ? { LOG_LEVEL: process.env.LOG_LEVEL ?? "info" } : {}),
+        ...(opts.moduleExecArgv?.length
+          ? { KG_MODULE_EXEC_ARGV: opts.moduleExecArgv.join(",") }
+          : {}),
         ...(preloads.length > 0
           ? { NODE_OPTIONS: [process.env.NODE_OPTIONS ?? "", ...preloads].join(" ").trim() }
           : {}),

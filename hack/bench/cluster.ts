@@ -7,18 +7,37 @@
  *   flock /tmp/kg-cluster.lock npx tsx hack/bench/cluster.ts --only=settle,memory --out=FILE
  */
 import { execFileSync, spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  createWriteStream,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { join } from "node:path";
 import { Agent, Pool, request } from "undici";
+import { ProxyFlavor } from "../../capabilities/flavor/proxy-flavor";
+import { steadyClient } from "../../tests/support/traffic";
 import { PeprDev, startPeprDev } from "../pepr-dev";
 import { benchProxyLoad } from "./config-load";
 import { Kube, authFromKubeconfig } from "./kube";
 import { median, now, quantile, round, sleep } from "./stats";
-import { WorkloadOptions, gatewayClass, httpRoute, httpRoutes, services } from "./workload";
+import { KubeObject } from "../../capabilities/snapshot";
+import {
+  WorkloadOptions,
+  gatewayClass,
+  httpRoute,
+  httpRoutes,
+  routeName,
+  services,
+} from "./workload";
 
-const localDir = process.env.KG_LOCAL_DIR ?? join(__dirname, "..", "..", ".local");
+const repoRoot = join(__dirname, "..", "..");
+const localDir = process.env.KG_LOCAL_DIR ?? join(repoRoot, ".local");
 const kubectlBin = join(localDir, "bin", "kubectl");
 const NS = "kg-bench";
 const CLASS = "kengine-bench";
@@ -31,8 +50,10 @@ export const CLUSTER_SCENARIOS = [
   "admission",
   "settle",
   "propagation",
+  "churn",
   "fanout",
   "apiRequests",
+  "proxyMemory",
   "memory",
   "restart",
 ] as const;
@@ -48,7 +69,22 @@ export interface ClusterOptions {
   readonly profileDir?: string;
   /** Called after every scenario with the results so far. */
   readonly onProgress?: (results: ClusterResults) => void;
+  /**
+   * The module's V8 heap limit (NODE_OPTIONS --max-old-space-size, MiB), as a deployed module's
+   * would be; 0: none (V8's default for this machine's memory).
+   */
+  readonly heapLimitMiB: number;
 }
+
+/**
+ * A deployed-like heap limit (`--heap-limit=256`): half of the memory limit Pepr 1.1.4 gives its
+ * watcher and admission Deployments (512Mi; they set no NODE_OPTIONS), leaving the rest to what
+ * is not JavaScript heap. Not the default: with it the module ran out of heap before 2,000 routes
+ * (docs/bench.md), which would end every scenario after settle.
+ */
+export const DEPLOYED_HEAP_LIMIT_MIB = 256;
+/** The default: no limit (V8's own for this machine's memory), until the module fits in one. */
+export const DEFAULT_HEAP_LIMIT_MIB = 0;
 
 const base: WorkloadOptions = {
   routes: 0,
@@ -182,11 +218,11 @@ function echoDeployment(replicas: number) {
   };
 }
 
-const parameters = (name: string, replicas: number) => ({
+const parameters = (name: string, replicas: number, flavor: ProxyFlavor = "Bundled") => ({
   apiVersion: "gateway.kengine.io/v1alpha1",
   kind: "KengineParameters",
   metadata: { name, namespace: NS },
-  spec: { proxy: { replicas } },
+  spec: { proxy: { replicas, flavor } },
 });
 
 const gateway = (name: string) => ({
@@ -479,14 +515,52 @@ async function moduleMetrics(): Promise<(name: string, labels?: string) => numbe
   };
 }
 
-/** RSS of the module's process (the one serving the webhook on :3000), in MiB. */
-function controllerRssMiB(): number {
-  const out = spawnSync("ss", ["-ltnpH", "sport = :3000"], { encoding: "utf8" }).stdout;
-  const pid = /pid=(\d+)/.exec(out)?.[1];
-  if (!pid) throw new Error(`no process listens on :3000 (${out})`);
+/** VmRSS of a process, in MiB. */
+function rssMiB(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, "utf8");
   const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1]);
   return Math.round((kb / 1024) * 10) / 10;
+}
+
+/** RSS of the module's process (the one serving the webhook on :3000), in MiB. */
+const controllerRssMiB = (): number => rssMiB(controllerPid());
+
+const PHASES = [
+  "queued",
+  "snapshot",
+  "translate",
+  "render",
+  "provision",
+  "push",
+  "acknowledged",
+  "status",
+] as const;
+type PhaseTotals = Record<string, { sum: number; count: number }>;
+
+/** The module's build-phase histograms (kengine_gateway_build_phase_seconds) and propagation so far. */
+async function phaseTotals(): Promise<PhaseTotals> {
+  const m = await moduleMetrics();
+  const h = (name: string, labels = "") => ({
+    sum: m(`${name}_sum`, labels),
+    count: m(`${name}_count`, labels),
+  });
+  return {
+    ...Object.fromEntries(
+      PHASES.map(p => [p, h("kengine_gateway_build_phase_seconds", `phase="${p}"`)]),
+    ),
+    propagation: h("kengine_gateway_propagation_seconds"),
+  };
+}
+
+/** Mean ms per build of each phase between two readings (phases no build ran are left out). */
+function phaseMeansMs(a: PhaseTotals, b: PhaseTotals): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [k, v] of Object.entries(b)) {
+    const n = v.count - (a[k]?.count ?? 0);
+    if (n > 0) out[k] = round(((v.sum - (a[k]?.sum ?? 0)) / n) * 1000);
+  }
+  out.builds = b.snapshot.count - (a.snapshot?.count ?? 0);
+  return out;
 }
 
 /**
@@ -534,6 +608,43 @@ async function apiRequests(kube: Kube): Promise<{
 
 /* ------------------------------------------------------------------ scenarios */
 
+export interface PropagationResult {
+  flavor: ProxyFlavor;
+  existingRoutes: number;
+  /** From the API server's answer to the create to the proxy's first 200 for the new host. */
+  p50Ms: number;
+  p99Ms: number;
+  /** A local Caddy's own POST /load of the same config with the new route, this flavour. */
+  proxyLoadMs: number;
+  samples: number[];
+  pollsPerSecond: number;
+  proxyLoadSamples: number[];
+  controllerCpuMs: number;
+  /** Mean ms per build of each phase over the samples (kengine_gateway_build_phase_seconds). */
+  buildPhaseMeanMs: Record<string, number>;
+}
+
+export interface ChurnResult {
+  flavor: ProxyFlavor;
+  existingRoutes: number;
+  changes: number;
+  /** Of the changes, updates of the route the "changed" client requests. */
+  changedRouteUpdates: number;
+  /** Sending the changes; then until the last update is served and the Gateway programmed. */
+  churnS: number;
+  convergenceS: number;
+  /** A GET every ~20 ms on a new connection: not a 200 is a failure (status or connection error). */
+  stable: { requests: number; failures: number };
+  changed: { requests: number; failures: number };
+  failureSamples: { atMs: number; status: number; error?: string }[];
+  /** Configs main's proxy took meanwhile: whole /loads and route-table deltas. */
+  proxyLoads: number;
+  proxyDeltas: number;
+  controllerCpuMs: number;
+  proxyCpuMs?: number;
+  buildPhaseMeanMs: Record<string, number>;
+}
+
 export interface ClusterResults {
   admission?: {
     rps: number;
@@ -561,16 +672,11 @@ export interface ClusterResults {
     driverLoopDelayMaxMs: number;
   };
   settle?: { routes: number; ms: number; createMs: number; afterLastCreateMs: number };
-  propagation?: {
-    existingRoutes: number;
-    p50Ms: number;
-    p99Ms: number;
-    proxyLoadMs: number;
-    samples: number[];
-    pollsPerSecond: number;
-    proxyLoadSamples: number[];
-    controllerCpuMs: number;
-  };
+  /** Main's proxy on the Bundled flavour (route-table deltas), then on stock Caddy (/load). */
+  propagation?: { bundled?: PropagationResult; caddy?: PropagationResult };
+  churn?: { bundled?: ChurnResult; caddy?: ChurnResult };
+  /** VmRSS of main's proxy (Caddy) with `routes` routes programmed by the controller. */
+  proxyMemory?: { flavor: ProxyFlavor; routes: number; rssMiB: number; controllerRssMiB: number };
   fanout?: {
     proxies: number;
     ms: number;
@@ -590,7 +696,8 @@ export interface ClusterResults {
     allClients1: number;
     allClients20: number;
   };
-  memory?: { routes: number; rssMiB: number }[];
+  /** The module's RSS; heapLimitMiB: its --max-old-space-size (0: none). */
+  memory?: { routes: number; rssMiB: number; heapLimitMiB?: number }[];
   /**
    * The controller killed (SIGKILL: no Lease release) and started again with every route in
    * place: from its first full snapshot ("caches filled", its own log line) to leading with
@@ -605,8 +712,13 @@ export interface ClusterResults {
     afterCachesFilledS: number;
     /** From the kill to leader with status current (includes pepr dev's build). */
     totalS: number;
+    /** Successful config pushes of the new process (kengine_gateway_proxy_pushes_total). */
     proxiesReloaded: number;
+    proxyLoads: number;
+    proxyDeltas: number;
   };
+  /** When the cluster part began (it may have waited for the lock long after the run began). */
+  clusterStartedAt?: string;
   /** Scenarios that failed in this run, with the reason. */
   errors?: Record<string, string>;
 }
@@ -755,7 +867,7 @@ async function admissionScenario(
 
 export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> {
   const { log, only } = opts;
-  const results: ClusterResults = {};
+  const results: ClusterResults = { clusterStartedAt: new Date().toISOString() };
   /** Runs one scenario; a failure is recorded and the next scenario still runs. */
   const step = async (name: string, fn: () => Promise<void>): Promise<boolean> => {
     try {
@@ -792,20 +904,29 @@ export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> 
     await adminKube.apply(parameters(MAIN, 1) as never);
     await adminKube.apply(parameters(FAN, 1) as never);
 
-    // With --profile=DIR the module writes a heap snapshot on SIGUSR2 (after each memory
+    // The module as deployed: a heap limit (opts.heapLimitMiB, its process only: not pepr
+    // dev's build) and, with --profile=DIR, a heap snapshot on SIGUSR2 (after each memory
     // measurement). (--cpu-prof is not allowed in NODE_OPTIONS; CPU profiles: docs/bench.md.)
-    const saved = process.env.NODE_OPTIONS;
-    if (opts.profileDir)
-      process.env.NODE_OPTIONS =
-        `${saved ?? ""} --heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${opts.profileDir}`.trim();
-    try {
-      // Logging as a deployed module (JSON, info): pepr dev's debug + pretty-printing worker
-      // costs more CPU per admission request than the whole webhook path (docs/bench.md).
-      dev = await startPeprDev({ kubeconfig, kubectl: kubectlBin, productionLogs: true });
-    } finally {
-      if (saved === undefined) delete process.env.NODE_OPTIONS;
-      else process.env.NODE_OPTIONS = saved;
-    }
+    // Logging as a deployed module (JSON, info): pepr dev's debug + pretty-printing worker
+    // costs more CPU per admission request than the whole webhook path (docs/bench.md). Its
+    // output goes to a file as well, for a run that fails.
+    const peprLog = join(tmpdir(), "kg-bench-pepr-dev.log");
+    writeFileSync(peprLog, "");
+    log(`pepr dev's output: ${peprLog}`);
+    const startModule = (): Promise<PeprDev> =>
+      startPeprDev({
+        kubeconfig,
+        kubectl: kubectlBin,
+        productionLogs: true,
+        echo: createWriteStream(peprLog, { flags: "a" }),
+        moduleExecArgv: [
+          ...(opts.heapLimitMiB > 0 ? [`--max-old-space-size=${opts.heapLimitMiB}`] : []),
+          ...(opts.profileDir
+            ? ["--heapsnapshot-signal=SIGUSR2", `--diagnostic-dir=${opts.profileDir}`]
+            : []),
+        ],
+      });
+    dev = await startModule();
     log("pepr dev is up");
     await adminKube.apply(gateway(MAIN) as never);
     await gatewayReady(adminKube, MAIN, 0, 1);
@@ -827,7 +948,11 @@ export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> 
     let mainCount = 0;
 
     let mainReady = false;
-    if (only.has("settle") || only.has("memory") || only.has("propagation") || only.has("restart"))
+    if (
+      ["settle", "memory", "propagation", "churn", "proxyMemory", "restart"].some(x =>
+        only.has(x as ClusterScenario),
+      )
+    )
       mainReady = await step("settle", async () => {
         const routes = mainRoutes(0, 1000);
         const settled = watchAccepted(adminKube, `bench-set=${MAIN}`, MAIN, 1000, 600_000);
@@ -855,9 +980,116 @@ export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> 
         log(`settle: ${JSON.stringify(results.settle)}`);
         await gatewayReady(adminKube, MAIN, mainCount, 1);
         await sleep(3000);
-        results.memory = [{ routes: 1000, rssMiB: controllerRssMiB() }];
+        results.memory = [
+          { routes: 1000, rssMiB: controllerRssMiB(), heapLimitMiB: opts.heapLimitMiB },
+        ];
         await heapSnapshot(opts.profileDir, log);
       });
+
+    /** Probes main's proxy until `host` answers 200 (a new pod, or a route just created). */
+    const served = async (host: string): Promise<void> => {
+      const [pod] = await proxyPods(adminKube, MAIN);
+      const pool = new Pool(`http://${pod.ip}:80`, { connections: 1 });
+      try {
+        await pollUntilServed(pool, host, 600_000);
+      } finally {
+        await pool.close();
+      }
+    };
+    // Route indices of this file's probes: propagation 500000 + (Caddy: 10000) + k; churn 700000+.
+    const probeRoute = (i: number, svc = 0): KubeObject => {
+      const r = httpRoute(i, { ...base, parent: MAIN, routeLabels: { "bench-set": MAIN } }, true);
+      const rule = (r as unknown as { spec: { rules: { backendRefs: { name: string }[] }[] } }).spec
+        .rules[0];
+      rule.backendRefs[0].name = `svc${svc}`;
+      return r;
+    };
+    const hostOf = (r: KubeObject) =>
+      (r as unknown as { spec: { hostnames: string[] } }).spec.hostnames[0];
+
+    /**
+     * Puts main's proxy on `flavor`: the flavour is part of the proxy pod's template, so its
+     * pod is replaced; done once the new pod serves the routes (the last one created).
+     */
+    let mainFlavor: ProxyFlavor = "Bundled";
+    let lastRouteHost: string | undefined;
+    const useFlavor = async (flavor: ProxyFlavor): Promise<void> => {
+      if (flavor === mainFlavor) return;
+      const before = new Set((await proxyPods(adminKube, MAIN)).map(p => p.name));
+      await adminKube.apply(parameters(MAIN, 1, flavor) as never);
+      mainFlavor = flavor;
+      await until(
+        `main's proxy pod replaced for flavour ${flavor}`,
+        async () => {
+          const pods = await proxyPods(adminKube, MAIN);
+          return pods.length === 1 && !before.has(pods[0].name) ? true : undefined;
+        },
+        600_000,
+        1000,
+      );
+      await gatewayReady(adminKube, MAIN, mainCount, 1, 900_000);
+      if (lastRouteHost) await served(lastRouteHost);
+      log(`main's proxy runs flavour ${flavor}`);
+    };
+
+    /**
+     * 20 new routes, one at a time: from the API server's answer to the create until the proxy
+     * answers 200 for the new hostname (8 back-to-back request loops on keep-alive connections).
+     */
+    const propagation = async (flavor: ProxyFlavor): Promise<PropagationResult> => {
+      const first = 500000 + (flavor === "Bundled" ? 0 : 10000);
+      const [pod] = await proxyPods(adminKube, MAIN);
+      const pool = new Pool(`http://${pod.ip}:80`, {
+        connections: 8,
+        pipelining: 1,
+        keepAliveTimeout: 60_000,
+      });
+      const samples: number[] = [];
+      const ctl = controllerPid();
+      const ctlCpu: number[] = [];
+      let polls = 0;
+      let pollMs = 0;
+      const phases0 = await phaseTotals();
+      for (let k = 0; k < 20; k++) {
+        const probe = probeRoute(first + k);
+        const host = hostOf(probe);
+        const c0 = cpuMs(ctl);
+        const served = pollUntilServed(pool, host, 60_000, 8);
+        await adminKube.create(probe as never);
+        // From the API server's answer: what the controller and the proxy add.
+        const t0 = now();
+        const r = await served;
+        samples.push(Math.max(0, r.t - t0));
+        ctlCpu.push(cpuMs(ctl) - c0);
+        polls += r.polls;
+        pollMs += r.t - t0;
+        mainCount++;
+        lastRouteHost = host;
+        await sleep(1500); // let status writes of the previous sample finish
+      }
+      const phases = phaseMeansMs(phases0, await phaseTotals());
+      await pool.close();
+      // The proxy's own /load of the same config (the 3,000 routes, then one more), same flavour.
+      const load = await benchProxyLoad(
+        { ...base, routes: 3000, firstRoute: 0, gateways: 1, endpointSlices: true, parent: "gw0" },
+        httpRoute(first, { ...base, endpointSlices: true, parent: "gw0" }, true),
+        7,
+        flavor,
+      );
+      return {
+        flavor,
+        existingRoutes: mainCount - 20,
+        p50Ms: round(median(samples)),
+        p99Ms: round(quantile(samples, 0.99)),
+        proxyLoadMs: load.proxyLoadMs,
+        samples: samples.map(round),
+        pollsPerSecond: Math.round((polls / pollMs) * 1000),
+        proxyLoadSamples: load.samples,
+        // CPU the controller spent from the create to the first 200 (10 ms ticks).
+        controllerCpuMs: median(ctlCpu),
+        buildPhaseMeanMs: phases,
+      };
+    };
 
     if (only.has("propagation") && mainReady)
       await step("propagation", async () => {
@@ -865,61 +1097,139 @@ export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> 
         mainCount = 3000;
         await gatewayReady(adminKube, MAIN, mainCount, 1);
         log("3,000 routes programmed on main's proxy");
-        const [pod] = await proxyPods(adminKube, MAIN);
-        const pool = new Pool(`http://${pod.ip}:80`, {
-          connections: 8,
-          pipelining: 1,
-          keepAliveTimeout: 60_000,
-        });
-        const samples: number[] = [];
-        const ctl = controllerPid();
-        const ctlCpu: number[] = [];
-        let polls = 0;
-        let pollMs = 0;
-        for (let k = 0; k < 20; k++) {
-          const probe = httpRoute(
-            500000 + k,
-            { ...base, parent: MAIN, routeLabels: { "bench-set": MAIN } },
-            true,
-          );
-          const host = (probe as unknown as { spec: { hostnames: string[] } }).spec.hostnames[0];
-          const c0 = cpuMs(ctl);
-          const t0 = now();
-          const served = pollUntilServed(pool, host, 60_000, 8);
-          await adminKube.create(probe as never);
-          const r = await served;
-          samples.push(r.t - t0);
-          ctlCpu.push(cpuMs(ctl) - c0);
-          polls += r.polls;
-          pollMs += r.t - t0;
-          mainCount++;
-          await sleep(1500); // let status writes of the previous sample finish
-        }
-        await pool.close();
-        const load = await benchProxyLoad(
-          {
-            ...base,
-            routes: 3000,
-            firstRoute: 0,
-            gateways: 1,
-            endpointSlices: true,
-            parent: "gw0",
-          },
-          httpRoute(500000, { ...base, endpointSlices: true, parent: "gw0" }, true),
-        );
-        results.propagation = {
-          existingRoutes: 3000,
-          p50Ms: round(median(samples)),
-          p99Ms: round(quantile(samples, 0.99)),
-          proxyLoadMs: load.proxyLoadMs,
-          samples: samples.map(round),
-          pollsPerSecond: Math.round((polls / pollMs) * 1000),
-          proxyLoadSamples: load.samples,
-          // CPU the controller spent from the create to the first 200 (10 ms ticks).
-          controllerCpuMs: median(ctlCpu),
-        };
-        log(`propagation: ${JSON.stringify(results.propagation)}`);
+        const bundled = await propagation("Bundled");
+        results.propagation = { bundled };
+        log(`propagation (Bundled): ${JSON.stringify(bundled)}`);
+        await useFlavor("Caddy");
+        const caddy = await propagation("Caddy");
+        results.propagation = { bundled, caddy };
+        log(`propagation (Caddy): ${JSON.stringify(caddy)}`);
       });
+
+    /**
+     * 1,000 route changes on main (4 rounds of 100 creates, 100 updates, 50 deletes; 16 requests
+     * in flight) while two clients send a GET every ~20 ms, each on a new connection, to main's
+     * proxy: one through a route no change touches, one through a route updated 10 times a round
+     * (its updates are among the 100). Every answer that is not a 200 is a failure. Done when the
+     * last update is served and the Gateway is programmed again; the remaining churn routes are
+     * then removed.
+     */
+    const STABLE = 700000;
+    const CHANGED = 700001;
+    const churn = async (flavor: ProxyFlavor): Promise<ChurnResult> => {
+      await useFlavor(flavor);
+      const first = 710000 + (flavor === "Bundled" ? 0 : 10000);
+      const path = (i: number) =>
+        `/apis/gateway.networking.k8s.io/v1/namespaces/${NS}/httproutes/${routeName(i)}`;
+      let updates = 0;
+      /** An update every time: a new header value, and the backend switched. */
+      const update = (i: number) => {
+        updates++;
+        return adminKube.ok(
+          "PATCH",
+          path(i),
+          {
+            spec: {
+              rules: [
+                {
+                  matches: [{ path: { type: "PathPrefix", value: "/" } }],
+                  filters: [
+                    {
+                      type: "RequestHeaderModifier",
+                      requestHeaderModifier: { set: [{ name: "X-Churn", value: `u${updates}` }] },
+                    },
+                  ],
+                  backendRefs: [{ name: `svc${updates % 2}`, port: 8080 }],
+                },
+              ],
+            },
+          },
+          "application/merge-patch+json",
+        );
+      };
+      const [pod] = await proxyPods(adminKube, MAIN);
+      await served(hostOf(probeRoute(STABLE)));
+      await served(hostOf(probeRoute(CHANGED)));
+      const stable = steadyClient(pod.ip, hostOf(probeRoute(STABLE)));
+      const changed = steadyClient(pod.ip, hostOf(probeRoute(CHANGED)));
+      const pushes0 = await moduleMetrics();
+      const phases0 = await phaseTotals();
+      const cpu0 = cpuMs(controllerPid());
+      const proxyPid = proxyPids([pod.name])[0];
+      const proxyCpu0 = proxyPid ? cpuMs(proxyPid) : 0;
+      const t0 = now();
+      let changes = 0;
+      const left: number[] = [];
+      for (let round = 0; round < 4; round++) {
+        const ids = Array.from({ length: 100 }, (_, j) => first + round * 100 + j);
+        await Kube.each(ids, 16, i => adminKube.create(probeRoute(i) as never));
+        changes += ids.length;
+        // 100 updates: the changed route 10 times, 90 of this round's new routes
+        const toUpdate = ids.map((i, j) => (j % 10 === 0 ? CHANGED : i));
+        await Kube.each(toUpdate, 16, async i => {
+          await update(i);
+        });
+        changes += toUpdate.length;
+        const gone = ids.filter((_, j) => j % 2 === 0);
+        await Kube.each(gone, 16, async i => {
+          await adminKube.call("DELETE", path(i));
+        });
+        changes += gone.length;
+        left.push(...ids.filter((_, j) => j % 2 === 1));
+      }
+      const churnMs = now() - t0;
+      const lastUpdated = first + 3 * 100 + 99;
+      await served(hostOf(probeRoute(lastUpdated)));
+      await gatewayReady(adminKube, MAIN, mainCount + left.length, 1, 900_000);
+      const convergenceMs = now() - t0 - churnMs;
+      const [a, b] = await Promise.all([stable.stop(), changed.stop()]);
+      const pushes1 = await moduleMetrics();
+      const pushed = (kind: string) =>
+        pushes1("kengine_gateway_proxy_pushes_by_kind_total", `kind="${kind}"`) -
+        pushes0("kengine_gateway_proxy_pushes_by_kind_total", `kind="${kind}"`);
+      const result: ChurnResult = {
+        flavor,
+        existingRoutes: mainCount,
+        changes,
+        changedRouteUpdates: 40,
+        churnS: round(churnMs / 1000),
+        convergenceS: round(convergenceMs / 1000),
+        stable: { requests: a.sent, failures: a.failures.length },
+        changed: { requests: b.sent, failures: b.failures.length },
+        failureSamples: [...a.failures, ...b.failures].slice(0, 10),
+        proxyLoads: pushed("load"),
+        proxyDeltas: pushed("delta"),
+        controllerCpuMs: cpuMs(controllerPid()) - cpu0,
+        proxyCpuMs: proxyPid ? cpuMs(proxyPid) - proxyCpu0 : undefined,
+        buildPhaseMeanMs: phaseMeansMs(phases0, await phaseTotals()),
+      };
+      await Kube.each(left, 16, async i => {
+        await adminKube.call("DELETE", path(i));
+      });
+      await gatewayReady(adminKube, MAIN, mainCount, 1, 900_000);
+      return result;
+    };
+
+    if (only.has("churn") && mainReady)
+      await step("churn", async () => {
+        await createRoutes(adminKube, [probeRoute(STABLE), probeRoute(CHANGED)]);
+        mainCount += 2;
+        await gatewayReady(adminKube, MAIN, mainCount, 1);
+        const out: NonNullable<ClusterResults["churn"]> = {};
+        // Caddy first if main's proxy already runs it (propagation ran), then Bundled.
+        for (const flavor of mainFlavor === "Caddy"
+          ? (["Caddy", "Bundled"] as const)
+          : (["Bundled", "Caddy"] as const)) {
+          out[flavor === "Bundled" ? "bundled" : "caddy"] = await churn(flavor);
+          results.churn = out;
+          opts.onProgress?.(results);
+          log(
+            `churn (${flavor}): ${JSON.stringify(out[flavor === "Bundled" ? "bundled" : "caddy"])}`,
+          );
+        }
+      });
+    // The scenarios after this one measure the Bundled flavour (the default).
+    if (mainReady && mainFlavor !== "Bundled") await step("flavour", () => useFlavor("Bundled"));
 
     if (only.has("fanout") || only.has("apiRequests"))
       await step("fanout", async () => {
@@ -1069,33 +1379,62 @@ export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> 
         await adminKube.apply(parameters(FAN, 1) as never);
       });
 
+    /** Up to `total` HTTPRoutes on main (workload routes r10000…), settled and programmed. */
+    let nextMainRoute = 10000;
+    const fillMain = async (total: number): Promise<void> => {
+      const missing = total - mainCount;
+      if (missing > 0) {
+        const next = httpRoutes({
+          ...base,
+          routes: missing,
+          firstRoute: nextMainRoute,
+          parent: MAIN,
+          routeLabels: { "bench-set": MAIN },
+        });
+        nextMainRoute += missing;
+        const settled = watchAccepted(
+          adminKube,
+          `bench-set=${MAIN}`,
+          MAIN,
+          mainCount + missing,
+          1_200_000,
+        );
+        await createRoutes(adminKube, next);
+        mainCount += missing;
+        await settled;
+      }
+      await gatewayReady(adminKube, MAIN, mainCount, 1, 900_000);
+    };
+
+    if (only.has("proxyMemory") && mainReady)
+      await step("proxyMemory", async () => {
+        // main's Bundled proxy with 5,000 routes, as the controller programmed it
+        await fillMain(5000);
+        if (lastRouteHost) await served(lastRouteHost);
+        await sleep(5000);
+        const [pod] = await proxyPods(adminKube, MAIN);
+        const [pid] = proxyPids([pod.name]);
+        if (!pid) throw new Error(`no Caddy process found for pod ${pod.name}`);
+        results.proxyMemory = {
+          flavor: mainFlavor,
+          routes: mainCount,
+          rssMiB: rssMiB(pid),
+          controllerRssMiB: controllerRssMiB(),
+        };
+        log(`proxyMemory: ${JSON.stringify(results.proxyMemory)}`);
+      });
+
     if (only.has("memory") && mainReady)
       await step("memory", async () => {
-        // Up to 10,000 HTTPRoutes in the cluster, all on main (one proxy), then settle.
+        // 10,000 HTTPRoutes in the cluster, all on main (one proxy) but fan's, then settle.
         const fanCount = only.has("fanout") || only.has("apiRequests") ? 1000 + 100 : 0;
-        const missing = 10000 - mainCount - fanCount;
-        if (missing > 0) {
-          const next = httpRoutes({
-            ...base,
-            routes: missing,
-            firstRoute: 10000,
-            parent: MAIN,
-            routeLabels: { "bench-set": MAIN },
-          });
-          const settled = watchAccepted(
-            adminKube,
-            `bench-set=${MAIN}`,
-            MAIN,
-            mainCount + missing,
-            1_200_000,
-          );
-          await createRoutes(adminKube, next);
-          mainCount += missing;
-          await settled;
-        }
-        await gatewayReady(adminKube, MAIN, mainCount, 1, 900_000);
+        await fillMain(10000 - fanCount);
         await sleep(5000);
-        (results.memory ??= []).push({ routes: 10000, rssMiB: controllerRssMiB() });
+        (results.memory ??= []).push({
+          routes: 10000,
+          rssMiB: controllerRssMiB(),
+          heapLimitMiB: opts.heapLimitMiB,
+        });
         log(`memory: ${JSON.stringify(results.memory)}`);
       });
     if (only.has("restart") && mainReady)
@@ -1103,7 +1442,7 @@ export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> 
         await gatewayReady(adminKube, MAIN, mainCount, 1, 900_000);
         await dev!.kill();
         const tKilled = now();
-        dev = await startPeprDev({ kubeconfig, kubectl: kubectlBin, productionLogs: true });
+        dev = await startModule();
         // startPeprDev returns once the output says "snapshot synced" (it polls the output every
         // 200 ms): the caches filled at most 200 ms before this.
         const tSynced = now();
@@ -1132,6 +1471,9 @@ export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> 
           afterCachesFilledS: Math.round((tCurrent - tSynced) / 10) / 100,
           totalS: Math.round((tCurrent - tKilled) / 10) / 100,
           proxiesReloaded: metric("kengine_gateway_proxy_pushes_total", 'result="success"'),
+          // of those pushes: whole configs (/load) and route-table deltas
+          proxyLoads: metric("kengine_gateway_proxy_pushes_by_kind_total", 'kind="load"'),
+          proxyDeltas: metric("kengine_gateway_proxy_pushes_by_kind_total", 'kind="delta"'),
         };
         log(`restart: ${JSON.stringify(results.restart)}`);
       });
@@ -1159,6 +1501,33 @@ export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> 
   }
 }
 
+/**
+ * The local cluster, as jest's globalSetup brings it up for the integration tests
+ * (tests/support/global-setup.ts): the peers (cached; under the peers lock), then `hack/cluster.sh
+ * up` (idempotent). A cluster this process started is taken down when it exits, however it
+ * exits (KG_KEEP_CLUSTER=1 keeps it); one that was running is left as it was. The caller holds
+ * the cluster lock.
+ */
+function localCluster(log: (l: string) => void): void {
+  const cluster = (cmd: string, stdio: "pipe" | "inherit") =>
+    execFileSync("bash", [join(repoRoot, "hack", "cluster.sh"), cmd], {
+      encoding: "utf8",
+      // cluster.sh's own progress goes to our stderr: stdout carries no results here
+      stdio: stdio === "pipe" ? "pipe" : ["ignore", 2, 2],
+    });
+  const wasRunning = /kube-apiserver\s+running/.test(cluster("status", "pipe"));
+  execFileSync("flock", ["/tmp/kg-peers.lock", "bash", join(repoRoot, "hack", "build-peers.sh")], {
+    stdio: ["ignore", "ignore", "inherit"],
+  });
+  if (!wasRunning) log("no local cluster answers: starting it (hack/cluster.sh up)");
+  cluster("up", "inherit");
+  if (wasRunning || process.env.KG_KEEP_CLUSTER === "1") return;
+  process.once("exit", () => {
+    log("taking the local cluster down (hack/cluster.sh down)");
+    cluster("down", "inherit");
+  });
+}
+
 async function main(argv: string[]): Promise<void> {
   const arg = (name: string) => argv.find(a => a.startsWith(`--${name}=`))?.slice(name.length + 3);
   const only = new Set(
@@ -1169,7 +1538,10 @@ async function main(argv: string[]): Promise<void> {
   const out = arg("out");
   const log = (l: string) =>
     process.stderr.write(`[bench cluster ${new Date().toISOString().slice(11, 19)}] ${l}\n`);
+  localCluster(log);
+  const heapLimit = arg("heap-limit");
   const results = await runCluster({
+    heapLimitMiB: heapLimit === undefined ? DEFAULT_HEAP_LIMIT_MIB : Number(heapLimit),
     only,
     apiWindowS: Number(arg("api-window") ?? 120),
     fanout: (arg("fanout") ?? "1,10,50").split(",").map(Number),

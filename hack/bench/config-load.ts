@@ -6,14 +6,18 @@
  * proxy runs a near-empty config, so every sample is "load this config from (almost) nothing".
  *
  * Also `proxyLoadMs`, used by propagation: loading the config with one route more while the
- * config without it runs (what the proxy must do for a new route).
+ * config without it runs (what a proxy reloading its whole config does for a new route), as
+ * rendered for a proxy flavour (the local Caddy is the Bundled build: stock Caddy 2.11.9 plus
+ * modules the stock flavour's config does not use).
  */
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { CaddyOptions, toCaddyConfig } from "../../capabilities/caddy";
 import { KubeObject, snapshotOf } from "../../capabilities/snapshot";
 import { translate } from "../../capabilities/translate";
+import { DEFAULT_PROXY_FLAVOR, ProxyFlavor } from "../../capabilities/flavor/proxy-flavor";
 import { Caddy, startCaddy } from "../../tests/support/caddy";
+import { withProxyFlavor } from "../../tests/support/flavor";
 import { freePort } from "../../tests/support/ports";
 import { median, now, round } from "./stats";
 import { httpRoute, snapshotObjects, WorkloadOptions } from "./workload";
@@ -133,11 +137,13 @@ export async function benchProxyLoad(
   opts: WorkloadOptions,
   probe: KubeObject,
   runs = 7,
+  /** The config the controller renders for this proxy flavour (KengineParameters). */
+  flavor: ProxyFlavor = DEFAULT_PROXY_FLAVOR,
 ): Promise<{ proxyLoadMs: number; samples: number[] }> {
   const caddy = await startCaddy({ name: "bench-proxyload" });
   try {
     const offset = (await freePort()) - 80;
-    const objects = snapshotObjects(opts);
+    const objects = withProxyFlavor(snapshotObjects(opts), flavor);
     const before = localConfig(objects, caddy, offset);
     const after = localConfig([...objects, probe], caddy, offset);
     const samples: number[] = [];

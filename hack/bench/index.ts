@@ -9,6 +9,11 @@
  *   npm run bench -- --api-window=300              # apiRequests window per proxy count (s)
  *   flock /tmp/kg-cluster.lock npm run bench -- --locked   # the caller holds the lock
  *   npm run bench -- --profile=/tmp/prof           # module CPU profile + heap snapshots there
+ *   npm run bench -- --heap-limit=256              # the module's --max-old-space-size (MiB; default 0: none)
+ *   npm run bench -- --report                      # no measurement: bench.json's table again
+ *
+ * The cluster part starts the local cluster (hack/cluster.sh up, peers from hack/build-peers.sh)
+ * when none runs, and takes it down after.
  */
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -18,9 +23,10 @@ import { benchConfigLoad } from "./config-load";
 import { CLUSTER_SCENARIOS, ClusterResults } from "./cluster";
 import { Row, evaluate, renderTable } from "./report";
 import { benchIncremental } from "./incremental";
+import { benchRequestPath } from "./request-path";
 import { benchTranslate } from "./translate";
 
-const PURE = ["translate", "configLoad", "incremental"] as const;
+const PURE = ["translate", "configLoad", "incremental", "requestPath"] as const;
 const ALL = [...PURE, ...CLUSTER_SCENARIOS] as const;
 const repoRoot = join(__dirname, "..", "..");
 const LOCK = "/tmp/kg-cluster.lock";
@@ -38,6 +44,15 @@ async function main(argv: string[]): Promise<void> {
   }
   const only = new Set(requested);
   const full = ALL.every(s => only.has(s));
+  const benchJson = join(repoRoot, "reports", "bench.json");
+  if (argv.includes("--report")) {
+    // no measurement: reports/bench.json's targets evaluated again and printed
+    const saved = JSON.parse(readFileSync(benchJson, "utf8")) as Record<string, unknown>;
+    saved.targets = evaluate(saved);
+    writeFileSync(benchJson, JSON.stringify(saved, null, 2) + "\n");
+    process.stdout.write(renderTable(saved.targets as Row[]) + "\n");
+    return;
+  }
   const report: Record<string, unknown> = {
     date: new Date().toISOString(),
     machine: {
@@ -62,6 +77,10 @@ async function main(argv: string[]): Promise<void> {
     log("configLoad: 3,000 routes, ours vs naive, real Caddy, median of 5");
     report.configLoad = await benchConfigLoad();
   }
+  if (only.has("requestPath")) {
+    log("requestPath: Go benchmarks of the Bundled proxy's route table, 3,000 hosts");
+    report.requestPath = benchRequestPath();
+  }
   const cluster = CLUSTER_SCENARIOS.filter(s => only.has(s));
   if (cluster.length > 0) {
     const dir = mkdtempSync(join(tmpdir(), "kg-bench-out-"));
@@ -74,16 +93,16 @@ async function main(argv: string[]): Promise<void> {
       locked ? "env" : "flock",
       [
         ...(locked ? [] : [LOCK]),
-        // Never hold the lock forever: after 50 minutes the run cleans up and stops.
+        // Never hold the lock forever: after 75 minutes the run cleans up and stops.
         "timeout",
         "-s",
         "TERM",
-        "3000",
+        "4500",
         join(repoRoot, "node_modules", ".bin", "tsx"),
         join(__dirname, "cluster.ts"),
         `--only=${cluster.join(",")}`,
         `--out=${out}`,
-        ...argv.filter(a => /^--(api-window|fanout|profile)=/.test(a)),
+        ...argv.filter(a => /^--(api-window|fanout|profile|heap-limit)=/.test(a)),
       ],
       { stdio: ["ignore", "inherit", "inherit"], cwd: repoRoot, env: process.env },
     );
@@ -96,18 +115,26 @@ async function main(argv: string[]): Promise<void> {
   // --merge: a selection replaces its scenarios in reports/bench.json (the rest of the file, from
   // earlier runs, is kept; each merged scenario records when it was measured).
   const merge = argv.includes("--merge") && !full;
-  const benchJson = join(repoRoot, "reports", "bench.json");
   let out: Record<string, unknown> = report;
+  // every scenario the run measured (settle also reads memory at 1,000 routes)
+  const measured = ALL.filter(
+    x => (only.has(x) || (x === "memory" && only.has("settle"))) && report[x] !== undefined,
+  );
+  const when = (s: string) =>
+    ((CLUSTER_SCENARIOS as readonly string[]).includes(s) ? report.clusterStartedAt : undefined) ??
+    report.date;
   if (merge && existsSync(benchJson)) {
     out = JSON.parse(readFileSync(benchJson, "utf8")) as Record<string, unknown>;
-    // every scenario the run measured (settle also reads memory at 1,000 routes)
-    for (const s of ALL.filter(x => only.has(x) || (x === "memory" && only.has("settle"))))
-      if (report[s] !== undefined)
-        out[s] =
-          typeof report[s] === "object" && !Array.isArray(report[s])
-            ? { ...(report[s] as object), measuredAt: report.date }
-            : report[s];
+    for (const s of measured)
+      out[s] =
+        typeof report[s] === "object" && !Array.isArray(report[s])
+          ? { ...(report[s] as object), measuredAt: when(s) }
+          : report[s];
   }
+  out.measuredAt = {
+    ...(merge ? (out.measuredAt as Record<string, string> | undefined) : {}),
+    ...Object.fromEntries(measured.map(s => [s, when(s)])),
+  };
   const rows: Row[] = evaluate(out);
   out.targets = rows;
   const file =

@@ -1,5 +1,5 @@
 /**
- * The targets of issue 9 as data: each row names the target, what was measured and whether
+ * The targets of issues 9 and 16 as data: each row names the target, what was measured and whether
  * it is met. One place decides "met", for the printed table, bench.json and the README.
  */
 export interface Row {
@@ -8,12 +8,63 @@ export interface Row {
   readonly measured: string;
   /** undefined: not measured in this run. */
   readonly met?: boolean;
+  /** When the row's scenario was measured (UTC, to the minute). */
+  readonly date?: string;
 }
 
 type R = Record<string, unknown>;
 const fmt = (ms: number): string => (ms >= 10000 ? `${(ms / 1000).toFixed(1)} s` : `${ms} ms`);
 
+/** Issue 16's targets: each is a row, measured or not. */
+const T = {
+  PROPAGATION_BUNDLED: "3,000 routes, Bundled: p50 ≤ 50 ms, p99 ≤ 150 ms (API answer → first 200)",
+  PROPAGATION_CADDY: "3,000 routes, stock Caddy: p50 ≤ its own /load + 30 ms",
+  SETTLE: "1,000 routes all Accepted ≤ 1 s after the last create",
+  FANOUT: "50 proxies ≤ 2 × one proxy (Bundled)",
+  RESTART: "leader, status current, no proxy reloaded ≤ 5 s after caches fill",
+  PROXY_MEMORY: "Bundled proxy RSS ≤ 100 MiB with 5,000 routes",
+  REQUEST_PATH: "Bundled proxy, 3,000 routes: unknown host ≤ 10 µs (Go benchmark)",
+  CHURN: (flavor: string) => `0 failed requests during 1,000 route changes (${flavor})`,
+  MEMORY: (routes: number) => `watcher RSS at ${routes} routes ≤ ${routes <= 1000 ? 150 : 450} MiB`,
+  INCREMENTAL: (routes: number, gateways: number) =>
+    `one route changed among ${routes} (${gateways} Gateway${gateways > 1 ? "s" : ""}): controller CPU ≤ 5 ms`,
+};
+const ISSUE16: readonly (readonly [string, string])[] = [
+  ["propagation", T.PROPAGATION_BUNDLED],
+  ["propagation", T.PROPAGATION_CADDY],
+  ["settle", T.SETTLE],
+  ["fanout", T.FANOUT],
+  ["incremental", T.INCREMENTAL(3000, 1)],
+  ["memory", T.MEMORY(1000)],
+  ["memory", T.MEMORY(10000)],
+  ["restart", T.RESTART],
+  ["churn", T.CHURN("Bundled")],
+  ["churn", T.CHURN("stock Caddy")],
+  ["proxyMemory", T.PROXY_MEMORY],
+  ["requestPath", T.REQUEST_PATH],
+];
+
+/**
+ * When each scenario was measured: `measuredAt[scenario]` (merged runs record it), else the
+ * scenario's own `measuredAt`, else the report's date.
+ */
+function measuredAt(report: R, scenario: string): string | undefined {
+  const iso =
+    (report.measuredAt as Record<string, string> | undefined)?.[scenario] ??
+    (report[scenario] as { measuredAt?: string } | undefined)?.measuredAt ??
+    (report.date as string | undefined);
+  return iso ? `${iso.slice(0, 16).replace("T", " ")} UTC` : undefined;
+}
+
 export function evaluate(report: R): Row[] {
+  const measured = rows(report).map(r => ({ ...r, date: measuredAt(report, r.scenario) }));
+  const missing = ISSUE16.filter(([, target]) => !measured.some(r => r.target === target)).map(
+    ([scenario, target]): Row => ({ scenario, target, measured: "not measured" }),
+  );
+  return [...measured, ...missing];
+}
+
+function rows(report: R): Row[] {
   const rows: Row[] = [];
   const t = report.translate as
     | { routes: number; ms: number; jsonRoundTripMs: number }[]
@@ -36,8 +87,26 @@ export function evaluate(report: R): Row[] {
         met: k10.ms <= 12 * k1.ms,
       });
   }
-  const p = report.propagation as { p50Ms: number; p99Ms: number; proxyLoadMs: number } | undefined;
-  if (p)
+  type Prop = { p50Ms: number; p99Ms: number; proxyLoadMs: number; controllerCpuMs?: number };
+  // { bundled, caddy }; a report from before both flavours were measured holds one Prop
+  const p = report.propagation as ({ bundled?: Prop; caddy?: Prop } & Partial<Prop>) | undefined;
+  const cpu = (x: Prop) =>
+    x.controllerCpuMs !== undefined ? `, controller CPU ${x.controllerCpuMs} ms/change` : "";
+  if (p?.bundled)
+    rows.push({
+      scenario: "propagation",
+      target: T.PROPAGATION_BUNDLED,
+      measured: `p50 ${p.bundled.p50Ms} ms, p99 ${p.bundled.p99Ms} ms${cpu(p.bundled)} (its /load: ${p.bundled.proxyLoadMs} ms)`,
+      met: p.bundled.p50Ms <= 50 && p.bundled.p99Ms <= 150,
+    });
+  if (p?.caddy)
+    rows.push({
+      scenario: "propagation",
+      target: T.PROPAGATION_CADDY,
+      measured: `p50 ${p.caddy.p50Ms} ms, p99 ${p.caddy.p99Ms} ms, /load ${p.caddy.proxyLoadMs} ms${cpu(p.caddy)}`,
+      met: p.caddy.p50Ms <= p.caddy.proxyLoadMs + 30,
+    });
+  if (p && !p.bundled && !p.caddy && p.p50Ms !== undefined && p.proxyLoadMs !== undefined)
     rows.push({
       scenario: "propagation",
       target: "p50 ≤ proxyLoadMs + 30 ms (3,000 routes)",
@@ -51,7 +120,7 @@ export function evaluate(report: R): Row[] {
     if (s.mode === "incremental")
       rows.push({
         scenario: "incremental",
-        target: `one route changed among ${s.routes} (${s.gateways} Gateway${s.gateways > 1 ? "s" : ""}): controller CPU ≤ 5 ms`,
+        target: T.INCREMENTAL(s.routes, s.gateways),
         measured: `${s.cpuMs} ms CPU (full build: ${inc!.find(f => f.mode === "full" && f.gateways === s.gateways)?.cpuMs ?? "?"} ms), ${s.rendered} Gateway(s) rendered`,
         met: s.cpuMs <= 5,
       });
@@ -67,9 +136,9 @@ export function evaluate(report: R): Row[] {
   if (s)
     rows.push({
       scenario: "settle",
-      target: "1,000 routes Accepted ≤ 1 s",
-      measured: `${fmt(s.ms)} from the first create (${fmt(s.afterLastCreateMs)} after the last)`,
-      met: s.ms <= 1000,
+      target: T.SETTLE,
+      measured: `${fmt(s.afterLastCreateMs)} after the last create (${fmt(s.ms)} from the first)`,
+      met: s.afterLastCreateMs <= 1000,
     });
   const f = report.fanout as { proxies: number; ms: number }[] | undefined;
   if (f && f.length > 0) {
@@ -77,7 +146,7 @@ export function evaluate(report: R): Row[] {
     const most = f.reduce((a, b) => (b.proxies > a.proxies ? b : a));
     rows.push({
       scenario: "fanout",
-      target: "50 proxies ≤ 2 × one proxy",
+      target: T.FANOUT,
       measured: f.map(x => `${x.proxies}: ${fmt(x.ms)}`).join(", "),
       met: one && most.proxies === 50 ? most.ms <= 2 * one.ms : undefined,
     });
@@ -104,12 +173,14 @@ export function evaluate(report: R): Row[] {
       measured: `p50 ${ad.p50Ms} ms, p99 ${ad.p99Ms} ms (${ad.achievedRps} req/s sent${ad.cpuMsPerRequest !== undefined ? `, ${ad.cpuMsPerRequest} ms CPU/request` : ""})`,
       met: ad.p99Ms <= 10,
     });
-  const m = report.memory as { routes: number; rssMiB: number }[] | undefined;
+  const m = report.memory as
+    | { routes: number; rssMiB: number; heapLimitMiB?: number }[]
+    | undefined;
   for (const x of m ?? [])
     rows.push({
       scenario: "memory",
-      target: `RSS at ${x.routes} routes ≤ ${x.routes <= 1000 ? 150 : 450} MiB`,
-      measured: `${x.rssMiB} MiB`,
+      target: T.MEMORY(x.routes),
+      measured: `${x.rssMiB} MiB${x.heapLimitMiB ? ` (heap limit ${x.heapLimitMiB} MiB)` : x.heapLimitMiB === 0 ? " (no heap limit)" : ""}`,
       met: x.rssMiB <= (x.routes <= 1000 ? 150 : 450),
     });
   const r = report.restart as
@@ -123,20 +194,61 @@ export function evaluate(report: R): Row[] {
   if (r)
     rows.push({
       scenario: "restart",
-      target: "leader, status current, no proxy reloaded ≤ 5 s after caches fill",
+      target: T.RESTART,
       measured: `${r.afterCachesFilledS} s after caches filled (lists ${r.firstSnapshotS} s), ${r.proxiesReloaded} proxies reloaded, ${r.routes} routes`,
       met: r.afterCachesFilledS <= 5 && r.proxiesReloaded === 0,
+    });
+  type Churn = {
+    changes: number;
+    stable: { requests: number; failures: number };
+    changed: { requests: number; failures: number };
+    proxyLoads: number;
+    proxyDeltas: number;
+  };
+  const ch = report.churn as { bundled?: Churn; caddy?: Churn } | undefined;
+  for (const [flavor, x] of [
+    ["Bundled", ch?.bundled],
+    ["stock Caddy", ch?.caddy],
+  ] as const)
+    if (x) {
+      const failed = x.stable.failures + x.changed.failures;
+      rows.push({
+        scenario: "churn",
+        target: T.CHURN(flavor),
+        measured: `${failed} failed of ${x.stable.requests + x.changed.requests} (stable route ${x.stable.failures}, changed route ${x.changed.failures}); ${x.proxyLoads} reloads, ${x.proxyDeltas} deltas`,
+        met: failed === 0 && x.changes >= 1000,
+      });
+    }
+  const pm = report.proxyMemory as { flavor: string; routes: number; rssMiB: number } | undefined;
+  if (pm)
+    rows.push({
+      scenario: "proxyMemory",
+      target: T.PROXY_MEMORY,
+      measured: `${pm.rssMiB} MiB with ${pm.routes} routes (${pm.flavor})`,
+      met: pm.flavor === "Bundled" && pm.routes >= 5000 && pm.rssMiB <= 100,
+    });
+  const rp = report.requestPath as
+    | { ns: { unknownHost: number; knownHost: number; linearUnknownHost: number } }
+    | undefined;
+  if (rp)
+    rows.push({
+      scenario: "requestPath",
+      target: T.REQUEST_PATH,
+      measured: `${rp.ns.unknownHost} ns/op (known host ${rp.ns.knownHost} ns; walked in a line ${(rp.ns.linearUnknownHost / 1e6).toFixed(2)} ms)`,
+      met: rp.ns.unknownHost <= 10_000,
     });
   return rows;
 }
 
 export function renderTable(rows: readonly Row[]): string {
-  const head = ["scenario", "target", "measured", "met"];
+  const dated = rows.some(r => r.date !== undefined);
+  const head = ["scenario", "target", "measured", "met", ...(dated ? ["date"] : [])];
   const cells = rows.map(r => [
     r.scenario,
     r.target,
     r.measured,
     r.met === undefined ? "n/a" : r.met ? "yes" : "NO",
+    ...(dated ? [r.date ?? ""] : []),
   ]);
   const w = head.map((h, i) => Math.max(h.length, ...cells.map(c => c[i].length)));
   const line = (c: string[]) => `| ${c.map((x, i) => x.padEnd(w[i])).join(" | ")} |`;
