@@ -55,11 +55,13 @@ declare -A module=(
   [pebble]="github.com/letsencrypt/pebble/v2@v2.10.1 (hack/peers/pebble)"
   [helm]="helm.sh/helm/v3 (hack/peers/helm)"
 )
-# Build seconds on this project's 2-core reference machine, cold Go cache: the progress
-# estimate when this machine has not built the peer yet (afterwards: its last build time).
+# Build seconds on this project's 2-core reference machine, idle, cold Go cache (the lead's cold
+# npm start of 2026-11-24: the batch 324 s, caddy 76 s, less the ~9 % of compile CPU that
+# -dwarf=false saves): the progress estimate when this machine has not built the peer yet
+# (afterwards: its last build time).
 declare -A default_secs=(
-  [etcd]=76 [kube-apiserver]=287 [kube-controller-manager]=82 [kubectl]=33 [caddy]=141
-  [proxy-image]=20 [image]=5 [caddy-2.8]=120 [echo-basic]=15 [pebble]=40 [helm]=240
+  [etcd]=45 [kube-apiserver]=172 [kube-controller-manager]=49 [kubectl]=20 [caddy]=70
+  [proxy-image]=5 [image]=5 [caddy-2.8]=120 [echo-basic]=9 [pebble]=10 [helm]=240
 )
 # "image" is not a binary: the Bundled proxy's OCI image layout ($cache/image), written by
 # proxy-image from the caddy binary and package.json (version, kengine.proxyImage).
@@ -78,7 +80,10 @@ done
 # the image is made from these two
 for w in "${want[@]}"; do [ "$w" = image ] && want=(caddy proxy-image "${want[@]}"); done
 
-common=$( { go version; cat go.mod go.sum; } | sha256sum | cut -c1-16)
+# The flags of every peer's go build (part of every key). -gcflags=all=-dwarf=false: the
+# compiler writes no DWARF, which -ldflags=-w drops from the binaries anyway (same code).
+goflags=(-trimpath "-ldflags=-s -w" -gcflags=all=-dwarf=false)
+common=$( { go version; echo "${goflags[*]}"; cat go.mod go.sum; } | sha256sum | cut -c1-16)
 key_of() { # the peer's key: common inputs + its own sources (*.go, go.mod, go.sum), sorted by path
   local p=$1
   # shellcheck disable=SC2086
@@ -124,6 +129,54 @@ done
 
 export CGO_ENABLED=0
 n=0
+# build_peer PEER N [MIN-LEFT]: builds one peer (not the batch) into objects/, records its time.
+build_peer() {
+  local p=$1 i=$2 left_min=${3:-} est obj log start took
+  obj="$objects/$p-${key[$p]}"
+  est=$(secs_of "$p")
+  echo "build-peers: [$i/${#todo[@]}] building $p from ${module[$p]} (about ${est}s${left_min:+; about $left_min min left}) ..." >&2
+  start=$(date +%s)
+  log="$objects/build-$p-${key[$p]}.log"
+  if ! (cd "${dir[$p]:-.}" && go build "${goflags[@]}" -o "$obj.tmp.$$" "${pkg[$p]}") >"$log" 2>&1; then
+    echo "build-peers: FAILED to build $p from module ${module[$p]} (package ${pkg[$p]}):" >&2
+    tail -n 30 "$log" >&2
+    rm -f "$obj.tmp.$$"
+    return 1
+  fi
+  mv "$obj.tmp.$$" "$obj"
+  took=$(( $(date +%s) - start ))
+  echo "$p $took" >>"$times"
+  echo "build-peers: built $p in ${took}s" >&2
+}
+
+# Gateway API CRDs (standard and experimental channels) from the release pinned in
+# peers/conformance/go.mod. That module asks for a newer Go than the local one: GOTOOLCHAIN=auto
+# lets the go command fetch the toolchain its go.mod names (from the module proxy; about 20 s
+# of download the first time, so a cold build fetches it beside the compiles).
+fetch_crds() {
+  local gwapi src ch
+  gwapi=$(cd peers/conformance && GOTOOLCHAIN=auto go list -m -f '{{with .Replace}}{{.Version}}{{else}}{{.Version}}{{end}}' sigs.k8s.io/gateway-api)
+  src=$(cd peers/conformance && GOTOOLCHAIN=auto go mod download -json "sigs.k8s.io/gateway-api@$gwapi" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+  [ -d "$src/config/crd" ] || { echo "build-peers: no CRDs in sigs.k8s.io/gateway-api@$gwapi ($src)" >&2; return 1; }
+  for ch in standard experimental; do
+    mkdir -p "$cache/crds/$ch"
+    cp "$src/config/crd/$ch"/gateway.networking.*.yaml "$cache/crds/$ch/"
+    chmod u+w "$cache/crds/$ch"/*.yaml
+  done
+  touch "$cache/crds/.done"
+}
+
+# A cold build's first phase runs three things at once: the one `go build` of the peers of
+# hack/go.mod, caddy (its own module, proxy/) beside it, and the CRDs' download. Both cores
+# stay busy through what would idle them one after the other (module downloads, the
+# single-threaded tail of each link).
+bg_pids=()
+bg_what=()
+if [ ! -f "$cache/crds/.done" ]; then
+  fetch_crds &
+  bg_pids+=($!)
+  bg_what+=("the Gateway API CRDs")
+fi
 # The peers of hack/go.mod still to build go into one `go build`: the Go tool then schedules
 # their compiles and links together on both cores (warm cache, all five relinked on the 2-core
 # machine under load: 25 s in one invocation, 32 s one after the other; same binaries).
@@ -131,19 +184,29 @@ batch=()
 for p in "${order[@]}"; do
   if [ -n "${queued[$p]:-}" ] && [ "$p" != image ] && [ -z "${dir[$p]:-}" ] && ! built "$p"; then batch+=("$p"); fi
 done
+beside=() # built concurrently with the batch
+if [ ${#batch[@]} -gt 1 ] && [ -n "${queued[caddy]:-}" ] && ! built caddy; then beside=(caddy); fi
 if [ ${#batch[@]} -gt 1 ]; then
   est=0
   pkgs=()
   for p in "${batch[@]}"; do est=$(( est + $(secs_of "$p") )); pkgs+=("${pkg[$p]}"); done
-  echo "build-peers: [$(( n + 1 ))-$(( n + ${#batch[@]} ))/${#todo[@]}] building ${batch[*]} from hack/go.mod in one go build (about ${est}s; about $(( (left + 59) / 60 )) min left) ..." >&2
+  for p in "${beside[@]}"; do
+    n=$(( n + 1 ))
+    build_peer "$p" "$n" &
+    bg_pids+=($!)
+    bg_what+=("$p")
+  done
+  both=$(( est + (${#beside[@]} > 0 ? $(secs_of caddy) : 0) ))
+  echo "build-peers: [$(( n + 1 ))-$(( n + ${#batch[@]} ))/${#todo[@]}] building ${batch[*]} from hack/go.mod in one go build${beside[*]:+ (and ${beside[*]} beside it: about ${both}s for both)} (about ${est}s; about $(( (left + 59) / 60 )) min left) ..." >&2
   start=$(date +%s)
   tmp="$objects/batch.tmp.$$"
   log="$objects/build-batch-$$.log"
   rm -rf "$tmp" && mkdir -p "$tmp"
-  if ! go build -trimpath -ldflags='-s -w' -o "$tmp/" "${pkgs[@]}" >"$log" 2>&1; then
+  if ! go build "${goflags[@]}" -o "$tmp/" "${pkgs[@]}" >"$log" 2>&1; then
     echo "build-peers: FAILED to build ${batch[*]} (packages ${pkgs[*]}):" >&2
     tail -n 30 "$log" >&2
     rm -rf "$tmp"
+    for pid in "${bg_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
     exit 1
   fi
   took=$(( $(date +%s) - start ))
@@ -154,9 +217,13 @@ if [ ${#batch[@]} -gt 1 ]; then
   done
   rm -rf "$tmp" "$log"
   n=$(( n + ${#batch[@]} ))
-  left=$(( left > est ? left - est : 0 ))
+  left=$(( left > both ? left - both : 0 ))
   echo "build-peers: built ${batch[*]} in ${took}s" >&2
 fi
+for i in "${!bg_pids[@]}"; do
+  wait "${bg_pids[$i]}" || { echo "build-peers: FAILED: ${bg_what[$i]}" >&2; exit 1; }
+done
+
 for p in "${order[@]}"; do
   [ -n "${queued[$p]:-}" ] || continue
   if [ "$p" = image ]; then
@@ -176,37 +243,12 @@ for p in "${order[@]}"; do
   if [ ! -x "$obj" ]; then
     n=$(( n + 1 ))
     est=$(secs_of "$p")
-    echo "build-peers: [$n/${#todo[@]}] building $p from ${module[$p]} (about ${est}s; about $(( (left + 59) / 60 )) min left) ..." >&2
-    start=$(date +%s)
-    log="$objects/build-$p-${key[$p]}.log"
-    if ! (cd "${dir[$p]:-.}" && go build -trimpath -ldflags='-s -w' -o "$obj.tmp.$$" "${pkg[$p]}") >"$log" 2>&1; then
-      echo "build-peers: FAILED to build $p from module ${module[$p]} (package ${pkg[$p]}):" >&2
-      tail -n 30 "$log" >&2
-      rm -f "$obj.tmp.$$"
-      exit 1
-    fi
-    mv "$obj.tmp.$$" "$obj"
-    took=$(( $(date +%s) - start ))
-    echo "$p $took" >>"$times"
+    build_peer "$p" "$n" $(( (left + 59) / 60 )) || exit 1
     left=$(( left > est ? left - est : 0 ))
-    echo "build-peers: built $p in ${took}s" >&2
   fi
   ln -f "$obj" "$bin/$p.tmp.$$" 2>/dev/null || cp "$obj" "$bin/$p.tmp.$$"
   mv -f "$bin/$p.tmp.$$" "$bin/$p"
 done
 
-# Gateway API CRDs (standard and experimental channels) from the release pinned in
-# peers/conformance/go.mod. That module asks for a newer Go than the local one: GOTOOLCHAIN=auto
-# lets the go command fetch the toolchain its go.mod names (from the module proxy).
-if [ ! -f "$cache/crds/.done" ]; then
-  gwapi=$(cd peers/conformance && GOTOOLCHAIN=auto go list -m -f '{{with .Replace}}{{.Version}}{{else}}{{.Version}}{{end}}' sigs.k8s.io/gateway-api)
-  dir=$(cd peers/conformance && GOTOOLCHAIN=auto go mod download -json "sigs.k8s.io/gateway-api@$gwapi" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
-  [ -d "$dir/config/crd" ] || { echo "build-peers: no CRDs in sigs.k8s.io/gateway-api@$gwapi ($dir)" >&2; exit 1; }
-  for ch in standard experimental; do
-    mkdir -p "$cache/crds/$ch"
-    cp "$dir/config/crd/$ch"/gateway.networking.*.yaml "$cache/crds/$ch/"
-    chmod u+w "$cache/crds/$ch"/*.yaml
-  done
-  touch "$cache/crds/.done"
-fi
+[ -f "$cache/crds/.done" ] || fetch_crds || exit 1
 echo "$cache"

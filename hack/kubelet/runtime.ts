@@ -43,16 +43,49 @@ export interface RunSpec {
   readonly event: (type: EventType, reason: string, message: string) => void;
 }
 
-/** The shell prelude a container starts through: mounts, hostname, then exec (pure). */
+/**
+ * The bash prelude a container starts through (pure): opens its binary ($1) on fd 9, sets the
+ * hostname, bind-mounts the volumes, then execs the binary through that fd under its own name
+ * (argv[0] unchanged). Opened before the mounts, the binary stays reachable when a volume is
+ * mounted over a directory on its path (e.g. an emptyDir at /tmp over an image unpacked in a
+ * peer cache under /tmp). The container process keeps fd 9 (read-only, its own binary).
+ */
 export function launchScript(hostname: string, mounts: readonly Mount[]): string {
   const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
-  const lines = ["set -e", `hostname ${q(hostname)} 2>/dev/null || true`];
+  const lines = ["set -e", 'exec 9<"$1"', `hostname ${q(hostname)} 2>/dev/null || true`];
   for (const m of mounts) {
     lines.push(`mount --bind ${q(m.source)} ${q(m.target)}`);
     if (m.readOnly) lines.push(`mount -o remount,bind,ro ${q(m.target)}`);
   }
-  lines.push('exec "$@"');
+  lines.push("bin=$1", "shift", 'exec -a "$bin" /proc/self/fd/9 "$@"');
   return lines.join("\n") + "\n";
+}
+
+/**
+ * The command line a container runs as (pure): the launch script `script` (launchScript's)
+ * in the pod's network namespace and a private mount and UTS namespace, then the binary.
+ */
+export function containerCommand(
+  netnsPath: string,
+  script: string,
+  binaryPath: string,
+  args: readonly string[],
+): readonly [string, ...string[]] {
+  return [
+    "nsenter",
+    `--net=${netnsPath}`,
+    "--",
+    "unshare",
+    "--mount",
+    "--uts",
+    "--propagation",
+    "private",
+    "--",
+    "/bin/bash",
+    script,
+    binaryPath,
+    ...args,
+  ];
 }
 
 interface Attempt {
@@ -166,29 +199,13 @@ export class ContainerRunner {
     const script = join(s.scriptDir, `${this.name}.sh`);
     writeFileSync(script, launchScript(s.podName, s.mounts));
     const log = createWriteStream(this.logFile(this.restartCount), { flags: "a" });
-    const child = spawn(
-      "nsenter",
-      [
-        `--net=${s.netnsPath}`,
-        "--",
-        "unshare",
-        "--mount",
-        "--uts",
-        "--propagation",
-        "private",
-        "--",
-        "/bin/sh",
-        script,
-        s.binaryPath,
-        ...s.args,
-      ],
-      {
-        env: s.env,
-        cwd: s.container.workingDir || "/",
-        detached: true,
-        stdio: ["ignore", "pipe", "pipe"],
-      },
-    );
+    const [cmd, ...argv] = containerCommand(s.netnsPath, script, s.binaryPath, s.args);
+    const child = spawn(cmd, argv, {
+      env: s.env,
+      cwd: s.container.workingDir || "/",
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     const startedAt = nanoTime();
     const exited = new Promise<{ code: number; signal: NodeJS.Signals | null }>(resolve => {
       child.once("error", e => {
