@@ -833,6 +833,7 @@ const compileMaps = (s: Snapshot): readonly unknown[] => [
   s.objects.ConfigMap,
   s.objects.ClusterTrustBundle,
   s.objects.ReferenceGrant,
+  s.objects.XBackend,
 ];
 const compileReads = (s: Snapshot, services: readonly string[]): readonly unknown[] => {
   const reads: unknown[] = [
@@ -909,15 +910,21 @@ function compileAny(s: Snapshot, kind: RouteKind, obj: unknown): AnyCompiled {
       m[2] === s.objects.BackendTLSPolicy &&
       m[3] === s.objects.ConfigMap &&
       m[4] === s.objects.ClusterTrustBundle &&
-      m[5] === s.objects.ReferenceGrant
+      m[5] === s.objects.ReferenceGrant &&
+      m[6] === s.objects.XBackend
     )
       return hit.c;
     // Only Services or EndpointSlices changed, none this route read: no need to list its reads.
+    // Not while XBackends exist: an EndpointSelector reads every Service of its namespace (a
+    // new Service with its selector is one it never looked up), so its reads hold the whole
+    // Service map and are compared instead.
     const changed =
       m[2] === s.objects.BackendTLSPolicy &&
       m[3] === s.objects.ConfigMap &&
       m[4] === s.objects.ClusterTrustBundle &&
-      m[5] === s.objects.ReferenceGrant
+      m[5] === s.objects.ReferenceGrant &&
+      m[6] === s.objects.XBackend &&
+      s.objects.XBackend.size === 0
         ? servicesChanged(m, s)
         : undefined;
     if (
