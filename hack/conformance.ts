@@ -543,7 +543,7 @@ function writeImagesModule(): string {
  * release when it is not the one the cluster installs: sigs.k8s.io/gateway-api at that
  * version, from the suite's module (downloaded and checksummed by its go.sum).
  */
-function installSuiteCrds(version: SuiteVersion): void {
+export function installSuiteCrds(version: SuiteVersion): void {
   const suite = suiteVersions[version];
   if (!("crds" in suite)) return;
   const m = run("go", ["mod", "download", "-json", `sigs.k8s.io/gateway-api@${suite.crds}`], {

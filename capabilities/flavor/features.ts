@@ -80,6 +80,12 @@ export const SUPPORTED_FEATURES: readonly string[] = [
   // flavour (the CAs are inline). No test in suite v1.7.0; proof: golden cluster-trust-bundle,
   // client-certificates.test.ts with every CA in a bundle, ingest.test.ts (bundles watched).
   "ClusterTrustBundle",
+  // Address routability (GEP-5093), every flavour (it is about the proxies' Service, not the
+  // proxy): the default, Cluster (the Service's cluster IP; a Cluster-only Gateway gets a ClusterIP
+  // Service) and the conformance sentinel (provision/routability.ts). No test in suite v1.7.0;
+  // proof: tests/integration/address-routability.test.ts (status, traffic to the cluster IP).
+  "GatewayAddressRoutability",
+  "GatewayAddressRoutabilityCluster",
 ]
   .slice()
   .sort();

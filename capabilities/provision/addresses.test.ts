@@ -4,6 +4,8 @@ import { DEFAULT_PROXY_SETTINGS } from "./settings";
 
 const svc = { name: "ns/gw-kengine", type: "LoadBalancer", loadBalancerIP: "127.20.250.1" };
 const ip = (value: string) => ({ type: "IPAddress", value });
+/** As reported in status: with the default routability, explicitly empty (routability.ts). */
+const reported = (a: { type: string; value: string }) => ({ ...a, routability: "" });
 
 describe("requestedAddresses", () => {
   it("takes the Gateway's list over the parameters', and defaults the type to IPAddress", () => {
@@ -49,15 +51,15 @@ describe("addressOutcome", () => {
     );
 
   it("no static request: whatever the load balancer assigned", () => {
-    expect(addressOutcome(want(), [ip("127.20.0.3")], svc, true)).toEqual({
-      addresses: [ip("127.20.0.3")],
-    });
+    expect(addressOutcome(want(), [ip("127.20.0.3")], svc, true).addresses).toEqual([
+      reported(ip("127.20.0.3")),
+    ]);
   });
 
   it("the requested address assigned: reported, nothing else", () => {
-    expect(
-      addressOutcome(want("127.20.250.1"), [ip("127.20.250.1"), ip("10.0.0.9")], svc, true),
-    ).toEqual({ addresses: [ip("127.20.250.1")] });
+    const o = addressOutcome(want("127.20.250.1"), [ip("127.20.250.1"), ip("10.0.0.9")], svc, true);
+    expect(o.addresses).toEqual([reported(ip("127.20.250.1"))]);
+    expect(o.problem).toBeUndefined();
   });
 
   it("not assigned yet: AddressNotAssigned, naming the address", () => {
@@ -93,7 +95,7 @@ describe("addressOutcome", () => {
 
   it("a second IP cannot be requested: AddressNotUsable, the first still reported", () => {
     const o = addressOutcome(want("127.20.250.1", "127.20.250.2"), [ip("127.20.250.1")], svc, true);
-    expect(o.addresses).toEqual([ip("127.20.250.1")]);
+    expect(o.addresses).toEqual([reported(ip("127.20.250.1"))]);
     expect(o.problem?.reason).toBe("AddressNotUsable");
     expect(o.problem?.message).toContain("127.20.250.2 (spec.addresses) cannot be used");
     expect(o.problem?.message).toContain("one IP address");
@@ -104,9 +106,9 @@ describe("addressOutcome", () => {
     expect(addressOutcome(host, [ip("127.20.0.3")], svc, true).problem?.message).toContain(
       "cannot request a hostname",
     );
-    expect(addressOutcome(host, [{ type: "Hostname", value: "gw.example" }], svc, true)).toEqual({
-      addresses: [{ type: "Hostname", value: "gw.example" }],
-    });
+    const bound = addressOutcome(host, [{ type: "Hostname", value: "gw.example" }], svc, true);
+    expect(bound.addresses).toEqual([reported({ type: "Hostname", value: "gw.example" })]);
+    expect(bound.problem).toBeUndefined();
     expect(
       addressOutcome(
         want("10.96.0.9"),

@@ -10,7 +10,14 @@
  * status.loadBalancer.ingress carries it.
  */
 import { isIP } from "node:net";
-import { routableOutcome, splitByRoutability } from "./routability";
+import {
+  addressAssignment,
+  AddressAssignment,
+  isClusterOnly,
+  labelDefault,
+  routableOutcome,
+  splitByRoutability,
+} from "./routability";
 
 export interface AddressSpec {
   readonly type?: string;
@@ -41,6 +48,13 @@ export interface AddressRequest {
   readonly cluster?: readonly Address[];
   /** Entries with a routability we do not offer, when there are any. */
   readonly otherRoutability?: readonly Address[];
+  /**
+   * How the load balancer's addresses are reported: "also" with the conformance sentinel
+   * routability besides the default, "only" with it alone (routability.ts labelDefault).
+   */
+  readonly sentinel?: "also" | "only";
+  /** Every entry asks for routability Cluster: the Service is a ClusterIP one (serviceTypeFor). */
+  readonly clusterOnly?: boolean;
 }
 
 const typed = (a: AddressSpec): Address => ({
@@ -63,14 +77,18 @@ export function requestedAddresses(
       ? [parameters, "KengineParameters spec.addresses" as const]
       : [[], undefined];
   const all = list.map(typed);
-  const { lb, cluster, other } = splitByRoutability(all);
-  const fixed = lb.filter(a => a.value !== "");
+  const { lb, sentinel, cluster, other } = splitByRoutability(all);
+  // Sentinel entries are default ones (the load balancer's address) reported with the sentinel.
+  const byDefault = all.filter(a => lb.includes(a) || sentinel.includes(a));
+  const fixed = byDefault.filter(a => a.value !== "");
   return {
     static: fixed,
-    dynamic: fixed.length < lb.length || all.length === 0,
+    dynamic: fixed.length < byDefault.length || all.length === 0,
     source,
     ...(cluster.length > 0 && { cluster }),
     ...(other.length > 0 && { otherRoutability: other }),
+    ...(sentinel.length > 0 && { sentinel: lb.length > 0 ? ("also" as const) : ("only" as const) }),
+    ...(isClusterOnly(all) && { clusterOnly: true }),
   };
 }
 
@@ -104,6 +122,8 @@ export interface AddressOutcome {
     readonly reason: "AddressNotAssigned" | "AddressNotUsable";
     readonly message: string;
   };
+  /** GEP-5093's AddressesAssigned, once assignment is decided (routability.ts). */
+  readonly assignment?: AddressAssignment;
 }
 
 /**
@@ -118,7 +138,6 @@ export function addressOutcome(
   managed: boolean,
 ): AddressOutcome {
   const lb = loadBalancerOutcome(request, assigned, service, managed);
-  if (!request.cluster && !request.otherRoutability) return lb;
   const routable = routableOutcome(
     request.cluster ?? [],
     request.otherRoutability ?? [],
@@ -126,8 +145,16 @@ export function addressOutcome(
     service.name,
     request.source ?? "spec.addresses",
   );
+  const labelled = labelDefault(
+    lb.addresses,
+    service.clusterIP,
+    request.sentinel !== "only",
+    request.sentinel !== undefined,
+  );
+  const addresses = [...labelled, ...routable.addresses];
   const problem = lb.problem ?? routable.problem;
-  return { addresses: [...lb.addresses, ...routable.addresses], ...(problem && { problem }) };
+  const assignment = addressAssignment(addresses, problem);
+  return { addresses, ...(problem && { problem }), ...(assignment && { assignment }) };
 }
 
 function loadBalancerOutcome(

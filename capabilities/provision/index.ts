@@ -3,3 +3,4 @@ export * from "./settings";
 export * from "./objects";
 export * from "./parameters";
 export * from "./addresses";
+export * from "./routability";

@@ -32,6 +32,7 @@ import {
 } from "./names";
 import { ProxySettings } from "./settings";
 import { AddressSpec, loadBalancerIP, requestedAddresses } from "./addresses";
+import { serviceTypeFor } from "./routability";
 
 export interface GatewayRef {
   readonly namespace: string;
@@ -265,23 +266,23 @@ export function proxyService(
   const ports = servicePorts(gw.listeners);
   const m = meta(gw, names.proxy, "proxy");
   const annotations = { ...(m.annotations ?? {}), ...(s.service.annotations ?? {}) };
-  const requestedIP =
-    s.serviceType === "LoadBalancer"
-      ? loadBalancerIP(requestedAddresses(gw.addresses, s.addresses))
-      : undefined;
+  const request = requestedAddresses(gw.addresses, s.addresses);
+  // A Gateway asking only for Cluster addresses gets a ClusterIP Service (routability.ts).
+  const type = serviceTypeFor(request, s.serviceType);
+  const requestedIP = type === "LoadBalancer" ? loadBalancerIP(request) : undefined;
   return {
     apiVersion: "v1",
     kind: "Service",
     metadata: { ...m, ...(Object.keys(annotations).length ? { annotations } : {}) },
     spec: {
-      type: s.serviceType,
+      type,
       selector: podSelector(gw.name),
       // A Service needs a port; a Gateway without listeners keeps a placeholder.
       ports: ports.length ? ports : [{ name: "none", port: 1, protocol: "TCP", targetPort: 1 }],
-      ...(s.serviceType === "ClusterIP"
+      ...(type === "ClusterIP"
         ? {}
         : { externalTrafficPolicy: s.service.externalTrafficPolicy ?? "Cluster" }),
-      ...(s.serviceType === "LoadBalancer" && s.service.loadBalancerClass
+      ...(type === "LoadBalancer" && s.service.loadBalancerClass
         ? { loadBalancerClass: s.service.loadBalancerClass }
         : {}),
       // A requested static address (the Gateway's, else the parameters'), see addresses.ts.

@@ -125,7 +125,7 @@ describe("bring-your-own proxies", () => {
     expect(p.manifests).toEqual([]);
     expect(p.serving).toBeUndefined();
     expect(p.configProblem).toBeUndefined();
-    expect(p.addresses).toEqual([{ type: "IPAddress", value: "127.20.0.9" }]);
+    expect(p.addresses).toEqual([{ type: "IPAddress", value: "127.20.0.9", routability: "" }]);
     expect(p.secrets).toEqual(["apps/admin-client"]);
     expect(p.targets.map(t => t.endpoint)).toEqual([
       {

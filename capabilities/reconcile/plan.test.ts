@@ -204,7 +204,8 @@ describe("planGateway: static addresses", () => {
     const done = plan(
       withAddresses([{ value: "127.20.250.1" }], lb("127.20.250.1", "127.20.250.1")),
     );
-    expect(done.addresses).toEqual([{ type: "IPAddress", value: "127.20.250.1" }]);
+    expect(done.addresses).toEqual([{ type: "IPAddress", value: "127.20.250.1", routability: "" }]);
+    expect(done.addressAssignment?.status).toBe("True");
     expect(done.addressProblem).toBeUndefined();
     expect(done.replaceService).toBeUndefined();
   });

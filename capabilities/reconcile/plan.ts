@@ -54,6 +54,7 @@ import {
   proxyNetworkPolicy,
   addressOutcome,
   requestedAddresses,
+  serviceTypeFor,
 } from "../provision";
 import type { AddressOutcome } from "../provision";
 import type { KubeObject, Snapshot } from "../snapshot";
@@ -85,6 +86,8 @@ export interface GatewayPlan {
   readonly addresses: readonly GatewayAddress[];
   /** Why the requested static addresses are not (yet) the Gateway's (provision/addresses.ts). */
   readonly addressProblem?: AddressOutcome["problem"];
+  /** GEP-5093's AddressesAssigned, once decided (provision/routability.ts). */
+  readonly addressAssignment?: AddressOutcome["assignment"];
   /**
    * The proxies' Service to delete before applying it again: it requests another address than
    * the Gateway now asks for and the load balancer has not given it that one (load balancers
@@ -363,6 +366,7 @@ function planExternal(
     configProblem,
     addresses: outcome.addresses,
     addressProblem: outcome.problem,
+    addressAssignment: outcome.assignment,
     serviceExists: services.length > 0,
     noServiceMessage: `no Service labelled ${OWNING_GATEWAY_LABEL}=${ir.name} in namespace ${ir.namespace} (the Gateway's parameters say mode External)`,
     channel: channel.ok ? channel.value : undefined,
@@ -472,7 +476,7 @@ export function planGateway(
     assigned,
     {
       name: `${ir.namespace}/${names.proxy}`,
-      type: settings.serviceType,
+      type: serviceTypeFor(request, settings.serviceType),
       loadBalancerIP: svc?.spec?.loadBalancerIP,
       clusterIP: svc?.spec?.clusterIP,
     },
@@ -500,6 +504,7 @@ export function planGateway(
       : `the proxy configuration is not safe to load: ${sealed.error.join("; ")}`,
     addresses: outcome.addresses,
     addressProblem: outcome.problem,
+    addressAssignment: outcome.assignment,
     ...(replace
       ? {
           replaceService: {

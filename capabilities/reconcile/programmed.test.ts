@@ -4,6 +4,7 @@ import {
   FleetView,
   listenerSetWithParent,
   programmedCondition,
+  withFleet,
   withListenerSetParents,
 } from "./programmed";
 
@@ -243,5 +244,43 @@ describe("programmedCondition: the stored condition while the proxies are unknow
       const c = programmedCondition(undefined, view(s), address, 3);
       expect(c).toMatchObject({ status: "False", reason: "Pending", observedGeneration: 3 });
     }
+  });
+});
+
+describe("withFleet: AddressesAssigned (GEP-5093)", () => {
+  const result: GatewayStatusResult = {
+    namespace: "ns",
+    name: "gw",
+    conditions: [
+      { type: "Accepted", status: "True", reason: "Accepted", message: "", observedGeneration: 3 },
+      {
+        type: "Programmed",
+        status: "True",
+        reason: "Programmed",
+        message: "",
+        observedGeneration: 3,
+      },
+    ],
+    listeners: [],
+  };
+  const view: FleetView = { proxies: [ok], desiredHash: H, serviceExists: true };
+
+  it("is written from the address outcome on the Gateway's generation, and omitted while undecided", () => {
+    const assigned = withFleet(
+      result,
+      { ...view, addressAssignment: { status: "True", reason: "AddressesAssigned", message: "m" } },
+      address,
+    );
+    expect(assigned.conditions.find(c => c.type === "AddressesAssigned")).toEqual({
+      type: "AddressesAssigned",
+      status: "True",
+      reason: "AddressesAssigned",
+      message: "m",
+      observedGeneration: 3,
+    });
+    expect(withFleet(result, view, address).conditions.map(c => c.type)).toEqual([
+      "Accepted",
+      "Programmed",
+    ]);
   });
 });

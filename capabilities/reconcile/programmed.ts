@@ -10,6 +10,7 @@ import type {
   StatusResults,
 } from "../translate";
 import type { GatewayAddress } from "../status";
+import { ConditionType } from "../translate/conditions";
 
 interface ServiceLike {
   readonly spec?: { readonly type?: string; readonly clusterIP?: string };
@@ -50,6 +51,12 @@ export interface FleetView {
   readonly noServiceMessage?: string;
   /** Why the requested static addresses are not (yet) the Gateway's. */
   readonly addressProblem?: { readonly reason: string; readonly message: string };
+  /** GEP-5093's AddressesAssigned (provision/routability.ts); omitted while undecided. */
+  readonly addressAssignment?: {
+    readonly status: "True" | "False";
+    readonly reason: string;
+    readonly message: string;
+  };
   /** The Programmed condition as stored now: kept while no proxy's state is known yet (a new leader). */
   readonly stored?: Condition;
 }
@@ -179,7 +186,22 @@ export function withFleet(
     addresses,
     generation ?? translated?.observedGeneration,
   );
-  const conditions = [...result.conditions.filter(c => c.type !== "Programmed"), gw];
+  const assigned = view.addressAssignment;
+  const conditions = [
+    ...result.conditions.filter(c => c.type !== "Programmed"),
+    gw,
+    ...(assigned
+      ? [
+          {
+            type: ConditionType.AddressesAssigned,
+            ...assigned,
+            ...(gw.observedGeneration !== undefined && {
+              observedGeneration: gw.observedGeneration,
+            }),
+          },
+        ]
+      : []),
+  ];
   const listeners = result.listeners.map(l => {
     const lp = l.conditions.find(c => c.type === "Programmed");
     if (!lp || lp.status === "False" || gw.status === "True") return l;

@@ -895,6 +895,7 @@ export class Reconciler {
           serviceExists: plan.serviceExists,
           noServiceMessage: plan.noServiceMessage,
           addressProblem: plan.addressProblem,
+          addressAssignment: plan.addressAssignment,
           stored,
         };
         return withFleet(g, view, plan.addresses);

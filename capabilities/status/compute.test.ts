@@ -213,6 +213,34 @@ describe("computeStatusUpdates", () => {
     });
     expect(again).toEqual([]);
   });
+
+  it("writes an empty routability explicitly, and once stored without it (CRDs before v1.7 prune it) writes nothing again", () => {
+    const addresses = new Map([["ns/gw", [{ value: "127.20.0.1", routability: "" }]]]);
+    const gwUpdate = (stored: StoredObject | undefined) =>
+      computeStatusUpdates({
+        results,
+        current: (k, ns, n) => (k === "Gateway" ? stored : current(k, ns, n)),
+        controllerName: CTRL,
+        addresses,
+        now: T1,
+      }).find(u => u.kind === "Gateway");
+    const first = gwUpdate(objects["Gateway/ns/gw"])!;
+    const written = first.status as { addresses: Record<string, unknown>[] };
+    expect(written.addresses).toEqual([
+      { type: "IPAddress", value: "127.20.0.1", routability: "" },
+    ]);
+    const meta = { name: "gw", namespace: "ns", resourceVersion: "8" };
+    // as a v1.7 API server stores it, and as a v1.6 one does (the field pruned)
+    expect(gwUpdate({ metadata: meta, status: first.status })).toBeUndefined();
+    const pruned = { ...first.status, addresses: [{ type: "IPAddress", value: "127.20.0.1" }] };
+    expect(gwUpdate({ metadata: meta, status: pruned })).toBeUndefined();
+    // any other routability is a change
+    const cluster = {
+      ...first.status,
+      addresses: [{ ...written.addresses[0], routability: "Cluster" }],
+    };
+    expect(gwUpdate({ metadata: meta, status: cluster })).toBeDefined();
+  });
 });
 
 describe("gatewayStatus attachedListenerSets", () => {

@@ -137,7 +137,8 @@ export function gatewayStatus(
           addresses: addresses.map(a => ({
             type: a.type ?? "IPAddress",
             value: a.value,
-            ...(a.routability && { routability: a.routability }),
+            // GEP-5093: explicit, empty included (CRDs before v1.7 prune the field).
+            ...(a.routability !== undefined && { routability: a.routability }),
           })),
         }
       : {}),
@@ -248,8 +249,27 @@ function shape(status: Record<string, unknown> | undefined) {
 /** Whether the stored status already says all that `next` says (fields of `next` only). */
 function unchanged(current: StoredObject | undefined, next: Record<string, unknown>): boolean {
   const stored = (current?.status ?? {}) as Record<string, unknown>;
-  return Object.keys(next).every(k => equals(stored[k], next[k]));
+  return Object.keys(next).every(k =>
+    k === "addresses"
+      ? equals(plainRoutability(stored[k]), plainRoutability(next[k]))
+      : equals(stored[k], next[k]),
+  );
 }
+
+/**
+ * Addresses with an empty routability as without one: the same to consumers (GEP-5093), and
+ * what the API server keeps of it when the CRDs predate v1.7 (it prunes the field), so such a
+ * cluster is not written to again and again.
+ */
+const plainRoutability = (addresses: unknown): unknown =>
+  Array.isArray(addresses)
+    ? addresses.map((a: Record<string, unknown>) => {
+        if (a?.routability !== "") return a;
+        // eslint-disable-next-line @typescript-eslint/no-unused-vars
+        const { routability, ...rest } = a;
+        return rest;
+      })
+    : addresses;
 
 /**
  * Where `current` reads routes from: the snapshot's route maps (`namespace/name` keys, the

@@ -11,6 +11,8 @@ export const ConditionType = {
   PartiallyInvalid: "PartiallyInvalid",
   SupportedVersion: "SupportedVersion",
   InsecureFrontendValidationMode: "InsecureFrontendValidationMode",
+  /** Gateway API v1.7 (GEP-5093), written from the address outcome (reconcile/programmed.ts). */
+  AddressesAssigned: "AddressesAssigned",
 } as const;
 export type ConditionType = (typeof ConditionType)[keyof typeof ConditionType];
 

@@ -78,3 +78,8 @@ export async function eventually<T>(
     await new Promise(r => setTimeout(r, intervalMs));
   }
 }
+
+/** `kubectl apply` of these objects as one List. */
+export function applyItems(items: readonly object[]): string {
+  return kubectlOk(["apply", "-f", "-"], JSON.stringify({ apiVersion: "v1", kind: "List", items }));
+}

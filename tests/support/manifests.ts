@@ -74,3 +74,45 @@ export const quietLogger = {
   error: (m: string, meta?: object) => console.error(m, meta),
   debug: () => {},
 };
+
+/** Our GatewayClass (controllerName kengine.io/gateway-controller) named `name`. */
+export const gatewayClass = (name: string): object => ({
+  apiVersion: "gateway.networking.k8s.io/v1",
+  kind: "GatewayClass",
+  metadata: { name },
+  spec: { controllerName: "kengine.io/gateway-controller" },
+});
+
+/** A Gateway of class `cls` with one HTTP listener on port 80 (and spec.addresses if given). */
+export const httpGateway = (
+  ns: string,
+  name: string,
+  cls: string,
+  addresses?: object[],
+): object => ({
+  apiVersion: "gateway.networking.k8s.io/v1",
+  kind: "Gateway",
+  metadata: { name, namespace: ns },
+  spec: {
+    gatewayClassName: cls,
+    ...(addresses && { addresses }),
+    listeners: [{ name: "http", port: 80, protocol: "HTTP" }],
+  },
+});
+
+/** HTTPRoute `echo` for `host` on the Gateways `parents`, to echoBackend's Service (rule extras merged in). */
+export const echoRoute = (
+  ns: string,
+  parents: readonly string[],
+  host: string,
+  rule: object = {},
+): object => ({
+  apiVersion: "gateway.networking.k8s.io/v1",
+  kind: "HTTPRoute",
+  metadata: { name: "echo", namespace: ns },
+  spec: {
+    parentRefs: parents.map(name => ({ name })),
+    hostnames: [host],
+    rules: [{ ...rule, backendRefs: [{ name: "echo", port: 8080 }] }],
+  },
+});
