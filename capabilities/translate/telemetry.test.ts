@@ -76,7 +76,7 @@ describe("XTelemetryPolicy translation", () => {
         ? ({
             ...o,
             spec: {
-              ...(o as { spec: object }).spec,
+              ...(o as unknown as { spec: object }).spec,
               tracing: {
                 mode: "Enabled",
                 provider: { backendRef: { name: "collector", namespace: "obs" } },

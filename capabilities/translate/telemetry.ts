@@ -114,7 +114,11 @@ export function telemetry(
                 attributes: v.attributes,
               });
             conditions = [
-              accepted(TelemetryReason.Accepted, acceptedMessage(v.enabled, v.collector), true),
+              accepted(
+                TelemetryReason.Accepted,
+                acceptedMessage(v.enabled, v.collector, ctx.flavor),
+                true,
+              ),
             ];
           }
         }
@@ -133,12 +137,16 @@ export function telemetry(
 function acceptedMessage(
   enabled: boolean,
   collector: { namespace: string; name: string; port?: number } | undefined,
+  flavor: ProxyFlavor,
 ): string {
   if (!enabled || !collector) return "tracing is off (mode is not Enabled)";
-  const port = collector.port ?? 4318;
+  // Caddy 2.8 (Kengine) exports with otlptracegrpc only; Caddy 2.11 through autoexport,
+  // OTLP/HTTP protobuf by default.
+  const grpc = flavor === "Kengine";
+  const port = collector.port ?? (grpc ? 4317 : 4318);
   return (
     `tracing runs on the Gateway's proxies; their exporter is set by the proxy's environment ` +
-    `only: OTEL_TRACES_EXPORTER=otlp, ` +
+    `only: ${grpc ? "OTLP/gRPC, " : "OTEL_TRACES_EXPORTER=otlp, "}` +
     `OTEL_EXPORTER_OTLP_ENDPOINT=http://${collector.name}.${collector.namespace}:${port}`
   );
 }

@@ -5,9 +5,9 @@
  * OTEL_TRACES_EXPORTER=otlp and OTEL_EXPORTER_OTLP_ENDPOINT at an OTLP/HTTP receiver on
  * loopback (tests/support/otlp.ts, protobuf: the Go exporter has no http/json). A request
  * through the proxy to a backend on loopback yields a span with the policy's name and
- * attributes. The Kengine flavour (Caddy 2.8, `tracing` without span_attributes): the same
- * file gives `gw` no tracing there (the policy is Invalid for it), so the proxy exports
- * nothing; its loading of the handler is checked by a policy without attributes.
+ * attributes. The Kengine flavour (Caddy 2.8: `tracing` without span_attributes, exporting
+ * over OTLP/gRPC only): the same file gives `gw` no tracing there (the policy is Invalid for
+ * it); the same policy without attributes traces, to a gRPC receiver.
  * Loopback only.
  */
 import { Server, createServer } from "node:http";
@@ -30,19 +30,16 @@ const GOLDEN = join(__dirname, "..", "golden", "telemetry.in.yaml");
 
 let backend: Server;
 let backendPort = 0;
-let receiver: OtlpReceiver;
 
 beforeAll(async () => {
   backend = createServer((_req, res) => res.writeHead(200).end("ok"));
   await new Promise<void>(r => backend.listen(0, "127.0.0.1", () => r()));
   backendPort = (backend.address() as AddressInfo).port;
-  receiver = await startOtlpReceiver();
 });
 
 afterAll(async () => {
   backend.closeAllConnections();
   await new Promise(r => backend.close(r));
-  await receiver.close();
 });
 
 /** The IR of Gateway default/gw of the golden as `flavor` proxies run it. */
@@ -68,7 +65,10 @@ describe.each<[ProxyFlavor, "caddy" | "caddy-2.8"]>([
   ["Kengine", "caddy-2.8"],
 ])("XTelemetryPolicy tracing (%s flavour)", (flavor, peer) => {
   let caddy: Caddy | undefined;
+  let receiver: OtlpReceiver;
   beforeAll(async () => {
+    // Caddy 2.8 has no autoexport: its exporter is otlptracegrpc.
+    receiver = await startOtlpReceiver(flavor === "Kengine" ? "grpc" : "http/protobuf");
     caddy = await startCaddy({
       name: `telemetry-${flavor.toLowerCase()}`,
       peer,
@@ -81,7 +81,10 @@ describe.each<[ProxyFlavor, "caddy" | "caddy-2.8"]>([
       },
     });
   }, 120_000);
-  afterAll(() => caddy?.stop());
+  afterAll(async () => {
+    await caddy?.stop();
+    await receiver.close();
+  });
 
   if (flavor === "Bundled") {
     test("a request through the Gateway exports a span with the policy's name and attributes", async () => {

@@ -1,11 +1,14 @@
 /**
- * A minimal OTLP/HTTP trace receiver on loopback for integration tests: POST /v1/traces with
- * an ExportTraceServiceRequest in protobuf (what Caddy's autoexport sends for
- * OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf, its default; the Go exporter has no http/json).
+ * A minimal OTLP trace receiver on loopback for integration tests: OTLP/HTTP (POST /v1/traces
+ * with an ExportTraceServiceRequest in protobuf: what Caddy 2.11's autoexport sends for
+ * OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf, its default; the Go exporter has no http/json), or
+ * OTLP/gRPC over cleartext HTTP/2 (Caddy 2.8 exports with otlptracegrpc only): the same
+ * message in gRPC's length-prefixed framing, answered with an empty response, grpc-status 0.
  * Decodes only what the tests read: span names and string attributes. No library: the
  * protobuf wire format's varint and length-delimited fields are enough.
  */
 import { Server, createServer } from "node:http";
+import { Http2Server, createServer as createHttp2Server } from "node:http2";
 import { AddressInfo } from "node:net";
 import { gunzipSync } from "node:zlib";
 
@@ -90,9 +93,56 @@ export interface OtlpReceiver {
   close(): Promise<void>;
 }
 
-export async function startOtlpReceiver(): Promise<OtlpReceiver> {
+/** The messages of a gRPC request body (5-byte prefix: compressed flag, length). */
+function grpcMessages(body: Buffer): Buffer[] {
+  const out: Buffer[] = [];
+  for (let i = 0; i + 5 <= body.length; ) {
+    const n = body.readUInt32BE(i + 1);
+    const msg = body.subarray(i + 5, i + 5 + n);
+    out.push(body[i] === 1 ? gunzipSync(msg) : msg);
+    i += 5 + n;
+  }
+  return out;
+}
+
+type Waiting = { match: (s: ReceivedSpan) => boolean; resolve: (s: ReceivedSpan) => void };
+
+export async function startOtlpReceiver(
+  protocol: "http/protobuf" | "grpc" = "http/protobuf",
+): Promise<OtlpReceiver> {
   const received: ReceivedSpan[] = [];
-  const waiting: { match: (s: ReceivedSpan) => boolean; resolve: (s: ReceivedSpan) => void }[] = [];
+  const waiting: Waiting[] = [];
+  const receive = (spans: ReceivedSpan[]) => {
+    for (const s of spans) {
+      received.push(s);
+      for (let i = waiting.length - 1; i >= 0; i--)
+        if (waiting[i].match(s)) waiting.splice(i, 1)[0].resolve(s);
+    }
+  };
+  if (protocol === "grpc") {
+    const h2: Http2Server = createHttp2Server();
+    h2.on("stream", (stream, headers) => {
+      const chunks: Buffer[] = [];
+      stream.on("data", (c: Buffer) => chunks.push(c));
+      stream.on("end", () => {
+        const ok =
+          headers[":path"] === "/opentelemetry.proto.collector.trace.v1.TraceService/Export";
+        if (ok) for (const m of grpcMessages(Buffer.concat(chunks))) receive(decodeTraces(m));
+        stream.respond(
+          { ":status": 200, "content-type": "application/grpc" },
+          { waitForTrailers: true },
+        );
+        stream.on("wantTrailers", () => stream.sendTrailers({ "grpc-status": ok ? "0" : "12" }));
+        stream.end(ok ? Buffer.alloc(5) : undefined);
+      });
+    });
+    await new Promise<void>(r => h2.listen(0, "127.0.0.1", () => r()));
+    return {
+      endpoint: `http://127.0.0.1:${(h2.address() as AddressInfo).port}`,
+      span: match => spanOf(received, waiting, match),
+      close: () => new Promise(r => h2.close(() => r())),
+    };
+  }
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
@@ -103,11 +153,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
       }
       const body = Buffer.concat(chunks);
       const gzip = req.headers["content-encoding"] === "gzip";
-      for (const s of decodeTraces(gzip ? gunzipSync(body) : body)) {
-        received.push(s);
-        for (let i = waiting.length - 1; i >= 0; i--)
-          if (waiting[i].match(s)) waiting.splice(i, 1)[0].resolve(s);
-      }
+      receive(decodeTraces(gzip ? gunzipSync(body) : body));
       res.writeHead(200, { "content-type": "application/x-protobuf" }).end();
     });
   });
@@ -115,15 +161,22 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
   const port = (server.address() as AddressInfo).port;
   return {
     endpoint: `http://127.0.0.1:${port}`,
-    span: match =>
-      new Promise(resolve => {
-        const found = received.find(match);
-        if (found) resolve(found);
-        else waiting.push({ match, resolve });
-      }),
+    span: match => spanOf(received, waiting, match),
     close: async () => {
       server.closeAllConnections();
       await new Promise(r => server.close(r));
     },
   };
+}
+
+function spanOf(
+  received: readonly ReceivedSpan[],
+  waiting: Waiting[],
+  match: (s: ReceivedSpan) => boolean,
+): Promise<ReceivedSpan> {
+  return new Promise(resolve => {
+    const found = received.find(match);
+    if (found) resolve(found);
+    else waiting.push({ match, resolve });
+  });
 }
