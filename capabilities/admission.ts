@@ -39,6 +39,7 @@ import {
   TLSRoute,
   UDPRoute,
   XBackend,
+  XTelemetryPolicy,
 } from "./generated";
 import {
   OwnershipLookups,
@@ -54,6 +55,7 @@ import {
   withDeadline,
 } from "./ownership";
 import { xbackendProblems } from "./validation/xbackend";
+import { telemetryPolicyProblems } from "./validation/telemetry";
 import {
   backendTLSPolicyProblems,
   backendTLSPolicyStatusProblems,
@@ -333,10 +335,25 @@ export const validateXBackend = (req: PeprValidateRequest<XBackend>) =>
     b => [...xbackendProblems(b as never)],
   );
 
+/** An XTelemetryPolicy is ours when a Gateway it targets is (translate/telemetry.ts). */
+export const validateXTelemetryPolicy = (req: PeprValidateRequest<XTelemetryPolicy>) =>
+  decide(
+    req,
+    "XTelemetryPolicy",
+    async (p, ns) => {
+      for (const t of p.spec?.targetRefs ?? [])
+        if (t.group === "gateway.networking.k8s.io" && t.kind === "Gateway")
+          if (await isOurGateway({ namespace: ns, name: t.name }, lookups)) return true;
+      return false;
+    },
+    p => telemetryPolicyProblems(p as never),
+  );
+
 When(GatewayClass).IsCreatedOrUpdated().Validate(validateGatewayClass);
 When(ReferenceGrant).IsCreatedOrUpdated().Validate(validateReferenceGrant);
 When(BackendTLSPolicy).IsCreatedOrUpdated().Validate(validateBackendTLSPolicy);
 When(XBackend).IsCreatedOrUpdated().Validate(validateXBackend);
+When(XTelemetryPolicy).IsCreatedOrUpdated().Validate(validateXTelemetryPolicy);
 When(HTTPRoute).IsCreatedOrUpdated().Validate(validateHTTPRoute);
 When(GRPCRoute).IsCreatedOrUpdated().Validate(validateGRPCRoute);
 When(Gateway).IsCreatedOrUpdated().Validate(validateGateway);

@@ -21,11 +21,13 @@ import {
   PathModifierIR,
   RedirectIR,
   RewriteIR,
+  TracingIR,
 } from "../ir";
 import { DEFAULT_PROXY_FLAVOR, ProxyCapabilities, capabilitiesOf } from "../flavor/proxy-flavor";
 import type { RefusableObject } from "../translate/refused";
 import { MAX_L4_WEIGHT_RATIO } from "../validation/l4route";
 import { listenerFiltersRoute } from "./listener-filters";
+import { tracingRoute } from "./tracing";
 import { quoteRE2 } from "../validation/regex";
 import { requestDeadline } from "./deadline";
 import { sessionPolicy } from "./session";
@@ -223,6 +225,7 @@ function render(
     ctx.ir = ir;
     ctx.caps = capabilitiesOf(ir.flavor ?? DEFAULT_PROXY_FLAVOR);
     ctx.clientCertificate = ir.backendClientCertificate;
+    ctx.tracing = ir.tracing;
     for (const s of ir.httpServers) {
       const name = serverName(s.protocol, s.port, list.length > 1 ? ir : undefined);
       ctx.tableId = tableId(ir.namespace, ir.name, serverName(s.protocol, s.port));
@@ -290,6 +293,8 @@ interface Ctx {
   memo?: TableMemo;
   /** Rendering one entry for its fragment: the backend sets it names. */
   uses?: DispatchUse[];
+  /** XTelemetryPolicy tracing of the Gateway being built. */
+  tracing?: TracingIR;
 }
 
 const tablesOn = (ctx: Ctx): boolean => ctx.caps.routeTable && ctx.opts.routeTable !== false;
@@ -347,6 +352,8 @@ function httpServer(ctx: Ctx, s: HTTPServerIR): CaddyHTTPServer {
     const grouped = routes.map(r => own(ctx, inGroup(r, LISTENERS_GROUP), ownersOf(ctx, r)));
     routes.splice(0, routes.length, ...grouped, ...dispatchRoutes(ctx, ctx.dispatch));
   }
+  // Tracing first: its handler wraps every route after it (telemetry.ts).
+  if (ctx.tracing) routes.unshift(tracingRoute(ctx.tracing));
   const tls = s.protocol === "HTTPS";
   return {
     listen: [

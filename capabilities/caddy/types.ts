@@ -66,6 +66,12 @@ export type CaddyHandler =
       readonly allowed_response_headers?: readonly string[];
       readonly max_body_bytes?: number;
     }
+  | {
+      /** OpenTelemetry tracing (XTelemetryPolicy); exporter from the process's OTEL_* env. */
+      readonly handler: "tracing";
+      readonly span?: string;
+      readonly span_attributes?: Readonly<Record<string, string>>;
+    }
   | { readonly handler: "vars"; readonly [name: string]: string }
   | {
       readonly handler: "static_response";

@@ -26,6 +26,7 @@ describe("proxy flavours", () => {
       routeTable: true,
       sessionModule: true,
       cookieMaxAge: true,
+      spanAttributes: true,
     });
     expect(supportedFeaturesOf("Bundled")).toEqual(SUPPORTED_FEATURES);
   });
@@ -46,6 +47,7 @@ describe("proxy flavours", () => {
       routeTable: false,
       sessionModule: false,
       cookieMaxAge: true,
+      spanAttributes: true,
     });
     expect(capabilitiesOf("Kengine")).toEqual({
       persistentListeners: false,
@@ -62,6 +64,7 @@ describe("proxy flavours", () => {
       routeTable: false,
       sessionModule: false,
       cookieMaxAge: false, // Caddy 2.8's cookie policy has no max_age
+      spanAttributes: false, // Caddy 2.8's tracing handler has only `span`
     });
     expect(supportedFeaturesOf("Caddy")).toContain("HTTPRouteRetry");
     expect(supportedFeaturesOf("Kengine")).not.toContain("HTTPRouteRetry");

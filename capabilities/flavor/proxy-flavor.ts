@@ -85,6 +85,8 @@ export interface ProxyCapabilities {
   readonly sessionModule: boolean;
   /** The `cookie` selection policy's `max_age` (Caddy ≥ 2.9): Permanent session cookies. */
   readonly cookieMaxAge: boolean;
+  /** The `tracing` handler's `span_attributes` (Caddy ≥ 2.10; Caddy 2.8 has the handler only). */
+  readonly spanAttributes: boolean;
 }
 
 export type Capability = keyof ProxyCapabilities;
@@ -105,6 +107,7 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
     routeTable: true,
     sessionModule: true,
     cookieMaxAge: true,
+    spanAttributes: true,
   },
   Caddy: {
     persistentListeners: false,
@@ -121,6 +124,7 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
     routeTable: false,
     sessionModule: false,
     cookieMaxAge: true,
+    spanAttributes: true,
   },
   Kengine: {
     persistentListeners: false,
@@ -137,6 +141,7 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
     routeTable: false,
     sessionModule: false,
     cookieMaxAge: false,
+    spanAttributes: false,
   },
 };
 
@@ -162,6 +167,7 @@ const CAPABILITY_TEXT: Readonly<Record<Capability, string>> = {
   sessionModule:
     "session persistence by header, with a cookie path or with an absolute session lifetime",
   cookieMaxAge: "Permanent session cookies (Max-Age)",
+  spanAttributes: "tracing span attributes",
 };
 
 /**

@@ -25,6 +25,18 @@ export interface GatewayIR {
    * spec.tls.backend.clientCertificateRef); only when the flavour can present one.
    */
   readonly backendClientCertificate?: CertificateIR;
+  /**
+   * XTelemetryPolicy tracing (translate/telemetry.ts): a `tracing` handler first in every
+   * HTTP server of the Gateway. Only in the IR of a flavour that can run it.
+   */
+  readonly tracing?: TracingIR;
+}
+
+export interface TracingIR {
+  /** Span name; undefined: the handler's default. */
+  readonly spanName?: string;
+  /** Attribute name → value (Caddy placeholders allowed), set once the request is served. */
+  readonly attributes: readonly { readonly name: string; readonly value: string }[];
 }
 
 export interface CertificateIR {

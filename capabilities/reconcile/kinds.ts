@@ -17,6 +17,8 @@ export const LIST_PATHS: Readonly<Record<Kind, string>> = {
   // Experimental channel only: a cluster without the CRD answers 404 and the kind is reported
   // missing (backendRefs to XBackends then do not resolve).
   XBackend: "/apis/gateway.networking.x-k8s.io/v1alpha1/xbackends",
+  // Experimental channel only, as XBackend (no CRD: no tracing).
+  XTelemetryPolicy: "/apis/gateway.networking.x-k8s.io/v1alpha1/xtelemetrypolicies",
   Service: "/api/v1/services",
   EndpointSlice: "/apis/discovery.k8s.io/v1/endpointslices",
   Secret: "/api/v1/secrets",

@@ -397,6 +397,19 @@ export interface XBackend extends KubeObject {
   };
 }
 
+/**
+ * XTelemetryPolicy (gateway.networking.x-k8s.io/v1alpha1, experimental channel of v1.7.0):
+ * tracing for the Gateways it targets, read by validation/telemetry.ts and
+ * translate/telemetry.ts. Only the fields we read; the generated type has all of them.
+ */
+export interface XTelemetryPolicy extends KubeObject {
+  readonly spec?: {
+    readonly targetRefs?: readonly LocalObjectReference[];
+    /** Read by validation/telemetry.ts (TelemetryPolicyLike). */
+    readonly tracing?: Readonly<Record<string, unknown>>;
+  };
+}
+
 export const X_GATEWAY_GROUP = "gateway.networking.x-k8s.io";
 
 /* ---------------------------------------------------------------- core/v1, discovery/v1 */
@@ -478,6 +491,7 @@ export interface KindMap {
   readonly ReferenceGrant: ReferenceGrant;
   readonly BackendTLSPolicy: BackendTLSPolicy;
   readonly XBackend: XBackend;
+  readonly XTelemetryPolicy: XTelemetryPolicy;
   readonly Service: Service;
   readonly EndpointSlice: EndpointSlice;
   readonly Secret: Secret;
@@ -501,6 +515,7 @@ export const KINDS: readonly Kind[] = [
   "ReferenceGrant",
   "BackendTLSPolicy",
   "XBackend",
+  "XTelemetryPolicy",
   "Service",
   "EndpointSlice",
   "Secret",

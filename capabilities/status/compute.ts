@@ -45,6 +45,7 @@ export type StatusKind =
   | "Gateway"
   | "ListenerSet"
   | "BackendTLSPolicy"
+  | "XTelemetryPolicy"
   | RouteStatusResult["kind"];
 
 export interface StatusUpdate {
@@ -428,6 +429,8 @@ export function computeStatusUpdates(input: ComputeInput): StatusUpdate[] {
   for (const r of results.backendTLSPolicies ?? []) {
     push("BackendTLSPolicy", r.namespace, r.name, c => policyStatus(c, r, controllerName, now));
   }
+  for (const r of results.telemetryPolicies ?? [])
+    push("XTelemetryPolicy", r.namespace, r.name, c => policyStatus(c, r, controllerName, now));
   memo?.settle();
   return updates;
 }

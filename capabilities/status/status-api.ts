@@ -13,11 +13,18 @@ const PLURALS: Record<StatusKind, string> = {
   TLSRoute: "tlsroutes",
   TCPRoute: "tcproutes",
   UDPRoute: "udproutes",
+  XTelemetryPolicy: "xtelemetrypolicies",
 };
+
+/** Kinds of the experimental API group (gateway.networking.x-k8s.io/v1alpha1). */
+const X_KINDS: ReadonlySet<StatusKind> = new Set<StatusKind>(["XTelemetryPolicy"]);
 
 export function objectPath(kind: StatusKind, namespace: string | undefined, name: string): string {
   const ns = namespace ? `/namespaces/${encodeURIComponent(namespace)}` : "";
-  return `/apis/gateway.networking.k8s.io/v1${ns}/${PLURALS[kind]}/${encodeURIComponent(name)}`;
+  const api = X_KINDS.has(kind)
+    ? "gateway.networking.x-k8s.io/v1alpha1"
+    : "gateway.networking.k8s.io/v1";
+  return `/apis/${api}${ns}/${PLURALS[kind]}/${encodeURIComponent(name)}`;
 }
 
 export function kubeStatusApi(client: KubeClient): StatusApi {

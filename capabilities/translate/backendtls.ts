@@ -23,7 +23,7 @@
  */
 import { isTrustBundleRef, trustBundleCertificates } from "./trustbundle";
 import { X509Certificate } from "node:crypto";
-import { BackendTLSPolicy, Service, ServicePort, Snapshot, keyOf } from "../snapshot";
+import { BackendTLSPolicy, KubeObject, Service, ServicePort, Snapshot, keyOf } from "../snapshot";
 import { Condition, ConditionType, condition } from "./conditions";
 import {
   backendTLSPolicyProblems,
@@ -81,7 +81,8 @@ export function backendTLSPolicies(s: Snapshot): BackendTLSPolicies {
   return v;
 }
 
-const older = (a: BackendTLSPolicy, b: BackendTLSPolicy): number => {
+/** Policy precedence (GEP-713): the older first, then by `<namespace>/<name>`. */
+export const older = (a: KubeObject, b: KubeObject): number => {
   const ta = a.metadata.creationTimestamp ?? "";
   const tb = b.metadata.creationTimestamp ?? "";
   if (ta !== tb) return ta < tb ? -1 : 1;

@@ -71,4 +71,6 @@ export interface StatusResults {
   readonly routes: readonly RouteStatusResult[];
   /** BackendTLSPolicies used by at least one of our Gateways' routes. */
   readonly backendTLSPolicies?: readonly BackendTLSPolicyStatusResult[];
+  /** XTelemetryPolicies targeting at least one of our Gateways (same shape: ancestors). */
+  readonly telemetryPolicies?: readonly BackendTLSPolicyStatusResult[];
 }

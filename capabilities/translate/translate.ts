@@ -26,6 +26,7 @@ import {
 } from "../snapshot";
 import { isOurClass } from "../ownership";
 import { PolicyReason, backendTLSPolicies, subjectAltNames } from "./backendtls";
+import { telemetry, withTracing } from "./telemetry";
 import { resolveBackend, slicesByService } from "./backends";
 import { recordServiceReads } from "./reads";
 import { L4CompiledBackend, L4_SANS_UNSUPPORTED, l4BackendsIR, reencrypts } from "./l4backendtls";
@@ -353,6 +354,7 @@ export function translate(s: Snapshot, options: TranslateOptions = {}): Translat
   const gateways: GatewayIR[] = [];
   const gatewayStatuses: GatewayStatusResult[] = [];
   const listenerSetStatuses: ListenerSetStatusResult[] = [];
+  const tele = telemetry(s, contexts);
   for (const ctx of contexts.values()) {
     const gw = ctx.gateway;
     const gen = gw.metadata.generation;
@@ -372,7 +374,12 @@ export function translate(s: Snapshot, options: TranslateOptions = {}): Translat
     let irFailure: string | undefined;
     if (!badParameters && !badAddresses)
       try {
-        gateways.push(withHttp01Answers(s, ctx.listeners, buildIR(ctx)));
+        gateways.push(
+          withTracing(
+            withHttp01Answers(s, ctx.listeners, buildIR(ctx)),
+            tele.tracing.get(keyOf(gw)),
+          ),
+        );
       } catch (e) {
         irFailure = `cannot translate this Gateway: ${e instanceof Error ? e.message : String(e)}`;
       }
@@ -419,6 +426,7 @@ export function translate(s: Snapshot, options: TranslateOptions = {}): Translat
       listenerSets: listenerSetStatuses,
       routes,
       backendTLSPolicies: backendTLSPolicyStatuses(s, contexts),
+      ...(tele.statuses.length > 0 && { telemetryPolicies: tele.statuses }),
     },
   };
 }

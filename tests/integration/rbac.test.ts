@@ -67,6 +67,8 @@ const NOT_EXERCISED: Record<string, string> = {
       ],
     ),
   ),
+  "get gateway.networking.x-k8s.io/xtelemetrypolicies":
+    "status writer re-reads the object after a 409 conflict (capabilities/status/writer.ts)",
   "get gateway.networking.k8s.io/listenersets":
     "admission looks up a route's ListenerSet parent (capabilities/admission.ts); the scenario's ListenerSet route is created before the webhook runs",
   ...Object.fromEntries(
@@ -145,6 +147,13 @@ metadata: {name: backend, namespace: ${ns}}
 spec:
   targetRefs: [{group: '', kind: Service, name: backend}]
   validation: {wellKnownCACertificates: System, hostname: backend.cov.local}
+---
+apiVersion: gateway.networking.x-k8s.io/v1alpha1
+kind: XTelemetryPolicy
+metadata: {name: tracing, namespace: ${ns}}
+spec:
+  targetRefs: [{group: gateway.networking.k8s.io, kind: Gateway, name: cov}]
+  tracing: {mode: Disabled}
 ---
 apiVersion: gateway.networking.k8s.io/v1
 kind: GRPCRoute
@@ -440,6 +449,7 @@ describe("least privilege", () => {
           ["tcproute", "tcp", "{.status.parents[0].controllerName}"],
           ["udproute", "udp", "{.status.parents[0].controllerName}"],
           ["backendtlspolicy", "backend", "{.status.ancestors[0].controllerName}"],
+          ["xtelemetrypolicy", "tracing", "{.status.ancestors[0].controllerName}"],
         ].filter(([kind, name, path]) => ours(kind, name, path) === "");
         return missing.length === 0 ? true : undefined;
       },

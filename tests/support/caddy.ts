@@ -56,6 +56,8 @@ export interface StartCaddyOptions {
    * admin address), else from the initial config.
    */
   resume?: { readonly autosave?: (adminAddress: string) => string };
+  /** More environment for the process (e.g. OTEL_* for the `tracing` handler's exporter). */
+  env?: Readonly<Record<string, string>>;
 }
 
 const LOG_TAIL = 4000;
@@ -135,7 +137,7 @@ export async function startCaddy(opts: StartCaddyOptions = {}): Promise<Caddy> {
   const args = ["run", "--config", initial, ...(opts.resume ? ["--resume"] : [])];
   const child = spawn(peerBin(opts.peer ?? "caddy"), args, {
     stdio: ["ignore", "ignore", "pipe"],
-    env: { ...process.env, HOME: dir, XDG_DATA_HOME: dir, XDG_CONFIG_HOME: dir },
+    env: { ...process.env, ...opts.env, HOME: dir, XDG_DATA_HOME: dir, XDG_CONFIG_HOME: dir },
   });
   let log = "";
   child.stderr?.on("data", (d: Buffer) => (log = (log + d.toString()).slice(-LOG_TAIL)));
