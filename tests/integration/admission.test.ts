@@ -124,6 +124,8 @@ describe("admission through kubectl", () => {
         "tcproutes",
         "tlsroutes",
         "udproutes",
+        "xbackends",
+        "xtelemetrypolicies",
       ].sort(),
     );
     for (const r of hook.rules) expect(r.operations.sort()).toEqual(["CREATE", "UPDATE"]);

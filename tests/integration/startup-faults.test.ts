@@ -256,7 +256,7 @@ apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata: {name: ${gatewayApi}}
 rules:
-- apiGroups: [gateway.networking.k8s.io]
+- apiGroups: [gateway.networking.k8s.io, gateway.networking.x-k8s.io]
   resources: ["*"]
   verbs: ["*"]
 ---

@@ -25,7 +25,7 @@ interface Obj {
   metadata: { generation?: number };
   status?: {
     conditions?: Cond[];
-    addresses?: { type?: string; value: string }[];
+    addresses?: { type?: string; value: string; routability?: string }[];
     listeners?: { name: string; attachedRoutes: number; conditions: Cond[] }[];
     attachedListenerSets?: number;
     parents?: { controllerName: string; parentRef: { name: string }; conditions: Cond[] }[];
@@ -38,6 +38,12 @@ const get = (kind: string, ns: string | undefined, name: string): Obj | undefine
   return r.code === 0 ? (JSON.parse(r.stdout) as Obj) : undefined;
 };
 const apply = (yaml: string) => kubectlOk(["apply", "-f", "-"], yaml);
+/** A Gateway's status.addresses as [type, value, routability] triples (JSON, for comparison). */
+const addressTriples = (o: Obj | undefined): string =>
+  JSON.stringify((o?.status?.addresses ?? []).map(x => [x.type, x.value, x.routability]));
+/** Load-balancer addresses as the status reports them: routability "" (GEP-5093). */
+const lbAddresses = (...list: readonly (readonly [string, string])[]): string =>
+  JSON.stringify(list.map(([type, value]) => [type, value, ""]));
 const find = (cs: Cond[] | undefined, type: string) => cs?.find(c => c.type === type);
 /** "status/reason" of a condition, e.g. "False/NoMatchingParent". */
 const sr = (cs: Cond[] | undefined, type: string) => {
@@ -389,22 +395,21 @@ spec:
         },
         120_000,
       );
-      expect(gw.status?.addresses).toEqual([{ type: "IPAddress", value: "192.0.2.10" }]);
+      expect(addressTriples(gw)).toBe(lbAddresses(["IPAddress", "192.0.2.10"]));
     });
 
     it("a changed Service address reaches the Gateway's status.addresses", async () => {
       const client = kubeClient();
       const path = `/apis/gateway.networking.k8s.io/v1/namespaces/${a}/gateways/lb`;
-      const addresses = async () =>
-        JSON.stringify((await client.request<Obj>("GET", path)).status?.addresses ?? []);
+      const addresses = async () => addressTriples(await client.request<Obj>("GET", path));
       const delays: number[] = [];
       for (const ingress of [
         [{ ip: "192.0.2.11" }],
         [{ ip: "192.0.2.12" }, { hostname: "lb.example.test" }],
       ]) {
-        const want = JSON.stringify(
-          ingress.map(i =>
-            i.ip ? { type: "IPAddress", value: i.ip } : { type: "Hostname", value: i.hostname },
+        const want = lbAddresses(
+          ...ingress.map(i =>
+            i.ip ? (["IPAddress", i.ip] as const) : (["Hostname", i.hostname!] as const),
           ),
         );
         const t0 = Date.now();
@@ -525,10 +530,7 @@ spec:
         "the usable address in status.addresses",
         () => {
           const o = get("gateway", a, "static");
-          return JSON.stringify(o?.status?.addresses) ===
-            JSON.stringify([{ type: "IPAddress", value: usable }])
-            ? o
-            : undefined;
+          return addressTriples(o) === lbAddresses(["IPAddress", usable]) ? o : undefined;
         },
         90_000,
       );
@@ -562,8 +564,7 @@ spec:
       await eventually(
         "the parameters' address in status.addresses",
         () =>
-          JSON.stringify(get("gateway", a, "pinned")?.status?.addresses) ===
-          JSON.stringify([{ type: "IPAddress", value: fromParameters }])
+          addressTriples(get("gateway", a, "pinned")) === lbAddresses(["IPAddress", fromParameters])
             ? true
             : undefined,
         90_000,
