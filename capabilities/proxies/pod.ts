@@ -144,9 +144,19 @@ export interface ProxyContainerInput {
 }
 
 /**
+ * How long a deleted proxy keeps serving before it is told to stop (its preStop `sleep`). A
+ * deleted pod leaves its Service's endpoints only once the EndpointSlice controller, and then
+ * every load balancer and kube-proxy, has seen the deletion; a proxy that closed its listeners at
+ * once would refuse the connections still sent to it meanwhile (seen here: half a second of
+ * resets through the load balancer while a proxy pod was replaced). 5 s covers the propagation
+ * of a loaded cluster; the pod's grace period (30 s) holds it and Caddy's drain after it.
+ */
+export const PROXY_PRE_STOP_SECONDS = 5;
+
+/**
  * The proxy container: starts from the last accepted config when the last-good Secret holds one
  * (its readiness server comes with it: Ready at once), else from the bootstrap config, and then
- * turns Ready only after the first push.
+ * turns Ready only after the first push. Deleted, it serves on for PROXY_PRE_STOP_SECONDS.
  */
 export function proxyContainer(input: ProxyContainerInput): V1Container {
   const managementPort = input.managementPort ?? DEFAULT_MANAGEMENT_PORT;
@@ -172,6 +182,8 @@ export function proxyContainer(input: ProxyContainerInput): V1Container {
       { name: "admin", containerPort: managementPort, protocol: "TCP" },
       { name: "ready", containerPort: readinessPort, protocol: "TCP" },
     ],
+    // The Kubernetes sleep action (GA in 1.34): the image needs no shell or sleep binary.
+    lifecycle: { preStop: { sleep: { seconds: PROXY_PRE_STOP_SECONDS } } },
     readinessProbe: {
       httpGet: { path: READINESS_PATH, port: readinessPort },
       periodSeconds: 2,

@@ -13,6 +13,7 @@ import { apiServiceEnv, ApiService } from "./apiservice";
 import { InstalledPepr, mountPointFor, peprControllerProcess } from "./pepr-image";
 import type { EventRecorder, EventType } from "./events";
 import { Ipam } from "./ipam";
+import { preStopPlan } from "./lifecycle";
 import type { Logger } from "./log";
 import { setupPodNetwork, teardownPodNetwork, podNetNames } from "./network";
 import { ContainerRunner, Mount } from "./runtime";
@@ -527,8 +528,10 @@ export class PodWorker {
   /**
    * Stops every container (SIGTERM, SIGKILL after graceMs), then removes the sandbox.
    * `quiet` (kubelet shutdown) writes no status: the pod is not over, the next kubelet runs it.
+   * `preStop` (the pod was deleted): each running container's preStop hook first, inside the
+   * grace period (lifecycle.ts), while the container still serves.
    */
-  async stop(graceMs: number, quiet = false): Promise<void> {
+  async stop(graceMs: number, quiet = false, preStop = false): Promise<void> {
     this.stopped = true;
     if (quiet) this.quiet = true;
     if (this.retryTimer) clearTimeout(this.retryTimer);
@@ -537,7 +540,18 @@ export class PodWorker {
     for (const r of this.runners.values()) {
       if (r.running) this.event(r.name, "Normal", "Killing", `Stopping container ${r.name}`);
     }
-    await Promise.all([...this.runners.values()].map(r => r.stop(graceMs)));
+    await Promise.all(
+      [...this.runners.values()].map(async r => {
+        const container = this.pod.spec.containers.find(c => c.name === r.name);
+        const plan =
+          preStop && r.running && container
+            ? preStopPlan(container, graceMs)
+            : { sleepMs: 0, graceAfterMs: graceMs };
+        if (plan.skipped) this.deps.log.warn(`pod ${this.key}: ${r.name}: ${plan.skipped}`);
+        if (plan.sleepMs > 0) await new Promise(res => setTimeout(res, plan.sleepMs));
+        await r.stop(plan.graceAfterMs);
+      }),
+    );
     await teardownPodNetwork(this.uid).catch(e =>
       this.deps.log.warn(`pod ${this.key}: ${String(e)}`),
     );

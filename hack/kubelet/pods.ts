@@ -51,7 +51,7 @@ export class PodManager {
         pod.metadata.deletionGracePeriodSeconds ?? pod.spec.terminationGracePeriodSeconds ?? 30;
       if (worker) {
         worker.update(pod);
-        void this.finish(key, worker, grace * 1000, true);
+        void this.finish(key, worker, grace * 1000, true, true);
       } else if (!this.terminating.has(key)) {
         void this.deletePod(pod);
       }
@@ -73,12 +73,14 @@ export class PodManager {
     w: PodWorker,
     graceMs: number,
     deleteObject: boolean,
+    /** The pod was deleted with a grace period: preStop hooks run first (lifecycle.ts). */
+    preStop = false,
   ): Promise<void> {
     if (this.terminating.has(key)) return;
     this.terminating.add(key);
     try {
       this.log.info(`pod ${key}: stopping (grace ${graceMs / 1000}s)`);
-      await w.stop(graceMs);
+      await w.stop(graceMs, false, preStop);
       this.deps.ipam.release(w.uid);
       if (deleteObject) {
         await w.flushStatus().catch(() => undefined);

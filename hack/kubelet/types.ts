@@ -72,6 +72,14 @@ export interface Container {
   readonly readinessProbe?: Probe;
   readonly livenessProbe?: Probe;
   readonly startupProbe?: Probe;
+  /** preStop hooks; the local kubelet runs `sleep` (lifecycle.ts). */
+  readonly lifecycle?: {
+    readonly preStop?: {
+      readonly sleep?: { readonly seconds: number };
+      readonly exec?: { readonly command?: readonly string[] };
+      readonly httpGet?: Readonly<Record<string, unknown>>;
+    };
+  };
 }
 
 export interface KeyToPath {
