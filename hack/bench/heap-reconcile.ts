@@ -4,15 +4,13 @@
  * runs the Reconciler (ingest → dirty set → translate → render → push → status queue) against
  * an in-process API server: list/watch answered from memory, provisioning applies and status
  * writes stored and delivered back as watch events (as the API server does, with a new
- * resourceVersion and the managedFields it records), the election's Lease served over loopback
- * HTTP to kubernetes-fluent-client. Routes (hack/bench/workload.ts) are created one add event at
+ * resourceVersion and the managedFields it records), the election's Lease among them. Routes (hack/bench/workload.ts) are created one add event at
  * a time, each letting the build and status writes it causes run. At each checkpoint (default
  * 500,1000,2000) it prints the heap used after full garbage collections (MiB) and, with a
  * snapshot directory, writes a heap snapshot there (read it with heap-holders.ts).
  */
 import { ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
-import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { writeHeapSnapshot } from "node:v8";
@@ -29,53 +27,6 @@ const checkpoints = (process.argv[3] ?? "500,1000,2000").split(",").map(Number);
 const snapshotDir = process.argv[4];
 /** Creates per second without waiting for the controller (HEAP_RATE); 0: one at a time. */
 const rate = Number(process.env.HEAP_RATE ?? 0);
-
-/** The Lease the election reads and writes through kubernetes-fluent-client (loopback HTTP). */
-async function leaseServer(): Promise<string> {
-  let lease: Record<string, unknown> | undefined;
-  let version = 0;
-  const server = createServer((req, res) => {
-    let body = "";
-    req.on("data", (c: Buffer) => (body += c.toString()));
-    req.on("end", () => {
-      res.setHeader("content-type", "application/json");
-      if (req.method === "GET") {
-        if (!lease) {
-          res.statusCode = 404;
-          res.end(JSON.stringify({ kind: "Status", code: 404, reason: "NotFound" }));
-          return;
-        }
-        res.end(JSON.stringify(lease));
-        return;
-      }
-      const sent = JSON.parse(body || "{}") as { metadata?: Record<string, unknown> };
-      lease = { ...sent, metadata: { ...sent.metadata, resourceVersion: String(++version) } };
-      res.end(JSON.stringify(lease));
-    });
-  });
-  await new Promise<void>(r => server.listen(0, "127.0.0.1", r));
-  server.unref();
-  const { port } = server.address() as { port: number };
-  const dir = mkdtempSync(join(tmpdir(), "kg-heap-"));
-  const kubeconfig = join(dir, "kubeconfig");
-  writeFileSync(
-    kubeconfig,
-    JSON.stringify({
-      apiVersion: "v1",
-      kind: "Config",
-      clusters: [
-        {
-          name: "fake",
-          cluster: { server: `http://127.0.0.1:${port}`, "insecure-skip-tls-verify": true },
-        },
-      ],
-      users: [{ name: "fake", user: { token: "fake" } }],
-      contexts: [{ name: "fake", context: { cluster: "fake", user: "fake" } }],
-      "current-context": "fake",
-    }),
-  );
-  return kubeconfig;
-}
 
 type Stored = Map<
   string,
@@ -153,8 +104,6 @@ async function startProxy(
 }
 
 async function main(): Promise<void> {
-  process.env.KUBECONFIG = await leaseServer();
-  // Imported after KUBECONFIG is set: kubernetes-fluent-client reads it when first used.
   const { Reconciler } = await import("../../capabilities/reconcile");
   const { LIST_PATHS } = await import("../../capabilities/reconcile/kinds");
   const { KINDS } = await import("../../capabilities/snapshot");
@@ -231,6 +180,7 @@ async function main(): Promise<void> {
     return { kind: kindOfPlural.get(plural), plural, name, namespace: ns, status };
   };
   let requests = 0;
+  let lease: Obj | undefined;
   const kube = {
     async request<T>(method: string, path: string, body?: unknown): Promise<T> {
       requests++;
@@ -243,6 +193,16 @@ async function main(): Promise<void> {
             items: [...stored.get(k)!.values()].map(o => JSON.parse(JSON.stringify(o)) as Obj),
           } as T;
       if (path.includes("customresourcedefinitions")) throw notFound(path);
+      if (path.includes("/leases")) {
+        // the election's Lease (election/kube-store.ts): create, read, apply
+        if (method === "GET" && !lease) throw notFound(path);
+        if (method !== "GET")
+          lease = {
+            ...(body as Obj),
+            metadata: { ...(body as Obj).metadata, resourceVersion: String(++rv) },
+          };
+        return JSON.parse(JSON.stringify(lease)) as T;
+      }
       const parsed = parse(path);
       const t = {
         ...parsed,
