@@ -15,13 +15,9 @@ import {
   generateKeyPair,
   issueServerCertificate,
 } from "../../capabilities/proxies";
+import { heapUsedMiB } from "./heap-used";
 
-const gc = (globalThis as { gc?: () => void }).gc;
-if (!gc) throw new Error("run with node --expose-gc");
-const heapMiB = (): number => {
-  for (let i = 0; i < 4; i++) gc();
-  return Math.round((process.memoryUsage().heapUsed / 2 ** 20) * 10) / 10;
-};
+heapUsedMiB(); // fails early without --expose-gc
 const n = Number(process.argv[2] ?? 1000);
 const tls = process.argv[3] === "tls";
 /** `ours`: the same reads through election/kube-store.ts (the controller's own client). */
@@ -107,9 +103,9 @@ async function main(): Promise<void> {
     get = () => K8s(Lease, { kindOverride: kind }).InNamespace("ns").Get("l");
   }
   await get(); // modules loaded
-  const before = heapMiB();
+  const before = heapUsedMiB();
   for (let i = 0; i < n; i++) await get();
-  const after = heapMiB();
+  const after = heapUsedMiB();
   console.log(
     JSON.stringify({
       requests: n,

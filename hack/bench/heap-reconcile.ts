@@ -14,13 +14,9 @@ import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { writeHeapSnapshot } from "node:v8";
+import { heapUsedMiB } from "./heap-used";
 
-const gc = (globalThis as { gc?: () => void }).gc;
-if (!gc) throw new Error("run with node --expose-gc");
-const heapMiB = (): number => {
-  for (let i = 0; i < 4; i++) gc();
-  return Math.round((process.memoryUsage().heapUsed / 2 ** 20) * 10) / 10;
-};
+heapUsedMiB(); // fails early without --expose-gc
 
 const routes = Number(process.argv[2] ?? 2000);
 const checkpoints = (process.argv[3] ?? "500,1000,2000").split(",").map(Number);
@@ -262,7 +258,8 @@ async function main(): Promise<void> {
     log: quiet,
     namespace: "pepr-system",
     identity: "heap-bench",
-    trafficIntervalMs: 0,
+    // HEAP_TRAFFIC=<ms>: read the proxies' /metrics that often, as the deployed module does (15 s)
+    trafficIntervalMs: Number(process.env.HEAP_TRAFFIC ?? 0),
     watch: false,
     defaults: { ...DEFAULT_PROXY_SETTINGS, replicas: 1 },
     election: { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 },
@@ -297,7 +294,7 @@ async function main(): Promise<void> {
     console.log(JSON.stringify({ proxy: reconciler.proxyStates().get("bench/gw0-proxy-0") }));
   }
   const started = performance.now();
-  const points: Record<string, unknown>[] = [{ routes: 0, heapMiB: heapMiB() }];
+  const points: Record<string, unknown>[] = [{ routes: 0, heapMiB: heapUsedMiB() }];
   const out = snapshotDir ?? undefined;
   for (let i = 0; i < routes; i++) {
     const r = httpRoute(i, opts) as unknown as Obj;
@@ -311,14 +308,14 @@ async function main(): Promise<void> {
     }
     if (checkpoints.includes(n)) {
       // under load (creates at `rate`): what is live while the controller catches up
-      const loaded = rate > 0 ? heapMiB() : undefined;
+      const loaded = rate > 0 ? heapUsedMiB() : undefined;
       await reconciler.idle();
       await new Promise(res => setTimeout(res, 1100)); // rate-limited Gateway status writes
       await reconciler.idle();
       const point: Record<string, unknown> = {
         routes: n,
         ...(loaded !== undefined && { loadedHeapMiB: loaded }),
-        heapMiB: heapMiB(),
+        heapMiB: heapUsedMiB(),
         rssMiB: Math.round(process.memoryUsage().rss / 2 ** 20),
         seconds: Math.round((performance.now() - started) / 100) / 10,
         requests,
