@@ -1,11 +1,18 @@
-/** The Lease store backed by the API server (kubernetes-fluent-client). */
-import { GenericKind, K8s } from "kubernetes-fluent-client";
+/**
+ * The Lease store backed by the API server, over the controller's own client (kube/client.ts).
+ *
+ * Not kubernetes-fluent-client: its 3.11.6 `K8s()` builds a new undici Agent for every request
+ * with a 10-minute keep-alive and never closes it, so each request left a connection, its TLS
+ * state and about 20–30 KiB of heap alive for ten minutes (hack/bench/heap-kfc.ts); the
+ * election renews every retryPeriod (2 s), about 300 idle connections at any time.
+ */
+import { KubeClient, kubeClient } from "../kube/client";
 import { ConflictError, LeaseRecord, LeaseStore, LeaseWrite } from "./types";
 
-class Lease extends GenericKind {
-  declare spec?: Partial<Omit<LeaseRecord, "resourceVersion">>;
+interface Lease {
+  readonly metadata?: { readonly resourceVersion?: string };
+  readonly spec?: Partial<Omit<LeaseRecord, "resourceVersion">>;
 }
-const leaseKind = { group: "coordination.k8s.io", version: "v1", kind: "Lease", plural: "leases" };
 
 const statusOf = (e: unknown): number | undefined => (e as { status?: number } | null)?.status;
 
@@ -20,15 +27,22 @@ function toRecord(l: Lease): LeaseRecord {
   };
 }
 
-export function kubeLeaseStore(namespace: string, name: string): LeaseStore {
-  const api = () => K8s(Lease, { kindOverride: leaseKind });
-  const body = (r: LeaseWrite, resourceVersion?: string): Lease =>
-    ({
-      apiVersion: "coordination.k8s.io/v1",
-      kind: "Lease",
-      metadata: { name, namespace, ...(resourceVersion ? { resourceVersion } : {}) },
-      spec: { ...r },
-    }) as Lease;
+/** The field manager of the Lease's server-side applies (the one earlier replicas used). */
+const FIELD_MANAGER = "pepr";
+
+export function kubeLeaseStore(
+  namespace: string,
+  name: string,
+  kube: KubeClient = kubeClient(),
+): LeaseStore {
+  const collection = `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/leases`;
+  const path = `${collection}/${encodeURIComponent(name)}`;
+  const body = (r: LeaseWrite, resourceVersion?: string) => ({
+    apiVersion: "coordination.k8s.io/v1",
+    kind: "Lease",
+    metadata: { name, namespace, ...(resourceVersion ? { resourceVersion } : {}) },
+    spec: { ...r },
+  });
   const conflictToError = (e: unknown): never => {
     if (statusOf(e) === 409) throw new ConflictError();
     throw e;
@@ -36,14 +50,22 @@ export function kubeLeaseStore(namespace: string, name: string): LeaseStore {
   return {
     async get() {
       try {
-        return toRecord(await api().InNamespace(namespace).Get(name));
+        return toRecord(await kube.request<Lease>("GET", path));
       } catch (e) {
         if (statusOf(e) === 404) return undefined;
         throw e;
       }
     },
-    create: r => api().Create(body(r)).then(toRecord, conflictToError),
+    create: r => kube.request<Lease>("POST", collection, body(r)).then(toRecord, conflictToError),
     // Server-side apply with metadata.resourceVersion is a precondition: 409 when it moved.
-    update: (r, rv) => api().Apply(body(r, rv), { force: true }).then(toRecord, conflictToError),
+    update: (r, rv) =>
+      kube
+        .request<Lease>(
+          "PATCH",
+          `${path}?fieldManager=${FIELD_MANAGER}&force=true`,
+          body(r, rv),
+          "application/apply-patch+yaml",
+        )
+        .then(toRecord, conflictToError),
   };
 }

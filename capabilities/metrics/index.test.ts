@@ -38,3 +38,28 @@ describe("controller metrics", () => {
     );
   });
 });
+
+describe("heap gauge", () => {
+  it("shows the heap V8 reports at each scrape: used ≤ total, used < limit, and it follows allocation", async () => {
+    const read = async () => {
+      const text = await registry.metrics();
+      const value = (kind: string) => {
+        const m = new RegExp(`^kengine_gateway_heap_bytes\\{kind="${kind}"\\} (\\d+)$`, "m").exec(
+          text,
+        );
+        if (!m) throw new Error(`no heap_bytes{kind="${kind}"} in:\n${text}`);
+        return Number(m[1]);
+      };
+      return { used: value("used"), total: value("total"), limit: value("limit") };
+    };
+    const before = await read();
+    expect(before.used).toBeGreaterThan(0);
+    expect(before.used).toBeLessThanOrEqual(before.total);
+    expect(before.used).toBeLessThan(before.limit);
+    // 8 arrays of 2^20 elements (≥ 4 bytes each) live more: the next scrape sees them
+    const kept = Array.from({ length: 8 }, (_, i) => new Array<number>(2 ** 20).fill(i));
+    const after = await read();
+    expect(after.used - before.used).toBeGreaterThan(16 * 2 ** 20);
+    expect(kept).toHaveLength(8);
+  });
+});

@@ -7,6 +7,7 @@
  *
  * Other parts add their metrics to `registry` (names start with `kengine_gateway_`).
  */
+import { getHeapStatistics } from "node:v8";
 import { Counter, Gauge, Registry } from "prom-client";
 
 export const METRIC_PREFIX = "kengine_gateway_";
@@ -185,3 +186,22 @@ export const startupMetrics = {
     kindServed.set({ kind }, served ? 1 : 0);
   },
 };
+
+/**
+ * The module's JavaScript heap at scrape time, as V8 reports it: `used` (live objects and
+ * garbage not yet collected), `total` (what V8 holds from the system) and `limit`
+ * (`--max-old-space-size`, or V8's default from the machine's memory). A `used` near `limit`
+ * is the heap exhaustion that ends the process (docs/bench.md, memory).
+ */
+new Gauge({
+  name: `${METRIC_PREFIX}heap_bytes`,
+  help: "The module's JavaScript heap at scrape time, by kind: used, total (held by V8), limit.",
+  labelNames: ["kind"],
+  registers: [registry],
+  collect() {
+    const h = getHeapStatistics();
+    this.set({ kind: "used" }, h.used_heap_size);
+    this.set({ kind: "total" }, h.total_heap_size);
+    this.set({ kind: "limit" }, h.heap_size_limit);
+  },
+});

@@ -293,7 +293,8 @@ export class Reconciler {
       identity: o.identity,
     };
     const leading = electionMetrics(election.name, o.identity);
-    this.#elector = new LeaderElector(kubeLeaseStore(o.namespace, election.name), election, {
+    const leases = kubeLeaseStore(o.namespace, election.name, o.kube);
+    this.#elector = new LeaderElector(leases, election, {
       onStartedLeading: () => {
         leading.leading(true);
         o.log.info("became leader: provisioning, pushing and writing status", {
