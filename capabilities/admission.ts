@@ -24,7 +24,7 @@
  * pepr block): failurePolicy Fail (onError: reject: an object of ours must not slip through
  * unchecked), timeout 5 s; sideEffects None (Pepr's default, true: nothing is written).
  */
-import { Capability, K8s, PeprValidateRequest } from "pepr";
+import { Capability, PeprValidateRequest } from "pepr";
 import { Histogram } from "prom-client";
 import { METRIC_PREFIX, registry } from "./metrics";
 import {
@@ -70,6 +70,9 @@ import { l4RouteProblems } from "./validation/l4route";
 import { kengineParametersProblems } from "./validation/parameters";
 import { ParametersSpecLike, gatewayOverrideProblems } from "./validation/overrides";
 import { KengineParameters } from "./reconcile/watched";
+import { kindPath } from "./reconcile/kinds";
+import { KubeClient, kubeClient, userAgent } from "./kube/client";
+import type { Kind } from "./snapshot";
 import { denialMessage, problemText } from "./validation/message";
 import { FieldProblem } from "./validation/regex";
 
@@ -90,20 +93,35 @@ const get = async <T>(read: () => Promise<T>): Promise<T | undefined> => {
   }
 };
 
+/**
+ * The API client of the look-ups (kube/client.ts): one connection pool for all of them. Not
+ * kubernetes-fluent-client: its 3.11.6 `K8s()` builds a new undici Agent per request with a
+ * 10-minute keep-alive that is never closed, so every look-up left a connection and its heap
+ * alive for ten minutes (hack/bench/heap-kfc.ts, docs/bench.md).
+ */
+let client: KubeClient | undefined;
+const api = (): KubeClient =>
+  (client ??= kubeClient(undefined, { userAgent: userAgent("admission") }));
+/** One object of a watched kind, or undefined when it does not exist. */
+const read = <T>(kind: Kind, namespace: string | undefined, name: string) =>
+  get(() => api().request<T>("GET", kindPath(kind, namespace, name)));
+/** A kind's objects, in one namespace or across the cluster. */
+const list = async <T>(kind: Kind, namespace?: string): Promise<T[]> =>
+  (await api().request<{ items?: T[] }>("GET", kindPath(kind, namespace))).items ?? [];
+
 /** API reads for ownership, cached briefly (admission pods hold no snapshot). */
 const lookups: OwnershipLookups = {
   gatewayClassController: cached(
-    async (name: string) => (await get(() => K8s(GatewayClass).Get(name)))?.spec?.controllerName,
+    async (name: string) =>
+      (await read<GatewayClass>("GatewayClass", undefined, name))?.spec?.controllerName,
     LOOKUP_TTL_MS,
   ),
   gatewayClassOf: cached(
-    async key =>
-      (await get(() => K8s(Gateway).InNamespace(key.namespace).Get(key.name)))?.spec
-        ?.gatewayClassName,
+    async key => (await read<Gateway>("Gateway", key.namespace, key.name))?.spec?.gatewayClassName,
     LOOKUP_TTL_MS,
   ),
   listenerSetParent: cached(async key => {
-    const ls = await get(() => K8s(ListenerSet).InNamespace(key.namespace).Get(key.name));
+    const ls = await read<ListenerSet>("ListenerSet", key.namespace, key.name);
     const ref = ls?.spec?.parentRef;
     return ref ? { namespace: ref.namespace ?? key.namespace, name: ref.name } : undefined;
   }, LOOKUP_TTL_MS),
@@ -112,14 +130,15 @@ const lookups: OwnershipLookups = {
 
 /** A GatewayClass's parametersRef (class-level parameters: what Gateways of it may override). */
 const classParametersRef = cached(
-  async (name: string) => (await get(() => K8s(GatewayClass).Get(name)))?.spec?.parametersRef,
+  async (name: string) =>
+    (await read<GatewayClass>("GatewayClass", undefined, name))?.spec?.parametersRef,
   LOOKUP_TTL_MS,
 );
 
 /** The KengineParameters of one namespace by name (a list: admission already may list them). */
 const parametersIn = cached(async (namespace: string) => {
-  const list = await K8s(KengineParameters).InNamespace(namespace).Get();
-  return new Map(list.items.map(p => [p.metadata?.name ?? "", p.spec as ParametersSpecLike]));
+  const items = await list<KengineParameters>("KengineParameters", namespace);
+  return new Map(items.map(p => [p.metadata?.name ?? "", p.spec as ParametersSpecLike]));
 }, LOOKUP_TTL_MS);
 
 /**
@@ -157,8 +176,11 @@ async function gatewayOverrideDenials(g: Gateway, namespace: string): Promise<Fi
  * a BackendTLSPolicy is written (rare), at most once per TTL.
  */
 const routesByService = cached(async (_all: string) => {
-  const [http, grpc] = await Promise.all([K8s(HTTPRoute).Get(), K8s(GRPCRoute).Get()]);
-  return indexRoutesByService([...http.items, ...grpc.items]);
+  const [http, grpc] = await Promise.all([
+    list<HTTPRoute>("HTTPRoute"),
+    list<GRPCRoute>("GRPCRoute"),
+  ]);
+  return indexRoutesByService([...http, ...grpc]);
 }, LOOKUP_TTL_MS);
 
 /**

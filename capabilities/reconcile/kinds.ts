@@ -30,6 +30,20 @@ export const LIST_PATHS: Readonly<Record<Kind, string>> = {
   KengineParameters: "/apis/gateway.kengine.io/v1alpha1/kengineparameters",
 };
 
+/**
+ * The API path of one object of a watched kind (`name`), or of its collection: across the
+ * cluster, or in `namespace` for namespaced kinds.
+ */
+export function kindPath(kind: Kind, namespace?: string, name?: string): string {
+  const list = LIST_PATHS[kind];
+  const cut = list.lastIndexOf("/");
+  const at =
+    namespace === undefined
+      ? list
+      : `${list.slice(0, cut)}/namespaces/${encodeURIComponent(namespace)}${list.slice(cut)}`;
+  return name === undefined ? at : `${at}/${encodeURIComponent(name)}`;
+}
+
 /** The API path of a namespaced object we provision (server-side apply target). */
 export function objectPath(
   apiVersion: string,
