@@ -126,9 +126,14 @@ spec:
   containers: [{name: proxy, image: ${DEFAULT_PROXY_IMAGE}, command: [sh, -c, "caddy version"]}]
 `,
     );
+    // ContainerCreating comes first (the kubelet reports it while it prepares the container),
+    // as on any node; the error is the state that follows it.
     const waiting = await eventually(
-      "wants-a-shell waiting",
-      () => pod(ns, "wants-a-shell").status.containerStatuses?.[0]?.state.waiting,
+      "wants-a-shell waiting with an error",
+      () => {
+        const w = pod(ns, "wants-a-shell").status.containerStatuses?.[0]?.state.waiting;
+        return w && w.reason !== "ContainerCreating" ? w : undefined;
+      },
       60_000,
     );
     expect(waiting).toEqual({
