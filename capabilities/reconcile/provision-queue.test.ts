@@ -1,5 +1,5 @@
 import { KubeManifest } from "../provision";
-import { emptySnapshot } from "../snapshot";
+import { Snapshot, emptySnapshot, snapshotOf } from "../snapshot";
 import { ManualClock } from "./manual-clock";
 import { ProvisionPlan, ProvisionQueue } from "./provision-queue";
 
@@ -49,7 +49,14 @@ const plan = (gw: string, replicas = 1, extra: Partial<ProvisionPlan> = {}): Pro
   ...extra,
 });
 
-function setup(o: { leader?: () => boolean; concurrency?: number; limit?: number } = {}) {
+function setup(
+  o: {
+    leader?: () => boolean;
+    concurrency?: number;
+    limit?: number;
+    snapshot?: () => Snapshot;
+  } = {},
+) {
   const k = fakeKube();
   const clock = new ManualClock();
   const logs: string[] = [];
@@ -62,7 +69,7 @@ function setup(o: { leader?: () => boolean; concurrency?: number; limit?: number
       error: (m, meta) => logs.push(`error ${m} ${String(meta?.["object"] ?? "")}`),
       debug: () => {},
     },
-    snapshot: () => emptySnapshot(),
+    snapshot: o.snapshot ?? (() => emptySnapshot()),
     isLeader: o.leader ?? (() => true),
     concurrency: o.concurrency,
     limit: o.limit,
@@ -207,5 +214,37 @@ describe("ProvisionQueue", () => {
       "b-proxy",
       "c-proxy",
     ]);
+  });
+
+  it("applies nothing in a namespace being deleted, and logs no error there", async () => {
+    const ns = (deleting: boolean) => ({
+      apiVersion: "v1",
+      kind: "Namespace",
+      metadata: {
+        name: "apps",
+        ...(deleting && { deletionTimestamp: "2026-11-24T17:00:00Z" }),
+      },
+    });
+    let snapshot = snapshotOf([ns(true)]);
+    const s = setup({ snapshot: () => snapshot });
+    s.q.offer(plan("a"));
+    await s.q.idle();
+    expect(patches(s.requests)).toEqual([]);
+    // The deletion began before the watch said so: the API server's refusal is not our error,
+    // any other refusal is.
+    snapshot = snapshotOf([ns(false)]);
+    const request = s.kube.request;
+    s.kube.request = async () => {
+      throw new Error('HTTP 403: {"causes":[{"reason":"NamespaceTerminating"}]}');
+    };
+    s.q.offer(plan("a", 2));
+    await s.q.idle();
+    expect(s.logs.filter(l => l.startsWith("error"))).toEqual([]);
+    s.kube.request = request;
+    s.fail.set("a-proxy", 403);
+    s.q.offer(plan("a", 3));
+    await s.q.idle();
+    expect(patches(s.requests)).toHaveLength(1);
+    expect(s.logs.filter(l => l.startsWith("error"))).toEqual(["error cannot apply apps/a-proxy"]);
   });
 });

@@ -174,6 +174,9 @@ export class ProvisionQueue {
     const snapshot = this.o.snapshot();
     await Promise.all(
       manifests.map(async m => {
+        // A namespace being deleted takes its Gateway with it: the API server refuses new
+        // objects there, so nothing is applied (and no error logged on every build until it is gone).
+        if (terminating(snapshot, m.metadata.namespace)) return;
         const path = objectPath(m.apiVersion, m.kind, m.metadata.namespace, m.metadata.name);
         const body = JSON.stringify(m);
         const hash = createHash("sha256").update(body).digest("hex");
@@ -196,7 +199,9 @@ export class ProvisionQueue {
           });
         } catch (e) {
           this.#applied.delete(path);
-          this.o.log.error("cannot apply", {
+          // the namespace's deletion began before our watch said so: not an error of ours
+          const level = /NamespaceTerminating/.test(String(e)) ? "debug" : "error";
+          this.o.log[level]("cannot apply", {
             kind: m.kind,
             object: `${m.metadata.namespace}/${m.metadata.name}`,
             error: e instanceof Error ? e.message : String(e),
@@ -206,3 +211,7 @@ export class ProvisionQueue {
     );
   }
 }
+
+/** Is the namespace being deleted (as the snapshot's Namespace says)? */
+const terminating = (snapshot: Snapshot, ns: string | undefined): boolean =>
+  ns !== undefined && snapshot.objects.Namespace.get(ns)?.metadata.deletionTimestamp !== undefined;

@@ -11,6 +11,8 @@ export interface ObjectMeta {
   readonly generation?: number;
   readonly resourceVersion?: string;
   readonly creationTimestamp?: string;
+  /** Set once the object's deletion began (e.g. a namespace being terminated). */
+  readonly deletionTimestamp?: string;
   readonly labels?: Readonly<Record<string, string>>;
   readonly annotations?: Readonly<Record<string, string>>;
 }
