@@ -48,7 +48,14 @@ import {
   MANAGEMENT_SERVER_NAME,
   ManagementServerConfig,
 } from "./types";
-import { contentDispatchId, routeTableRoute, tableId } from "./route-table";
+import {
+  ROUTE_TABLE_HANDLER,
+  contentDispatchId,
+  countTable,
+  routeTableDelta,
+  routeTableRoute,
+  tableId,
+} from "./route-table";
 import {
   DispatchUse,
   TableMemo,
@@ -407,8 +414,13 @@ function policy(
 function onlyHosts(r: CaddyRoute): readonly string[] | undefined {
   if (r.match?.length !== 1) return undefined;
   const set = r.match[0];
-  const keys = Object.keys(set);
-  return keys.length === 1 && keys[0] === "host" ? set.host : undefined;
+  // (its only own key is `host`: counted without making the key list)
+  let keys = 0;
+  for (const k in set) {
+    if (!Object.hasOwn(set, k)) continue;
+    if (k !== "host" || ++keys > 1) return undefined;
+  }
+  return keys === 1 ? set.host : undefined;
 }
 
 /**
@@ -477,7 +489,7 @@ function inGroup(r: CaddyRoute, group: string): CaddyRoute {
 function dispatchRoutes(
   ctx: Ctx,
   table: ReadonlyMap<string, DispatchEntry>,
-  only?: ReadonlySet<string>,
+  only?: { has(id: string): boolean },
 ): CaddyRoute[] {
   const entries = [...table.values()].filter(e => !only || only.has(e.id));
   // Content-named ids (route table): in id order, so the server's routes outside the table
@@ -495,15 +507,14 @@ function dispatchRoutes(
   return entries.map(({ id, handler, owners }) => own(ctx, route(id, handler), owners));
 }
 
-/** The backend ids a table's lists name (with a memo: per list object, kept lists cost nothing). */
-function tableBackendIds(ctx: Ctx, route: CaddyRoute): ReadonlySet<string> {
-  if (!ctx.memo) return backendIdsIn(route);
+/**
+ * The backend ids a table's lists name (with a memo: per list object, and counted from the
+ * previous render's by the lists that changed).
+ */
+function tableBackendIds(ctx: Ctx, route: CaddyRoute): { has(id: string): boolean } {
   const h = route.handle[0];
-  const out = new Set<string>();
-  if (h?.handler === "kengine_route_table")
-    for (const list of Object.values(h.hosts))
-      for (const id of derivedOf(list, "backendIds", l => backendIdsIn(l))) out.add(id);
-  return out;
+  if (!ctx.memo || h?.handler !== "kengine_route_table") return backendIdsIn(route);
+  return ctx.memo.backendIds(h.hosts, list => derivedOf(list, "backendIds", l => backendIdsIn(l)));
 }
 
 /** The backend ids the `vars` handlers under `v` set (the backends a listener's routes use). */
@@ -534,16 +545,27 @@ function tableRoute(ctx: Ctx, s: HTTPServerIR, id: string): CaddyRoute {
       hostname: l.hostname,
       routes: listenerRoutes(ctx, s, l, i),
       hostsOf: (r: CaddyRoute) => routeHosts(r, wildcards),
+      wildcard: wildcards.size > 0,
     };
   });
   const memo = ctx.memo;
-  if (memo)
-    return routeTableRoute(
-      id,
-      listeners,
-      () => memo.intern("404", notFound),
-      (key, list) => memo.list(key, list),
-    ).route;
+  if (memo) {
+    // From the last render's table by the routes that changed, where it can be (one listener,
+    // no wildcard route hostname); else whole.
+    const reuse = (key: string, list: readonly CaddyRoute[]) => memo.list(key, list);
+    const before = memo.before();
+    const wildcard = listeners.some(l => l.wildcard);
+    const delta = before && routeTableDelta(listeners, wildcard, before, reuse);
+    const hosts =
+      delta ?? routeTableRoute(id, listeners, () => memo.intern("404", notFound), reuse).hosts;
+    countTable(delta !== undefined);
+    memo.keep({
+      listeners: listeners.map(l => ({ hostname: l.hostname, routes: l.routes })),
+      hosts,
+    });
+    const handler: CaddyHandler = { handler: ROUTE_TABLE_HANDLER, id, hosts };
+    return { handle: [handler] };
+  }
   const { route, hosts, from } = routeTableRoute(id, listeners, notFound);
   for (const [key, i] of from) own(ctx, hosts[key], [listenerSource(s.listeners[i].id)]);
   return route;

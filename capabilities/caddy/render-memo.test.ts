@@ -13,6 +13,7 @@ import { IncrementalTranslator } from "../reconcile/reuse";
 import { KubeObject, Snapshot, apply, snapshotOf } from "../snapshot";
 import { toCaddyConfig } from "./config";
 import { fragmentCounts } from "./render-memo";
+import { tableCounts } from "./route-table";
 import { CaddyRoute } from "./types";
 
 const RUNS = Number(process.env.KG_PROPERTY_RUNS ?? 100);
@@ -30,6 +31,7 @@ function expectSameAsScratch(snapshot: Snapshot, translator: IncrementalTranslat
 
 describe("render memo", () => {
   it("renders the same config as from scratch after every change", () => {
+    const tables = tableCounts();
     fc.assert(
       fc.property(
         arbitrarySnapshot,
@@ -56,6 +58,9 @@ describe("render memo", () => {
       ),
       { numRuns: RUNS },
     );
+    // Both ways of making a table were taken (whole, and from the last one by the change).
+    expect(tableCounts().delta).toBeGreaterThan(tables.delta);
+    expect(tableCounts().whole).toBeGreaterThan(tables.whole);
   });
 
   it("renders only a changed route's entries and keeps the other hosts' lists", () => {
@@ -104,6 +109,7 @@ describe("render memo", () => {
     let snapshot = snapshotOf(objects);
     const before = hostsOf(snapshot);
     const counts = fragmentCounts();
+    const tables = tableCounts();
     snapshot = apply(snapshot, {
       type: "upsert",
       kind: "HTTPRoute",
@@ -116,5 +122,7 @@ describe("render memo", () => {
     expect(now.reused - counts.reused).toBe(38);
     const changed = Object.keys(after).filter(k => after[k] !== before[k]);
     expect(changed).toEqual(["r7.test"]);
+    // …made from the last table by the changed routes, not whole
+    expect(tableCounts().delta - tables.delta).toBe(1);
   });
 });

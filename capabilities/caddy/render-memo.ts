@@ -18,6 +18,7 @@
  * same bytes as none. Pure (no clock, no I/O).
  */
 import type { GatewayIR, HTTPRouteEntryIR } from "../ir";
+import type { TableBefore } from "./route-table";
 import type { CaddyHandler, CaddyRoute } from "./types";
 
 /** A backend set an entry's route names (shared dispatch): its reverse_proxy by its JSON. */
@@ -59,7 +60,11 @@ export const fragmentCounts = (): { readonly rendered: number; readonly reused: 
   reused: fragmentsReused,
 });
 
-const grouped = new WeakMap<CaddyRoute, Map<string, CaddyRoute>>();
+/** Per route object: its grouped copy for one group (the commonest), and for others. */
+const grouped = new WeakMap<
+  CaddyRoute,
+  { readonly group: string; readonly route: CaddyRoute; others?: Map<string, CaddyRoute> }
+>();
 
 /** `make(r)` for `group`, made once per route object and group. */
 export function groupedRoute(
@@ -67,44 +72,105 @@ export function groupedRoute(
   group: string,
   make: (r: CaddyRoute) => CaddyRoute,
 ): CaddyRoute {
-  let byGroup = grouped.get(r);
-  if (!byGroup) grouped.set(r, (byGroup = new Map()));
-  let g = byGroup.get(group);
-  if (!g) byGroup.set(group, (g = make(r)));
+  const kept = grouped.get(r);
+  if (kept === undefined) {
+    const route = make(r);
+    grouped.set(r, { group, route });
+    return route;
+  }
+  if (kept.group === group) return kept.route;
+  let g = kept.others?.get(group);
+  if (!g) (kept.others ??= new Map()).set(group, (g = make(r)));
   return g;
 }
 
-const derived = new WeakMap<object, Map<string, unknown>>();
+/** Per name, the values derived from objects (a WeakMap each: no map per object). */
+const derived = new Map<string, WeakMap<object, unknown>>();
 
-/** `make(o)`, computed once per object (and name). */
+/** `make(o)`, computed once per object (and name); `make` never returns undefined. */
 export function derivedOf<O extends object, T>(o: O, name: string, make: (o: O) => T): T {
-  let byName = derived.get(o);
-  if (!byName) derived.set(o, (byName = new Map()));
-  if (byName.has(name)) return byName.get(name) as T;
-  const v = make(o);
-  byName.set(name, v);
+  let of = derived.get(name);
+  if (!of) derived.set(name, (of = new WeakMap()));
+  let v = of.get(o) as T | undefined;
+  if (v === undefined) of.set(o, (v = make(o)));
   return v;
 }
 
 /** One route table's render state, made from the previous render's (see the file comment). */
 export class TableMemo {
-  readonly #lists = new Map<string, readonly CaddyRoute[]>();
   readonly #interned = new Map<string, CaddyRoute>();
   #previous: TableMemo | undefined;
+  /** The table this render made (its listeners' route lists and its `hosts`). */
+  #table: TableBefore | undefined;
+  /** Per backend id, how many of the table's lists name it (`backendIds`). */
+  #backends: Map<string, number> | undefined;
 
   constructor(previous: TableMemo | undefined) {
     this.#previous = previous;
   }
 
+  /** The table the previous render made, if any. */
+  before(): TableBefore | undefined {
+    return this.#previous && this.#previous.#table;
+  }
+
+  /** The table this render made (the next render's `before`). */
+  keep(table: TableBefore): void {
+    this.#table = table;
+  }
+
+  /**
+   * The backend ids the lists of `hosts` (this render's table) name, `idsOf` each list: each
+   * id with how many lists name it, from the previous render's counts and the keys whose list
+   * changed (the counts move here: a memo is the previous of one memo only).
+   */
+  backendIds(
+    hosts: Readonly<Record<string, readonly CaddyRoute[]>>,
+    idsOf: (list: readonly CaddyRoute[]) => ReadonlySet<string>,
+  ): ReadonlyMap<string, number> {
+    const previous = this.#previous;
+    const before = previous && previous.#table && previous.#table.hosts;
+    let counts = previous && previous.#backends;
+    const add = (list: readonly CaddyRoute[], by: number) => {
+      for (const id of idsOf(list)) {
+        const n = (counts!.get(id) ?? 0) + by;
+        if (n === 0) counts!.delete(id);
+        else counts!.set(id, n);
+      }
+    };
+    if (previous && before && counts) {
+      previous.#backends = undefined;
+      let kept = 0;
+      for (const key of Object.keys(hosts)) {
+        const list = hosts[key]!;
+        if (Object.hasOwn(before, key)) {
+          kept++;
+          const was = before[key]!;
+          if (was === list) continue;
+          add(was, -1);
+        }
+        add(list, 1);
+      }
+      const keys = Object.keys(before);
+      if (kept !== keys.length)
+        for (const key of keys) if (!Object.hasOwn(hosts, key)) add(before[key]!, -1);
+    } else {
+      counts = new Map();
+      for (const key of Object.keys(hosts)) add(hosts[key]!, 1);
+    }
+    this.#backends = counts;
+    return counts;
+  }
+
   /** `list`, or the previous render's list of `key` when it holds the same routes in order. */
   list(key: string, list: readonly CaddyRoute[]): readonly CaddyRoute[] {
-    const before = this.#previous && this.#previous.#lists.get(key);
-    const kept =
-      before !== undefined && before.length === list.length && before.every((r, i) => r === list[i])
-        ? before
-        : list;
-    this.#lists.set(key, kept);
-    return kept;
+    const hosts = this.#previous && this.#previous.#table && this.#previous.#table.hosts;
+    const before = hosts && Object.hasOwn(hosts, key) ? hosts[key] : undefined;
+    return before !== undefined &&
+      before.length === list.length &&
+      before.every((r, i) => r === list[i])
+      ? before
+      : list;
   }
 
   /** The route named `key` (its content: equal keys must make equal JSON), made once. */

@@ -141,3 +141,133 @@ function mergeSorted(lists: readonly (readonly number[])[]): number[] {
  */
 export const contentDispatchId = (key: string): string =>
   `b${createHash("sha256").update(key).digest("hex").slice(0, 12)}`;
+
+/** A route table as last made: its listeners' hostnames and route lists, and its `hosts`. */
+export interface TableBefore {
+  readonly listeners: readonly {
+    readonly hostname: string | undefined;
+    readonly routes: readonly CaddyRoute[];
+  }[];
+  readonly hosts: Readonly<Record<string, readonly CaddyRoute[]>>;
+}
+
+/**
+ * `routeTableRoute(...).hosts` made from the table `before` by the routes that changed, for a
+ * table of one listener whose routes name no wildcard hostname (`wildcard: false`); undefined
+ * when it cannot be made so (then the whole table is made). A route list's unchanged routes
+ * are the same objects in the same order (render-memo.ts): the routes removed and added are
+ * found by identity, and only the keys of their hostnames are made again — each key's list
+ * holds the routes for any host and those limited to it, in list order, and keys follow the
+ * first route naming them. The listener's own key holds the routes for any host only, so a
+ * change to them (or a wildcard) makes the whole table. The same `hosts` as `routeTableRoute`
+ * (render-memo.test.ts compares them over random changes).
+ */
+export function routeTableDelta(
+  listeners: readonly TableListener[],
+  wildcard: boolean,
+  before: TableBefore,
+  reuse: (key: string, list: readonly CaddyRoute[]) => readonly CaddyRoute[],
+): Readonly<Record<string, readonly CaddyRoute[]>> | undefined {
+  const l = listeners[0];
+  const was = before.listeners[0];
+  if (listeners.length !== 1 || before.listeners.length !== 1 || wildcard) return undefined;
+  if (l === undefined || was === undefined || l.hostname !== was.hostname) return undefined;
+  const { routes } = l;
+  const old = was.routes;
+  // The changed middle: after the common start, before the common end.
+  let start = 0;
+  while (start < old.length && start < routes.length && old[start] === routes[start]) start++;
+  let end = 0;
+  while (
+    end < old.length - start &&
+    end < routes.length - start &&
+    old[old.length - 1 - end] === routes[routes.length - 1 - end]
+  )
+    end++;
+  const oldMiddle = old.slice(start, old.length - end);
+  const newMiddle = routes.slice(start, routes.length - end);
+  const inOld = new Set(oldMiddle);
+  const inNew = new Set(newMiddle);
+  if (inOld.size !== oldMiddle.length || inNew.size !== newMiddle.length) return undefined;
+  const removed = oldMiddle.filter(r => !inNew.has(r));
+  const added = newMiddle.filter(r => !inOld.has(r));
+  // The routes kept must keep their order, and an added route must be new to the whole list.
+  const keptOld = oldMiddle.filter(r => inNew.has(r));
+  const keptNew = newMiddle.filter(r => inOld.has(r));
+  if (keptOld.some((r, i) => r !== keptNew[i])) return undefined;
+  if (added.some(r => old.includes(r))) return undefined;
+  const own = tableKey(l.hostname);
+  const hostsOf = (r: CaddyRoute): readonly string[] | undefined =>
+    l.hostsOf(r)?.map(h => h.toLowerCase());
+  const limited = new Map<CaddyRoute, readonly string[]>();
+  const affected = new Set<string>();
+  for (const r of [...removed, ...added]) {
+    const hosts = hostsOf(r);
+    if (hosts === undefined || hosts.some(h => h.startsWith("*."))) return undefined;
+    limited.set(r, hosts);
+    for (const h of hosts) if (h !== own) affected.add(h);
+  }
+  if (!Object.hasOwn(before.hosts, own)) return undefined;
+  // The routes for any host: the own key's list (unchanged: no such route changed).
+  const any = before.hosts[own]!;
+  const position = new Map<CaddyRoute, number>();
+  routes.forEach((r, i) => position.set(r, i));
+  const at = (r: CaddyRoute): number => position.get(r)!;
+  const gone = new Set(removed);
+  const lists = new Map<string, readonly CaddyRoute[]>();
+  for (const key of affected) {
+    const base = Object.hasOwn(before.hosts, key)
+      ? before.hosts[key]!.filter(r => !gone.has(r))
+      : [...any];
+    const more = added.filter(r => limited.get(r)!.includes(key));
+    const list = [...base, ...more].sort((a, b) => at(a) - at(b));
+    if (list.length > any.length) lists.set(key, list);
+  }
+  // Key order: the own key, then the others by the first route naming them (and the order of
+  // its hostnames), then `*` when no listener takes any host.
+  const order = (key: string): readonly [number, number] => {
+    const list = lists.get(key) ?? before.hosts[key]!;
+    for (const r of list) {
+      const hosts = limited.get(r) ?? hostsOf(r);
+      if (hosts !== undefined) return [at(r), hosts.indexOf(key)];
+    }
+    throw new Error(`route table key ${key} names no route`);
+  };
+  const before2 = (a: readonly [number, number], b: readonly [number, number]) =>
+    a[0] < b[0] || (a[0] === b[0] && a[1] < b[1]);
+  const keys = Object.keys(before.hosts).filter(k => !affected.has(k));
+  const tail = own !== "*" && keys[keys.length - 1] === "*" ? 1 : 0;
+  for (const key of [...lists.keys()]) {
+    const want = order(key);
+    let lo = 1;
+    let hi = keys.length - tail;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (before2(order(keys[mid]!), want)) lo = mid + 1;
+      else hi = mid;
+    }
+    keys.splice(lo, 0, key);
+  }
+  if (keys[0] !== own) return undefined;
+  const hosts: Record<string, readonly CaddyRoute[]> = {};
+  for (const key of keys) {
+    const list = lists.get(key);
+    hosts[key] = list === undefined ? before.hosts[key]! : reuse(key, list);
+  }
+  return hosts;
+}
+
+let tablesByDelta = 0;
+let tablesWhole = 0;
+
+/** Counts a memo render's table: made by `routeTableDelta` or whole. */
+export function countTable(delta: boolean): void {
+  if (delta) tablesByDelta++;
+  else tablesWhole++;
+}
+
+/** Route tables rendered with a memo so far: by delta and whole (tests, the bench). */
+export const tableCounts = (): { readonly delta: number; readonly whole: number } => ({
+  delta: tablesByDelta,
+  whole: tablesWhole,
+});

@@ -45,7 +45,8 @@ export type {
   ServerCertificateSource,
   TrafficMetricsMode,
 } from "./management";
-export { configJSON } from "./route-tables";
+export { configJSON, configText } from "./route-tables";
+export type { ConfigText } from "./route-tables";
 export { AdminClient, describeAdminError, VALIDATE_PATH } from "./admin-client";
 export type {
   AdminClientOptions,

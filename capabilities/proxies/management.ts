@@ -13,7 +13,13 @@
 import { createHash } from "node:crypto";
 import { isDeepStrictEqual } from "node:util";
 import { pemToBase64Der } from "./pki";
-import { ConfigTables, configJSON, configTables } from "./route-tables";
+import {
+  ConfigTables,
+  ConfigText,
+  configTables,
+  configText,
+  tableExactHosts,
+} from "./route-tables";
 import { err, ok, Result } from "./result";
 import { SecretPem } from "./secret";
 
@@ -325,6 +331,7 @@ const INTERNAL_SERVERS: ReadonlySet<string> = new Set([MANAGEMENT_SERVER, READIN
 /** Exact hostnames of every `host` matcher in `routes`, subroutes included (no wildcards, no placeholders). */
 export function exactHosts(routes: unknown): string[] {
   const out = new Set<string>();
+  const tables: (readonly string[])[] = [];
   const walk = (v: unknown): void => {
     if (Array.isArray(v)) {
       v.forEach(walk);
@@ -334,12 +341,9 @@ export function exactHosts(routes: unknown): string[] {
     if (o === undefined) return;
     // A route table's exact keys are hosts too, and those of its lists (walked once per list
     // object: a render keeps unchanged lists).
+    // (per table, derived from the last table of its id: route-tables.ts)
     const table = o.handler === "kengine_route_table" ? asObject(o.hosts) : undefined;
-    if (table)
-      for (const [h, list] of Object.entries(table)) {
-        if (!/[*{}]/.test(h)) out.add(h.toLowerCase());
-        if (list !== null && typeof list === "object") for (const x of listHosts(list)) out.add(x);
-      }
+    if (table) tables.push(tableExactHosts(String(o.id), table, listHosts));
     for (const set of Array.isArray(o.match) ? o.match : []) {
       const host = asObject(set)?.host;
       for (const h of Array.isArray(host) ? host : [])
@@ -348,6 +352,9 @@ export function exactHosts(routes: unknown): string[] {
     for (const [k, x] of Object.entries(o)) if (!(table && k === "hosts")) walk(x);
   };
   walk(routes);
+  // One table and no other host (the common server): its sorted hosts as they are.
+  if (tables.length === 1 && out.size === 0) return [...tables[0]!];
+  for (const t of tables) for (const h of t) out.add(h);
   return [...out].sort();
 }
 
@@ -420,6 +427,8 @@ export interface SealedConfig {
   readonly hash: string;
   /** What is POSTed to /load: the desired config plus the readiness server. May hold private keys: never log. */
   readonly bytes: Buffer;
+  /** `bytes.length`, known without making them (sealBuilt makes them when first read). */
+  readonly size?: number;
   /** Its route tables (Bundled), by which a proxy can be taken to it with deltas (route-tables.ts). */
   readonly tables?: ConfigTables;
 }
@@ -462,7 +471,7 @@ export function sealConfig(
  */
 export function sealBuilt(
   config: CaddyConfig,
-  desired: Uint8Array | string,
+  desired: Uint8Array | string | ConfigText,
   spec: ManagementSpec,
   options: SealOptions = DEFAULT_SEAL_OPTIONS,
 ): Result<SealedConfig, readonly string[]> {
@@ -470,11 +479,12 @@ export function sealBuilt(
   if (!checked.ok) return checked;
   // The hash names what the proxy runs: the desired bytes, plus the seal options unless they
   // are the default (the same desired config sealed for Caddy 2.8 is another config).
-  const hash = isDeepStrictEqual(options, DEFAULT_SEAL_OPTIONS)
-    ? configHash(desired)
-    : configHash(
-        Buffer.concat([Buffer.from(desired), Buffer.from(`\n${JSON.stringify(options)}`)]),
-      );
+  const digest = createHash("sha256");
+  if (typeof desired === "object" && "update" in desired) desired.update(digest);
+  else digest.update(desired);
+  if (!isDeepStrictEqual(options, DEFAULT_SEAL_OPTIONS))
+    digest.update(`\n${JSON.stringify(options)}`);
+  const hash = digest.digest("hex");
   const apps = asObject(config.apps)!;
   const http = withTrafficMetrics(asObject(apps.http)!, options.trafficMetrics);
   const withReadiness = {
@@ -489,9 +499,16 @@ export function sealBuilt(
     },
   };
   const tables = configTables(withReadiness, READINESS_SERVER);
+  // The bytes are made when first read (a `/load`, the last-good Secret): a proxy taken to
+  // this config by route-table deltas never needs them.
+  const text = configText(withReadiness);
+  let bytes: Buffer | undefined;
   const result: SealedConfig = Object.freeze({
     hash,
-    bytes: Buffer.from(configJSON(withReadiness), "utf8"),
+    get bytes(): Buffer {
+      return (bytes ??= Buffer.from(text.text(), "utf8"));
+    },
+    size: text.bytes,
     ...(tables && { tables }),
   });
   sealed.add(result);

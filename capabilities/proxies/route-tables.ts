@@ -15,7 +15,7 @@
  * of the skeleton: a new hostname is a delta, and Caddy labels its traffic `_other` until the
  * next `/load` (docs/operations.md, "Route-table deltas").
  */
-import { createHash, randomBytes } from "node:crypto";
+import { Hash, createHash, randomBytes } from "node:crypto";
 
 export const ROUTE_TABLE_HANDLER = "kengine_route_table";
 
@@ -110,15 +110,187 @@ const share = (key: string, sha: string): Buffer =>
 
 const shares = new WeakMap<HostList, { readonly key: string; readonly share: Buffer }>();
 
+/** The key's share of a table hash for a kept digest (computed once per digest and key). */
+function shareOf(key: string, list: HostList): Buffer {
+  let s = shares.get(list);
+  if (s?.key !== key) shares.set(list, (s = { key, share: share(key, list.sha) }));
+  return s.share;
+}
+
 /** `tableHash` of digests kept from build to build: each key's share computed once per digest. */
 function tableHashOf(hosts: ReadonlyMap<string, HostList>): string {
   const acc = Buffer.alloc(32);
   for (const [key, list] of hosts) {
-    let s = shares.get(list);
-    if (s?.key !== key) shares.set(list, (s = { key, share: share(key, list.sha) }));
-    for (let i = 0; i < 32; i++) acc[i] ^= s.share[i];
+    const s = shareOf(key, list);
+    for (let i = 0; i < 32; i++) acc[i] ^= s[i];
   }
   return acc.toString("hex");
+}
+
+/**
+ * A table's digests by key and its hash, from the table of the same id in the last config
+ * sealed (while that one lives): a list that is the same object has the same digest, so only
+ * the keys whose list changed are looked at twice, and the hash (an XOR of per-key shares)
+ * changes by theirs. The same result as computing them from scratch.
+ */
+function tableHosts(
+  id: string,
+  record: Obj,
+): { readonly hosts: ReadonlyMap<string, HostList>; readonly hash: string } {
+  const prev = lastDigests.get(id)?.deref();
+  const hosts = new Map<string, HostList>();
+  let lower = true;
+  for (const key of Object.keys(record)) {
+    const k = key.toLowerCase();
+    if (k !== key || hosts.has(k)) lower = false;
+    hosts.set(k, hostList(record[key] as object));
+  }
+  if (!prev || !lower) return { hosts, hash: tableHashOf(hosts) };
+  const acc = Buffer.from(prev.hash, "hex");
+  const xor = (key: string, list: HostList) => {
+    const s = shareOf(key, list);
+    for (let i = 0; i < 32; i++) acc[i] ^= s[i];
+  };
+  let kept = 0;
+  for (const [key, list] of hosts) {
+    const was = prev.hosts.get(key);
+    if (was !== undefined) kept++;
+    if (was === list) continue;
+    if (was !== undefined) xor(key, was);
+    xor(key, list);
+  }
+  if (kept !== prev.hosts.size)
+    for (const [key, was] of prev.hosts) if (!hosts.has(key)) xor(key, was);
+  return { hosts, hash: acc.toString("hex") };
+}
+
+/** The last digest of each table id (weakly: it lives as long as its sealed config). */
+let lastDigests = new Map<string, WeakRef<TableDigest>>();
+let sweepDigestsAt = 64;
+/** What a digest keeps alive besides itself (the exact hosts derived from its table). */
+const keptWith = new WeakMap<TableDigest, unknown>();
+
+function sweepLast(): void {
+  for (const index of [lastDigests, lastExact] as Map<string, WeakRef<object>>[]) {
+    if (index.size < sweepDigestsAt) continue;
+    for (const [k, ref] of index) if (ref.deref() === undefined) index.delete(k);
+  }
+  sweepDigestsAt = Math.max(64, 2 * Math.max(lastDigests.size, lastExact.size));
+}
+
+/**
+ * The exact hostnames of a table (metrics, management.ts `exactHosts`): its keys without `*`,
+ * `{` or `}`, lower-cased, and `listHosts` of each list; sorted. Derived from the last table
+ * of the same id by the keys whose list changed (a count per host), while that table's sealed
+ * config lives: the same result as from scratch.
+ */
+export function tableExactHosts(
+  id: string,
+  record: Obj,
+  listHosts: (list: object) => readonly string[],
+): readonly string[] {
+  const hit = exactStates.get(record);
+  if (hit) return hit.sorted;
+  const prev = lastExact.get(id)?.deref();
+  const deriving = prev?.counts !== undefined;
+  const touched = new Set<string>();
+  const contribute = (counts: Map<string, number>, key: string, list: unknown, by: number) => {
+    const hosts =
+      list !== null && typeof list === "object" ? listHosts(list) : ([] as readonly string[]);
+    const add = (h: string) => {
+      const n = (counts.get(h) ?? 0) + by;
+      if (deriving && (n === 0 || n === by)) touched.add(h);
+      if (n === 0) counts.delete(h);
+      else counts.set(h, n);
+    };
+    if (!/[*{}]/.test(key)) add(key.toLowerCase());
+    for (const h of hosts) add(h);
+  };
+  let state: ExactHosts;
+  if (prev?.counts) {
+    // The previous state's counts move to this one (a state derives one successor).
+    const counts = prev.counts;
+    prev.counts = undefined;
+    let kept = 0;
+    const before = prev.record;
+    for (const key of Object.keys(record)) {
+      const list = record[key];
+      if (Object.hasOwn(before, key)) {
+        kept++;
+        if (before[key] === list) continue;
+        contribute(counts, key, before[key], -1);
+      }
+      contribute(counts, key, list, 1);
+    }
+    const keys = Object.keys(before);
+    if (kept !== keys.length)
+      for (const key of keys)
+        if (!Object.hasOwn(record, key)) contribute(counts, key, before[key], -1);
+    state = { record, counts, sorted: sameHosts(prev.sorted, counts, touched) };
+  } else {
+    const counts = new Map<string, number>();
+    for (const key of Object.keys(record)) contribute(counts, key, record[key], 1);
+    state = { record, counts, sorted: [...counts.keys()].sort() };
+  }
+  exactStates.set(record, state);
+  lastExact.set(id, new WeakRef(state));
+  return state.sorted;
+}
+
+interface ExactHosts {
+  readonly record: Obj;
+  /** Per host, how many keys give it; moved to the state derived from this one. */
+  counts: Map<string, number> | undefined;
+  readonly sorted: readonly string[];
+}
+
+const exactStates = new WeakMap<Obj, ExactHosts>();
+let lastExact = new Map<string, WeakRef<ExactHosts>>();
+
+/**
+ * `f()` with no earlier table to derive from (what it seals is computed from scratch and
+ * found by no later seal): tests compare such a build with an incremental one.
+ */
+export function fromScratch<T>(f: () => T): T {
+  const saved = [lastDigests, lastExact] as const;
+  lastDigests = new Map();
+  lastExact = new Map();
+  try {
+    return f();
+  } finally {
+    [lastDigests, lastExact] = saved;
+  }
+}
+
+/** `sorted` (the hosts before) updated to the hosts of `counts`, given the hosts whose count changed. */
+function sameHosts(
+  sorted: readonly string[],
+  counts: ReadonlyMap<string, number>,
+  touched: ReadonlySet<string>,
+): readonly string[] {
+  let out: string[] | undefined;
+  for (const h of touched) {
+    const list = out ?? sorted;
+    const at = lowerBound(list, h);
+    const was = list[at] === h;
+    if (was === counts.has(h)) continue;
+    out ??= [...sorted];
+    if (was) out.splice(at, 1);
+    else out.splice(at, 0, h);
+  }
+  return out ?? sorted;
+}
+
+/** The first index of `sorted` (default sort order: UTF-16 code units) whose value is not below `h`. */
+function lowerBound(sorted: readonly string[], h: string): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (sorted[mid]! < h) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 /** The proxy's table hash for key → SHA-256 (hex) of each list. */
@@ -170,18 +342,15 @@ export function configTables(config: Obj, readinessServer: string): ConfigTables
           handle: (handle as unknown[]).map((h, p) => {
             const o = asObject(h);
             if (o?.handler !== ROUTE_TABLE_HANDLER) return h;
-            const hosts = new Map<string, HostList>();
-            for (const [key, list] of Object.entries(asObject(o.hosts) ?? {}))
-              hosts.set(key.toLowerCase(), hostList(list as object));
             const id = String(o.id);
-            tables.set(id, {
-              id,
-              server: name,
-              route: index,
-              handler: p,
-              hosts,
-              hash: tableHashOf(hosts),
-            });
+            const record = asObject(o.hosts) ?? {};
+            const { hosts, hash } = tableHosts(id, record);
+            const digest: TableDigest = { id, server: name, route: index, handler: p, hosts, hash };
+            tables.set(id, digest);
+            lastDigests.set(id, new WeakRef(digest));
+            // (what was derived from the table's hosts lives as long as its digest does)
+            const exact = exactStates.get(record);
+            if (exact) keptWith.set(digest, exact);
             return { ...o, hosts: {} };
           }),
         });
@@ -190,6 +359,7 @@ export function configTables(config: Obj, readinessServer: string): ConfigTables
     }
     strippedServers[name] = { ...asObject(server), routes: stripped };
   }
+  sweepLast();
   if (tables.size === 0) return undefined;
   const skeleton = {
     ...config,
@@ -199,26 +369,72 @@ export function configTables(config: Obj, readinessServer: string): ConfigTables
 }
 
 /**
- * A config as JSON text, the same as `JSON.stringify(config)`, with each route table's `hosts`
- * assembled from its lists' JSON, kept per list object (a render keeps unchanged lists as the
- * same objects, caddy/render-memo.ts): a build serialises what changed, not the whole table.
+ * A config's JSON text (the same bytes as `JSON.stringify(config)`) as pieces: the skeleton's
+ * text and each route table's `hosts` from its lists' texts, kept per list object and key (a
+ * render keeps unchanged lists as the same objects, caddy/render-memo.ts). The text is joined
+ * only when asked for; its size and its hash come from the pieces, so a build that pushes
+ * deltas serialises what changed, not the whole table.
  */
-export function configJSON(config: Obj): string {
-  const spliced: string[] = [];
+export interface ConfigText {
+  /** UTF-8 length of the text. */
+  readonly bytes: number;
+  /** Feeds the text to `hash` piece by piece (the digest of the whole text: SHA-256 streams). */
+  update(hash: Hash): void;
+  /** The text (joined on first use). */
+  text(): string;
+}
+
+/** The same as `JSON.stringify(config)`, from the kept pieces (see ConfigText). */
+export const configJSON = (config: Obj): string => configText(config).text();
+
+export function configText(config: Obj): ConfigText {
+  const tables: HostsParts[] = [];
   const copy = withTables(config, hosts => {
-    spliced.push(hostsText(hosts));
-    return `${SPLICE}${spliced.length - 1}`;
+    tables.push(hostsParts(hosts));
+    return `${SPLICE}${tables.length - 1}`;
   });
-  if (spliced.length === 0) return JSON.stringify(config);
+  if (tables.length === 0) return plainText(JSON.stringify(config));
   const parts = JSON.stringify(copy).split(SPLICED);
   // Odd parts are the markers' numbers: each once, in order (else the plain way).
   if (
-    parts.length !== 2 * spliced.length + 1 ||
+    parts.length !== 2 * tables.length + 1 ||
     parts.some((p, i) => i % 2 === 1 && p !== String((i - 1) / 2))
   )
-    return JSON.stringify(config);
-  return parts.map((p, i) => (i % 2 === 0 ? p : spliced[(i - 1) / 2])).join("");
+    return plainText(JSON.stringify(config));
+  const skeleton = parts.filter((_, i) => i % 2 === 0);
+  let bytes = 0;
+  for (const p of skeleton) bytes += Buffer.byteLength(p);
+  for (const t of tables) bytes += t.bytes;
+  let text: string | undefined;
+  return {
+    bytes,
+    update: hash => {
+      skeleton.forEach((p, i) => {
+        hash.update(p);
+        const t = tables[i];
+        if (t === undefined) return;
+        // `{` + the parts without the first one's comma + `}`
+        if (t.parts.length === 0) hash.update("{}");
+        else {
+          hash.update("{");
+          hash.update(t.parts[0]!.slice(1));
+          for (let j = 1; j < t.parts.length; j++) hash.update(t.parts[j]!);
+          hash.update("}");
+        }
+      });
+    },
+    text: () =>
+      (text ??= skeleton
+        .map((p, i) => (i < tables.length ? p + hostsText(tables[i]!) : p))
+        .join("")),
+  };
 }
+
+const plainText = (text: string): ConfigText => ({
+  bytes: Buffer.byteLength(text),
+  update: hash => void hash.update(text),
+  text: () => text,
+});
 
 /** Stands for a table's hosts in the text (NUL and a per-process nonce: no config holds it). */
 const NONCE = randomBytes(8).toString("hex");
@@ -226,31 +442,45 @@ const SPLICE = `\u0000kengine-hosts-${NONCE}-`;
 /** The marker as JSON.stringify writes it (NUL as `\u0000`), its number captured. */
 const SPLICED = new RegExp(`"\\\\u0000kengine-hosts-${NONCE}-(\\d+)"`);
 
-const texts = new WeakMap<object, string>();
-
-/** JSON.stringify(o), once per object. */
-function textOf(o: object): string {
-  let t = texts.get(o);
-  if (t === undefined) texts.set(o, (t = JSON.stringify(o)));
-  return t;
+/** A table's `hosts` as pieces: `,"<key>":<list JSON>` per key, and their UTF-8 length with braces. */
+interface HostsParts {
+  readonly parts: readonly string[];
+  readonly bytes: number;
 }
 
-/** A table's `hosts` as JSON text, from its lists' texts. */
-function hostsText(hosts: Obj): string {
-  let t = texts.get(hosts);
-  if (t === undefined) {
-    const parts: string[] = [];
-    for (const key of Object.keys(hosts)) {
-      const list = hosts[key];
-      if (list !== undefined)
-        parts.push(
-          `${JSON.stringify(key)}:${list !== null && typeof list === "object" ? textOf(list) : JSON.stringify(list)}`,
-        );
+const partsOf = new WeakMap<object, HostsParts>();
+const listParts = new WeakMap<object, { readonly key: string; part: string; bytes: number }>();
+
+/** The pieces of a table's `hosts` (once per hosts object; each key's piece once per list object). */
+function hostsParts(hosts: Obj): HostsParts {
+  let t = partsOf.get(hosts);
+  if (t !== undefined) return t;
+  const parts: string[] = [];
+  let bytes = 2;
+  for (const key of Object.keys(hosts)) {
+    const list = hosts[key];
+    if (list === undefined) continue;
+    if (list === null || typeof list !== "object") {
+      const part = `,${JSON.stringify(key)}:${JSON.stringify(list)}`;
+      parts.push(part);
+      bytes += Buffer.byteLength(part);
+      continue;
     }
-    texts.set(hosts, (t = `{${parts.join(",")}}`));
+    let p = listParts.get(list);
+    if (p?.key !== key) {
+      const part = `,${JSON.stringify(key)}:${JSON.stringify(list)}`;
+      listParts.set(list, (p = { key, part, bytes: Buffer.byteLength(part) }));
+    }
+    parts.push(p.part);
+    bytes += p.bytes;
   }
+  // (the first part's comma is not written)
+  if (parts.length > 0) bytes -= 1;
+  partsOf.set(hosts, (t = { parts, bytes }));
   return t;
 }
+
+const hostsText = (t: HostsParts): string => `{${t.parts.join("").slice(1)}}`;
 
 /** `config` with each route table handler's `hosts` replaced by `sub(hosts)` (a shallow copy). */
 function withTables(config: Obj, sub: (hosts: Obj) => unknown): Obj {

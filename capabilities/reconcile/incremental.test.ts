@@ -13,6 +13,7 @@ import fc from "fast-check";
 import { parseSnapshotYAML } from "../../hack/translate";
 import { arbitrarySnapshot } from "../../tests/support/arbitrary-snapshot";
 import { createAuthority, generateKeyPair, podManagementSpec, sealConfig } from "../proxies";
+import { fromScratch, tableHash } from "../proxies/route-tables";
 import { capabilitiesOf, DEFAULT_PROXY_FLAVOR } from "../flavor/proxy-flavor";
 import { KINDS, KubeObject, Snapshot, apply, snapshotOf } from "../snapshot";
 import { routeDeltas, translate } from "../translate";
@@ -69,21 +70,35 @@ const scenario = universe.chain(({ initial, pool }) =>
 
 /**
  * A full build from nothing: fresh objects, fresh translation, rendered (without the render
- * memo, which it would otherwise share with the incremental build) and sealed anew.
+ * memo, which it would otherwise share with the incremental build) and sealed anew (without
+ * deriving its route tables' digests and hosts from an earlier seal's).
  */
 function full(objects: Iterable<KubeObject>) {
   const t = translate(snapshotOf(structuredClone([...objects])));
   return {
     configs: t.gateways.map(ir => ({
       key: `${ir.namespace}/${ir.name}`,
-      bytes: sealResult(sealGatewayConfig(ir, spec, { memo: false })),
+      bytes: sealResult(fromScratch(() => sealGatewayConfig(ir, spec, { memo: false }))),
     })),
     statuses: JSON.stringify(t.statuses),
   };
 }
 
-const sealResult = (r: ReturnType<typeof sealGatewayConfig>) =>
-  r.ok ? `${r.value.hash}\n${r.value.bytes.toString("utf8")}` : `refused: ${r.error.join("; ")}`;
+/**
+ * A sealed config as text: hash, size, bytes and route tables (each table's place, hash and
+ * per-key list digests; the table hash also checked against one computed from scratch).
+ */
+const sealResult = (r: ReturnType<typeof sealGatewayConfig>) => {
+  if (!r.ok) return `refused: ${r.error.join("; ")}`;
+  const { hash, bytes, size, tables } = r.value;
+  expect(size ?? bytes.length).toBe(bytes.length);
+  const digests = [...(tables?.tables.values() ?? [])].map(t => {
+    const hosts = [...t.hosts].map(([key, list]) => [key, list.sha] as const);
+    expect(t.hash).toBe(tableHash(hosts));
+    return { ...t, hosts };
+  });
+  return `${hash}\n${bytes.toString("utf8")}\n${tables?.skeleton}\n${JSON.stringify(digests)}`;
+};
 
 /**
  * The golden inputs (tests/golden/*.in.yaml) as worlds to change: ListenerSets,

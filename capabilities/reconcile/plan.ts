@@ -32,7 +32,7 @@ import {
   proxyServerName,
   proxyServerNames,
   renewalDue,
-  configJSON,
+  configText,
   sealBuilt,
   sealConfig,
 } from "../proxies";
@@ -261,7 +261,7 @@ export function sealGatewayConfig(
   // (an interface has no index signature: the plain data is what sealBuilt checks)
   return sealBuilt(
     config as unknown as Readonly<Record<string, unknown>>,
-    configJSON(config as unknown as Readonly<Record<string, unknown>>),
+    configText(config as unknown as Readonly<Record<string, unknown>>),
     spec,
     {
       trafficMetrics: capabilitiesOf(ir.flavor ?? DEFAULT_PROXY_FLAVOR).appMetrics
@@ -270,6 +270,9 @@ export function sealGatewayConfig(
     },
   );
 }
+
+/** The sealed bytes' length, without making them when the seal knows it. */
+const sizeOf = (c: SealedConfig): number => c.size ?? c.bytes.length;
 
 /** A Gateway's Caddy config with its proxies' management server, before sealing. */
 export function gatewayCaddyConfig(
@@ -362,7 +365,7 @@ function planExternal(
       address: `${e.address}:${e.port}`,
     })),
     desiredHash: sealed?.ok ? sealed.value.hash : undefined,
-    configBytes: sealed?.ok ? sealed.value.bytes.length : undefined,
+    configBytes: sealed?.ok ? sizeOf(sealed.value) : undefined,
     configProblem,
     addresses: outcome.addresses,
     addressProblem: outcome.problem,
@@ -498,7 +501,7 @@ export function planGateway(
       address: `${e.address}:${e.port}`,
     })),
     desiredHash: sealed.ok ? sealed.value.hash : undefined,
-    configBytes: sealed.ok ? sealed.value.bytes.length : undefined,
+    configBytes: sealed.ok ? sizeOf(sealed.value) : undefined,
     configProblem: sealed.ok
       ? undefined
       : `the proxy configuration is not safe to load: ${sealed.error.join("; ")}`,
