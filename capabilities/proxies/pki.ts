@@ -392,11 +392,24 @@ export function renewalDue(cert: Pick<Issued, "notBefore" | "notAfter">, now: Da
   return t < start || t >= end - (end - start) / 3;
 }
 
-/** Base64 DER of a PEM certificate, the form Caddy's `trusted_ca_certs` takes. */
+/**
+ * Base64 DER of a PEM certificate, the form Caddy's `trusted_ca_certs` takes. The last few
+ * answers are kept: every seal asks for the controller's CA (parsing it was ~10 % of a
+ * 10-Gateway seal), and CAs change rarely.
+ */
 export function pemToBase64Der(certificatePem: string): Result<string> {
+  const known = derOfPem.get(certificatePem);
+  if (known) return known;
+  let r: Result<string>;
   try {
-    return ok(new X509Certificate(certificatePem).raw.toString("base64"));
+    r = ok(new X509Certificate(certificatePem).raw.toString("base64"));
   } catch {
-    return err("not a PEM certificate");
+    r = err("not a PEM certificate");
   }
+  if (derOfPem.size >= DER_OF_PEM_KEPT) derOfPem.delete(derOfPem.keys().next().value!);
+  derOfPem.set(certificatePem, r);
+  return r;
 }
+
+const DER_OF_PEM_KEPT = 8;
+const derOfPem = new Map<string, Result<string>>();

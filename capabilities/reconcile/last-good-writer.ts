@@ -127,7 +127,11 @@ export class LastGoodWriter {
     if (!pending || entry.writing || this.#closed) return;
     const decision = decideLastGood(
       entry.track,
-      { hash: pending.config.hash, key: pending.key, bytes: pending.config.bytes.length },
+      {
+        hash: pending.config.hash,
+        key: pending.key,
+        bytes: pending.config.size ?? pending.config.bytes.length,
+      },
       Date.now(),
       this.#policy,
     );
