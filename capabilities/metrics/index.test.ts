@@ -63,3 +63,33 @@ describe("heap gauge", () => {
     expect(kept).toHaveLength(8);
   });
 });
+
+describe("process memory gauge", () => {
+  it("shows memory outside the heap at each scrape: Buffers count in external and array_buffers, all within rss", async () => {
+    const read = async () => {
+      const text = await registry.metrics();
+      const value = (kind: string) => {
+        const m = new RegExp(
+          `^kengine_gateway_process_memory_bytes\\{kind="${kind}"\\} (\\d+)$`,
+          "m",
+        ).exec(text);
+        if (!m) throw new Error(`no process_memory_bytes{kind="${kind}"} in:\n${text}`);
+        return Number(m[1]);
+      };
+      return {
+        rss: value("rss"),
+        external: value("external"),
+        arrayBuffers: value("array_buffers"),
+      };
+    };
+    const before = await read();
+    expect(before.arrayBuffers).toBeLessThanOrEqual(before.external);
+    // 64 MiB in Buffers, touched so the pages are resident: external, array_buffers and rss grow
+    const kept = Array.from({ length: 4 }, (_, i) => Buffer.alloc(16 * 2 ** 20, i + 1));
+    const after = await read();
+    expect(after.arrayBuffers - before.arrayBuffers).toBeGreaterThanOrEqual(64 * 2 ** 20);
+    expect(after.external - before.external).toBeGreaterThanOrEqual(64 * 2 ** 20);
+    expect(after.rss).toBeGreaterThan(after.arrayBuffers);
+    expect(kept).toHaveLength(4);
+  });
+});

@@ -205,3 +205,23 @@ new Gauge({
     this.set({ kind: "limit" }, h.heap_size_limit);
   },
 });
+
+/**
+ * The module's memory outside the JavaScript heap, at scrape time (`process.memoryUsage()`):
+ * `rss` (what the process holds from the system, heap included), `external` (memory of
+ * C++ objects bound to JavaScript ones: Buffers, TLS, zlib) and `array_buffers` (of it,
+ * Buffers and ArrayBuffers). RSS far above heap total plus external is native memory the
+ * allocator keeps (docs/bench.md, memory).
+ */
+new Gauge({
+  name: `${METRIC_PREFIX}process_memory_bytes`,
+  help: "The module's process memory at scrape time, by kind: rss, external (outside the JavaScript heap), array_buffers.",
+  labelNames: ["kind"],
+  registers: [registry],
+  collect() {
+    const m = process.memoryUsage();
+    this.set({ kind: "rss" }, m.rss);
+    this.set({ kind: "external" }, m.external);
+    this.set({ kind: "array_buffers" }, m.arrayBuffers);
+  },
+});
