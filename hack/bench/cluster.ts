@@ -410,21 +410,29 @@ async function proxyPods(kube: Kube, gw: string): Promise<ProxyPod[]> {
 }
 
 /**
- * Polls one proxy until `host` answers 200, with `parallel` back-to-back request loops on
- * their own keep-alive connections (one loop alone manages only a few hundred requests/s
- * here); resolves with the time of the first 200 and the number of requests sent.
+ * Polls one proxy until `host` answers 200, with `parallel` request loops on their own
+ * keep-alive connections (one loop alone manages only a few hundred requests/s here); each
+ * loop starts a request at most every `gapMs`, so the poller stays under `parallel × 1000 /
+ * gapMs` requests/s. Unbounded, 8 loops sent 7,451 requests/s to a Bundled proxy (its 404 for
+ * an unknown host is fast) and took the two cores from the controller and the proxy they
+ * measure (2026-11-24 18:27: p50 12.5 s on Bundled against 2.1 s on stock Caddy, polled at
+ * 206/s). Resolves with the time of the first 200 and the number of requests sent.
  */
 async function pollUntilServed(
   pool: Pool,
   host: string,
   timeoutMs: number,
   parallel = 1,
+  gapMs = 4,
 ): Promise<{ t: number; polls: number }> {
   const deadline = now() + timeoutMs;
   let polls = 0;
   let served: number | undefined;
-  const loop = async () => {
+  const loop = async (i: number) => {
+    // staggered, so that together the loops look every gapMs / parallel
+    await sleep((gapMs * i) / parallel);
     while (served === undefined) {
+      const started = now();
       polls++;
       try {
         const res = await pool.request({ path: "/", method: "GET", headers: { host } });
@@ -434,9 +442,11 @@ async function pollUntilServed(
         // the proxy closes idle connections on reload; try again
       }
       if (now() > deadline) throw new Error(`${host} not served after ${timeoutMs} ms`);
+      const wait = started + gapMs - now();
+      if (served === undefined && wait > 0) await sleep(wait);
     }
   };
-  await Promise.all(Array.from({ length: parallel }, loop));
+  await Promise.all(Array.from({ length: parallel }, (_, i) => loop(i)));
   return { t: served!, polls };
 }
 
@@ -1054,7 +1064,7 @@ export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> 
         const probe = probeRoute(first + k);
         const host = hostOf(probe);
         const c0 = cpuMs(ctl);
-        const served = pollUntilServed(pool, host, 60_000, 8);
+        const served = pollUntilServed(pool, host, 60_000, 8, 8); // ≤ 1,000 polls/s, 1 ms apart
         await adminKube.create(probe as never);
         // From the API server's answer: what the controller and the proxy add.
         const t0 = now();
