@@ -51,6 +51,30 @@ describe("backendsFor", () => {
     expect(backendsFor({ name: "other", port: 81 }, slices)).toEqual([]);
   });
 
+  it("falls back to terminating endpoints that still serve, only when none is ready (as kube-proxy)", () => {
+    const eps = (
+      ...e: [string, { ready?: boolean; serving?: boolean; terminating?: boolean }][]
+    ): EndpointSlice => ({
+      ...slice("t", [{ name: "http", port: 3000, protocol: "TCP" }], []),
+      endpoints: e.map(([ip, conditions]) => ({ addresses: [ip], conditions })),
+    });
+    const draining = { ready: false, serving: true, terminating: true };
+    const gone = { ready: false, serving: false, terminating: true };
+    const starting = { ready: false, serving: false, terminating: false };
+    const http = { name: "http", port: 80 };
+    // a ready endpoint takes all the traffic; the draining one none
+    expect(
+      backendsFor(http, [eps(["10.244.0.5", draining], ["10.244.0.6", { ready: true }])]),
+    ).toEqual([{ ip: "10.244.0.6", port: 3000 }]);
+    // none ready: the draining one serves; one no longer serving, or not yet ready, does not
+    expect(
+      backendsFor(http, [
+        eps(["10.244.0.5", draining], ["10.244.0.7", gone], ["10.244.0.8", starting]),
+      ]),
+    ).toEqual([{ ip: "10.244.0.5", port: 3000 }]);
+    expect(backendsFor(http, [eps(["10.244.0.7", gone], ["10.244.0.8", starting])])).toEqual([]);
+  });
+
   it("handles an unnamed single port and slices without ports", () => {
     const s = [
       slice("c", [{ port: 8080 }], [["10.244.0.9", true]]),

@@ -39,7 +39,7 @@ export interface EndpointSlice extends KubeObject {
   readonly addressType: string;
   readonly endpoints?: readonly {
     addresses: readonly string[];
-    conditions?: { ready?: boolean };
+    conditions?: { ready?: boolean; serving?: boolean; terminating?: boolean };
   }[];
   readonly ports?: readonly { name?: string; port?: number; protocol?: string }[] | null;
 }
@@ -79,8 +79,27 @@ export function pickAddress(
   return undefined;
 }
 
-/** The ready endpoints for one Service port, from the Service's EndpointSlices (pure). */
+/**
+ * The endpoints for one Service port, from the Service's EndpointSlices (pure): the ready ones
+ * (an unset `ready` counts as ready); when there is none, the terminating ones that still
+ * serve, as kube-proxy does (KEP-1669, GA in Kubernetes 1.28). So a deleted pod that serves on
+ * during its preStop sleep takes the traffic while its replacement is not ready yet, instead
+ * of every connection being refused.
+ */
 export function backendsFor(port: ServicePort, slices: readonly EndpointSlice[]): Backend[] {
+  const ready = endpointsFor(port, slices, c => c?.ready !== false);
+  return ready.length > 0
+    ? ready
+    : endpointsFor(port, slices, c => c?.serving === true && c.terminating === true);
+}
+
+type Conditions = NonNullable<NonNullable<EndpointSlice["endpoints"]>[number]["conditions"]>;
+
+function endpointsFor(
+  port: ServicePort,
+  slices: readonly EndpointSlice[],
+  take: (c: Conditions | undefined) => boolean,
+): Backend[] {
   const out: Backend[] = [];
   const seen = new Set<string>();
   const protocol = port.protocol ?? "TCP";
@@ -91,7 +110,7 @@ export function backendsFor(port: ServicePort, slices: readonly EndpointSlice[])
     );
     if (!sp?.port) continue;
     for (const e of s.endpoints ?? []) {
-      if (e.conditions?.ready === false) continue;
+      if (!take(e.conditions)) continue;
       for (const ip of e.addresses) {
         const k = `${ip}:${sp.port}`;
         if (seen.has(k)) continue;
