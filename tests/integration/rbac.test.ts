@@ -268,6 +268,8 @@ let recorder: ApiRecorder | undefined;
 let work: string | undefined;
 let covNs: string | undefined;
 let createdExampleNs = false;
+/** Every ServiceAccount and role applied (the admission's and the store's too): all deleted after. */
+let rbacObjects: Obj[] = [];
 
 beforeAll(async () => {
   const b = spawnSync("npm", ["run", "build"], {
@@ -284,7 +286,7 @@ beforeAll(async () => {
   // The controller's namespace (the module YAML creates it; on a fresh cluster nothing else has).
   kubectl(["create", "namespace", "pepr-system"]);
   // The ServiceAccount and its roles, exactly as generated.
-  const rbacObjects = [
+  rbacObjects = [
     ...docs(files.module).filter(o =>
       ["ServiceAccount", "ClusterRole", "ClusterRoleBinding"].includes(o.kind),
     ),
@@ -348,10 +350,13 @@ afterAll(async () => {
     kubectl(["delete", "gatewayclass", covNs, "--ignore-not-found", "--wait=false"]);
   }
   if (createdExampleNs) deleteNamespace("kengine-system");
-  if (existsSync(files.rbac)) kubectl(["delete", "-f", files.rbac, "--ignore-not-found"]);
-  kubectl(["delete", "clusterrolebinding", sa, "--ignore-not-found"]);
-  kubectl(["delete", "clusterrole", sa, "--ignore-not-found"]);
-  kubectl(["delete", "serviceaccount", sa, "-n", "pepr-system", "--ignore-not-found"]);
+  // All of them, not only the watcher's: a Helm install later refuses to take over the admission
+  // ServiceAccount left behind (CI saw "exists and cannot be imported into the current release").
+  if (rbacObjects.length)
+    kubectl(
+      ["delete", "--ignore-not-found", "-f", "-"],
+      rbacObjects.map(o => JSON.stringify(o)).join("\n"),
+    );
 });
 
 describe("npm run build", () => {
