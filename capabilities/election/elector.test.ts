@@ -1,4 +1,4 @@
-import { LeaderElector, microTime } from "./elector";
+import { LeaseAttempt, LeaderElector, microTime } from "./elector";
 import { ConflictError, LeaseRecord, LeaseStore, LeaseWrite } from "./types";
 
 /** An in-memory Lease with the API server's optimistic concurrency. */
@@ -89,5 +89,61 @@ describe("LeaderElector.stop", () => {
     await e.stop(); // resolves although the loop's sleep never does
     expect(store.current()?.holderIdentity).toBe("");
     expect(e.isLeader()).toBe(false);
+  });
+});
+
+describe("LeaderElector attempts", () => {
+  it("times each try and reports the interval between the leader's renewals", async () => {
+    const now = { t: t0 };
+    const base = memoryStore();
+    // every Lease request takes 30 ms of the clock
+    const slow =
+      <A extends unknown[], R>(f: (...a: A) => Promise<R>) =>
+      async (...a: A) => {
+        now.t += 30;
+        return f(...a);
+      };
+    const store: LeaseStore = {
+      get: slow(base.get),
+      create: slow(base.create),
+      update: slow(base.update),
+    };
+    const seen: LeaseAttempt[] = [];
+    const e = new LeaderElector(
+      store,
+      cfg,
+      { ...events(), onAttempt: a => seen.push(a) },
+      clockAt(now),
+    );
+    expect(await e.tryAcquireOrRenew()).toBe(true); // get + create
+    now.t = t0 + 2_000;
+    expect(await e.tryAcquireOrRenew()).toBe(true); // get + update
+    now.t = t0 + 9_000; // a late renewal
+    expect(await e.tryAcquireOrRenew()).toBe(true);
+    expect(seen).toEqual([
+      { outcome: "acquired", ms: 60 },
+      { outcome: "renewed", ms: 60, sinceLastRenewMs: 2_000 },
+      { outcome: "renewed", ms: 60, sinceLastRenewMs: 7_000 },
+    ]);
+
+    // another replica's live Lease: followed; a failing read: failed
+    const other = new LeaderElector(
+      store,
+      { ...cfg, identity: "other" },
+      { ...events(), onAttempt: a => seen.push(a) },
+      clockAt(now),
+    );
+    expect(await other.tryAcquireOrRenew()).toBe(false);
+    const failing = new LeaderElector(
+      { ...store, get: () => Promise.reject(new Error("connection refused")) },
+      cfg,
+      { ...events(), onAttempt: a => seen.push(a) },
+      clockAt(now),
+    );
+    expect(await failing.tryAcquireOrRenew()).toBe(false);
+    expect(seen.slice(3)).toEqual([
+      { outcome: "followed", ms: 30 },
+      { outcome: "failed", ms: 0 },
+    ]);
   });
 });

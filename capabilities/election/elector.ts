@@ -21,6 +21,21 @@ export interface ElectorEvents {
   onNewLeader?(identity: string): void;
   /** A Lease operation failed (logged by the caller; the loop goes on). */
   onError?(error: unknown): void;
+  /** Each try to acquire or renew, timed (metrics: how close a slow API server brings renewDeadline). */
+  onAttempt?(attempt: LeaseAttempt): void;
+}
+
+/** One try, as `onAttempt` sees it. */
+export interface LeaseAttempt {
+  /** acquired (created or taken over), renewed, followed (another replica holds it), failed. */
+  readonly outcome: "acquired" | "renewed" | "followed" | "failed";
+  /** From the read of the Lease to the answer to the write (or the read, when nothing was written). */
+  readonly ms: number;
+  /**
+   * Renewed only: since the previous successful try's start. Nominally retryPeriod plus the
+   * round trip; at renewDeadline the replica stops leading.
+   */
+  readonly sinceLastRenewMs?: number;
 }
 
 export interface ElectorClock {
@@ -88,11 +103,18 @@ export class LeaderElector {
   /** One attempt to acquire or renew; returns whether this replica holds the Lease now. */
   async tryAcquireOrRenew(): Promise<boolean> {
     const now = this.clock.now();
+    const attempt = (outcome: LeaseAttempt["outcome"], sinceLastRenewMs?: number) =>
+      this.events.onAttempt?.({
+        outcome,
+        ms: this.clock.now() - now,
+        ...(sinceLastRenewMs !== undefined && { sinceLastRenewMs }),
+      });
     let current: LeaseRecord | undefined;
     try {
       current = await this.store.get();
     } catch (e) {
       this.events.onError?.(e);
+      attempt("failed");
       return false;
     }
     if (changed(this.#observed.record, current))
@@ -104,6 +126,7 @@ export class LeaderElector {
       switch (d.op) {
         case "follow":
           this.#noteLeader(d.leader);
+          attempt("followed");
           return false;
         case "create":
           written = await this.store.create({
@@ -134,11 +157,15 @@ export class LeaderElector {
           break;
       }
       this.#observed = { record: written, observedAt: now };
+      if (d.op === "renew")
+        attempt("renewed", Number.isFinite(this.#lastRenew) ? now - this.#lastRenew : undefined);
+      else attempt("acquired");
       this.#lastRenew = now;
       this.#noteLeader(this.cfg.identity);
       return true;
     } catch (e) {
       this.events.onError?.(e);
+      attempt("failed");
       return false;
     }
   }

@@ -1,5 +1,5 @@
 export { LeaderElector, microTime, realClock } from "./elector";
-export type { ElectorClock, ElectorEvents } from "./elector";
+export type { ElectorClock, ElectorEvents, LeaseAttempt } from "./elector";
 export { kubeLeaseStore } from "./kube-store";
 export { ConflictError, DEFAULT_ELECTION, electionConfigProblems } from "./types";
 export type { ElectionConfig, LeaseRecord, LeaseStore, LeaseWrite } from "./types";

@@ -36,6 +36,27 @@ describe("controller metrics", () => {
     expect(text).toContain(
       'kengine_gateway_leader_transitions_total{lease="lease-a",identity="me",to="leader"} 1',
     );
+    e.attempt({ outcome: "acquired", ms: 40 });
+    e.attempt({ outcome: "renewed", ms: 700, sinceLastRenewMs: 7_000 });
+    text = await registry.metrics();
+    const labels = 'lease="lease-a",identity="me"';
+    expect(text).toContain(
+      `kengine_gateway_lease_attempt_seconds_bucket{le="0.05",${labels},outcome="acquired"} 1`,
+    );
+    expect(text).toContain(
+      `kengine_gateway_lease_attempt_seconds_bucket{le="0.5",${labels},outcome="renewed"} 0`,
+    );
+    expect(text).toContain(
+      `kengine_gateway_lease_attempt_seconds_bucket{le="1",${labels},outcome="renewed"} 1`,
+    );
+    // the renewal interval: 7 s, in the 8 s bucket and not the 6 s one
+    expect(text).toContain(
+      `kengine_gateway_lease_renew_interval_seconds_bucket{le="6",${labels}} 0`,
+    );
+    expect(text).toContain(
+      `kengine_gateway_lease_renew_interval_seconds_bucket{le="8",${labels}} 1`,
+    );
+    expect(text).toContain(`kengine_gateway_lease_renew_interval_seconds_count{${labels}} 1`);
   });
 });
 

@@ -8,7 +8,7 @@
  * Other parts add their metrics to `registry` (names start with `kengine_gateway_`).
  */
 import { getHeapStatistics } from "node:v8";
-import { Counter, Gauge, Registry } from "prom-client";
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
 
 export const METRIC_PREFIX = "kengine_gateway_";
 export const registry = new Registry();
@@ -105,6 +105,28 @@ const leaderTransitions = new Counter({
   registers: [registry],
 });
 
+const leaseAttemptSeconds = new Histogram({
+  name: `${METRIC_PREFIX}lease_attempt_seconds`,
+  help: "Each try to acquire or renew the leader Lease, from its read to the answer to its write, by outcome (acquired, renewed, followed, failed).",
+  labelNames: ["lease", "identity", "outcome"],
+  buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+  registers: [registry],
+});
+const leaseRenewIntervalSeconds = new Histogram({
+  name: `${METRIC_PREFIX}lease_renew_interval_seconds`,
+  help: "Seconds between the leader's successive Lease renewals: retryPeriod (2 s) plus the round trip; at renewDeadline (10 s) the replica stops leading.",
+  labelNames: ["lease", "identity"],
+  buckets: [1, 2, 2.5, 3, 4, 5, 6, 8, 10, 15, 30],
+  registers: [registry],
+});
+
+/** What the elector reports of one try (capabilities/election `LeaseAttempt`). */
+export interface LeaseAttemptSample {
+  readonly outcome: string;
+  readonly ms: number;
+  readonly sinceLastRenewMs?: number;
+}
+
 /** Election state of one replica (the Lease's name and this replica's identity). */
 export function electionMetrics(lease: string, identity: string) {
   isLeader.set({ lease, identity }, 0);
@@ -112,6 +134,11 @@ export function electionMetrics(lease: string, identity: string) {
     leading(leading: boolean): void {
       isLeader.set({ lease, identity }, leading ? 1 : 0);
       leaderTransitions.inc({ lease, identity, to: leading ? "leader" : "follower" });
+    },
+    attempt(a: LeaseAttemptSample): void {
+      leaseAttemptSeconds.observe({ lease, identity, outcome: a.outcome }, a.ms / 1000);
+      if (a.sinceLastRenewMs !== undefined)
+        leaseRenewIntervalSeconds.observe({ lease, identity }, a.sinceLastRenewMs / 1000);
     },
   };
 }

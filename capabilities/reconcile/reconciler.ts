@@ -317,6 +317,16 @@ export class Reconciler {
       },
       onNewLeader: id => o.log.info("following", { leader: id }),
       onError: e => o.log.debug("lease operation failed", { error: String(e) }),
+      onAttempt: a => {
+        leading.attempt(a);
+        // A renewal past half the renew deadline: the API server is slow enough to cost leadership soon.
+        if (a.sinceLastRenewMs !== undefined && a.sinceLastRenewMs > election.renewDeadlineMs / 2)
+          o.log.warn("lease renewed late", {
+            sinceLastRenewMs: a.sinceLastRenewMs,
+            roundTripMs: a.ms,
+            renewDeadlineMs: election.renewDeadlineMs,
+          });
+      },
     });
     this.#writer = new StatusWriter({
       api: kubeStatusApi(o.kube),

@@ -81,6 +81,10 @@ spec: {controllerName: kengine.io/gateway-controller}
     expect(before).toMatch(
       /^kengine_gateway_is_leader\{lease="kengine-gateway-leader",identity=".+"\} 1$/m,
     );
+    // the leader's Lease tries, timed (at least the one that made it leader)
+    expect(before).toMatch(
+      /^kengine_gateway_lease_attempt_seconds_count\{lease="kengine-gateway-leader",identity=".+",outcome="(acquired|renewed)"\} [1-9]/m,
+    );
     const gwWrites = (t: string) =>
       sample(t, 'kengine_gateway_status_writes_total{kind="Gateway"}') ?? 0;
     expect(
