@@ -42,6 +42,7 @@ import {
   XTelemetryPolicy,
 } from "./generated";
 import {
+  ObjectKey,
   OwnershipLookups,
   backendIndexKey,
   cached,
@@ -109,22 +110,49 @@ const read = <T>(kind: Kind, namespace: string | undefined, name: string) =>
 const list = async <T>(kind: Kind, namespace?: string): Promise<T[]> =>
   (await api().request<{ items?: T[] }>("GET", kindPath(kind, namespace))).items ?? [];
 
+/**
+ * A parent the API server was slow to read again: its last answer, up to a minute old, rather
+ * than a request held for seconds or refused. Under a burst of route changes the API server
+ * answered these reads in over 3.5 s and admission refused routes of ours for it (docs/bench.md,
+ * churn). Only "it exists, of this class" is served stale: a stale "does not exist" would let an
+ * object of ours through unchecked. What a minute-old answer can get wrong (a Gateway deleted or
+ * moved to another class within that minute) the translator still judges from what is stored.
+ */
+const slowParent = { maxAgeMs: 60_000, graceMs: 250, keep: (v: unknown) => v !== undefined };
+const byKey = (k: unknown) => JSON.stringify(k);
+
 /** API reads for ownership, cached briefly (admission pods hold no snapshot). */
 const lookups: OwnershipLookups = {
   gatewayClassController: cached(
     async (name: string) =>
       (await read<GatewayClass>("GatewayClass", undefined, name))?.spec?.controllerName,
     LOOKUP_TTL_MS,
+    byKey,
+    Date.now,
+    1000,
+    slowParent,
   ),
   gatewayClassOf: cached(
-    async key => (await read<Gateway>("Gateway", key.namespace, key.name))?.spec?.gatewayClassName,
+    async (key: ObjectKey) =>
+      (await read<Gateway>("Gateway", key.namespace, key.name))?.spec?.gatewayClassName,
     LOOKUP_TTL_MS,
+    byKey,
+    Date.now,
+    1000,
+    slowParent,
   ),
-  listenerSetParent: cached(async key => {
-    const ls = await read<ListenerSet>("ListenerSet", key.namespace, key.name);
-    const ref = ls?.spec?.parentRef;
-    return ref ? { namespace: ref.namespace ?? key.namespace, name: ref.name } : undefined;
-  }, LOOKUP_TTL_MS),
+  listenerSetParent: cached(
+    async (key: ObjectKey) => {
+      const ls = await read<ListenerSet>("ListenerSet", key.namespace, key.name);
+      const ref = ls?.spec?.parentRef;
+      return ref ? { namespace: ref.namespace ?? key.namespace, name: ref.name } : undefined;
+    },
+    LOOKUP_TTL_MS,
+    byKey,
+    Date.now,
+    1000,
+    slowParent,
+  ),
   routesUsingService: async key => (await routesByService("all")).get(backendIndexKey(key)) ?? [],
 };
 

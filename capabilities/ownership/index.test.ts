@@ -225,6 +225,94 @@ describe("cached", () => {
   });
 });
 
+describe("cached, stale when slow", () => {
+  /** A look-up whose answers the test hands out one by one (or fails). */
+  function manual() {
+    const pending: { key: string; answer: (v: string | undefined) => void; fail: () => void }[] =
+      [];
+    const fn = (key: string) =>
+      new Promise<string | undefined>((resolve, reject) =>
+        pending.push({ key, answer: resolve, fail: () => reject(new Error("timeout")) }),
+      );
+    return { fn, pending };
+  }
+  const tick = () => new Promise(r => setImmediate(r));
+  const later = (ms: number) => new Promise(r => setTimeout(r, ms));
+
+  it("an expired key whose read is slow or fails gets the last answer; a fast read's answer wins", async () => {
+    let t = 0;
+    const { fn, pending } = manual();
+    const f = cached(
+      fn,
+      100,
+      k => k,
+      () => t,
+      1000,
+      { maxAgeMs: 1000, graceMs: 5 },
+    );
+    const first = f("gw");
+    pending[0]!.answer("class-a");
+    expect(await first).toBe("class-a");
+
+    t = 200; // expired; the read hangs: the last answer after the grace
+    const slow = f("gw");
+    await later(20);
+    expect(pending).toHaveLength(2);
+    expect(await slow).toBe("class-a");
+    pending[1]!.answer("class-b"); // it arrives late: it is the new answer
+    await tick();
+    expect(await f("gw")).toBe("class-b");
+
+    t = 400; // expired again, and the read fails: the last answer (class-b)
+    const failing = f("gw");
+    pending[2]!.fail();
+    expect(await failing).toBe("class-b");
+
+    t = 500; // a read that answers within the grace is what the caller gets
+    const fast = f("gw");
+    pending[3]!.answer("class-c");
+    expect(await fast).toBe("class-c");
+  });
+
+  it("waits when the last answer is too old, or is one `keep` refuses to serve stale", async () => {
+    let t = 0;
+    const { fn, pending } = manual();
+    const f = cached(
+      fn,
+      100,
+      k => k,
+      () => t,
+      1000,
+      {
+        maxAgeMs: 1000,
+        graceMs: 5,
+        keep: v => v !== undefined,
+      },
+    );
+    const a = f("old");
+    pending[0]!.answer("class-a");
+    await a;
+    t = 1000; // the answer's read started 1,000 ms ago: too old to serve
+    let settled = false;
+    const tooOld = f("old").then(v => ((settled = true), v));
+    await later(20);
+    expect(settled).toBe(false);
+    pending[1]!.answer("class-z");
+    expect(await tooOld).toBe("class-z");
+
+    const missing = f("missing");
+    pending[2]!.answer(undefined); // "does not exist": never served stale
+    expect(await missing).toBeUndefined();
+    t = 1200;
+    settled = false;
+    const again = f("missing").then(v => ((settled = true), v));
+    await later(20);
+    expect(settled).toBe(false);
+    pending[3]!.answer("class-a");
+    expect(await again).toBe("class-a");
+  });
+});
+
 describe("withDeadline", () => {
   it("gives the value of a look-up that finishes in time", async () => {
     expect(await withDeadline(Promise.resolve("kengine"), 1_000)).toEqual({

@@ -192,11 +192,25 @@ export function indexRoutesByService(
 }
 
 /**
+ * When the API server is slow, answer from the last answer instead of waiting for it: an expired
+ * key whose new read has not answered within `graceMs` (or failed) gets the last answer that
+ * `keep` accepts, if that answer's read started less than `maxAgeMs` ago.
+ */
+export interface StaleWhenSlow<V> {
+  readonly maxAgeMs: number;
+  readonly graceMs: number;
+  /** Which answers may be served stale (e.g. only "it exists": never let a stale "no" through). */
+  readonly keep?: (value: V) => boolean;
+}
+
+/**
  * Wraps an async look-up with a short-lived cache (admission answers many requests for the same
  * parents; an answer is at most ttlMs old, counted from when its read started). Refresh-ahead:
  * once an entry has lived half its TTL, the next caller starts a new read in the background and
  * still gets the current answer, so a key in steady use is never waited for again (no request
- * pays for an API round trip on expiry). `now` is injectable for tests.
+ * pays for an API round trip on expiry). With `stale`, an expired key is not waited for longer
+ * than its grace either, while its last answer is young enough (StaleWhenSlow). `now` is
+ * injectable for tests.
  */
 export function cached<K, V>(
   fn: (key: K) => Promise<V>,
@@ -204,8 +218,23 @@ export function cached<K, V>(
   keyOf: (key: K) => string = k => JSON.stringify(k),
   now: () => number = Date.now,
   maxEntries = 1000,
+  stale?: StaleWhenSlow<V>,
 ): (key: K) => Promise<V> {
   const entries = new Map<string, { at: number; value: Promise<V>; refreshing: boolean }>();
+  /** Per key, the newest answer that arrived and when its read started (for `stale`). */
+  const answers = new Map<string, { at: number; value: V }>();
+  const read = (k: string, key: K, at: number): Promise<V> => {
+    const value = fn(key);
+    if (stale)
+      value.then(
+        v => {
+          const last = answers.get(k);
+          if (!last || last.at <= at) answers.set(k, { at, value: v });
+        },
+        () => undefined,
+      );
+    return value;
+  };
   return (key: K) => {
     const k = keyOf(key);
     const t = now();
@@ -213,7 +242,7 @@ export function cached<K, V>(
     if (hit && t - hit.at < ttlMs) {
       if (!hit.refreshing && t - hit.at >= ttlMs / 2) {
         hit.refreshing = true;
-        const next = fn(key);
+        const next = read(k, key, t);
         next.then(
           () => {
             if (entries.get(k) === hit) entries.set(k, { at: t, value: next, refreshing: false });
@@ -226,16 +255,31 @@ export function cached<K, V>(
       }
       return hit.value;
     }
-    if (entries.size >= maxEntries) entries.clear();
-    const value = fn(key);
+    if (entries.size >= maxEntries || answers.size >= maxEntries) {
+      entries.clear();
+      answers.clear();
+    }
+    const value = read(k, key, t);
     const entry = { at: t, value, refreshing: false };
     entries.set(k, entry);
     // A failed look-up is not remembered.
     value.catch(() => {
       if (entries.get(k) === entry) entries.delete(k);
     });
-    return value;
+    const last = stale && answers.get(k);
+    if (!stale || !last || t - last.at >= stale.maxAgeMs || !(stale.keep?.(last.value) ?? true))
+      return value;
+    return lastIfSlow(value, last.value, stale.graceMs);
   };
+}
+
+/** `work`'s answer, or `last` if work fails or has not answered within graceMs. */
+function lastIfSlow<V>(work: Promise<V>, last: V, graceMs: number): Promise<V> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    work.catch(() => last),
+    new Promise<V>(resolve => (timer = setTimeout(() => resolve(last), graceMs))),
+  ]).finally(() => clearTimeout(timer));
 }
 
 /**
