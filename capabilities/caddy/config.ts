@@ -58,13 +58,16 @@ import {
 } from "./route-table";
 import {
   DispatchUse,
+  EntryFragment,
   TableMemo,
   derivedOf,
   fragmentOf,
+  fragmentOfRoute,
   groupedRoute,
   keepFragment,
   tableMemo,
 } from "./render-memo";
+import { MergeRules, listenerState } from "./listener-memo";
 
 export interface CaddyOptions {
   /** The management server fragment and admin address (proxy fleet, design §6). */
@@ -608,8 +611,23 @@ function listenerRoutes(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR, index: num
   const memo = ctx.memo;
   let routes: CaddyRoute[];
   if (memo) {
+    // From the last render's list by the entries that changed (listener-memo.ts).
     const context = entryContext(ctx, l);
-    routes = l.routes.map(e => renderedEntry(ctx, s, l, e, context));
+    const state = listenerState(
+      memo.listenerBefore(index),
+      l.routes,
+      context,
+      e => entryFragment(ctx, s, l, e, context),
+      fragmentOfRoute,
+      ctx.dispatch && mergeRules(memo),
+    );
+    memo.keepListener(index, state);
+    if (state.errorServer > 0) ctx.needsErrorServer = true;
+    if (ctx.dispatch)
+      for (const [key, { use }] of state.uses)
+        if (!ctx.dispatch.has(key))
+          ctx.dispatch.set(key, { id: use.id, handler: use.handler, owners: [] });
+    routes = state.merged.slice();
   } else {
     routes = l.routes.map(e => {
       const { kind, namespace, name } = e.route;
@@ -617,8 +635,8 @@ function listenerRoutes(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR, index: num
       return own(ctx, entryRoute(ctx, s, l, e), [ctx.entryOwner]);
     });
     ctx.entryOwner = undefined;
+    if (ctx.dispatch) routes = mergeHostCatchAlls(ctx, routes);
   }
-  if (ctx.dispatch) routes = mergeHostCatchAlls(ctx, routes);
   routes.push(memo ? memo.intern("404", notFound) : notFound());
   let misdirected = s.protocol === "HTTPS" ? misdirectedRoute(ctx, s, index) : undefined;
   if (misdirected && memo) misdirected = memo.internJSON(misdirected);
@@ -655,33 +673,36 @@ function entryContext(ctx: Ctx, l: HTTPListenerIR): string {
   ].join("\0");
 }
 
-/** The entry's route, rendered once per entry object and context (render-memo.ts). */
-function renderedEntry(
+/** The entry's fragment, rendered once per entry object and context (render-memo.ts). */
+function entryFragment(
   ctx: Ctx,
   s: HTTPServerIR,
   l: HTTPListenerIR,
   e: HTTPRouteEntryIR,
   context: string,
-): CaddyRoute {
+): EntryFragment {
   const kept = fragmentOf(e, context);
-  if (kept) {
-    if (kept.needsErrorServer) ctx.needsErrorServer = true;
-    if (ctx.dispatch)
-      for (const u of kept.uses)
-        if (!ctx.dispatch.has(u.key))
-          ctx.dispatch.set(u.key, { id: u.id, handler: u.handler, owners: [] });
-    return kept.route;
-  }
+  if (kept) return kept;
   const needed = ctx.needsErrorServer;
   const uses: DispatchUse[] = [];
   ctx.needsErrorServer = false;
   ctx.uses = uses;
   const route = entryRoute(ctx, s, l, e);
-  keepFragment(e, { context, route, uses, needsErrorServer: ctx.needsErrorServer });
+  const f: EntryFragment = { context, route, uses, needsErrorServer: ctx.needsErrorServer };
+  keepFragment(e, f);
   ctx.uses = undefined;
   ctx.needsErrorServer ||= needed;
-  return route;
+  return f;
 }
+
+/** mergeHostCatchAlls' rules for a listener list patched by listener-memo.ts. */
+const mergeRules = (memo: TableMemo): MergeRules => ({
+  onlyHosts,
+  mergeKey: r => derivedOf(r, "mergeKey", mergeKey),
+  // (as mergeHostCatchAlls interns them)
+  merged: (key, hosts, first) =>
+    memo.intern(`m\0${key}\0${hosts.join("\0")}`, () => ({ ...first, match: [{ host: hosts }] })),
+});
 
 const SNI = "http.request.tls.server_name";
 

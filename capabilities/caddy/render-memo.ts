@@ -18,6 +18,7 @@
  * same bytes as none. Pure (no clock, no I/O).
  */
 import type { GatewayIR, HTTPRouteEntryIR } from "../ir";
+import type { ListenerState } from "./listener-memo";
 import type { TableBefore } from "./route-table";
 import type { CaddyHandler, CaddyRoute } from "./types";
 
@@ -38,6 +39,8 @@ export interface EntryFragment {
 }
 
 const fragments = new WeakMap<HTTPRouteEntryIR, EntryFragment>();
+/** The fragment each rendered route comes from (listener-memo.ts takes a removed one's uses). */
+const byRoute = new WeakMap<CaddyRoute, EntryFragment>();
 let fragmentsRendered = 0;
 let fragmentsReused = 0;
 
@@ -52,6 +55,15 @@ export function fragmentOf(e: HTTPRouteEntryIR, context: string): EntryFragment 
 export function keepFragment(e: HTTPRouteEntryIR, f: EntryFragment): void {
   fragmentsRendered++;
   fragments.set(e, f);
+  byRoute.set(f.route, f);
+}
+
+/** The fragment a rendered route comes from, if it was rendered with a memo. */
+export const fragmentOfRoute = (r: CaddyRoute): EntryFragment | undefined => byRoute.get(r);
+
+/** `n` entries kept with their fragments without looking them up (listener-memo.ts). */
+export function countReused(n: number): void {
+  fragmentsReused += n;
 }
 
 /** Route entries rendered and reused so far (build-timings and the bench report the difference). */
@@ -104,6 +116,8 @@ export class TableMemo {
   #table: TableBefore | undefined;
   /** Per backend id, how many of the table's lists name it (`backendIds`). */
   #backends: Map<string, number> | undefined;
+  /** Per listener index, its route list state (listener-memo.ts). */
+  readonly #listeners = new Map<number, ListenerState>();
 
   constructor(previous: TableMemo | undefined) {
     this.#previous = previous;
@@ -112,6 +126,20 @@ export class TableMemo {
   /** The table the previous render made, if any. */
   before(): TableBefore | undefined {
     return this.#previous && this.#previous.#table;
+  }
+
+  /** Listener `index`'s state of the previous render (given once: it moves to this render's). */
+  listenerBefore(index: number): ListenerState | undefined {
+    const previous = this.#previous;
+    if (previous === undefined) return undefined;
+    const before = previous.#listeners.get(index);
+    previous.#listeners.delete(index);
+    return before;
+  }
+
+  /** Listener `index`'s state of this render. */
+  keepListener(index: number, state: ListenerState): void {
+    this.#listeners.set(index, state);
   }
 
   /** The table this render made (the next render's `before`). */
