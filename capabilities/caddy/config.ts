@@ -539,14 +539,17 @@ const notFound = (): CaddyRoute => ({
 /** The listeners of a server as one route table (route-table.ts), owned by its listeners. */
 function tableRoute(ctx: Ctx, s: HTTPServerIR, id: string): CaddyRoute {
   const listeners = s.listeners.map((l, i) => {
-    // The Host patterns of the listener's wildcard route hostnames, back to the hostname.
+    const routes = listenerRoutes(ctx, s, l, i);
+    // The Host patterns of the listener's wildcard route hostnames, back to the hostname (none
+    // when the listener's state counts none).
     const wildcards = new Map<string, string>();
-    for (const e of l.routes)
-      if (e.match.hostname?.startsWith("*."))
-        wildcards.set(hostPattern(e.match.hostname), e.match.hostname);
+    if (ctx.memo?.listener(i)?.wildcards !== 0)
+      for (const e of l.routes)
+        if (e.match.hostname?.startsWith("*."))
+          wildcards.set(hostPattern(e.match.hostname), e.match.hostname);
     return {
       hostname: l.hostname,
-      routes: listenerRoutes(ctx, s, l, i),
+      routes,
       hostsOf: (r: CaddyRoute) => routeHosts(r, wildcards),
       wildcard: wildcards.size > 0,
     };

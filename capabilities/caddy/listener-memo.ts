@@ -60,6 +60,8 @@ export interface ListenerState {
   readonly uses: Map<string, { readonly use: DispatchUse; n: number }>;
   /** How many entries need the error server. */
   readonly errorServer: number;
+  /** How many entries are limited to a wildcard hostname. */
+  readonly wildcards: number;
   /** The merge state (undefined: no merge, per-route dispatch). */
   readonly merge: MergeState | undefined;
   /** The merged list (the rendered list when fewer than two routes move). */
@@ -86,6 +88,8 @@ const hostsOf = (r: CaddyRoute): readonly string[] => {
   for (const set of m) for (const h of set.host ?? []) out.add(h);
   return [...out];
 };
+
+const isWildcard = (e: HTTPRouteEntryIR): boolean => e.match.hostname?.startsWith("*.") === true;
 
 /** Limited to hosts: every matcher set has a `host` matcher (mergeHostCatchAlls' end). */
 const hostLimited = (r: CaddyRoute): boolean =>
@@ -124,7 +128,9 @@ function whole(
   const rendered: CaddyRoute[] = [];
   const uses = new Map<string, { readonly use: DispatchUse; n: number }>();
   let errorServer = 0;
+  let wildcards = 0;
   for (const e of entries) {
+    if (isWildcard(e)) wildcards++;
     const f = render(e);
     rendered.push(f.route);
     count(uses, f, 1);
@@ -138,6 +144,7 @@ function whole(
     rendered,
     uses,
     errorServer,
+    wildcards,
     merge,
     merged: merge ? mergedList(merge, rendered, rules!) : rendered,
     patched: false,
@@ -226,8 +233,19 @@ function patch(
     count(uses, f, 1);
     if (f.needsErrorServer) errorServer++;
   }
+  let wildcards = prev.wildcards;
+  for (const e of removedEntries) if (isWildcard(e)) wildcards--;
+  for (const e of addedEntries) if (isWildcard(e)) wildcards++;
   countReused(n1 - addedEntries.length);
-  const base = { context: prev.context, entries, entrySet: set, rendered, uses, errorServer };
+  const base = {
+    context: prev.context,
+    entries,
+    entrySet: set,
+    rendered,
+    uses,
+    errorServer,
+    wildcards,
+  };
   if (set.size !== n1) return undefined; // an entry twice
   if (!rules || !prev.merge) return { ...base, merge: undefined, merged: rendered, patched: true };
   const merge =

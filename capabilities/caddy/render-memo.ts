@@ -137,6 +137,11 @@ export class TableMemo {
     return before;
   }
 
+  /** Listener `index`'s state of this render, once kept. */
+  listener(index: number): ListenerState | undefined {
+    return this.#listeners.get(index);
+  }
+
   /** Listener `index`'s state of this render. */
   keepListener(index: number, state: ListenerState): void {
     this.#listeners.set(index, state);

@@ -93,11 +93,45 @@ const GO_ESCAPES: Readonly<Record<string, string>> = {
 const goString = (s: string): string =>
   JSON.stringify(s).replace(/[<>&\u2028\u2029]/g, c => GO_ESCAPES[c]);
 
+/**
+ * The JSON of a list's routes in `form`, joined: the text of a route several lists hold (a
+ * merged host route: `match` names several hosts) is made once per route object.
+ */
+function listJSON(
+  list: object,
+  form: (v: unknown) => string,
+  kept: WeakMap<object, string>,
+): string {
+  if (!Array.isArray(list)) return form(list);
+  const parts: string[] = [];
+  for (const r of list as unknown[]) {
+    if (!shared(r)) {
+      parts.push(form(r));
+      continue;
+    }
+    let text = kept.get(r);
+    if (text === undefined) kept.set(r, (text = form(r)));
+    parts.push(text);
+  }
+  return `[${parts.join(",")}]`;
+}
+
+/** A route that names several hosts (held by the list of each). */
+const shared = (r: unknown): r is object => {
+  const match = asObject(r)?.match;
+  const host = Array.isArray(match) ? asObject(match[0])?.host : undefined;
+  return Array.isArray(host) && host.length > 1;
+};
+
+const goTexts = new WeakMap<object, string>();
+const texts = new WeakMap<object, string>();
+const plainJSON = (v: unknown): string => JSON.stringify(v) ?? "null";
+
 /** A host list's digest, computed once per list object (rendering reuses unchanged lists). */
 export function hostList(list: object): HostList {
   let d = digests.get(list);
   if (!d) {
-    const json = goJSON(list);
+    const json = listJSON(list, goJSON, goTexts);
     d = { json, sha: sha256(json) };
     digests.set(list, d);
   }
@@ -468,7 +502,7 @@ function hostsParts(hosts: Obj): HostsParts {
     }
     let p = listParts.get(list);
     if (p?.key !== key) {
-      const part = `,${JSON.stringify(key)}:${JSON.stringify(list)}`;
+      const part = `,${JSON.stringify(key)}:${listJSON(list, plainJSON, texts)}`;
       listParts.set(list, (p = { key, part, bytes: Buffer.byteLength(part) }));
     }
     parts.push(p.part);
