@@ -561,7 +561,7 @@ function tableRoute(ctx: Ctx, s: HTTPServerIR, id: string): CaddyRoute {
     const reuse = (key: string, list: readonly CaddyRoute[]) => memo.list(key, list);
     const before = memo.before();
     const wildcard = listeners.some(l => l.wildcard);
-    const delta = before && routeTableDelta(listeners, wildcard, before, reuse);
+    const delta = before && routeTableDelta(listeners, wildcard, before, reuse, memo.finalDiff(0));
     const hosts =
       delta ?? routeTableRoute(id, listeners, () => memo.intern("404", notFound), reuse).hosts;
     countTable(delta !== undefined);
@@ -657,6 +657,7 @@ function listenerRoutes(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR, index: num
   let filters = listenerFiltersRoute(l, dial);
   if (filters && memo) filters = memo.internJSON(filters);
   if (filters) routes.splice(misdirected ? 1 : 0, 0, own(ctx, filters, [listenerSource(l.id)]));
+  memo?.keepFinal(index, routes);
   return routes;
 }
 

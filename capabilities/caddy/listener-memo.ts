@@ -173,47 +173,34 @@ function patch(
   const old = prev.entries;
   const was = prev.rendered;
   const set = prev.entrySet;
-  const n0 = old.length;
   const n1 = entries.length;
-  let p = 0;
-  while (p < n0 && p < n1 && old[p] === entries[p]) p++;
-  let q = 0;
-  while (q < n0 - p && q < n1 - p && old[n0 - 1 - q] === entries[n1 - 1 - q]) q++;
-  if (p === n0 && p === n1) {
-    countReused(n1);
-    return { ...prev, entries, patched: true };
-  }
-  // The middles: kept entries keep their order, so an entry of the old middle that is not the
-  // next new one while that one is old was removed; a new one not in the old set was added.
-  const rendered = was.slice(0, p);
+  const rendered: CaddyRoute[] = [];
   const removed: CaddyRoute[] = [];
   const removedEntries: HTTPRouteEntryIR[] = [];
   const added: CaddyRoute[] = [];
   const addedEntries: HTTPRouteEntryIR[] = [];
   const addedFragments: Rendered[] = [];
-  let i = p;
-  let j = p;
-  const iEnd = n0 - q;
-  const jEnd = n1 - q;
-  while (i < iEnd || j < jEnd) {
-    if (i < iEnd && j < jEnd && old[i] === entries[j]) {
-      rendered.push(was[i]!);
-      i++;
-      j++;
-    } else if (j < jEnd && !set.has(entries[j]!)) {
+  const walked = walkDiff(old, entries, set, {
+    kept: (i, n) => {
+      for (let k = i; k < i + n; k++) rendered.push(was[k]!);
+    },
+    added: j => {
       const f = render(entries[j]!);
       rendered.push(f.route);
       added.push(f.route);
       addedEntries.push(entries[j]!);
       addedFragments.push(f);
-      j++;
-    } else if (i < iEnd) {
+    },
+    removed: i => {
       removed.push(was[i]!);
       removedEntries.push(old[i]!);
-      i++;
-    } else return undefined; // an old entry out of its order
+    },
+  });
+  if (!walked) return undefined;
+  if (addedEntries.length === 0 && removedEntries.length === 0) {
+    countReused(n1);
+    return { ...prev, entries, patched: true };
   }
-  for (let k = n0 - q; k < n0; k++) rendered.push(was[k]!);
   const removedFragments: Rendered[] = [];
   for (const r of removed) {
     const f = fragment(r);
@@ -223,6 +210,7 @@ function patch(
   // From here on the previous state's structures are changed (moved to this state).
   for (const e of removedEntries) set.delete(e);
   for (const e of addedEntries) set.add(e);
+  if (set.size !== n1) return undefined; // an entry twice
   const uses = prev.uses;
   let errorServer = prev.errorServer;
   for (const f of removedFragments) {
@@ -246,11 +234,53 @@ function patch(
     errorServer,
     wildcards,
   };
-  if (set.size !== n1) return undefined; // an entry twice
   if (!rules || !prev.merge) return { ...base, merge: undefined, merged: rendered, patched: true };
   const merge =
     patchMerge(prev.merge, rendered, removed, added, rules) ?? wholeMerge(rendered, rules);
   return { ...base, merge, merged: mergedList(merge, rendered, rules), patched: true };
+}
+
+/**
+ * Walks from list `old` to list `next` by identity, given `old` as a set: the items both hold
+ * (`kept`: a run of `n` from old index `i`), those only `next` holds (`added`, by next index)
+ * and those only `old` holds (`removed`, by old index), in list order. Items both hold must
+ * keep their order (the translator keeps its order: a total order on a listener's entries);
+ * false when they do not (then nothing can be made from the walk).
+ */
+export function walkDiff<T>(
+  old: readonly T[],
+  next: readonly T[],
+  set: ReadonlySet<T>,
+  on: {
+    readonly kept: (i: number, n: number) => void;
+    readonly added: (j: number) => void;
+    readonly removed: (i: number) => void;
+  },
+): boolean {
+  const n0 = old.length;
+  const n1 = next.length;
+  let p = 0;
+  while (p < n0 && p < n1 && old[p] === next[p]) p++;
+  let q = 0;
+  while (q < n0 - p && q < n1 - p && old[n0 - 1 - q] === next[n1 - 1 - q]) q++;
+  if (p > 0) on.kept(0, p);
+  // The middles: an item of the old middle that is not the next new one while that one is
+  // old was removed (kept items keep their order); a new one not in the old set was added.
+  let i = p;
+  let j = p;
+  const iEnd = n0 - q;
+  const jEnd = n1 - q;
+  while (i < iEnd || j < jEnd) {
+    if (i < iEnd && j < jEnd && old[i] === next[j]) {
+      on.kept(i, 1);
+      i++;
+      j++;
+    } else if (j < jEnd && !set.has(next[j]!)) on.added(j++);
+    else if (i < iEnd) on.removed(i++);
+    else return false; // an old item out of its order
+  }
+  if (q > 0) on.kept(n0 - q, q);
+  return true;
 }
 
 /** The merge state of a rendered list, from scratch (mergeHostCatchAlls' rules). */

@@ -7,6 +7,7 @@
  * same objects.
  */
 import fc from "fast-check";
+import { services } from "../../hack/bench/workload";
 import { arbitrarySnapshot } from "../../tests/support/arbitrary-snapshot";
 import { configJSON } from "../proxies";
 import { IncrementalTranslator } from "../reconcile/reuse";
@@ -141,7 +142,7 @@ describe("render memo", () => {
     const route = fc.record({
       name: fc.constantFrom("r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7"),
       hostnames: fc.uniqueArray(fc.constantFrom(...hosts), { maxLength: 2 }),
-      backend: fc.constantFrom("s0", "s1", "s2"),
+      backend: fc.constantFrom("svc0", "svc1", "svc2"),
       path: fc.constantFrom(undefined, "/p", "/q"),
       remove: fc.boolean(),
     });
@@ -161,19 +162,15 @@ describe("render memo", () => {
           rules: [
             {
               ...(r.path && { matches: [{ path: { type: "PathPrefix", value: r.path } }] }),
-              backendRefs: [{ name: r.backend, port: 80 }],
+              backendRefs: [{ name: r.backend, port: 8080 }],
             },
           ],
         },
       }) as KubeObject;
     const base = [
       ...gatewayObjects(),
-      ...["s0", "s1", "s2"].map(name => ({
-        apiVersion: "v1",
-        kind: "Service",
-        metadata: { name, namespace: "default" },
-        spec: { ports: [{ port: 80 }] },
-      })),
+      // svc0–svc2, each with a ready endpoint
+      ...services({ routes: 0, namespace: "default", services: 3 }),
     ] as KubeObject[];
     const before = listenerCounts();
     fc.assert(

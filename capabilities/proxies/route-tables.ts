@@ -16,6 +16,7 @@
  * next `/load` (docs/operations.md, "Route-table deltas").
  */
 import { Hash, createHash, randomBytes } from "node:crypto";
+import { hostsChangeFrom } from "../caddy/hosts-change";
 
 export const ROUTE_TABLE_HANDLER = "kengine_route_table";
 
@@ -241,7 +242,21 @@ export function tableExactHosts(
     for (const h of hosts) add(h);
   };
   let state: ExactHosts;
-  if (prev?.counts) {
+  const change = prev?.counts && hostsChangeFrom(record, prev.record);
+  if (prev?.counts && change) {
+    // Made from the previous state's table by the keys it names (caddy/hosts-change.ts).
+    const counts = prev.counts;
+    prev.counts = undefined;
+    const before = prev.record;
+    for (const key of change.keys) {
+      const was = Object.hasOwn(before, key) ? before[key] : undefined;
+      const list = Object.hasOwn(record, key) ? record[key] : undefined;
+      if (was === list) continue;
+      if (was !== undefined) contribute(counts, key, was, -1);
+      if (list !== undefined) contribute(counts, key, list, 1);
+    }
+    state = { record, counts, sorted: sameHosts(prev.sorted, counts, touched) };
+  } else if (prev?.counts) {
     // The previous state's counts move to this one (a state derives one successor).
     const counts = prev.counts;
     prev.counts = undefined;
