@@ -272,9 +272,12 @@ export function walkDiff<T>(
   const jEnd = n1 - q;
   while (i < iEnd || j < jEnd) {
     if (i < iEnd && j < jEnd && old[i] === next[j]) {
-      on.kept(i, 1);
-      i++;
-      j++;
+      // (a run of kept items at once)
+      let n = 1;
+      while (i + n < iEnd && j + n < jEnd && old[i + n] === next[j + n]) n++;
+      on.kept(i, n);
+      i += n;
+      j += n;
     } else if (j < jEnd && !set.has(next[j]!)) on.added(j++);
     else if (i < iEnd) on.removed(i++);
     else return false; // an old item out of its order

@@ -171,8 +171,50 @@ function tableHashOf(hosts: ReadonlyMap<string, HostList>): string {
 function tableHosts(
   id: string,
   record: Obj,
-): { readonly hosts: ReadonlyMap<string, HostList>; readonly hash: string } {
+): {
+  readonly hosts: ReadonlyMap<string, HostList>;
+  readonly hash: string;
+  readonly lower: boolean;
+} {
   const prev = lastDigests.get(id)?.deref();
+  const from = prev && recordOf.get(prev);
+  const change = from && hostsChangeFrom(record, from);
+  if (prev && change) {
+    // Made from the last table by the keys the change names (caddy/hosts-change.ts): the
+    // last digests copied, those keys' changed (a digest map's order is not the text's).
+    const hosts = new Map(prev.hosts);
+    const acc = Buffer.from(prev.hash, "hex");
+    for (const key of change.keys) {
+      if (key.toLowerCase() !== key) return tableHostsWhole(prev, record);
+      const was = prev.hosts.get(key);
+      const list = Object.hasOwn(record, key) ? record[key] : undefined;
+      const now = list === undefined ? undefined : hostList(list as object);
+      if (was === now) continue;
+      if (was !== undefined) xorInto(acc, shareOf(key, was));
+      if (now === undefined) hosts.delete(key);
+      else {
+        hosts.set(key, now);
+        xorInto(acc, shareOf(key, now));
+      }
+    }
+    return { hosts, hash: acc.toString("hex"), lower: true };
+  }
+  return tableHostsWhole(prev, record);
+}
+
+const xorInto = (acc: Buffer, s: Buffer): void => {
+  for (let i = 0; i < 32; i++) acc[i] ^= s[i];
+};
+
+/** `tableHosts` by every key of the record (the last digest only saves the shares). */
+function tableHostsWhole(
+  prev: TableDigest | undefined,
+  record: Obj,
+): {
+  readonly hosts: ReadonlyMap<string, HostList>;
+  readonly hash: string;
+  readonly lower: boolean;
+} {
   const hosts = new Map<string, HostList>();
   let lower = true;
   for (const key of Object.keys(record)) {
@@ -180,7 +222,7 @@ function tableHosts(
     if (k !== key || hosts.has(k)) lower = false;
     hosts.set(k, hostList(record[key] as object));
   }
-  if (!prev || !lower) return { hosts, hash: tableHashOf(hosts) };
+  if (!prev || !lower) return { hosts, hash: tableHashOf(hosts), lower };
   const acc = Buffer.from(prev.hash, "hex");
   const xor = (key: string, list: HostList) => {
     const s = shareOf(key, list);
@@ -196,12 +238,14 @@ function tableHosts(
   }
   if (kept !== prev.hosts.size)
     for (const [key, was] of prev.hosts) if (!hosts.has(key)) xor(key, was);
-  return { hosts, hash: acc.toString("hex") };
+  return { hosts, hash: acc.toString("hex"), lower };
 }
 
 /** The last digest of each table id (weakly: it lives as long as its sealed config). */
 let lastDigests = new Map<string, WeakRef<TableDigest>>();
 let sweepDigestsAt = 64;
+/** The hosts record a digest was made from (its keys lower-case and distinct). */
+const recordOf = new WeakMap<TableDigest, Obj>();
 /** What a digest keeps alive besides itself (the exact hosts derived from its table). */
 const keptWith = new WeakMap<TableDigest, unknown>();
 
@@ -393,9 +437,11 @@ export function configTables(config: Obj, readinessServer: string): ConfigTables
             if (o?.handler !== ROUTE_TABLE_HANDLER) return h;
             const id = String(o.id);
             const record = asObject(o.hosts) ?? {};
-            const { hosts, hash } = tableHosts(id, record);
+            const { hosts, hash, lower } = tableHosts(id, record);
             const digest: TableDigest = { id, server: name, route: index, handler: p, hosts, hash };
             tables.set(id, digest);
+            // (a later table made from this record derives its digests from these)
+            if (lower) recordOf.set(digest, record);
             lastDigests.set(id, new WeakRef(digest));
             // (what was derived from the table's hosts lives as long as its digest does)
             const exact = exactStates.get(record);
