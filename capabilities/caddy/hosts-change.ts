@@ -22,3 +22,26 @@ export function hostsChangeFrom(hosts: object, from: object): HostsChange | unde
   const c = changes.get(hosts);
   return c?.from === from ? c : undefined;
 }
+
+const keyOrders = new WeakMap<object, readonly string[]>();
+
+/** An array index as a property key (`Object.keys` lists those first, whatever their order). */
+const isIndexKey = (k: string): boolean => /^(?:0|[1-9][0-9]*)$/.test(k) && Number(k) < 2 ** 32 - 1;
+
+/**
+ * Notes `keys` as `hosts`' own keys in the order it was filled (which is `Object.keys`' order
+ * unless a key is an array index: then nothing is noted). Made once per record.
+ */
+export function noteHostsKeys(hosts: object, keys: readonly string[], checked = false): void {
+  if (checked || !keys.some(isIndexKey)) keyOrders.set(hosts, keys);
+}
+
+/** Whether a key added to a noted record keeps the fill order `Object.keys`' order. */
+export const plainKey = (k: string): boolean => !isIndexKey(k);
+
+/** `Object.keys(hosts)`, from the note when there is one (a large record's keys are slow to list). */
+export const hostsKeys = (hosts: object): readonly string[] =>
+  keyOrders.get(hosts) ?? Object.keys(hosts);
+
+/** `hosts`' keys if noted (else undefined). */
+export const notedKeys = (hosts: object): readonly string[] | undefined => keyOrders.get(hosts);

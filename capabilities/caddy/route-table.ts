@@ -10,7 +10,7 @@
  * per-host delta instead of a `/load` (proxies/route-tables.ts). Pure.
  */
 import { createHash } from "node:crypto";
-import { noteHostsChange } from "./hosts-change";
+import { noteHostsChange, noteHostsKeys, notedKeys, plainKey } from "./hosts-change";
 import { CaddyHandler, CaddyRoute } from "./types";
 
 export const ROUTE_TABLE_HANDLER = "kengine_route_table" as const;
@@ -111,6 +111,7 @@ export function routeTableRoute(
     }
   });
   if (!("*" in hosts)) hosts["*"] = [notFound()];
+  noteHostsKeys(hosts, Object.keys(hosts));
   const handler: CaddyHandler = { handler: ROUTE_TABLE_HANDLER, id, hosts };
   return { route: { handle: [handler] }, hosts, from };
 }
@@ -232,7 +233,11 @@ export function routeTableDelta(
   };
   const before2 = (a: readonly [number, number], b: readonly [number, number]) =>
     a[0] < b[0] || (a[0] === b[0] && a[1] < b[1]);
-  const keys = Object.keys(before.hosts).filter(k => !affected.has(k));
+  const noted = notedKeys(before.hosts);
+  const keys = (noted ?? Object.keys(before.hosts)).filter(k => !affected.has(k));
+  // The own key first, `*` (when not own) last: else whole (a key that is an array index,
+  // e.g. hostname `10`, is listed first by Object.keys, and the search below would compare it).
+  if (keys[0] !== own) return undefined;
   const tail = own !== "*" && keys[keys.length - 1] === "*" ? 1 : 0;
   for (const key of [...lists.keys()]) {
     const want = order(key);
@@ -245,7 +250,6 @@ export function routeTableDelta(
     }
     keys.splice(lo, 0, key);
   }
-  if (keys[0] !== own) return undefined;
   const hosts: Record<string, readonly CaddyRoute[]> = {};
   for (const key of keys) {
     const list = lists.get(key);
@@ -253,6 +257,10 @@ export function routeTableDelta(
   }
   // (only the affected keys' lists differ from the last table's)
   noteHostsChange(hosts, { from: before.hosts, keys: [...affected] });
+  // (its keys in order: the last table's, checked then, and the keys placed now)
+  if (noted) {
+    if ([...lists.keys()].every(plainKey)) noteHostsKeys(hosts, keys, true);
+  } else noteHostsKeys(hosts, keys);
   return hosts;
 }
 

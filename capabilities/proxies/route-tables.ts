@@ -16,7 +16,7 @@
  * next `/load` (docs/operations.md, "Route-table deltas").
  */
 import { Hash, createHash, randomBytes } from "node:crypto";
-import { hostsChangeFrom } from "../caddy/hosts-change";
+import { hostsChangeFrom, hostsKeys } from "../caddy/hosts-change";
 
 export const ROUTE_TABLE_HANDLER = "kengine_route_table";
 
@@ -552,7 +552,7 @@ function hostsParts(hosts: Obj): HostsParts {
   if (t !== undefined) return t;
   const parts: string[] = [];
   let bytes = 2;
-  for (const key of Object.keys(hosts)) {
+  for (const key of hostsKeys(hosts)) {
     const list = hosts[key];
     if (list === undefined) continue;
     if (list === null || typeof list !== "object") {
