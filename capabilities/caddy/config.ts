@@ -58,13 +58,16 @@ import {
 } from "./route-table";
 import {
   DispatchUse,
+  EntryFragment,
   TableMemo,
   derivedOf,
   fragmentOf,
+  fragmentOfRoute,
   groupedRoute,
   keepFragment,
   tableMemo,
 } from "./render-memo";
+import { MergeRules, listenerState } from "./listener-memo";
 
 export interface CaddyOptions {
   /** The management server fragment and admin address (proxy fleet, design §6). */
@@ -536,14 +539,17 @@ const notFound = (): CaddyRoute => ({
 /** The listeners of a server as one route table (route-table.ts), owned by its listeners. */
 function tableRoute(ctx: Ctx, s: HTTPServerIR, id: string): CaddyRoute {
   const listeners = s.listeners.map((l, i) => {
-    // The Host patterns of the listener's wildcard route hostnames, back to the hostname.
+    const routes = listenerRoutes(ctx, s, l, i);
+    // The Host patterns of the listener's wildcard route hostnames, back to the hostname (none
+    // when the listener's state counts none).
     const wildcards = new Map<string, string>();
-    for (const e of l.routes)
-      if (e.match.hostname?.startsWith("*."))
-        wildcards.set(hostPattern(e.match.hostname), e.match.hostname);
+    if (ctx.memo?.listener(i)?.wildcards !== 0)
+      for (const e of l.routes)
+        if (e.match.hostname?.startsWith("*."))
+          wildcards.set(hostPattern(e.match.hostname), e.match.hostname);
     return {
       hostname: l.hostname,
-      routes: listenerRoutes(ctx, s, l, i),
+      routes,
       hostsOf: (r: CaddyRoute) => routeHosts(r, wildcards),
       wildcard: wildcards.size > 0,
     };
@@ -555,7 +561,7 @@ function tableRoute(ctx: Ctx, s: HTTPServerIR, id: string): CaddyRoute {
     const reuse = (key: string, list: readonly CaddyRoute[]) => memo.list(key, list);
     const before = memo.before();
     const wildcard = listeners.some(l => l.wildcard);
-    const delta = before && routeTableDelta(listeners, wildcard, before, reuse);
+    const delta = before && routeTableDelta(listeners, wildcard, before, reuse, memo.finalDiff(0));
     const hosts =
       delta ?? routeTableRoute(id, listeners, () => memo.intern("404", notFound), reuse).hosts;
     countTable(delta !== undefined);
@@ -608,8 +614,23 @@ function listenerRoutes(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR, index: num
   const memo = ctx.memo;
   let routes: CaddyRoute[];
   if (memo) {
+    // From the last render's list by the entries that changed (listener-memo.ts).
     const context = entryContext(ctx, l);
-    routes = l.routes.map(e => renderedEntry(ctx, s, l, e, context));
+    const state = listenerState(
+      memo.listenerBefore(index),
+      l.routes,
+      context,
+      e => entryFragment(ctx, s, l, e, context),
+      fragmentOfRoute,
+      ctx.dispatch && mergeRules(memo),
+    );
+    memo.keepListener(index, state);
+    if (state.errorServer > 0) ctx.needsErrorServer = true;
+    if (ctx.dispatch)
+      for (const [key, { use }] of state.uses)
+        if (!ctx.dispatch.has(key))
+          ctx.dispatch.set(key, { id: use.id, handler: use.handler, owners: [] });
+    routes = state.merged.slice();
   } else {
     routes = l.routes.map(e => {
       const { kind, namespace, name } = e.route;
@@ -617,8 +638,8 @@ function listenerRoutes(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR, index: num
       return own(ctx, entryRoute(ctx, s, l, e), [ctx.entryOwner]);
     });
     ctx.entryOwner = undefined;
+    if (ctx.dispatch) routes = mergeHostCatchAlls(ctx, routes);
   }
-  if (ctx.dispatch) routes = mergeHostCatchAlls(ctx, routes);
   routes.push(memo ? memo.intern("404", notFound) : notFound());
   let misdirected = s.protocol === "HTTPS" ? misdirectedRoute(ctx, s, index) : undefined;
   if (misdirected && memo) misdirected = memo.internJSON(misdirected);
@@ -636,6 +657,7 @@ function listenerRoutes(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR, index: num
   let filters = listenerFiltersRoute(l, dial);
   if (filters && memo) filters = memo.internJSON(filters);
   if (filters) routes.splice(misdirected ? 1 : 0, 0, own(ctx, filters, [listenerSource(l.id)]));
+  memo?.keepFinal(index, routes);
   return routes;
 }
 
@@ -655,33 +677,36 @@ function entryContext(ctx: Ctx, l: HTTPListenerIR): string {
   ].join("\0");
 }
 
-/** The entry's route, rendered once per entry object and context (render-memo.ts). */
-function renderedEntry(
+/** The entry's fragment, rendered once per entry object and context (render-memo.ts). */
+function entryFragment(
   ctx: Ctx,
   s: HTTPServerIR,
   l: HTTPListenerIR,
   e: HTTPRouteEntryIR,
   context: string,
-): CaddyRoute {
+): EntryFragment {
   const kept = fragmentOf(e, context);
-  if (kept) {
-    if (kept.needsErrorServer) ctx.needsErrorServer = true;
-    if (ctx.dispatch)
-      for (const u of kept.uses)
-        if (!ctx.dispatch.has(u.key))
-          ctx.dispatch.set(u.key, { id: u.id, handler: u.handler, owners: [] });
-    return kept.route;
-  }
+  if (kept) return kept;
   const needed = ctx.needsErrorServer;
   const uses: DispatchUse[] = [];
   ctx.needsErrorServer = false;
   ctx.uses = uses;
   const route = entryRoute(ctx, s, l, e);
-  keepFragment(e, { context, route, uses, needsErrorServer: ctx.needsErrorServer });
+  const f: EntryFragment = { context, route, uses, needsErrorServer: ctx.needsErrorServer };
+  keepFragment(e, f);
   ctx.uses = undefined;
   ctx.needsErrorServer ||= needed;
-  return route;
+  return f;
 }
+
+/** mergeHostCatchAlls' rules for a listener list patched by listener-memo.ts. */
+const mergeRules = (memo: TableMemo): MergeRules => ({
+  onlyHosts,
+  mergeKey: r => derivedOf(r, "mergeKey", mergeKey),
+  // (as mergeHostCatchAlls interns them)
+  merged: (key, hosts, first) =>
+    memo.intern(`m\0${key}\0${hosts.join("\0")}`, () => ({ ...first, match: [{ host: hosts }] })),
+});
 
 const SNI = "http.request.tls.server_name";
 

@@ -7,16 +7,40 @@
  * same objects.
  */
 import fc from "fast-check";
+import { services } from "../../hack/bench/workload";
 import { arbitrarySnapshot } from "../../tests/support/arbitrary-snapshot";
 import { configJSON } from "../proxies";
 import { IncrementalTranslator } from "../reconcile/reuse";
 import { KubeObject, Snapshot, apply, snapshotOf } from "../snapshot";
 import { toCaddyConfig } from "./config";
+import { listenerCounts } from "./listener-memo";
 import { fragmentCounts } from "./render-memo";
 import { tableCounts } from "./route-table";
 import { CaddyRoute } from "./types";
 
 const RUNS = Number(process.env.KG_PROPERTY_RUNS ?? 100);
+const GW = "gateway.networking.k8s.io/v1";
+
+/** Namespace `default`, GatewayClass `kengine` and Gateway `default/gw` (one HTTP listener on 80). */
+const gatewayObjects = (): KubeObject[] =>
+  [
+    { apiVersion: "v1", kind: "Namespace", metadata: { name: "default" } },
+    {
+      apiVersion: GW,
+      kind: "GatewayClass",
+      metadata: { name: "kengine", generation: 1 },
+      spec: { controllerName: "kengine.io/gateway-controller" },
+    },
+    {
+      apiVersion: GW,
+      kind: "Gateway",
+      metadata: { name: "gw", namespace: "default", generation: 1 },
+      spec: {
+        gatewayClassName: "kengine",
+        listeners: [{ name: "h", protocol: "HTTP", port: 80 }],
+      },
+    },
+  ] as KubeObject[];
 
 const keyOf = (o: KubeObject) => `${o.kind}/${o.metadata.namespace ?? ""}/${o.metadata.name}`;
 
@@ -64,7 +88,6 @@ describe("render memo", () => {
   });
 
   it("renders only a changed route's entries and keeps the other hosts' lists", () => {
-    const GW = "gateway.networking.k8s.io/v1";
     const route = (i: number, path: string): KubeObject =>
       ({
         apiVersion: GW,
@@ -80,22 +103,7 @@ describe("render memo", () => {
         },
       }) as KubeObject;
     const objects = [
-      { apiVersion: "v1", kind: "Namespace", metadata: { name: "default" } },
-      {
-        apiVersion: GW,
-        kind: "GatewayClass",
-        metadata: { name: "kengine", generation: 1 },
-        spec: { controllerName: "kengine.io/gateway-controller" },
-      },
-      {
-        apiVersion: GW,
-        kind: "Gateway",
-        metadata: { name: "gw", namespace: "default", generation: 1 },
-        spec: {
-          gatewayClassName: "kengine",
-          listeners: [{ name: "h", protocol: "HTTP", port: 80 }],
-        },
-      },
+      ...gatewayObjects(),
       ...Array.from({ length: 20 }, (_, i) => route(i, "/a")),
     ] as KubeObject[];
     const translator = new IncrementalTranslator();
@@ -124,5 +132,70 @@ describe("render memo", () => {
     expect(changed).toEqual(["r7.test"]);
     // …made from the last table by the changed routes, not whole
     expect(tableCounts().delta - tables.delta).toBe(1);
+  });
+
+  it("patches the merge of host catch-alls as a merge from scratch would make it", () => {
+    // Many routes over few hostnames and backends: catch-alls merge by backend, hostnames
+    // move between routes and groups, routes limited by path stay, routes without hostnames
+    // or with wildcards take any host (the merge's end), routes come and go.
+    // ("10": a key JSON writes first, as an array index)
+    const hosts = ["a.t", "b.t", "c.t", "d.t", "e.t", "f.t", "*.t", "10"];
+    const route = fc.record({
+      name: fc.constantFrom("r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7"),
+      hostnames: fc.uniqueArray(fc.constantFrom(...hosts), { maxLength: 2 }),
+      backend: fc.constantFrom("svc0", "svc1", "svc2"),
+      path: fc.constantFrom(undefined, "/p", "/q"),
+      remove: fc.boolean(),
+    });
+    const object = (r: {
+      name: string;
+      hostnames: string[];
+      backend: string;
+      path?: string;
+    }): KubeObject =>
+      ({
+        apiVersion: GW,
+        kind: "HTTPRoute",
+        metadata: { name: r.name, namespace: "default", generation: 1 },
+        spec: {
+          parentRefs: [{ name: "gw" }],
+          ...(r.hostnames.length > 0 && { hostnames: r.hostnames }),
+          rules: [
+            {
+              ...(r.path && { matches: [{ path: { type: "PathPrefix", value: r.path } }] }),
+              backendRefs: [{ name: r.backend, port: 8080 }],
+            },
+          ],
+        },
+      }) as KubeObject;
+    const base = [
+      ...gatewayObjects(),
+      // svc0–svc2, each with a ready endpoint
+      ...services({ routes: 0, namespace: "default", services: 3 }),
+    ] as KubeObject[];
+    const before = listenerCounts();
+    fc.assert(
+      fc.property(
+        fc.array(route, { maxLength: 8 }),
+        fc.array(route, { minLength: 1, maxLength: 20 }),
+        (initial, steps) => {
+          const translator = new IncrementalTranslator();
+          let snapshot = snapshotOf([...base, ...initial.map(object)]);
+          expectSameAsScratch(snapshot, translator);
+          for (const r of steps) {
+            const o = object(r);
+            snapshot = apply(snapshot, {
+              type: r.remove ? "delete" : "upsert",
+              kind: "HTTPRoute",
+              object: o,
+            }).snapshot;
+            expectSameAsScratch(snapshot, translator);
+          }
+        },
+      ),
+      { numRuns: RUNS * 3 },
+    );
+    // The lists were patched (not only made whole).
+    expect(listenerCounts().patched - before.patched).toBeGreaterThan(RUNS);
   });
 });

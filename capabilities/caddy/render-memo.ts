@@ -18,7 +18,9 @@
  * same bytes as none. Pure (no clock, no I/O).
  */
 import type { GatewayIR, HTTPRouteEntryIR } from "../ir";
-import type { TableBefore } from "./route-table";
+import { hostsChangeFrom } from "./hosts-change";
+import { type ListenerState, walkDiff } from "./listener-memo";
+import type { ListDiff, TableBefore } from "./route-table";
 import type { CaddyHandler, CaddyRoute } from "./types";
 
 /** A backend set an entry's route names (shared dispatch): its reverse_proxy by its JSON. */
@@ -38,6 +40,8 @@ export interface EntryFragment {
 }
 
 const fragments = new WeakMap<HTTPRouteEntryIR, EntryFragment>();
+/** The fragment each rendered route comes from (listener-memo.ts takes a removed one's uses). */
+const byRoute = new WeakMap<CaddyRoute, EntryFragment>();
 let fragmentsRendered = 0;
 let fragmentsReused = 0;
 
@@ -52,6 +56,15 @@ export function fragmentOf(e: HTTPRouteEntryIR, context: string): EntryFragment 
 export function keepFragment(e: HTTPRouteEntryIR, f: EntryFragment): void {
   fragmentsRendered++;
   fragments.set(e, f);
+  byRoute.set(f.route, f);
+}
+
+/** The fragment a rendered route comes from, if it was rendered with a memo. */
+export const fragmentOfRoute = (r: CaddyRoute): EntryFragment | undefined => byRoute.get(r);
+
+/** `n` entries kept with their fragments without looking them up (listener-memo.ts). */
+export function countReused(n: number): void {
+  fragmentsReused += n;
 }
 
 /** Route entries rendered and reused so far (build-timings and the bench report the difference). */
@@ -104,6 +117,15 @@ export class TableMemo {
   #table: TableBefore | undefined;
   /** Per backend id, how many of the table's lists name it (`backendIds`). */
   #backends: Map<string, number> | undefined;
+  /** Per listener index, its route list state (listener-memo.ts). */
+  readonly #listeners = new Map<number, ListenerState>();
+  /** Per listener index, its final route list (and the list as a set, moved to the next render). */
+  readonly #finals = new Map<
+    number,
+    { readonly list: readonly CaddyRoute[]; readonly set: Set<CaddyRoute> | undefined }
+  >();
+  /** Per listener index, how its final list differs from the previous render's. */
+  readonly #diffs = new Map<number, ListDiff>();
 
   constructor(previous: TableMemo | undefined) {
     this.#previous = previous;
@@ -112,6 +134,59 @@ export class TableMemo {
   /** The table the previous render made, if any. */
   before(): TableBefore | undefined {
     return this.#previous && this.#previous.#table;
+  }
+
+  /** Listener `index`'s state of the previous render (given once: it moves to this render's). */
+  listenerBefore(index: number): ListenerState | undefined {
+    const previous = this.#previous;
+    if (previous === undefined) return undefined;
+    const before = previous.#listeners.get(index);
+    previous.#listeners.delete(index);
+    return before;
+  }
+
+  /**
+   * Keeps listener `index`'s final route list, and how it differs from the previous render's
+   * by identity (`finalDiff`), when that can be known.
+   */
+  keepFinal(index: number, list: readonly CaddyRoute[]): void {
+    const previous = this.#previous;
+    const before = previous && previous.#finals.get(index);
+    if (previous) previous.#finals.delete(index);
+    let set: Set<CaddyRoute> | undefined;
+    if (before?.set) {
+      const removed: CaddyRoute[] = [];
+      const added: CaddyRoute[] = [];
+      const walked = walkDiff(before.list, list, before.set, {
+        kept: () => undefined,
+        added: j => added.push(list[j]!),
+        removed: i => removed.push(before.list[i]!),
+      });
+      if (walked) {
+        set = before.set;
+        for (const r of removed) set.delete(r);
+        for (const r of added) set.add(r);
+        if (set.size === list.length) this.#diffs.set(index, { from: before.list, removed, added });
+        else set = undefined;
+      }
+    }
+    set ??= new Set(list);
+    this.#finals.set(index, { list, set: set.size === list.length ? set : undefined });
+  }
+
+  /** How listener `index`'s final list differs from the previous render's (`keepFinal`). */
+  finalDiff(index: number): ListDiff | undefined {
+    return this.#diffs.get(index);
+  }
+
+  /** Listener `index`'s state of this render, once kept. */
+  listener(index: number): ListenerState | undefined {
+    return this.#listeners.get(index);
+  }
+
+  /** Listener `index`'s state of this render. */
+  keepListener(index: number, state: ListenerState): void {
+    this.#listeners.set(index, state);
   }
 
   /** The table this render made (the next render's `before`). */
@@ -138,7 +213,18 @@ export class TableMemo {
         else counts!.set(id, n);
       }
     };
-    if (previous && before && counts) {
+    const change = before && hostsChangeFrom(hosts, before);
+    if (previous && change && counts) {
+      // (made from the last table: only the keys it names may differ)
+      previous.#backends = undefined;
+      for (const key of change.keys) {
+        const was = Object.hasOwn(before, key) ? before[key] : undefined;
+        const list = Object.hasOwn(hosts, key) ? hosts[key] : undefined;
+        if (was === list) continue;
+        if (was) add(was, -1);
+        if (list) add(list, 1);
+      }
+    } else if (previous && before && counts) {
       previous.#backends = undefined;
       let kept = 0;
       for (const key of Object.keys(hosts)) {

@@ -10,6 +10,7 @@
  * per-host delta instead of a `/load` (proxies/route-tables.ts). Pure.
  */
 import { createHash } from "node:crypto";
+import { noteHostsChange, noteHostsKeys, notedKeys, plainKey } from "./hosts-change";
 import { CaddyHandler, CaddyRoute } from "./types";
 
 export const ROUTE_TABLE_HANDLER = "kengine_route_table" as const;
@@ -110,6 +111,7 @@ export function routeTableRoute(
     }
   });
   if (!("*" in hosts)) hosts["*"] = [notFound()];
+  noteHostsKeys(hosts, Object.keys(hosts));
   const handler: CaddyHandler = { handler: ROUTE_TABLE_HANDLER, id, hosts };
   return { route: { handle: [handler] }, hosts, from };
 }
@@ -151,6 +153,13 @@ export interface TableBefore {
   readonly hosts: Readonly<Record<string, readonly CaddyRoute[]>>;
 }
 
+/** How a route list differs from list `from` (by identity; kept routes keep their order). */
+export interface ListDiff {
+  readonly from: readonly CaddyRoute[];
+  readonly removed: readonly CaddyRoute[];
+  readonly added: readonly CaddyRoute[];
+}
+
 /**
  * `routeTableRoute(...).hosts` made from the table `before` by the routes that changed, for a
  * table of one listener whose routes name no wildcard hostname (`wildcard: false`); undefined
@@ -167,35 +176,20 @@ export function routeTableDelta(
   wildcard: boolean,
   before: TableBefore,
   reuse: (key: string, list: readonly CaddyRoute[]) => readonly CaddyRoute[],
+  /** How the listener's list differs from `before`'s, when known (else found here). */
+  diff?: ListDiff,
 ): Readonly<Record<string, readonly CaddyRoute[]>> | undefined {
   const l = listeners[0];
   const was = before.listeners[0];
   if (listeners.length !== 1 || before.listeners.length !== 1 || wildcard) return undefined;
   if (l === undefined || was === undefined || l.hostname !== was.hostname) return undefined;
   const { routes } = l;
-  const old = was.routes;
-  // The changed middle: after the common start, before the common end.
-  let start = 0;
-  while (start < old.length && start < routes.length && old[start] === routes[start]) start++;
-  let end = 0;
-  while (
-    end < old.length - start &&
-    end < routes.length - start &&
-    old[old.length - 1 - end] === routes[routes.length - 1 - end]
-  )
-    end++;
-  const oldMiddle = old.slice(start, old.length - end);
-  const newMiddle = routes.slice(start, routes.length - end);
-  const inOld = new Set(oldMiddle);
-  const inNew = new Set(newMiddle);
-  if (inOld.size !== oldMiddle.length || inNew.size !== newMiddle.length) return undefined;
-  const removed = oldMiddle.filter(r => !inNew.has(r));
-  const added = newMiddle.filter(r => !inOld.has(r));
-  // The routes kept must keep their order, and an added route must be new to the whole list.
-  const keptOld = oldMiddle.filter(r => inNew.has(r));
-  const keptNew = newMiddle.filter(r => inOld.has(r));
-  if (keptOld.some((r, i) => r !== keptNew[i])) return undefined;
-  if (added.some(r => old.includes(r))) return undefined;
+  const change =
+    diff && diff.from === was.routes && diff.removed.length + diff.added.length > 0
+      ? diff
+      : middles(was.routes, routes);
+  if (change === undefined) return undefined;
+  const { removed, added } = change;
   const own = tableKey(l.hostname);
   const hostsOf = (r: CaddyRoute): readonly string[] | undefined =>
     l.hostsOf(r)?.map(h => h.toLowerCase());
@@ -210,9 +204,13 @@ export function routeTableDelta(
   if (!Object.hasOwn(before.hosts, own)) return undefined;
   // The routes for any host: the own key's list (unchanged: no such route changed).
   const any = before.hosts[own]!;
+  // (positions of the few routes placed, by search)
   const position = new Map<CaddyRoute, number>();
-  routes.forEach((r, i) => position.set(r, i));
-  const at = (r: CaddyRoute): number => position.get(r)!;
+  const at = (r: CaddyRoute): number => {
+    let i = position.get(r);
+    if (i === undefined) position.set(r, (i = routes.indexOf(r)));
+    return i;
+  };
   const gone = new Set(removed);
   const lists = new Map<string, readonly CaddyRoute[]>();
   for (const key of affected) {
@@ -235,7 +233,11 @@ export function routeTableDelta(
   };
   const before2 = (a: readonly [number, number], b: readonly [number, number]) =>
     a[0] < b[0] || (a[0] === b[0] && a[1] < b[1]);
-  const keys = Object.keys(before.hosts).filter(k => !affected.has(k));
+  const noted = notedKeys(before.hosts);
+  const keys = (noted ?? Object.keys(before.hosts)).filter(k => !affected.has(k));
+  // The own key first, `*` (when not own) last: else whole (a key that is an array index,
+  // e.g. hostname `10`, is listed first by Object.keys, and the search below would compare it).
+  if (keys[0] !== own) return undefined;
   const tail = own !== "*" && keys[keys.length - 1] === "*" ? 1 : 0;
   for (const key of [...lists.keys()]) {
     const want = order(key);
@@ -248,13 +250,48 @@ export function routeTableDelta(
     }
     keys.splice(lo, 0, key);
   }
-  if (keys[0] !== own) return undefined;
   const hosts: Record<string, readonly CaddyRoute[]> = {};
   for (const key of keys) {
     const list = lists.get(key);
     hosts[key] = list === undefined ? before.hosts[key]! : reuse(key, list);
   }
+  // (only the affected keys' lists differ from the last table's)
+  noteHostsChange(hosts, { from: before.hosts, keys: [...affected] });
+  // (its keys in order: the last table's, checked then, and the keys placed now)
+  if (noted) {
+    if ([...lists.keys()].every(plainKey)) noteHostsKeys(hosts, keys, true);
+  } else noteHostsKeys(hosts, keys);
   return hosts;
+}
+
+/** The routes removed from `old` and added in `routes`, by identity (undefined: not a patch). */
+function middles(
+  old: readonly CaddyRoute[],
+  routes: readonly CaddyRoute[],
+): Omit<ListDiff, "from"> | undefined {
+  // The changed middle: after the common start, before the common end.
+  let start = 0;
+  while (start < old.length && start < routes.length && old[start] === routes[start]) start++;
+  let end = 0;
+  while (
+    end < old.length - start &&
+    end < routes.length - start &&
+    old[old.length - 1 - end] === routes[routes.length - 1 - end]
+  )
+    end++;
+  const oldMiddle = old.slice(start, old.length - end);
+  const newMiddle = routes.slice(start, routes.length - end);
+  const inOld = new Set(oldMiddle);
+  const inNew = new Set(newMiddle);
+  if (inOld.size !== oldMiddle.length || inNew.size !== newMiddle.length) return undefined;
+  const removed = oldMiddle.filter(r => !inNew.has(r));
+  const added = newMiddle.filter(r => !inOld.has(r));
+  // The routes kept must keep their order, and an added route must be new to the whole list.
+  const keptOld = oldMiddle.filter(r => inNew.has(r));
+  const keptNew = newMiddle.filter(r => inOld.has(r));
+  if (keptOld.some((r, i) => r !== keptNew[i])) return undefined;
+  if (added.some(r => old.includes(r))) return undefined;
+  return { removed, added };
 }
 
 let tablesByDelta = 0;

@@ -332,9 +332,17 @@ const INTERNAL_SERVERS: ReadonlySet<string> = new Set([MANAGEMENT_SERVER, READIN
 export function exactHosts(routes: unknown): string[] {
   const out = new Set<string>();
   const tables: (readonly string[])[] = [];
-  const walk = (v: unknown): void => {
+  const walk = (v: unknown, top = false): void => {
     if (Array.isArray(v)) {
-      v.forEach(walk);
+      if (!top) v.forEach(x => walk(x));
+      // A server's routes: each route without a table walked once per route object (a
+      // render keeps the routes outside the table: backends, interned).
+      else
+        for (const r of v) {
+          const hosts = plainRouteHosts(r);
+          if (hosts) for (const h of hosts) out.add(h);
+          else walk(r);
+        }
       return;
     }
     const o = asObject(v);
@@ -351,7 +359,7 @@ export function exactHosts(routes: unknown): string[] {
     }
     for (const [k, x] of Object.entries(o)) if (!(table && k === "hosts")) walk(x);
   };
-  walk(routes);
+  walk(routes, true);
   // One table and no other host (the common server): its sorted hosts as they are.
   if (tables.length === 1 && out.size === 0) return [...tables[0]!];
   for (const t of tables) for (const h of t) out.add(h);
@@ -359,6 +367,27 @@ export function exactHosts(routes: unknown): string[] {
 }
 
 const hostsOfLists = new WeakMap<object, readonly string[]>();
+/** `exactHosts` of one server route that holds no route table, once per route object. */
+const routeHosts = new WeakMap<object, readonly string[]>();
+
+/** `exactHosts` of a route that holds no route table (undefined: it holds one, or is no object). */
+function plainRouteHosts(r: unknown): readonly string[] | undefined {
+  const o = asObject(r);
+  if (o === undefined) return undefined;
+  let hosts = routeHosts.get(o);
+  if (hosts === undefined && !hasTable(o)) routeHosts.set(o, (hosts = exactHosts(o)));
+  return hosts;
+}
+
+/** Whether a route holds a route table anywhere (its hosts are derived per table). */
+const hasTable = (v: unknown): boolean => {
+  if (Array.isArray(v)) return v.some(hasTable);
+  const o = asObject(v);
+  if (o === undefined) return false;
+  if (o.handler === "kengine_route_table") return true;
+  for (const k in o) if (Object.hasOwn(o, k) && hasTable(o[k])) return true;
+  return false;
+};
 
 /** `exactHosts` of one route list of a table, once per list object. */
 function listHosts(list: object): readonly string[] {

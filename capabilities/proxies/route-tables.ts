@@ -16,6 +16,7 @@
  * next `/load` (docs/operations.md, "Route-table deltas").
  */
 import { Hash, createHash, randomBytes } from "node:crypto";
+import { hostsChangeFrom, hostsKeys } from "../caddy/hosts-change";
 
 export const ROUTE_TABLE_HANDLER = "kengine_route_table";
 
@@ -93,11 +94,45 @@ const GO_ESCAPES: Readonly<Record<string, string>> = {
 const goString = (s: string): string =>
   JSON.stringify(s).replace(/[<>&\u2028\u2029]/g, c => GO_ESCAPES[c]);
 
+/**
+ * The JSON of a list's routes in `form`, joined: the text of a route several lists hold (a
+ * merged host route: `match` names several hosts) is made once per route object.
+ */
+function listJSON(
+  list: object,
+  form: (v: unknown) => string,
+  kept: WeakMap<object, string>,
+): string {
+  if (!Array.isArray(list)) return form(list);
+  const parts: string[] = [];
+  for (const r of list as unknown[]) {
+    if (!shared(r)) {
+      parts.push(form(r));
+      continue;
+    }
+    let text = kept.get(r);
+    if (text === undefined) kept.set(r, (text = form(r)));
+    parts.push(text);
+  }
+  return `[${parts.join(",")}]`;
+}
+
+/** A route that names several hosts (held by the list of each). */
+const shared = (r: unknown): r is object => {
+  const match = asObject(r)?.match;
+  const host = Array.isArray(match) ? asObject(match[0])?.host : undefined;
+  return Array.isArray(host) && host.length > 1;
+};
+
+const goTexts = new WeakMap<object, string>();
+const texts = new WeakMap<object, string>();
+const plainJSON = (v: unknown): string => JSON.stringify(v) ?? "null";
+
 /** A host list's digest, computed once per list object (rendering reuses unchanged lists). */
 export function hostList(list: object): HostList {
   let d = digests.get(list);
   if (!d) {
-    const json = goJSON(list);
+    const json = listJSON(list, goJSON, goTexts);
     d = { json, sha: sha256(json) };
     digests.set(list, d);
   }
@@ -136,8 +171,50 @@ function tableHashOf(hosts: ReadonlyMap<string, HostList>): string {
 function tableHosts(
   id: string,
   record: Obj,
-): { readonly hosts: ReadonlyMap<string, HostList>; readonly hash: string } {
+): {
+  readonly hosts: ReadonlyMap<string, HostList>;
+  readonly hash: string;
+  readonly lower: boolean;
+} {
   const prev = lastDigests.get(id)?.deref();
+  const from = prev && recordOf.get(prev);
+  const change = from && hostsChangeFrom(record, from);
+  if (prev && change) {
+    // Made from the last table by the keys the change names (caddy/hosts-change.ts): the
+    // last digests copied, those keys' changed (a digest map's order is not the text's).
+    const hosts = new Map(prev.hosts);
+    const acc = Buffer.from(prev.hash, "hex");
+    for (const key of change.keys) {
+      if (key.toLowerCase() !== key) return tableHostsWhole(prev, record);
+      const was = prev.hosts.get(key);
+      const list = Object.hasOwn(record, key) ? record[key] : undefined;
+      const now = list === undefined ? undefined : hostList(list as object);
+      if (was === now) continue;
+      if (was !== undefined) xorInto(acc, shareOf(key, was));
+      if (now === undefined) hosts.delete(key);
+      else {
+        hosts.set(key, now);
+        xorInto(acc, shareOf(key, now));
+      }
+    }
+    return { hosts, hash: acc.toString("hex"), lower: true };
+  }
+  return tableHostsWhole(prev, record);
+}
+
+const xorInto = (acc: Buffer, s: Buffer): void => {
+  for (let i = 0; i < 32; i++) acc[i] ^= s[i];
+};
+
+/** `tableHosts` by every key of the record (the last digest only saves the shares). */
+function tableHostsWhole(
+  prev: TableDigest | undefined,
+  record: Obj,
+): {
+  readonly hosts: ReadonlyMap<string, HostList>;
+  readonly hash: string;
+  readonly lower: boolean;
+} {
   const hosts = new Map<string, HostList>();
   let lower = true;
   for (const key of Object.keys(record)) {
@@ -145,7 +222,7 @@ function tableHosts(
     if (k !== key || hosts.has(k)) lower = false;
     hosts.set(k, hostList(record[key] as object));
   }
-  if (!prev || !lower) return { hosts, hash: tableHashOf(hosts) };
+  if (!prev || !lower) return { hosts, hash: tableHashOf(hosts), lower };
   const acc = Buffer.from(prev.hash, "hex");
   const xor = (key: string, list: HostList) => {
     const s = shareOf(key, list);
@@ -161,12 +238,14 @@ function tableHosts(
   }
   if (kept !== prev.hosts.size)
     for (const [key, was] of prev.hosts) if (!hosts.has(key)) xor(key, was);
-  return { hosts, hash: acc.toString("hex") };
+  return { hosts, hash: acc.toString("hex"), lower };
 }
 
 /** The last digest of each table id (weakly: it lives as long as its sealed config). */
 let lastDigests = new Map<string, WeakRef<TableDigest>>();
 let sweepDigestsAt = 64;
+/** The hosts record a digest was made from (its keys lower-case and distinct). */
+const recordOf = new WeakMap<TableDigest, Obj>();
 /** What a digest keeps alive besides itself (the exact hosts derived from its table). */
 const keptWith = new WeakMap<TableDigest, unknown>();
 
@@ -207,7 +286,21 @@ export function tableExactHosts(
     for (const h of hosts) add(h);
   };
   let state: ExactHosts;
-  if (prev?.counts) {
+  const change = prev?.counts && hostsChangeFrom(record, prev.record);
+  if (prev?.counts && change) {
+    // Made from the previous state's table by the keys it names (caddy/hosts-change.ts).
+    const counts = prev.counts;
+    prev.counts = undefined;
+    const before = prev.record;
+    for (const key of change.keys) {
+      const was = Object.hasOwn(before, key) ? before[key] : undefined;
+      const list = Object.hasOwn(record, key) ? record[key] : undefined;
+      if (was === list) continue;
+      if (was !== undefined) contribute(counts, key, was, -1);
+      if (list !== undefined) contribute(counts, key, list, 1);
+    }
+    state = { record, counts, sorted: sameHosts(prev.sorted, counts, touched) };
+  } else if (prev?.counts) {
     // The previous state's counts move to this one (a state derives one successor).
     const counts = prev.counts;
     prev.counts = undefined;
@@ -344,9 +437,11 @@ export function configTables(config: Obj, readinessServer: string): ConfigTables
             if (o?.handler !== ROUTE_TABLE_HANDLER) return h;
             const id = String(o.id);
             const record = asObject(o.hosts) ?? {};
-            const { hosts, hash } = tableHosts(id, record);
+            const { hosts, hash, lower } = tableHosts(id, record);
             const digest: TableDigest = { id, server: name, route: index, handler: p, hosts, hash };
             tables.set(id, digest);
+            // (a later table made from this record derives its digests from these)
+            if (lower) recordOf.set(digest, record);
             lastDigests.set(id, new WeakRef(digest));
             // (what was derived from the table's hosts lives as long as its digest does)
             const exact = exactStates.get(record);
@@ -457,7 +552,7 @@ function hostsParts(hosts: Obj): HostsParts {
   if (t !== undefined) return t;
   const parts: string[] = [];
   let bytes = 2;
-  for (const key of Object.keys(hosts)) {
+  for (const key of hostsKeys(hosts)) {
     const list = hosts[key];
     if (list === undefined) continue;
     if (list === null || typeof list !== "object") {
@@ -468,7 +563,7 @@ function hostsParts(hosts: Obj): HostsParts {
     }
     let p = listParts.get(list);
     if (p?.key !== key) {
-      const part = `,${JSON.stringify(key)}:${JSON.stringify(list)}`;
+      const part = `,${JSON.stringify(key)}:${listJSON(list, plainJSON, texts)}`;
       listParts.set(list, (p = { key, part, bytes: Buffer.byteLength(part) }));
     }
     parts.push(p.part);
