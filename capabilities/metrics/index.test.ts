@@ -129,3 +129,35 @@ describe("process memory gauge", () => {
     expect(kept).toHaveLength(4);
   });
 });
+
+describe("event loop delay gauge", () => {
+  it("shows how late the loop ran since the previous scrape, and starts again from there", async () => {
+    const read = async () => {
+      const text = await registry.metrics();
+      const value = (q: string) => {
+        const m = new RegExp(
+          `^kengine_gateway_event_loop_delay_seconds\\{quantile="${q}"\\} ([0-9.e+-]+)$`,
+          "m",
+        ).exec(text);
+        if (!m) throw new Error(`no event_loop_delay_seconds{quantile="${q}"} in:\n${text}`);
+        return Number(m[1]);
+      };
+      return { p50: value("p50"), p99: value("p99"), max: value("max") };
+    };
+    await read(); // the first scrape starts the measurement
+    const idle = () => new Promise(r => setTimeout(r, 100));
+    await idle();
+    // the loop held for 300 ms: the next scrape's max shows it
+    const until = Date.now() + 300;
+    while (Date.now() < until);
+    await idle();
+    const busy = await read();
+    expect(busy.max).toBeGreaterThanOrEqual(0.25);
+    expect(busy.p50).toBeLessThanOrEqual(busy.p99);
+    expect(busy.p99).toBeLessThanOrEqual(busy.max);
+    // reset at each scrape: an idle interval after it shows no such delay
+    await idle();
+    await idle();
+    expect((await read()).max).toBeLessThan(busy.max);
+  });
+});

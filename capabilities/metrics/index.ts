@@ -7,6 +7,7 @@
  *
  * Other parts add their metrics to `registry` (names start with `kengine_gateway_`).
  */
+import { type IntervalHistogram, monitorEventLoopDelay } from "node:perf_hooks";
 import { getHeapStatistics } from "node:v8";
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 
@@ -250,5 +251,32 @@ new Gauge({
     this.set({ kind: "rss" }, m.rss);
     this.set({ kind: "external" }, m.external);
     this.set({ kind: "array_buffers" }, m.arrayBuffers);
+  },
+});
+
+/**
+ * How late the module's event loop ran, between two scrapes: `p50`, `p99` and `max` of the
+ * delays Node measured (perf_hooks, 20 ms resolution). Builds, rendering and JSON work run on
+ * this loop, so a long delay here is the controller itself being busy, not the API server being
+ * slow: it tells the two apart when Lease renewals come late (`lease renewed late`). Measuring
+ * starts at the first scrape (that one shows 0), so only a process that serves /metrics runs it.
+ */
+let loopDelay: IntervalHistogram | undefined;
+new Gauge({
+  name: `${METRIC_PREFIX}event_loop_delay_seconds`,
+  help: "How late the module's event loop ran since the previous scrape: p50, p99 and max of Node's measured delays.",
+  labelNames: ["quantile"],
+  registers: [registry],
+  collect() {
+    const h = loopDelay;
+    if (!h) {
+      loopDelay = monitorEventLoopDelay({ resolution: 20 });
+      loopDelay.enable();
+    }
+    const seconds = (ns: number | undefined) => (h && h.count > 0 && ns ? ns / 1e9 : 0);
+    this.set({ quantile: "p50" }, seconds(h?.percentile(50)));
+    this.set({ quantile: "p99" }, seconds(h?.percentile(99)));
+    this.set({ quantile: "max" }, seconds(h?.max));
+    h?.reset();
   },
 });
