@@ -185,6 +185,17 @@ describe("httpRouteProblems", () => {
     });
   });
 
+  it("takes a null URLRewrite path for no path, beside a rule's own rewrite (fast-check found a crash)", () => {
+    const rule = {
+      filters: [{ type: "URLRewrite", urlRewrite: { path: {} } }],
+      backendRefs: [{ filters: [{ type: "URLRewrite", urlRewrite: { path: null } }] }],
+    };
+    // the rule's path without a type is its own problem; the backendRef's null path is none
+    expect(httpRouteRuleProblems(rule as never, 0).map(p => p.path)).toEqual([
+      "spec.rules[0].filters[0].urlRewrite.path.type",
+    ]);
+  });
+
   it("accepts URLRewrite on a backendRef; refuses it beside the rule's own path rewrite and ReplacePrefixMatch without PathPrefix", () => {
     const rewrite = (path: object) => ({ type: "URLRewrite", urlRewrite: { path } });
     const full = { type: "ReplaceFullPath", replaceFullPath: "/x" };

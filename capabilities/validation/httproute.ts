@@ -188,18 +188,21 @@ function pathModifierUse(c: Collector, at: string, rule: HTTPRouteRuleLike): voi
     }
   };
   filters.forEach((f, j) => prefixNeedsPathPrefix(f, `${at}.filters[${j}]`));
-  const rulePath = rewrite >= 0 && filters[rewrite]?.urlRewrite?.path !== undefined;
+  // (null, as a client may send, is no path: the CRD's schema would prune it)
+  const rewritesPath = (f: RouteFilter): boolean =>
+    f?.type === "URLRewrite" && (f.urlRewrite?.path ?? undefined) !== undefined;
+  const rulePath = rewrite >= 0 && rewritesPath(filters[rewrite]);
   items(rule.backendRefs).forEach((b, k) =>
     items(b?.filters).forEach((f, j) => {
       const where = `${at}.backendRefs[${k}].filters[${j}]`;
       prefixNeedsPathPrefix(f, where);
       // Both levels rewriting the path: which runs on whose result is not defined by the
       // spec, and a prefix replacement would read the path the rule already rewrote.
-      if (rulePath && f?.type === "URLRewrite" && f.urlRewrite?.path !== undefined)
+      if (rulePath && rewritesPath(f))
         c.add([
           {
             path: `${where}.urlRewrite.path`,
-            value: display(f.urlRewrite.path.type ?? ""),
+            value: display(f?.urlRewrite?.path?.type ?? ""),
             message: `cannot be combined with the rule's own URLRewrite path (${at}.filters[${rewrite}]): rewrite the path in one place`,
           },
         ]);
