@@ -539,7 +539,10 @@ const notFound = (): CaddyRoute => ({
 /** The listeners of a server as one route table (route-table.ts), owned by its listeners. */
 function tableRoute(ctx: Ctx, s: HTTPServerIR, id: string): CaddyRoute {
   const listeners = s.listeners.map((l, i) => {
-    const routes = listenerRoutes(ctx, s, l, i);
+    // Unmerged: the table already finds a host's routes by its key, and a merged route would be
+    // written whole into the list of every host it names (O(hosts²) bytes: 64 MB for 3,000
+    // routes of the cluster bench, and every new host changing hundreds of keys' lists).
+    const routes = listenerRoutes(ctx, s, l, i, false);
     // The Host patterns of the listener's wildcard route hostnames, back to the hostname (none
     // when the listener's state counts none).
     const wildcards = new Map<string, string>();
@@ -602,15 +605,25 @@ function listenerRoute(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR, index: numb
     ctx,
     {
       ...(l.hostname !== undefined && { match: [hostMatcher(l.hostname)] }),
-      handle: [{ handler: "subroute", routes: listenerRoutes(ctx, s, l, index) }],
+      handle: [{ handler: "subroute", routes: listenerRoutes(ctx, s, l, index, true) }],
       terminal: true,
     },
     [listenerSource(l.id)],
   );
 }
 
-/** The routes of a listener's subroute (or of its key in a route table). */
-function listenerRoutes(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR, index: number): CaddyRoute[] {
+/**
+ * The routes of a listener's subroute (or of its keys in a route table). `merge`: host
+ * catch-alls merged (mergeHostCatchAlls), for a subroute Caddy walks in a line; never for a
+ * route table, whose keys already pick the host.
+ */
+function listenerRoutes(
+  ctx: Ctx,
+  s: HTTPServerIR,
+  l: HTTPListenerIR,
+  index: number,
+  merge: boolean,
+): CaddyRoute[] {
   const memo = ctx.memo;
   let routes: CaddyRoute[];
   if (memo) {
@@ -622,7 +635,7 @@ function listenerRoutes(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR, index: num
       context,
       e => entryFragment(ctx, s, l, e, context),
       fragmentOfRoute,
-      ctx.dispatch && mergeRules(memo),
+      merge && ctx.dispatch ? mergeRules(memo) : undefined,
     );
     memo.keepListener(index, state);
     if (state.errorServer > 0) ctx.needsErrorServer = true;
@@ -638,7 +651,7 @@ function listenerRoutes(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR, index: num
       return own(ctx, entryRoute(ctx, s, l, e), [ctx.entryOwner]);
     });
     ctx.entryOwner = undefined;
-    if (ctx.dispatch) routes = mergeHostCatchAlls(ctx, routes);
+    if (merge && ctx.dispatch) routes = mergeHostCatchAlls(ctx, routes);
   }
   routes.push(memo ? memo.intern("404", notFound) : notFound());
   let misdirected = s.protocol === "HTTPS" ? misdirectedRoute(ctx, s, index) : undefined;
