@@ -223,17 +223,30 @@ export function cached<K, V>(
   const entries = new Map<string, { at: number; value: Promise<V>; refreshing: boolean }>();
   /** Per key, the newest answer that arrived and when its read started (for `stale`). */
   const answers = new Map<string, { at: number; value: V }>();
+  /** Reads that have answered or failed (a pending one may be answered stale). */
+  const settled = new WeakSet<Promise<V>>();
   const read = (k: string, key: K, at: number): Promise<V> => {
     const value = fn(key);
     if (stale)
       value.then(
         v => {
+          settled.add(value);
           const last = answers.get(k);
           if (!last || last.at <= at) answers.set(k, { at, value: v });
         },
-        () => undefined,
+        () => settled.add(value),
       );
     return value;
+  };
+  /**
+   * A read still pending: its answer, or the key's last answer once the grace has passed (for
+   * every caller waiting on it, not only the one that started it).
+   */
+  const orLast = (k: string, value: Promise<V>, t: number): Promise<V> => {
+    if (!stale || settled.has(value)) return value;
+    const last = answers.get(k);
+    if (!last || t - last.at >= stale.maxAgeMs || !(stale.keep?.(last.value) ?? true)) return value;
+    return lastIfSlow(value, last.value, stale.graceMs);
   };
   return (key: K) => {
     const k = keyOf(key);
@@ -253,7 +266,7 @@ export function cached<K, V>(
           },
         );
       }
-      return hit.value;
+      return orLast(k, hit.value, t);
     }
     if (entries.size >= maxEntries || answers.size >= maxEntries) {
       entries.clear();
@@ -266,10 +279,7 @@ export function cached<K, V>(
     value.catch(() => {
       if (entries.get(k) === entry) entries.delete(k);
     });
-    const last = stale && answers.get(k);
-    if (!stale || !last || t - last.at >= stale.maxAgeMs || !(stale.keep?.(last.value) ?? true))
-      return value;
-    return lastIfSlow(value, last.value, stale.graceMs);
+    return orLast(k, value, t);
   };
 }
 
