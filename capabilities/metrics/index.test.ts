@@ -2,6 +2,18 @@ import { getHeapStatistics } from "node:v8";
 import { Counter, Registry } from "prom-client";
 import { electionMetrics, registry, serveThrough, statusMetrics } from ".";
 
+/** One scrape's samples of a gauge with one label: `value(labelValue)` (throws when missing). */
+async function scrapeGauge(name: string, label: string): Promise<(v: string) => number> {
+  const text = await registry.metrics();
+  return v => {
+    const m = new RegExp(`^kengine_gateway_${name}\\{${label}="${v}"\\} ([0-9.e+-]+)$`, "m").exec(
+      text,
+    );
+    if (!m) throw new Error(`no ${name}{${label}="${v}"} in:\n${text}`);
+    return Number(m[1]);
+  };
+}
+
 describe("serveThrough", () => {
   it("appends our registry to the collector's output, once", async () => {
     const ours = new Registry();
@@ -64,14 +76,7 @@ describe("controller metrics", () => {
 describe("heap gauge", () => {
   it("shows the heap V8 reports at each scrape: used ≤ total, used < limit, and it follows allocation", async () => {
     const read = async () => {
-      const text = await registry.metrics();
-      const value = (kind: string) => {
-        const m = new RegExp(`^kengine_gateway_heap_bytes\\{kind="${kind}"\\} (\\d+)$`, "m").exec(
-          text,
-        );
-        if (!m) throw new Error(`no heap_bytes{kind="${kind}"} in:\n${text}`);
-        return Number(m[1]);
-      };
+      const value = await scrapeGauge("heap_bytes", "kind");
       return { used: value("used"), total: value("total"), limit: value("limit") };
     };
     const before = await read();
@@ -95,15 +100,7 @@ describe("heap gauge", () => {
 describe("process memory gauge", () => {
   it("shows memory outside the heap at each scrape: Buffers count in external and array_buffers, all within rss", async () => {
     const read = async () => {
-      const text = await registry.metrics();
-      const value = (kind: string) => {
-        const m = new RegExp(
-          `^kengine_gateway_process_memory_bytes\\{kind="${kind}"\\} (\\d+)$`,
-          "m",
-        ).exec(text);
-        if (!m) throw new Error(`no process_memory_bytes{kind="${kind}"} in:\n${text}`);
-        return Number(m[1]);
-      };
+      const value = await scrapeGauge("process_memory_bytes", "kind");
       return {
         rss: value("rss"),
         external: value("external"),
@@ -133,15 +130,7 @@ describe("process memory gauge", () => {
 describe("event loop delay gauge", () => {
   it("shows how late the loop ran since the previous scrape, and starts again from there", async () => {
     const read = async () => {
-      const text = await registry.metrics();
-      const value = (q: string) => {
-        const m = new RegExp(
-          `^kengine_gateway_event_loop_delay_seconds\\{quantile="${q}"\\} ([0-9.e+-]+)$`,
-          "m",
-        ).exec(text);
-        if (!m) throw new Error(`no event_loop_delay_seconds{quantile="${q}"} in:\n${text}`);
-        return Number(m[1]);
-      };
+      const value = await scrapeGauge("event_loop_delay_seconds", "quantile");
       return { p50: value("p50"), p99: value("p99"), max: value("max") };
     };
     await read(); // the first scrape starts the measurement

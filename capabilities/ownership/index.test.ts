@@ -237,24 +237,29 @@ describe("cached, stale when slow", () => {
     return { fn, pending };
   }
   const tick = () => new Promise(r => setImmediate(r));
-  const later = (ms: number) => new Promise(r => setTimeout(r, ms));
-
-  it("an expired key whose read is slow or fails gets the last answer; a fast read's answer wins", async () => {
-    let t = 0;
+  /** A cache (TTL 100, stale up to 1,000 after a grace of 5) whose key "gw" answered class-a at 0. */
+  async function answeredOnce() {
+    const clock = { t: 0 };
     const { fn, pending } = manual();
     const f = cached(
       fn,
       100,
       k => k,
-      () => t,
+      () => clock.t,
       1000,
       { maxAgeMs: 1000, graceMs: 5 },
     );
     const first = f("gw");
     pending[0]!.answer("class-a");
     expect(await first).toBe("class-a");
+    return { clock, pending, f };
+  }
+  const later = (ms: number) => new Promise(r => setTimeout(r, ms));
 
-    t = 200; // expired; the read hangs: the last answer after the grace
+  it("an expired key whose read is slow or fails gets the last answer; a fast read's answer wins", async () => {
+    const { clock, pending, f } = await answeredOnce();
+
+    clock.t = 200; // expired; the read hangs: the last answer after the grace
     const slow = f("gw");
     await later(20);
     expect(pending).toHaveLength(2);
@@ -263,34 +268,22 @@ describe("cached, stale when slow", () => {
     await tick();
     expect(await f("gw")).toBe("class-b");
 
-    t = 400; // expired again, and the read fails: the last answer (class-b)
+    clock.t = 400; // expired again, and the read fails: the last answer (class-b)
     const failing = f("gw");
     pending[2]!.fail();
     expect(await failing).toBe("class-b");
 
-    t = 500; // a read that answers within the grace is what the caller gets
+    clock.t = 500; // a read that answers within the grace is what the caller gets
     const fast = f("gw");
     pending[3]!.answer("class-c");
     expect(await fast).toBe("class-c");
   });
 
   it("every caller waiting on the slow read gets the last answer after the grace, not only the first", async () => {
-    let t = 0;
-    const { fn, pending } = manual();
-    const f = cached(
-      fn,
-      100,
-      k => k,
-      () => t,
-      1000,
-      { maxAgeMs: 1000, graceMs: 5 },
-    );
-    const first = f("gw");
-    pending[0]!.answer("class-a");
-    await first;
-    t = 200; // expired: one read starts and hangs
+    const { clock, pending, f } = await answeredOnce();
+    clock.t = 200; // expired: one read starts and hangs
     const a = f("gw");
-    t = 210; // within the new entry's TTL: the same pending read
+    clock.t = 210; // within the new entry's TTL: the same pending read
     const b = f("gw");
     expect(pending).toHaveLength(2);
     expect(await a).toBe("class-a");
