@@ -1,29 +1,56 @@
 /**
- * Batching of relevant events into builds: wait `holdOffMs` after the last relevant event,
- * but never longer than `maxWaitMs` after the first one of a burst. The decision is pure
- * (`batchNotify`, `batchDeadline`, `batchDue`); `Batcher` is the small timer adapter, with
- * the clock and timers injected so it is testable without real time.
+ * Batching of relevant events into builds.
+ *
+ * - Leading edge: an event that comes after a quiet spell (no flush for `holdOffMs`) is built
+ *   at once, on the next turn of the event loop, so a lone change never waits the hold-off.
+ *   Events of the same turn join it.
+ * - Trailing edge: an event that comes within `holdOffMs` of the last flush is part of a burst:
+ *   it waits `holdOffMs` after the last event of the burst, but never longer than `maxWaitMs`
+ *   after its first.
+ *
+ * The decision is pure (`batchNotify`, `batchDeadline`, `batchDue`); `Batcher` is the small
+ * timer adapter, with the clock and timers injected so it is testable without real time.
  */
 
 export interface BatchOptions {
   readonly holdOffMs: number;
   readonly maxWaitMs: number;
+  /** Build an event after a quiet spell at once (default true). */
+  readonly leading?: boolean;
 }
 
-export const DEFAULT_BATCH: BatchOptions = { holdOffMs: 50, maxWaitMs: 500 };
+export const DEFAULT_BATCH: BatchOptions = { holdOffMs: 50, maxWaitMs: 500, leading: true };
 
-/** Pending burst: when its first and latest relevant events arrived. Undefined: idle. */
+/**
+ * Pending burst: when its first and latest relevant events arrived, and whether it is built at
+ * once (it began after a quiet spell). Undefined: idle.
+ */
 export interface BatchState {
   readonly firstAt: number;
   readonly lastAt: number;
+  readonly leading?: boolean;
 }
 
-export const batchNotify = (state: BatchState | undefined, now: number): BatchState =>
-  state ? { firstAt: state.firstAt, lastAt: now } : { firstAt: now, lastAt: now };
+/** Does an event at `now` begin a burst that is built at once? `lastFlushAt`: undefined if never. */
+export const batchLeads = (
+  lastFlushAt: number | undefined,
+  now: number,
+  o: BatchOptions = DEFAULT_BATCH,
+): boolean =>
+  (o.leading ?? true) && (lastFlushAt === undefined || now - lastFlushAt >= o.holdOffMs);
+
+export const batchNotify = (
+  state: BatchState | undefined,
+  now: number,
+  leading = false,
+): BatchState =>
+  state
+    ? { ...state, lastAt: now }
+    : { firstAt: now, lastAt: now, ...(leading && { leading: true }) };
 
 /** When the pending burst must be built. */
 export const batchDeadline = (state: BatchState, o: BatchOptions = DEFAULT_BATCH): number =>
-  Math.min(state.lastAt + o.holdOffMs, state.firstAt + o.maxWaitMs);
+  state.leading ? state.firstAt : Math.min(state.lastAt + o.holdOffMs, state.firstAt + o.maxWaitMs);
 
 export const batchDue = (
   state: BatchState | undefined,
@@ -47,6 +74,7 @@ export const systemClock: Clock = {
 export class Batcher {
   private state: BatchState | undefined;
   private timer: unknown;
+  private lastFlushAt: number | undefined;
 
   constructor(
     private readonly flush: () => void,
@@ -56,8 +84,11 @@ export class Batcher {
 
   /** Records a relevant event and (re)arms the timer. */
   notify(): void {
-    this.state = batchNotify(this.state, this.clock.now());
-    this.arm();
+    const now = this.clock.now();
+    const leading = !this.state && batchLeads(this.lastFlushAt, now, this.options);
+    this.state = batchNotify(this.state, now, leading);
+    // A leading burst's timer is armed once: the events of the same turn join it.
+    if (!(this.state.leading && this.timer !== undefined)) this.arm();
   }
 
   /** Drops any pending burst (e.g. on shutdown). */
@@ -85,6 +116,7 @@ export class Batcher {
       return;
     }
     this.state = undefined;
+    this.lastFlushAt = this.clock.now();
     this.flush();
   }
 }

@@ -13,5 +13,13 @@ export {
   snapshotOf,
 } from "./snapshot";
 export type { ApplyResult, ObjectMapOf, ReferenceIndex, Snapshot, SnapshotEvent } from "./snapshot";
-export { Batcher, DEFAULT_BATCH, batchDeadline, batchDue, batchNotify, systemClock } from "./batch";
+export {
+  Batcher,
+  DEFAULT_BATCH,
+  batchDeadline,
+  batchDue,
+  batchLeads,
+  batchNotify,
+  systemClock,
+} from "./batch";
 export type { BatchOptions, BatchState, Clock } from "./batch";

@@ -1,6 +1,6 @@
 import { KINDS, KubeObject } from "./types";
 import { apply, applyAll, emptySnapshot, isSynced, snapshotOf } from "./snapshot";
-import { Batcher, Clock, batchDeadline, batchDue, batchNotify } from "./batch";
+import { Batcher, Clock, batchDeadline, batchDue, batchLeads, batchNotify } from "./batch";
 
 const obj = (
   kind: string,
@@ -213,7 +213,7 @@ describe("snapshot", () => {
 });
 
 describe("batching", () => {
-  const o = { holdOffMs: 50, maxWaitMs: 500 };
+  const o = { holdOffMs: 50, maxWaitMs: 500, leading: false };
   it("waits for a quiet hold-off, but no longer than the maximum wait", () => {
     let st = batchNotify(undefined, 0);
     expect(batchDeadline(st, o)).toBe(50);
@@ -226,14 +226,26 @@ describe("batching", () => {
     expect(batchDue(undefined, 1000, o)).toBe(false);
   });
 
-  it("Batcher flushes once per burst with an injected clock", () => {
-    let now = 0;
+  it("leads after a quiet spell only: never before, or a hold-off after the last flush", () => {
+    const lead = { ...o, leading: true };
+    expect(batchLeads(undefined, 0, lead)).toBe(true);
+    expect(batchLeads(100, 149, lead)).toBe(false);
+    expect(batchLeads(100, 150, lead)).toBe(true);
+    expect(batchLeads(undefined, 0, o)).toBe(false);
+    const st = batchNotify(undefined, 10, true);
+    expect(batchDeadline(st, lead)).toBe(10);
+    // later events of a leading burst do not push its deadline back
+    expect(batchDeadline(batchNotify(st, 30), lead)).toBe(10);
+  });
+
+  function manualClock() {
+    const clock = { t: 0 };
     const timers: { at: number; fn: () => void; id: number }[] = [];
     let nextId = 0;
-    const clock: Clock = {
-      now: () => now,
+    const c: Clock = {
+      now: () => clock.t,
       setTimeout: (fn, ms) => {
-        const t = { at: now + ms, fn, id: nextId++ };
+        const t = { at: clock.t + ms, fn, id: nextId++ };
         timers.push(t);
         return t.id;
       },
@@ -243,12 +255,17 @@ describe("batching", () => {
       },
     };
     const advance = (to: number): void => {
-      now = to;
+      clock.t = to;
       for (const t of timers.filter(t => t.at <= to).sort((a, b) => a.at - b.at)) {
         timers.splice(timers.indexOf(t), 1);
         t.fn();
       }
     };
+    return { clock: c, advance };
+  }
+
+  it("Batcher flushes once per burst with an injected clock", () => {
+    const { clock, advance } = manualClock();
     let flushes = 0;
     const b = new Batcher(() => flushes++, o, clock);
     b.notify();
@@ -264,5 +281,40 @@ describe("batching", () => {
       b.notify();
     }
     expect(flushes).toBe(2); // the burst from 100 on flushed at 600 (max wait)
+  });
+
+  it("leading Batcher: a lone event is built at once; a burst right after it still coalesces", () => {
+    const { clock, advance } = manualClock();
+    const at: number[] = [];
+    const b = new Batcher(() => at.push(clock.now()), { ...o, leading: true }, clock);
+    // a lone event after a quiet spell: flushed on the next turn, with the events of its turn
+    b.notify();
+    b.notify();
+    expect(at).toEqual([]);
+    advance(0);
+    expect(at).toEqual([0]);
+    // a burst within the hold-off of that flush: trailing, one flush after it goes quiet
+    for (let t = 10; t <= 200; t += 10) {
+      advance(t);
+      b.notify();
+    }
+    advance(249);
+    expect(at).toEqual([0]);
+    advance(250);
+    expect(at).toEqual([0, 250]);
+    // a long burst is still cut by the maximum wait
+    for (let t = 260; t <= 1000; t += 10) {
+      advance(t);
+      b.notify();
+    }
+    expect(at).toEqual([0, 250, 760]);
+    // quiet again: the next lone event leads
+    advance(2000);
+    const flushed = at.length;
+    advance(3000);
+    b.notify();
+    advance(3000);
+    expect(at.length).toBe(flushed + 1);
+    expect(at.at(-1)).toBe(3000);
   });
 });
