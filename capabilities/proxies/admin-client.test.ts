@@ -145,3 +145,51 @@ describe("AdminClient", () => {
     );
   });
 });
+
+describe("AdminClient route-table requests on kept connections", () => {
+  const info = { id: "ns/gw/http-80", version: 2, hash: "b".repeat(64), hosts: 1, label: "x" };
+  const coded = (code: string) => Object.assign(new Error(`socket: ${code}`), { code });
+
+  it("keep their connection alive (no `connection: close`)", async () => {
+    let seen: { headers?: unknown } = {};
+    agent
+      .get(origin)
+      .intercept({ path: "/kengine/route-tables/", method: "GET" })
+      .reply(200, opts => {
+        seen = opts;
+        return JSON.stringify([info]);
+      });
+    expect((await client.routeTables(endpoint)).ok).toBe(true);
+    expect(seen.headers).not.toHaveProperty("connection");
+  });
+
+  it("send a delta once more when the kept connection was closed under it", async () => {
+    const path = "/kengine/route-tables/ns%2Fgw%2Fhttp-80";
+    agent.get(origin).intercept({ path, method: "POST" }).replyWithError(coded("UND_ERR_SOCKET"));
+    let retried: { headers?: unknown } = {};
+    agent
+      .get(origin)
+      .intercept({ path, method: "POST" })
+      .reply(200, opts => {
+        retried = opts;
+        return JSON.stringify(info);
+      });
+    const r = await client.postRouteTable(endpoint, info.id, "{}", "a".repeat(64));
+    expect(r).toEqual({ ok: true, value: info });
+    // the second try is on a new connection, closed after it
+    expect(retried.headers).toMatchObject({
+      connection: "close",
+      "if-match": `"${"a".repeat(64)}"`,
+    });
+  });
+
+  it("do not send again when the proxy refuses the connection (it is down)", async () => {
+    const path = "/kengine/route-tables/ns%2Fgw%2Fhttp-80";
+    agent.get(origin).intercept({ path, method: "POST" }).replyWithError(coded("ECONNREFUSED"));
+    // a second answer would turn the failure into success if the client sent again
+    agent.get(origin).intercept({ path, method: "POST" }).reply(200, JSON.stringify(info));
+    const r = await client.postRouteTable(endpoint, info.id, "{}", "a".repeat(64));
+    expect(r.ok).toBe(false);
+    expect(!r.ok && r.error.kind).toBe("connect");
+  });
+});

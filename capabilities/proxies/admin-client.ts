@@ -6,11 +6,11 @@
  * proxy's IP but sends its server name as Host, which undici also uses as SNI and to verify
  * the proxy's certificate (design §6: with client auth, Caddy requires SNI = Host).
  *
- * Every request closes its connection: a /load replaces the very server the connection is
- * on, and a pooled socket would otherwise die under the next request.
+ * Connections: see `AdminClient` (route-table requests keep theirs; every other request
+ * closes its connection).
  */
 import { TLSSocket } from "node:tls";
-import { Agent, buildConnector, Dispatcher, request } from "undici";
+import { Agent, buildConnector, Dispatcher, Pool, request } from "undici";
 import { CONFIG_ID_PREFIX } from "./management";
 import { err, ok, Result } from "./result";
 import { SecretPem } from "./secret";
@@ -169,6 +169,21 @@ function transportError(e: unknown): AdminError {
   return { kind: "connect", message: message || "connection failed" };
 }
 
+/**
+ * Errors of a request on a kept connection that the proxy closed before it read the request
+ * (its idle timeout, a config load that replaced the management server): sent again once on a
+ * new connection. A proxy that is down refuses the new connection, so it is never retried.
+ */
+const STALE_SOCKET_CODES = new Set(["UND_ERR_SOCKET", "ECONNRESET", "EPIPE"]);
+const staleSocket = (e: unknown): boolean => {
+  const error = errorLike(e);
+  const code = text(error?.code) ?? text(errorLike(error?.cause)?.code);
+  return code !== undefined && STALE_SOCKET_CODES.has(code);
+};
+
+/** Connections kept per proxy for route-table requests (one per table delta sent at once). */
+const KEPT_CONNECTIONS = 4;
+
 /** Caddy's error bodies are `{"error": "..."}`; keep that text verbatim, or the raw body if it is something else. */
 function rejectionMessage(body: string): string {
   try {
@@ -243,9 +258,20 @@ function routeTableAnswer<T>(
     : ok(value);
 }
 
+/**
+ * Connections: each request on a new mTLS connection closed after it (`connection: close`),
+ * except route-table deltas and reads (the hot path of a route change, Bundled flavour), which
+ * keep up to `KEPT_CONNECTIONS` per proxy alive between changes: a new connection costs the
+ * TCP and TLS round trips and both sides' handshake CPU on every change. A `/load` replaces the
+ * server those connections belong to, so they are dropped after each `/load`; a kept connection
+ * the proxy closed meanwhile is detected on use and the request sent once more on a new one.
+ */
 export class AdminClient {
   readonly #dispatcher: Dispatcher;
   readonly #ownsDispatcher: boolean;
+  readonly #connect: Agent.Options["connect"] | undefined;
+  /** Keep-alive pools by origin and server name (route-table requests). */
+  readonly #kept = new Map<string, Pool>();
   readonly #loadTimeoutMs: number;
   readonly #readTimeoutMs: number;
   readonly #limits: ResponseLimits;
@@ -266,16 +292,39 @@ export class AdminClient {
         rejectUnauthorized: true,
         timeout: options.connectTimeoutMs ?? 3_000,
       });
-      this.#dispatcher = new Agent({
-        connect: (opts, callback) =>
-          connector(opts, (...args) => {
-            const socket = args[1];
-            if (socket instanceof TLSSocket)
-              this.#remember(`${opts.hostname}:${opts.port}`, opts.servername ?? "", socket);
-            callback(...args);
-          }),
-      });
+      this.#connect = (opts, callback) =>
+        connector(opts, (...args) => {
+          const socket = args[1];
+          if (socket instanceof TLSSocket)
+            this.#remember(`${opts.hostname}:${opts.port}`, opts.servername ?? "", socket);
+          callback(...args);
+        });
+      this.#dispatcher = new Agent({ connect: this.#connect });
     }
+  }
+
+  /** The keep-alive pool for an endpoint (the test dispatcher when one was given). */
+  #keptFor(endpoint: ProxyEndpoint): Dispatcher {
+    if (!this.#connect) return this.#dispatcher;
+    const key = `${this.#origin(endpoint)} ${endpoint.serverName}`;
+    let pool = this.#kept.get(key);
+    if (!pool) {
+      pool = new Pool(this.#origin(endpoint), {
+        connect: this.#connect,
+        connections: KEPT_CONNECTIONS,
+      });
+      this.#kept.set(key, pool);
+    }
+    return pool;
+  }
+
+  /** Drops an endpoint's kept connections (after a `/load`, or one found closed). */
+  #dropKept(endpoint: ProxyEndpoint): void {
+    const key = `${this.#origin(endpoint)} ${endpoint.serverName}`;
+    const pool = this.#kept.get(key);
+    if (!pool) return;
+    this.#kept.delete(key);
+    pool.destroy().catch(() => undefined);
   }
 
   #remember(key: string, serverName: string, socket: TLSSocket): void {
@@ -311,15 +360,16 @@ export class AdminClient {
     body?: Buffer,
     limit: number = this.#limits.load,
     extraHeaders: Readonly<Record<string, string>> = {},
+    keep = false,
   ): Promise<Result<{ status: number; body: string; etag: string | undefined }, AdminError>> {
-    const origin = `https://${endpoint.address.includes(":") ? `[${endpoint.address}]` : endpoint.address}:${endpoint.port}`;
+    const origin = this.#origin(endpoint);
     try {
       const response = await request(`${origin}${path}`, {
         method,
-        dispatcher: this.#dispatcher,
+        dispatcher: keep ? this.#keptFor(endpoint) : this.#dispatcher,
         headers: {
           host: `${endpoint.serverName}:${endpoint.port}`,
-          connection: "close",
+          ...(keep ? {} : { connection: "close" }),
           ...(body ? { "content-type": "application/json" } : {}),
           ...extraHeaders,
         },
@@ -351,8 +401,17 @@ export class AdminClient {
         etag: typeof etag === "string" ? etag : undefined,
       });
     } catch (e) {
+      if (keep && staleSocket(e)) {
+        this.#dropKept(endpoint);
+        return this.#send(endpoint, method, path, timeoutMs, body, limit, extraHeaders);
+      }
       return err(transportError(e));
     }
+  }
+
+  /** The origin of an endpoint's admin requests. */
+  #origin(endpoint: ProxyEndpoint): string {
+    return `https://${endpoint.address.includes(":") ? `[${endpoint.address}]` : endpoint.address}:${endpoint.port}`;
   }
 
   /**
@@ -373,6 +432,8 @@ export class AdminClient {
       this.#limits.load,
       force ? { "cache-control": "must-revalidate" } : {},
     );
+    // The load replaced the management server: its kept connections are closing.
+    this.#dropKept(endpoint);
     if (!sent.ok) return sent;
     if (sent.value.status === 200) return ok(undefined);
     return err({
@@ -477,6 +538,7 @@ export class AdminClient {
       Buffer.from(body, "utf8"),
       this.#limits.id,
       { "if-match": `"${ifMatch}"` },
+      true,
     );
     return sent.ok ? routeTableAnswer(sent.value, one) : sent;
   }
@@ -492,11 +554,16 @@ export class AdminClient {
       this.#readTimeoutMs,
       undefined,
       this.#limits.config,
+      {},
+      true,
     );
     return sent.ok ? routeTableAnswer(sent.value, many) : sent;
   }
 
   async close(): Promise<void> {
+    const kept = [...this.#kept.values()];
+    this.#kept.clear();
+    await Promise.all(kept.map(p => p.close()));
     if (this.#ownsDispatcher) await this.#dispatcher.close();
   }
 }

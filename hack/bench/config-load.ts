@@ -56,7 +56,7 @@ export function localConfig(
 }
 
 /** The pid of the process listening on the Caddy's admin port. */
-function caddyPid(caddy: Caddy): number {
+export function caddyPid(caddy: Caddy): number {
   const port = caddy.adminAddress.split(":").pop();
   const out = spawnSync("ss", ["-ltnpH", `sport = :${port}`], { encoding: "utf8" }).stdout;
   const pid = /pid=(\d+)/.exec(out)?.[1];
@@ -65,7 +65,7 @@ function caddyPid(caddy: Caddy): number {
 }
 
 /** CPU time (user + system) a process used so far, in ms (clock ticks of 10 ms). */
-function cpuMs(pid: number): number {
+export function cpuMs(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
   const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   return (Number(f[11]) + Number(f[12])) * 10;

@@ -20,13 +20,14 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { benchConfigLoad } from "./config-load";
+import { benchDeltaAck } from "./delta-ack";
 import { CLUSTER_SCENARIOS, ClusterResults } from "./cluster";
 import { Row, evaluate, renderTable } from "./report";
 import { benchIncremental } from "./incremental";
 import { benchRequestPath } from "./request-path";
 import { benchTranslate } from "./translate";
 
-const PURE = ["translate", "configLoad", "incremental", "requestPath"] as const;
+const PURE = ["translate", "configLoad", "incremental", "requestPath", "deltaAck"] as const;
 const ALL = [...PURE, ...CLUSTER_SCENARIOS] as const;
 const repoRoot = join(__dirname, "..", "..");
 const LOCK = "/tmp/kg-cluster.lock";
@@ -80,6 +81,10 @@ async function main(argv: string[]): Promise<void> {
   if (only.has("requestPath")) {
     log("requestPath: Go benchmarks of the Bundled proxy's route table, 3,000 hosts");
     report.requestPath = benchRequestPath();
+  }
+  if (only.has("deltaAck")) {
+    log("deltaAck: one-route deltas among 3,000 routes on a real Bundled proxy over mTLS");
+    report.deltaAck = await benchDeltaAck();
   }
   const cluster = CLUSTER_SCENARIOS.filter(s => only.has(s));
   if (cluster.length > 0) {

@@ -12,24 +12,17 @@
  * - A listener change is a `/load`.
  * - A new push engine (a restarted controller) adopts the proxy as it runs after deltas.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { IncomingMessage, Server, ServerResponse, createServer } from "node:http";
 import { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
   AdminClient,
-  bootstrapConfig,
-  createAuthority,
   Fleet,
   FleetEvent,
-  generateKeyPair,
-  issueClientCertificate,
-  issueServerCertificate,
   ManagementSpec,
   ProxyEndpoint,
-  proxyServerName,
-  proxyServerNames,
 } from "../../capabilities/proxies";
 import { deltaRefusal } from "../../capabilities/proxies/route-tables";
 import { sealGatewayConfig } from "../../capabilities/reconcile/plan";
@@ -37,7 +30,8 @@ import { errorLocation } from "../../capabilities/reconcile/error-path";
 import { KubeObject, snapshotOf } from "../../capabilities/snapshot";
 import { translate } from "../../capabilities/translate";
 import { CONTROLLER_NAME } from "../../capabilities/ownership";
-import { Caddy, startCaddy } from "../support/caddy";
+import { Caddy } from "../support/caddy";
+import { ManagedCaddy, startManagedCaddy } from "../support/managed-caddy";
 import { loopbackService, ns } from "../support/arbitrary-hostile";
 import { selfSigned } from "../support/demo-gateway";
 import { freePort } from "../support/ports";
@@ -103,54 +97,16 @@ let endpoint: ProxyEndpoint;
 let errorListen: string;
 const events: FleetEvent[] = [];
 
+let proxy: ManagedCaddy;
+
 beforeAll(async () => {
   backend = createServer((req: IncomingMessage, res: ServerResponse) => {
     req.resume();
     req.on("end", () => res.end(`backend ${req.url}`));
   });
   await new Promise<void>(r => backend.listen(0, "127.0.0.1", () => r()));
-  const now = new Date(Date.now() - 5 * 60_000);
-  const ca = must(
-    createAuthority({
-      commonName: "rtdelta CA",
-      keys: generateKeyPair(),
-      notBefore: now,
-      lifetimeDays: 30,
-    }),
-  );
-  const serving = must(
-    issueServerCertificate(ca, {
-      commonName: `${SERVICE}.${NAMESPACE}`,
-      dnsNames: proxyServerNames(SERVICE, NAMESPACE),
-      keys: generateKeyPair(),
-      notBefore: now,
-      lifetimeDays: 7,
-    }),
-  );
-  const controller = must(
-    issueClientCertificate(ca, {
-      commonName: "kengine-gateway-controller",
-      keys: generateKeyPair(),
-      notBefore: now,
-      lifetimeDays: 7,
-    }),
-  );
-  writeFileSync(join(dir, "tls.crt"), serving.certificatePem);
-  writeFileSync(join(dir, "tls.key"), serving.privateKey.reveal(), { mode: 0o600 });
-  caddy = await startCaddy({ name: "rtdelta" });
-  const mgmt = await freePort("127.0.0.1");
-  spec = {
-    listenAddress: `127.0.0.1:${mgmt}`,
-    adminAddress: caddy.adminAddress,
-    serverCertTag: "kengine-management",
-    clientCaPem: ca.certificatePem,
-    serverCertificate: {
-      kind: "files",
-      certificateFile: join(dir, "tls.crt"),
-      keyFile: join(dir, "tls.key"),
-    },
-    readinessAddress: `127.0.0.1:${await freePort("127.0.0.1")}`,
-  };
+  proxy = await startManagedCaddy("rtdelta", SERVICE, NAMESPACE);
+  ({ caddy, spec, client, endpoint } = proxy);
   errorListen = `127.0.0.1:${await freePort("127.0.0.1")}`;
   for (;;) {
     const web = await freePort("127.0.0.1");
@@ -160,23 +116,10 @@ beforeAll(async () => {
       break;
     }
   }
-  expect((await caddy.load(must(bootstrapConfig(spec)))).status).toBe(200);
-  client = new AdminClient({
-    caPem: ca.certificatePem,
-    certificatePem: controller.certificatePem,
-    privateKey: controller.privateKey,
-  });
-  endpoint = {
-    name: "default/proxy-0",
-    address: "127.0.0.1",
-    port: mgmt,
-    serverName: proxyServerName("proxy-0", SERVICE, NAMESPACE),
-  };
 }, 120_000);
 
 afterAll(async () => {
-  await client?.close();
-  await caddy?.stop();
+  await proxy?.stop();
   await new Promise(r => backend?.close(r));
   rmSync(dir, { recursive: true, force: true });
 });
