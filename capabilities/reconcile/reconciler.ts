@@ -229,7 +229,8 @@ export class Reconciler {
 
   constructor(private readonly o: ReconcilerOptions) {
     this.#loop = new BuildLoop(
-      () => this.#build(),
+      // a build's end is activity: events queued behind it are a burst, not a lone change
+      () => this.#build().finally(() => this.#batcher.activity()),
       e =>
         o.log.error("build failed", {
           error: e instanceof Error ? (e.stack ?? e.message) : String(e),

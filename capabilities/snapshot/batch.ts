@@ -1,12 +1,16 @@
 /**
  * Batching of relevant events into builds.
  *
- * - Leading edge: an event that comes after a quiet spell (no flush for `holdOffMs`) is built
- *   at once, on the next turn of the event loop, so a lone change never waits the hold-off.
- *   Events of the same turn join it.
- * - Trailing edge: an event that comes within `holdOffMs` of the last flush is part of a burst:
- *   it waits `holdOffMs` after the last event of the burst, but never longer than `maxWaitMs`
- *   after its first.
+ * - Leading edge: an event that comes after a quiet spell (for `holdOffMs` no event, and no
+ *   build ended: the owner reports those with `activity()`) is built at once, on the next turn
+ *   of the event loop, so a lone change never waits the hold-off. Events of the same turn join
+ *   it.
+ * - Trailing edge: any other event is part of a burst: it waits `holdOffMs` after the last
+ *   event of the burst, but never longer than `maxWaitMs` after its first. (A build's end
+ *   counts as activity because the events of a steady stream queue up while a build holds the
+ *   event loop and arrive together after it: judged from the previous event alone, the first
+ *   of them would lead after every build, one small build after another, and the stream would
+ *   settle later.)
  *
  * The decision is pure (`batchNotify`, `batchDeadline`, `batchDue`); `Batcher` is the small
  * timer adapter, with the clock and timers injected so it is testable without real time.
@@ -31,13 +35,16 @@ export interface BatchState {
   readonly leading?: boolean;
 }
 
-/** Does an event at `now` begin a burst that is built at once? `lastFlushAt`: undefined if never. */
+/**
+ * Does an event at `now` begin a burst that is built at once? `lastActiveAt`: the last event or
+ * build end, undefined if none yet.
+ */
 export const batchLeads = (
-  lastFlushAt: number | undefined,
+  lastActiveAt: number | undefined,
   now: number,
   o: BatchOptions = DEFAULT_BATCH,
 ): boolean =>
-  (o.leading ?? true) && (lastFlushAt === undefined || now - lastFlushAt >= o.holdOffMs);
+  (o.leading ?? true) && (lastActiveAt === undefined || now - lastActiveAt >= o.holdOffMs);
 
 export const batchNotify = (
   state: BatchState | undefined,
@@ -74,7 +81,7 @@ export const systemClock: Clock = {
 export class Batcher {
   private state: BatchState | undefined;
   private timer: unknown;
-  private lastFlushAt: number | undefined;
+  private lastActiveAt: number | undefined;
 
   constructor(
     private readonly flush: () => void,
@@ -85,10 +92,16 @@ export class Batcher {
   /** Records a relevant event and (re)arms the timer. */
   notify(): void {
     const now = this.clock.now();
-    const leading = !this.state && batchLeads(this.lastFlushAt, now, this.options);
+    const leading = !this.state && batchLeads(this.lastActiveAt, now, this.options);
+    this.lastActiveAt = now;
     this.state = batchNotify(this.state, now, leading);
     // A leading burst's timer is armed once: the events of the same turn join it.
     if (!(this.state.leading && this.timer !== undefined)) this.arm();
+  }
+
+  /** Records activity other than an event (a build ended): the next quiet spell starts now. */
+  activity(): void {
+    this.lastActiveAt = this.clock.now();
   }
 
   /** Drops any pending burst (e.g. on shutdown). */
@@ -116,7 +129,6 @@ export class Batcher {
       return;
     }
     this.state = undefined;
-    this.lastFlushAt = this.clock.now();
     this.flush();
   }
 }

@@ -226,7 +226,7 @@ describe("batching", () => {
     expect(batchDue(undefined, 1000, o)).toBe(false);
   });
 
-  it("leads after a quiet spell only: never before, or a hold-off after the last flush", () => {
+  it("leads after a quiet spell only: no event or build end for a hold-off before it", () => {
     const lead = { ...o, leading: true };
     expect(batchLeads(undefined, 0, lead)).toBe(true);
     expect(batchLeads(100, 149, lead)).toBe(false);
@@ -283,7 +283,7 @@ describe("batching", () => {
     expect(flushes).toBe(2); // the burst from 100 on flushed at 600 (max wait)
   });
 
-  it("leading Batcher: a lone event is built at once; a burst right after it still coalesces", () => {
+  it("leading Batcher: a lone event is built at once; a stream of events is still batched", () => {
     const { clock, advance } = manualClock();
     const at: number[] = [];
     const b = new Batcher(() => at.push(clock.now()), { ...o, leading: true }, clock);
@@ -293,28 +293,36 @@ describe("batching", () => {
     expect(at).toEqual([]);
     advance(0);
     expect(at).toEqual([0]);
-    // a burst within the hold-off of that flush: trailing, one flush after it goes quiet
-    for (let t = 10; t <= 200; t += 10) {
+    // a stream, an event every 10 ms: none of it leads (each comes within the hold-off of the
+    // previous one), whatever the flushes in between; bursts are cut by the maximum wait
+    for (let t = 10; t <= 1000; t += 10) {
       advance(t);
       b.notify();
     }
-    advance(249);
-    expect(at).toEqual([0]);
-    advance(250);
-    expect(at).toEqual([0, 250]);
-    // a long burst is still cut by the maximum wait
-    for (let t = 260; t <= 1000; t += 10) {
-      advance(t);
-      b.notify();
-    }
-    expect(at).toEqual([0, 250, 760]);
+    advance(1009);
+    expect(at).toEqual([0, 510]);
+    advance(1010);
+    expect(at).toEqual([0, 510, 1010]);
     // quiet again: the next lone event leads
-    advance(2000);
-    const flushed = at.length;
     advance(3000);
     b.notify();
     advance(3000);
-    expect(at.length).toBe(flushed + 1);
-    expect(at.at(-1)).toBe(3000);
+    expect(at).toEqual([0, 510, 1010, 3000]);
+    // an event just after it (within the hold-off) waits the hold-off
+    advance(3020);
+    b.notify();
+    advance(3069);
+    expect(at.length).toBe(4);
+    advance(3070);
+    expect(at).toEqual([0, 510, 1010, 3000, 3070]);
+    // the events that queued behind a long build arrive together after it: not a lone change
+    advance(4000);
+    b.activity(); // a build ended just now
+    advance(4010);
+    b.notify();
+    advance(4010);
+    expect(at.length).toBe(5);
+    advance(4060);
+    expect(at).toEqual([0, 510, 1010, 3000, 3070, 4060]);
   });
 });
