@@ -1107,6 +1107,7 @@ export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> 
         mainCount = 3000;
         await gatewayReady(adminKube, MAIN, mainCount, 1);
         log("3,000 routes programmed on main's proxy");
+        await heapSnapshot(opts.profileDir, log); // with --profile: the heap at 3,000 routes
         const bundled = await propagation("Bundled");
         results.propagation = { bundled };
         log(`propagation (Bundled): ${JSON.stringify(bundled)}`);
