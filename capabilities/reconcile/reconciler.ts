@@ -48,6 +48,7 @@ import {
   BUNDLE_VERSION_ANNOTATION,
   WriteReport,
   computeStatusUpdates,
+  failedWritesSummary,
   kubeStatusApi,
   supportedVersionCondition,
 } from "../status";
@@ -1112,11 +1113,7 @@ export class Reconciler {
 
   #reportWrites(report: WriteReport): void {
     if (report.failed.length) {
-      this.o.log.warn("status writes failed", {
-        failed: report.failed.map(
-          f => `${f.update.kind} ${f.update.namespace ?? ""}/${f.update.name}: ${f.error}`,
-        ),
-      });
+      this.o.log.warn("status writes failed", failedWritesSummary(report.failed));
     }
     if (report.written || report.conflicts)
       this.o.log.debug("status written", { written: report.written, conflicts: report.conflicts });

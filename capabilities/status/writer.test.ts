@@ -1,5 +1,5 @@
 import { StatusUpdate, StoredObject } from "./compute";
-import { StatusApi, StatusWriter } from "./writer";
+import { StatusApi, StatusWriter, failedWritesSummary } from "./writer";
 
 /** An in-memory store of statuses with resourceVersions, to test the writer's own logic. */
 function store() {
@@ -104,5 +104,36 @@ describe("StatusWriter rate limit", () => {
     expect((await w.write([up("Gateway", "gw", 1)])).skippedNotLeader).toBe(true);
     expect(w.pending).toBe(0);
     expect(s.writes).toEqual([]);
+  });
+});
+
+describe("failedWritesSummary", () => {
+  const failed = (n: number, error: (i: number) => string) =>
+    Array.from({ length: n }, (_, i) => ({
+      update: { kind: "HTTPRoute", namespace: "ns", name: `r${i}` } as StatusUpdate,
+      error: error(i),
+    }));
+
+  it("names the first objects only and counts every failure by error", () => {
+    const s = failedWritesSummary(
+      failed(5000, () => "lost leadership"),
+      20,
+    );
+    expect(s.count).toBe(5000);
+    expect(s.first).toHaveLength(20);
+    expect(s.first[0]).toBe("HTTPRoute ns/r0: lost leadership");
+    expect(s.byError).toEqual({ "lost leadership": 5000 });
+    expect(JSON.stringify(s).length).toBeLessThan(2000);
+  });
+
+  it("bounds errors that name their object too", () => {
+    const s = failedWritesSummary(
+      failed(3000, i => `conflict on r${i} ${"x".repeat(500)}`),
+      20,
+    );
+    expect(Object.keys(s.byError)).toHaveLength(21);
+    expect(s.byError["(other errors)"]).toBe(2980);
+    expect(Object.values(s.byError).reduce((a, b) => a + b, 0)).toBe(3000);
+    expect(JSON.stringify(s).length).toBeLessThan(20 * 2 * 260 + 1000);
   });
 });

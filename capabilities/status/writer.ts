@@ -36,6 +36,36 @@ export interface WriteReport {
   readonly skippedNotLeader: boolean;
 }
 
+/** How many failed writes a log line names; the rest are counted by error. */
+export const LOGGED_FAILED_WRITES = 20;
+
+/**
+ * A bounded account of failed writes for one log line: how many, how many per error, and the
+ * first `max` objects by name. (A lost lease fails every write of a pass: at thousands of routes
+ * one line naming each was megabytes, built while the controller was short of memory.)
+ */
+export function failedWritesSummary(
+  failed: WriteReport["failed"],
+  max = LOGGED_FAILED_WRITES,
+): { count: number; byError: Record<string, number>; first: string[] } {
+  // errors may name their object: at most `max` distinct ones, each cut at 200 characters
+  const cut = (e: string) => (e.length > 200 ? `${e.slice(0, 200)}…` : e);
+  const byError: Record<string, number> = {};
+  let distinct = 0;
+  for (const f of failed) {
+    let key = cut(f.error);
+    if (byError[key] === undefined && distinct++ >= max) key = "(other errors)";
+    byError[key] = (byError[key] ?? 0) + 1;
+  }
+  return {
+    count: failed.length,
+    byError,
+    first: failed
+      .slice(0, max)
+      .map(f => `${f.update.kind} ${f.update.namespace ?? ""}/${f.update.name}: ${cut(f.error)}`),
+  };
+}
+
 export interface StatusWriterOptions {
   readonly api: StatusApi;
   readonly isLeader: () => boolean;
