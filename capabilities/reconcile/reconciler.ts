@@ -386,6 +386,15 @@ export class Reconciler {
       ingestMetrics.cached(event.kind, r.snapshot.objects[event.kind].size);
     if (r.relevant || (ours && isSynced(r.snapshot))) {
       this.#timings.received(at, this.#timings.now() - at);
+      // which change started (or joined) the next build: with the build lines, a slow one explained
+      this.o.log.debug("change", {
+        kind: event.kind,
+        type: event.type,
+        ...(event.type !== "synced" && {
+          name: `${event.object.metadata.namespace ?? ""}/${event.object.metadata.name}`,
+        }),
+        ours,
+      });
       this.#batcher.notify();
     }
   }
