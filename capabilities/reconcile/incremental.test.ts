@@ -135,6 +135,23 @@ const variantsOf = (objects: readonly KubeObject[]): KubeObject[] =>
         },
       ];
     if (o.kind === "EndpointSlice") return [{ ...o, endpoints: [] } as KubeObject];
+    // our own status write coming back: the same Gateway with a status and a new resourceVersion
+    // (translation keeps the object it had: translate/status-echo.ts), and one whose spec also
+    // changed under the same status
+    if (o.kind === "Gateway") {
+      const status = {
+        conditions: [{ type: "Accepted", status: "True", reason: "Accepted", message: "echo" }],
+        listeners: [{ name: "echo", attachedRoutes: 7 }],
+      };
+      const echo = { ...o, metadata: { ...o.metadata, resourceVersion: "echo" }, status };
+      return [
+        echo as KubeObject,
+        {
+          ...echo,
+          metadata: { ...echo.metadata, resourceVersion: "echo2", labels: { echo: "2" } },
+        } as KubeObject,
+      ];
+    }
     return [];
   });
 

@@ -9,6 +9,7 @@ import type { GatewayIR } from "../ir";
 import { sameData } from "../same-data";
 import type { Snapshot } from "../snapshot";
 import { TranslateOptions, TranslateResult, translate } from "../translate";
+import { StatusEchoes } from "../translate/status-echo";
 
 export interface Reused {
   /** The new translation's Gateways, each replaced by the previous IR object when equal. */
@@ -52,9 +53,10 @@ export interface IncrementalResult {
  */
 export class IncrementalTranslator {
   readonly #reuse = new IrReuse();
+  readonly #echoes = new StatusEchoes();
 
   translate(snapshot: Snapshot, options: TranslateOptions): IncrementalResult {
-    const t = translate(snapshot, options);
+    const t = translate(snapshot, { ...options, statusEchoes: this.#echoes });
     const { gateways, changed } = this.#reuse.reuse(t.gateways);
     return {
       result: { ...t, gateways },

@@ -63,6 +63,7 @@ import {
 import { withHttp01Answers } from "./acme";
 import { Ranked, RankedGroup, precedenceOrder, rankedGroup } from "./listener-routes";
 import { keptOrMade, stableData } from "./attach-cache";
+import type { StatusEchoes } from "./status-echo";
 import {
   RefusableObject,
   RefusedObject,
@@ -104,6 +105,8 @@ export interface TranslateOptions {
   readonly refused?: readonly RefusedObject[];
   /** Also list, per Gateway, the objects in its config that could be refused (`candidates`). */
   readonly candidates?: boolean;
+  /** The incremental translator's memory of the last build's Gateways (status-echo.ts). */
+  readonly statusEchoes?: StatusEchoes;
 }
 
 export interface TranslateResult {
@@ -312,9 +315,11 @@ export function translate(s: Snapshot, options: TranslateOptions = {}): Translat
   // Gateways of our classes, with their listeners.
   const contexts = new Map<string, GatewayContext>();
   const classByName = new Map(classes.map(c => [c.metadata.name, c] as const));
-  for (const gw of [...s.objects.Gateway.values()]
+  const ours = [...s.objects.Gateway.values()]
     .filter(g => classNames.has(g.spec?.gatewayClassName))
-    .sort(byKey)) {
+    .sort(byKey);
+  // a Gateway changed only by our status write is translated as the object it was (status-echo.ts)
+  for (const gw of options.statusEchoes ? options.statusEchoes.stable(ours) : ours) {
     const { allowed, refused } = listenerSetsOf(s, gw);
     const flavor = resolveSettings(s, classByName.get(gw.spec.gatewayClassName), gw).settings
       .flavor;

@@ -2,7 +2,9 @@
  * Ad-hoc driver for profiling the pure part of an incremental build (issue 16): the snapshot
  * event, translation and status of one changed route (or EndpointSlice) among N routes, many
  * times, without rendering. `node --cpu-prof --import tsx hack/bench/incremental-loop.ts
- * [routes] [gateways] [changes] [route|slice]` prints CPU per phase (medians, ms).
+ * [routes] [gateways] [changes] [route|route+status|slice]` prints CPU per phase (medians, ms);
+ * `route+status`: before each route change, the Gateway's status changes (as our own status
+ * write of it comes back on a cluster).
  */
 import {
   CONTROLLER_NAME,
@@ -51,6 +53,20 @@ for (let k = -3; k < changes; k++) {
         object: changed,
       }).snapshot;
     } else {
+      if (what === "route+status") {
+        // as on a cluster: our status write of the Gateway (attachedRoutes) comes back as an
+        // update of the Gateway with the same spec and a new status
+        const gw = snapshot.objects.Gateway.values().next().value as KubeObject;
+        snapshot = apply(snapshot, {
+          type: "upsert",
+          kind: "Gateway",
+          object: {
+            ...gw,
+            metadata: { ...gw.metadata, resourceVersion: `g${k}` },
+            status: { conditions: [], listeners: [{ name: "x", attachedRoutes: k }] },
+          } as KubeObject,
+        }).snapshot;
+      }
       const before = routeObjs[(k * 197) % routeObjs.length]! as KubeObject & { spec: object };
       const changed = {
         ...before,
