@@ -309,13 +309,27 @@ export class AdminClient {
     const key = `${this.#origin(endpoint)} ${endpoint.serverName}`;
     let pool = this.#kept.get(key);
     if (!pool) {
-      pool = new Pool(this.#origin(endpoint), {
+      const created = new Pool(this.#origin(endpoint), {
         connect: this.#connect,
         connections: KEPT_CONNECTIONS,
       });
-      this.#kept.set(key, pool);
+      // Forgotten once its last connection is gone with nothing queued (undici closes idle
+      // ones after a few seconds): a proxy that went away leaves no pool behind.
+      created.on("disconnect", () => {
+        const { connected, size } = created.stats;
+        if (connected > 0 || size > 0 || this.#kept.get(key) !== created) return;
+        this.#kept.delete(key);
+        created.close().catch(() => undefined);
+      });
+      this.#kept.set(key, created);
+      pool = created;
     }
     return pool;
+  }
+
+  /** How many proxies have kept connections now (for tests and diagnosis). */
+  get keptProxies(): number {
+    return this.#kept.size;
   }
 
   /** Drops an endpoint's kept connections (after a `/load`, or one found closed). */

@@ -76,4 +76,16 @@ describe("admin client connections to a real proxy", () => {
       expect(seen()).not.toBe(kept);
     }
   });
+
+  it("a proxy's kept connections are forgotten once idle (a proxy that went away leaves nothing)", async () => {
+    await tables();
+    expect(proxy.client.keptProxies).toBe(1);
+    // undici closes a kept connection after 4 s idle (its keepAliveTimeout)
+    for (const deadline = Date.now() + 15_000; Date.now() < deadline; )
+      if (proxy.client.keptProxies === 0) break;
+      else await new Promise(r => setTimeout(r, 200));
+    expect(proxy.client.keptProxies).toBe(0);
+    await tables();
+    expect(proxy.client.keptProxies).toBe(1);
+  }, 30_000);
 });
