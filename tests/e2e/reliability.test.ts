@@ -612,12 +612,19 @@ spec:
     expect(caddySaid.length).toBeGreaterThan(0);
     const row0 = rejected.find(r => r.name === pods[0].name)!;
     expect(row0.lastError).toContain(caddySaid[caddySaid.length - 1]);
+    // Waits for the message to name every refusing proxy, not only the first: the proxies refuse
+    // one after another, and a status written after the first refusal names that one (the
+    // Gateway's status is written at most once a second; the next write names them all).
     const gw = await until(
       "the Gateway Programmed=False naming the proxies",
       seen => {
         const p = programmed();
         seen(p);
-        return p.status === "False" && p.message.includes("address already in use") ? p : undefined;
+        return p.status === "False" &&
+          p.message.includes("address already in use") &&
+          pods.every(pod => p.message.includes(pod.name))
+          ? p
+          : undefined;
       },
       60_000,
     );
