@@ -85,6 +85,34 @@ if (!edits.ok) fail(`${chart}: ${edits.error}`);
 writeFileSync(join(templates, "admission-deployment.yaml"), edits.value.admission);
 writeFileSync(join(templates, "watcher-deployment.yaml"), edits.value.watcher);
 writeFileSync(join(templates, "admission-rbac.yaml"), edits.value.rbac);
+
+// 4b. The module's code in the chart as a file, not as base64 text in a template. Helm keeps
+// each release in a Secret of at most 1 MiB, holding the chart (every file base64-encoded) and
+// the rendered manifest, both gzipped together. Pepr's template holds the gzipped code as
+// base64 text, which the release then encodes again and gzip cannot take back: the release of
+// a 1,033,598-byte bundle was refused as "Too long" (CI, 2026-11-25). As a binary file the
+// code is encoded once in the chart; the template renders the same Secret from it.
+const secretTemplate = join(templates, "module-secret.yaml");
+const secret = parseAllDocuments(readFileSync(secretTemplate, "utf8"))[0]?.toJS() as
+  | { data?: Record<string, string> }
+  | undefined;
+const entries = Object.entries(secret?.data ?? {});
+if (entries.length !== 1 || !/^module-[0-9a-f]+\.js\.gz$/.test(entries[0]![0]))
+  fail(`${secretTemplate}: expected one module-<hash>.js.gz entry`);
+const [moduleKey, moduleBase64] = entries[0]!;
+mkdirSync(join(chart, "files"), { recursive: true });
+writeFileSync(
+  join(chart, "files", moduleKey),
+  Buffer.from(moduleBase64.replace(/\s+/g, ""), "base64"),
+);
+const placeholder = "MODULE_FROM_FILE";
+writeFileSync(
+  secretTemplate,
+  stringify({ ...secret, data: { [moduleKey]: placeholder } }).replace(
+    placeholder,
+    `{{ .Files.Get "files/${moduleKey}" | b64enc }}`,
+  ),
+);
 console.log(
   `admission runs as ServiceAccount pepr-${uuid}-admission (chart: templates/admission-rbac.yaml); the watcher gets POD_NAME`,
 );
