@@ -6,6 +6,8 @@
  *     pods are down (hack/webhook.ts), in the module YAML and in the chart;
  *  4. gives the admission Deployment its own least-privilege ServiceAccount and the watcher
  *     POD_NAME (hack/service-accounts.ts), in the module YAML and in the chart;
+ *  4b. puts the module's code in the chart as a binary file that the module Secret's template
+ *     renders (Helm's release Secret must stay under 1 MiB);
  *  5. adds what Pepr does not generate, to dist/ and to the Helm chart:
  *     - kengine-gateway-crds.yaml   our CRDs (deploy/crds/), chart: crds/
  *     - kengine-gateway-rbac.yaml   the Role in the controller's namespace (Lease, admin CA)
