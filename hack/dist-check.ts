@@ -1,9 +1,13 @@
 /**
- * What `npm run build` checks and adds after `pepr build` (pure; hack/dist.ts does the I/O):
+ * What `npm run build` checks and adds after `pepr build` (pure but for reading a chart
+ * directory; hack/dist.ts does the rest of the I/O):
  * the bundle budget, "no wildcard" in the generated RBAC, and the namespaced Role that Pepr's
  * `rbac` block cannot express (Pepr only generates one ClusterRole). docs/rbac.md explains
  * every rule.
  */
+import { readFileSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { gzipSync } from "node:zlib";
 import { DEFAULT_LEASE_NAME } from "../capabilities/election/env";
 import { CA_SECRET_NAME } from "../capabilities/reconcile/authority";
 
@@ -37,6 +41,86 @@ export function checkBundle(file: string, rawBytes: number, secretBytes: number)
   return {
     ok: true,
     message: `module bundle within budget: ${sizes} of ${kib(BUNDLE_BUDGET_BYTES)}`,
+  };
+}
+
+/** Kubernetes refuses a Secret whose data is over 1 MiB; Helm keeps each release in one. */
+export const HELM_RELEASE_LIMIT_BYTES = 1024 * 1024;
+/**
+ * Our budget for the estimate below: the limit less what the estimate may miss (the rendered
+ * values of the other templates, the release's own fields). The helm e2e compares the estimate
+ * with the release Secret a real `helm install` writes.
+ */
+export const HELM_RELEASE_BUDGET_BYTES = HELM_RELEASE_LIMIT_BYTES - 48 * 1024;
+
+/** One file of the chart directory: its path in the chart (forward slashes) and bytes. */
+export interface ChartFile {
+  readonly path: string;
+  readonly data: Buffer;
+}
+
+/**
+ * The size of the release Secret `helm install` would write for the chart, as Helm stores it:
+ * the release as JSON (every chart file's bytes base64-encoded, the values, and the rendered
+ * manifest) gzipped and base64-encoded. The manifest is estimated as the templates' own text,
+ * with `{{ .Files.Get "<file>" | b64enc }}` expanded: that expansion is the module's code, the
+ * bulk of it.
+ */
+export function helmReleaseBytes(files: readonly ChartFile[]): number {
+  const byPath = new Map(files.map(f => [f.path, f.data]));
+  const b64 = (d: Buffer) => d.toString("base64");
+  const templates = files.filter(f => f.path.startsWith("templates/"));
+  const other = files.filter(
+    f =>
+      !f.path.startsWith("templates/") &&
+      !["Chart.yaml", "values.yaml", "values.schema.json"].includes(f.path),
+  );
+  const manifest = templates
+    .filter(f => /\.ya?ml$/.test(f.path))
+    .map(f =>
+      f.data
+        .toString("utf8")
+        .replace(/\{\{\s*\.Files\.Get\s+"([^"]+)"\s*\|\s*b64enc\s*\}\}/g, (_, p: string) =>
+          b64(byPath.get(p) ?? Buffer.alloc(0)),
+        ),
+    )
+    .join("---\n");
+  const release = {
+    chart: {
+      metadata: byPath.get("Chart.yaml")?.toString("utf8"),
+      templates: templates.map(f => ({ name: f.path, data: b64(f.data) })),
+      values: byPath.get("values.yaml")?.toString("utf8"),
+      schema: b64(byPath.get("values.schema.json") ?? Buffer.alloc(0)),
+      files: other.map(f => ({ name: f.path, data: b64(f.data) })),
+    },
+    manifest,
+  };
+  return Buffer.byteLength(gzipSync(JSON.stringify(release)).toString("base64"));
+}
+
+/** Every file under a chart directory, paths relative to it. */
+export function chartFiles(dir: string, prefix = ""): ChartFile[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap(e =>
+    e.isDirectory()
+      ? chartFiles(join(dir, e.name), `${prefix}${e.name}/`)
+      : [{ path: `${prefix}${e.name}`, data: readFileSync(join(dir, e.name)) }],
+  );
+}
+
+/** The release Secret's estimated size against our budget. */
+export function checkHelmRelease(chart: string, releaseBytes: number): Check {
+  const sizes = `${chart}: Helm release Secret ~${kib(releaseBytes)} (estimated, ${releaseBytes} bytes)`;
+  if (releaseBytes > HELM_RELEASE_BUDGET_BYTES)
+    return {
+      ok: false,
+      message:
+        `${sizes} is over the budget of ${kib(HELM_RELEASE_BUDGET_BYTES)}: \`helm install\` ` +
+        `would be refused ("Too long", a Secret holds at most ${kib(HELM_RELEASE_LIMIT_BYTES)}). ` +
+        `The module's code is most of it: shrink the bundle.`,
+    };
+  return {
+    ok: true,
+    message: `${sizes}, within ${kib(HELM_RELEASE_BUDGET_BYTES)} (${kib(HELM_RELEASE_BUDGET_BYTES - releaseBytes)} to spare)`,
   };
 }
 

@@ -12,6 +12,7 @@
  *     - kengine-gateway-crds.yaml   our CRDs (deploy/crds/), chart: crds/
  *     - kengine-gateway-rbac.yaml   the Role in the controller's namespace (Lease, admin CA)
  *     - gatewayclass.yaml           an example GatewayClass with KengineParameters
+ *  6. fails when the chart's Helm release Secret (estimated) would be over budget.
  */
 import {
   copyFileSync,
@@ -19,13 +20,21 @@ import {
   mkdirSync,
   readFileSync,
   readdirSync,
+  rmSync,
   writeFileSync,
 } from "node:fs";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { parseAllDocuments, stringify } from "yaml";
 import cfg from "../package.json";
-import { checkBundle, namespacedRbac, wildcardProblems } from "./dist-check";
+import {
+  chartFiles,
+  checkBundle,
+  checkHelmRelease,
+  helmReleaseBytes,
+  namespacedRbac,
+  wildcardProblems,
+} from "./dist-check";
 import { chartEdits, splitServiceAccounts } from "./service-accounts";
 import { scopeValidatingWebhooks, webhookChartTemplate } from "./webhook";
 
@@ -102,6 +111,8 @@ const entries = Object.entries(secret?.data ?? {});
 if (entries.length !== 1 || !/^module-[0-9a-f]+\.js\.gz$/.test(entries[0]![0]))
   fail(`${secretTemplate}: expected one module-<hash>.js.gz entry`);
 const [moduleKey, moduleBase64] = entries[0]!;
+// pepr build leaves files/ of an earlier build in place: a stale module would go into the release too
+rmSync(join(chart, "files"), { recursive: true, force: true });
 mkdirSync(join(chart, "files"), { recursive: true });
 writeFileSync(
   join(chart, "files", moduleKey),
@@ -155,3 +166,8 @@ writeFileSync(
 console.log(
   `added to ${out}: kengine-gateway-crds.yaml (${crds.length} CRDs), kengine-gateway-rbac.yaml, gatewayclass.yaml; chart: crds/, templates/kengine-role.yaml`,
 );
+
+// 6. The Helm release Secret (at most 1 MiB) the chart makes, estimated (dist-check.ts).
+const release = checkHelmRelease(`${uuid}-chart`, helmReleaseBytes(chartFiles(chart)));
+if (!release.ok) fail(release.message);
+console.log(release.message);

@@ -187,8 +187,8 @@ export class Reconciler {
   #fleetTargets = new Map<string, ProxyEndpoint>();
   /** The proxies' traffic, summed per Gateway and route, from their own /metrics. */
   readonly #traffic = new TrafficTotals();
-  #trafficTargets: readonly { gateway: string; target: Target; routes: readonly RouteHosts[] }[] =
-    [];
+  /** The proxies whose traffic is read; their routes are looked up when it is read, not per build. */
+  #trafficTargets: readonly { gateway: string; target: Target }[] = [];
   #ca: Authority | undefined;
   /** The admin CA's rotation state as last read from or written to its Secret (rotation.ts). */
   #caStore: CaStore | undefined;
@@ -626,8 +626,15 @@ export class Reconciler {
     const targets = this.#elector.isLeader() ? this.#trafficTargets : [];
     const admin = this.#admin;
     if (!admin) return;
+    // Each Gateway's routes and hostnames, from the snapshot of now (one pass over the routes,
+    // kept while the route maps are unchanged: traffic.ts).
+    const snapshot = this.#snapshot;
+    const routesOf = (gateway: string): readonly RouteHosts[] => {
+      const [namespace, name] = gateway.split("/") as [string, string];
+      return gatewayRoutes(snapshot, namespace, name);
+    };
     await Promise.all(
-      targets.map(async ({ gateway, target, routes }) => {
+      targets.map(async ({ gateway, target }) => {
         const text = await admin.metrics(target.endpoint);
         if (!text.ok) {
           this.o.log.debug("cannot read proxy metrics", {
@@ -644,7 +651,7 @@ export class Reconciler {
           target.endpoint.name,
           gateway,
           samples,
-          host => routeForHost(routes, host),
+          host => routeForHost(routesOf(gateway), host),
         ))
           fleetMetrics.requests(labels, delta);
       }),
@@ -864,11 +871,9 @@ export class Reconciler {
       plans.flatMap(p => p.targets.map(t => [t.endpoint.name, t.endpoint] as const)),
     );
     this.#proxyGateway = proxyGateway;
-    this.#trafficTargets = plans.flatMap(p => {
-      const [namespace, name] = p.key.split("/") as [string, string];
-      const routes = gatewayRoutes(snapshot, namespace, name);
-      return p.targets.map(target => ({ gateway: p.key, target, routes }));
-    });
+    this.#trafficTargets = plans.flatMap(p =>
+      p.targets.map(target => ({ gateway: p.key, target })),
+    );
 
     // Status: the translator's results with Programmed and addresses decided by the fleet.
     const byKey = new Map(plans.map(p => [p.key, p]));

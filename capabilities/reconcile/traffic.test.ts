@@ -166,7 +166,7 @@ describe("gatewayRoutes", () => {
         route: `${o.metadata.namespace}/${o.metadata.name}`,
         hostnames: (o as unknown as { spec: { hostnames: string[] } }).spec.hostnames,
       }))
-      .sort((p, q) => p.route.localeCompare(q.route));
+      .sort((p, q) => (p.route < q.route ? -1 : p.route > q.route ? 1 : 0));
 
   it("gives every Gateway its attached routes, once each, sorted, as a scan per Gateway would", () => {
     fc.assert(

@@ -107,7 +107,9 @@ function routesByGateway(snapshot: Snapshot): ReadonlyMap<string, readonly Route
         list.push({ route: `${ns}/${r.metadata.name}`, hostnames: r.spec?.hostnames ?? [] });
       }
     }
-  for (const list of byGateway.values()) list.sort((a, b) => a.route.localeCompare(b.route));
+  // code-point order: localeCompare cost 3,000 routes several ms
+  for (const list of byGateway.values())
+    list.sort((a, b) => (a.route < b.route ? -1 : a.route > b.route ? 1 : 0));
   byGatewayCache.set(http, { grpc, byGateway });
   return byGateway;
 }

@@ -11,6 +11,12 @@ import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
 import { deployments, objectRefs, peprNamespace } from "../../hack/deployed";
 import {
+  HELM_RELEASE_BUDGET_BYTES,
+  HELM_RELEASE_LIMIT_BYTES,
+  chartFiles,
+  helmReleaseBytes,
+} from "../../hack/dist-check";
+import {
   adoptNamespace,
   chartOf,
   currentDist,
@@ -144,6 +150,31 @@ describe("the Helm chart (helm lint, template, install)", () => {
       .sort();
     expect(pods).toEqual(["admission,Running", "admission,Running", "watcher,Running"]);
     ns = createNamespace("helm");
+  });
+
+  it("writes a release Secret the size `npm run build` estimated (its 1 MiB check)", () => {
+    expect(installed).toBe(true);
+    // what the API server's 1 MiB limit counts: the bytes of the Secret's one data value
+    const stored = Buffer.from(
+      kubectlOk([
+        "get",
+        "secret",
+        "-n",
+        releaseNamespace,
+        `sh.helm.release.v1.${releaseName}.v1`,
+        "-o",
+        "jsonpath={.data.release}",
+      ]).trim(),
+      "base64",
+    ).length;
+    const estimated = helmReleaseBytes(chartFiles(chart));
+    // the estimate leaves out the release's own fields and renders no template but the
+    // module Secret's; the budget (HELM_RELEASE_LIMIT_BYTES - HELM_RELEASE_BUDGET_BYTES)
+    // covers what it misses
+    expect(Math.abs(stored - estimated)).toBeLessThan(
+      HELM_RELEASE_LIMIT_BYTES - HELM_RELEASE_BUDGET_BYTES,
+    );
+    expect(stored).toBeLessThan(HELM_RELEASE_LIMIT_BYTES);
   });
 
   it("serves the sample through a proxy pod, and admission refuses a bad route with our message", async () => {
