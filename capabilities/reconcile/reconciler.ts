@@ -39,6 +39,7 @@ import {
   applyAll,
   emptySnapshot,
   isSynced,
+  keyOf,
 } from "../snapshot";
 import {
   GatewayAddress,
@@ -53,6 +54,7 @@ import {
   supportedVersionCondition,
 } from "../status";
 import { Condition, RefusedObject, StatusResults, translate } from "../translate";
+import { onlyStatusChanged } from "../translate/status-echo";
 import { DEFAULT_PROXY_FLAVOR } from "../flavor/proxy-flavor";
 import { caddySourceMap } from "../caddy";
 import { fragmentCounts } from "../caddy/render-memo";
@@ -379,6 +381,10 @@ export class Reconciler {
    */
   #apply(event: SnapshotEvent, ours = false): void {
     const at = this.#timings.now();
+    const before =
+      event.type === "upsert"
+        ? this.#snapshot.objects[event.kind].get(keyOf(event.object))
+        : undefined;
     this.#dirty.observe(this.#snapshot, event);
     const r = apply(this.#snapshot, event);
     this.#snapshot = r.snapshot;
@@ -395,7 +401,12 @@ export class Reconciler {
         }),
         ours,
       });
-      this.#batcher.notify();
+      // A status-only update (our own status write coming back, mostly) is built without haste.
+      this.#batcher.notify(
+        before && event.type === "upsert" && onlyStatusChanged(before, event.object)
+          ? "status"
+          : "config",
+      );
     }
   }
 

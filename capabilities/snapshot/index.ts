@@ -22,4 +22,4 @@ export {
   batchNotify,
   systemClock,
 } from "./batch";
-export type { BatchOptions, BatchState, Clock } from "./batch";
+export type { BatchOptions, BatchState, ChangeKind, Clock } from "./batch";

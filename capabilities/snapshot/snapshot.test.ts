@@ -325,4 +325,49 @@ describe("batching", () => {
     advance(4060);
     expect(at).toEqual([0, 510, 1010, 3000, 3070, 4060]);
   });
+
+  it("status-only events never lead and never hold a config change back", () => {
+    const lead = { ...o, leading: true };
+    // alone: trailing, on their own timings
+    let st = batchNotify(undefined, 0, false, "status");
+    expect(batchDeadline(st, lead)).toBe(50);
+    for (let t = 40; t <= 480; t += 40) st = batchNotify(st, t, false, "status");
+    expect(batchDeadline(st, lead)).toBe(500);
+    // a config change joining them: the earlier of the two deadlines
+    expect(batchDeadline(batchNotify(st, 300, true), lead)).toBe(300);
+    expect(batchDeadline(batchNotify(st, 300, false), lead)).toBe(350);
+    expect(batchDeadline(batchNotify(st, 480, false), lead)).toBe(500);
+  });
+
+  it("leading Batcher: a config change amid a stream of status echoes is built at once", () => {
+    const { clock, advance } = manualClock();
+    const at: number[] = [];
+    const b = new Batcher(() => at.push(clock.now()), { ...o, leading: true }, clock);
+    // our status writes coming back every 10 ms: batched (max wait), never leading
+    for (let t = 0; t <= 1000; t += 10) {
+      advance(t);
+      b.notify("status");
+    }
+    expect(at).toEqual([500, 1000]);
+    b.activity(); // the build of 1000 ended
+    // a route change at 1060, amid the echoes, 60 ms after that build: built at once
+    for (let t = 1010; t <= 1100; t += 10) {
+      advance(t);
+      if (t === 1060) b.notify();
+      b.notify("status");
+      advance(t); // the next turn of the event loop
+    }
+    expect(at).toEqual([500, 1000, 1060]);
+    // the echoes after it go on batching on their own timings
+    advance(1150);
+    expect(at).toEqual([500, 1000, 1060, 1150]);
+    // a config change within the hold-off of a build's end waits the hold-off, not the echoes'
+    b.activity();
+    for (let t = 1160; t <= 1400; t += 10) {
+      advance(t);
+      b.notify("status");
+      if (t === 1170) b.notify();
+    }
+    expect(at).toEqual([500, 1000, 1060, 1150, 1220]);
+  });
 });

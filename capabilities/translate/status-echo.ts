@@ -25,6 +25,13 @@ const translated = (o: Named): unknown => {
   return { ...rest, metadata };
 };
 
+/**
+ * Whether `after` differs from `before` only in status (and resourceVersion): nothing translation
+ * reads changed. The batcher builds such an update without haste (snapshot/batch.ts).
+ */
+export const onlyStatusChanged = (before: Named, after: Named): boolean =>
+  before === after || sameData(translated(before), translated(after));
+
 const keyOf = (o: Named) => `${o.metadata.namespace ?? ""}/${o.metadata.name}`;
 
 /** The Gateways of the last translation, by namespace/name. */
@@ -40,8 +47,7 @@ export class StatusEchoes {
     const out = gateways.map(g => {
       const key = keyOf(g);
       const previous = this.#last.get(key) as T | undefined;
-      const kept =
-        previous && previous !== g && sameData(translated(previous), translated(g)) ? previous : g;
+      const kept = previous && previous !== g && onlyStatusChanged(previous, g) ? previous : g;
       next.set(key, kept);
       return kept;
     });
