@@ -47,6 +47,7 @@ import {
   StatusMemo,
   StatusWriter,
   BUNDLE_VERSION_ANNOTATION,
+  PARENT_STATUS_INTERVAL_MS,
   WriteReport,
   computeStatusUpdates,
   failedWritesSummary,
@@ -338,9 +339,11 @@ export class Reconciler {
       observer: statusMetrics,
       // 32 writes in flight: 1,000 new routes settle in ~1.4 s here (8: 4.8-6.0 s).
       concurrency: 32,
-      // A burst of route changes rewrites each Gateway (attachedRoutes) at most once a second.
+      // A burst of route changes rewrites each Gateway (attachedRoutes) at most every 250 ms.
       minIntervalMs: kind =>
-        kind === "Gateway" || kind === "ListenerSet" || kind === "GatewayClass" ? 1000 : 0,
+        kind === "Gateway" || kind === "ListenerSet" || kind === "GatewayClass"
+          ? PARENT_STATUS_INTERVAL_MS
+          : 0,
       onDeferredReport: r => this.#reportWrites(r),
       recompute: (fresh, stale) => {
         const last = this.#lastResults;

@@ -1,5 +1,5 @@
 export * from "./compute";
-export { StatusWriter, failedWritesSummary } from "./writer";
+export { PARENT_STATUS_INTERVAL_MS, StatusWriter, failedWritesSummary } from "./writer";
 export type { StatusApi, StatusWriterOptions, WriteReport } from "./writer";
 export { kubeStatusApi, objectPath } from "./status-api";
 export {

@@ -36,6 +36,13 @@ export interface WriteReport {
   readonly skippedNotLeader: boolean;
 }
 
+/**
+ * How often a burst rewrites a GatewayClass, Gateway or ListenerSet whose counts (attachedRoutes)
+ * or messages change: a route attached in a burst shows in its Gateway's status at most this
+ * long after its own (1 s until 2026-11-25: half of it, on average, in the settle bench).
+ */
+export const PARENT_STATUS_INTERVAL_MS = 250;
+
 /** How many failed writes a log line names; the rest are counted by error. */
 export const LOGGED_FAILED_WRITES = 20;
 

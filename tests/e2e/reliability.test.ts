@@ -614,7 +614,7 @@ spec:
     expect(row0.lastError).toContain(caddySaid[caddySaid.length - 1]);
     // Waits for the message to name every refusing proxy, not only the first: the proxies refuse
     // one after another, and a status written after the first refusal names that one (the
-    // Gateway's status is written at most once a second; the next write names them all).
+    // Gateway's status is written at most every 250 ms in a burst; a later write names them all).
     const gw = await until(
       "the Gateway Programmed=False naming the proxies",
       seen => {

@@ -9,6 +9,7 @@ import { KubeConfig } from "@kubernetes/client-node";
 import { request } from "node:https";
 import type { RequestOptions } from "node:https";
 import { kubeClient } from "../../capabilities/kube/client";
+import { PARENT_STATUS_INTERVAL_MS } from "../../capabilities/status";
 import { createNamespace, deleteNamespace, eventually, kubectl, kubectlOk } from "../support/kube";
 import { PeprDev, startModule } from "../support/module";
 
@@ -220,7 +221,9 @@ spec:
     // The API server saw what the module counted (only this module writes these objects).
     expect(d.apiRoutePatches).toBeGreaterThanOrEqual(d.routeWrites);
     expect(d.routeWrites).toBeLessThanOrEqual(ROUTES * 1.1);
-    // A Gateway is written at most once a second (plus the first write and trailing ones).
-    expect(d.gatewayWrites).toBeLessThanOrEqual(Math.ceil((settled - t0 + 5000) / 1000) + 3);
+    // A Gateway is written at most once per interval (plus the first write and trailing ones).
+    expect(d.gatewayWrites).toBeLessThanOrEqual(
+      Math.ceil((settled - t0 + 5000) / PARENT_STATUS_INTERVAL_MS) + 3,
+    );
   });
 });
