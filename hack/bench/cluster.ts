@@ -535,6 +535,38 @@ function rssMiB(pid: number): number {
 /** RSS of the module's process (the one serving the webhook on :3000), in MiB. */
 const controllerRssMiB = (): number => rssMiB(controllerPid());
 
+/** One reading of the module's memory (MiB): its RSS and what the RSS is made of. */
+export interface MemoryReading {
+  readonly routes: number;
+  readonly rssMiB: number;
+  readonly heapLimitMiB?: number;
+  /** RssFile: mapped files, mostly the node binary's own code (shared, clean). */
+  readonly fileMiB?: number;
+  /** RssAnon: the V8 heap, malloc'd memory, buffers. */
+  readonly anonMiB?: number;
+  /** V8's heap as the module's own gauges give it (kengine_gateway_heap_bytes). */
+  readonly heapUsedMiB?: number;
+  readonly heapTotalMiB?: number;
+}
+
+async function controllerMemory(routes: number, heapLimitMiB: number): Promise<MemoryReading> {
+  const status = readFileSync(`/proc/${controllerPid()}/status`, "utf8");
+  const field = (name: string) =>
+    Math.round((Number(new RegExp(`${name}:\\s+(\\d+)`).exec(status)?.[1]) / 1024) * 10) / 10;
+  const m = await moduleMetrics();
+  const heap = (kind: string) =>
+    Math.round((m("kengine_gateway_heap_bytes", `kind="${kind}"`) / 2 ** 20) * 10) / 10;
+  return {
+    routes,
+    rssMiB: field("VmRSS"),
+    heapLimitMiB,
+    fileMiB: field("RssFile"),
+    anonMiB: field("RssAnon"),
+    heapUsedMiB: heap("used"),
+    heapTotalMiB: heap("total"),
+  };
+}
+
 const PHASES = [
   "queued",
   "snapshot",
@@ -707,7 +739,7 @@ export interface ClusterResults {
     allClients20: number;
   };
   /** The module's RSS; heapLimitMiB: its --max-old-space-size (0: none). */
-  memory?: { routes: number; rssMiB: number; heapLimitMiB?: number }[];
+  memory?: MemoryReading[];
   /**
    * The controller killed (SIGKILL: no Lease release) and started again with every route in
    * place: from its first full snapshot ("caches filled", its own log line) to leading with
@@ -990,9 +1022,7 @@ export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> 
         log(`settle: ${JSON.stringify(results.settle)}`);
         await gatewayReady(adminKube, MAIN, mainCount, 1);
         await sleep(3000);
-        results.memory = [
-          { routes: 1000, rssMiB: controllerRssMiB(), heapLimitMiB: opts.heapLimitMiB },
-        ];
+        results.memory = [await controllerMemory(1000, opts.heapLimitMiB)];
         await heapSnapshot(opts.profileDir, log);
       });
 
@@ -1441,11 +1471,7 @@ export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> 
         const fanCount = only.has("fanout") || only.has("apiRequests") ? 1000 + 100 : 0;
         await fillMain(10000 - fanCount);
         await sleep(5000);
-        (results.memory ??= []).push({
-          routes: 10000,
-          rssMiB: controllerRssMiB(),
-          heapLimitMiB: opts.heapLimitMiB,
-        });
+        (results.memory ??= []).push(await controllerMemory(10000, opts.heapLimitMiB));
         log(`memory: ${JSON.stringify(results.memory)}`);
       });
     if (only.has("restart") && mainReady)

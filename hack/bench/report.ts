@@ -174,13 +174,24 @@ function rows(report: R): Row[] {
       met: ad.p99Ms <= 10,
     });
   const m = report.memory as
-    | { routes: number; rssMiB: number; heapLimitMiB?: number }[]
+    | {
+        routes: number;
+        rssMiB: number;
+        heapLimitMiB?: number;
+        fileMiB?: number;
+        heapUsedMiB?: number;
+        heapTotalMiB?: number;
+      }[]
     | undefined;
   for (const x of m ?? [])
     rows.push({
       scenario: "memory",
       target: T.MEMORY(x.routes),
-      measured: `${x.rssMiB} MiB${x.heapLimitMiB ? ` (heap limit ${x.heapLimitMiB} MiB)` : x.heapLimitMiB === 0 ? " (no heap limit)" : ""}`,
+      measured:
+        `${x.rssMiB} MiB${x.heapLimitMiB ? ` (heap limit ${x.heapLimitMiB} MiB)` : x.heapLimitMiB === 0 ? " (no heap limit)" : ""}` +
+        (x.heapTotalMiB !== undefined
+          ? `: V8 heap ${x.heapUsedMiB} used of ${x.heapTotalMiB}, mapped files ${x.fileMiB}`
+          : ""),
       met: x.rssMiB <= (x.routes <= 1000 ? 150 : 450),
     });
   const r = report.restart as
