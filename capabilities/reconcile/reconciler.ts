@@ -39,7 +39,7 @@ import {
   applyAll,
   emptySnapshot,
   isSynced,
-  keyOf,
+  relevantChange,
 } from "../snapshot";
 import {
   GatewayAddress,
@@ -55,7 +55,6 @@ import {
   supportedVersionCondition,
 } from "../status";
 import { Condition, RefusedObject, StatusResults, translate } from "../translate";
-import { onlyStatusChanged } from "../translate/status-echo";
 import { DEFAULT_PROXY_FLAVOR } from "../flavor/proxy-flavor";
 import { caddySourceMap } from "../caddy";
 import { fragmentCounts } from "../caddy/render-memo";
@@ -70,6 +69,7 @@ import {
   trustedCaPems,
 } from "./rotation";
 import { BuildLoop, DirtySet } from "./dirty-set";
+import { HeldEchoes } from "./echoes";
 import { Ingest } from "./ingest";
 import { ProvisionQueue } from "./provision-queue";
 import { KengineProxyWrites, StatusQueue } from "./status-queue";
@@ -161,6 +161,8 @@ const startError = (what: string, r: { failure: string; error: unknown }): Start
 
 export class Reconciler {
   #snapshot: Snapshot = emptySnapshot();
+  /** Status-only updates not yet in #snapshot (echoes.ts). */
+  readonly #echoes = new HeldEchoes();
   /** Ingest stage: drops late events, strips objects, tells our objects apart (ingest.ts). */
   readonly #ingest = new Ingest();
   /** What changed since the last build, and whether it must translate again (dirty-set.ts). */
@@ -244,7 +246,7 @@ export class Reconciler {
     this.#provision = new ProvisionQueue({
       kube: o.kube,
       log: o.log,
-      snapshot: () => this.#snapshot,
+      snapshot: () => this.#current(),
       isLeader: () => this.#elector.isLeader(),
       slowMs: o.provisionWaitMs,
       onSpace: () => this.requestBuild(),
@@ -361,7 +363,12 @@ export class Reconciler {
   }
 
   get snapshot(): Snapshot {
-    return this.#snapshot;
+    return this.#current();
+  }
+
+  /** The snapshot with every event ingested so far. */
+  #current(): Snapshot {
+    return (this.#snapshot = this.#echoes.flush(this.#snapshot));
   }
 
   isLeader(): boolean {
@@ -384,33 +391,41 @@ export class Reconciler {
    */
   #apply(event: SnapshotEvent, ours = false): void {
     const at = this.#timings.now();
-    const before =
-      event.type === "upsert"
-        ? this.#snapshot.objects[event.kind].get(keyOf(event.object))
-        : undefined;
-    this.#dirty.observe(this.#snapshot, event);
-    const r = apply(this.#snapshot, event);
+    // A status-only update (our own status write coming back, mostly) is held and applied with
+    // the others like it (echoes.ts), and built without haste.
+    const replaced = this.#echoes.hold(this.#snapshot, event);
+    if (replaced && event.type === "upsert") {
+      this.#dirty.observe(this.#snapshot, event);
+      if (relevantChange(this.#snapshot, event.kind, replaced, event.object) || ours) {
+        this.#timings.received(at, this.#timings.now() - at);
+        this.#logChange(event, ours);
+        this.#batcher.notify("status");
+      }
+      return;
+    }
+    const current = this.#current();
+    this.#dirty.observe(current, event);
+    const r = apply(current, event);
     this.#snapshot = r.snapshot;
     if (event.type !== "synced")
       ingestMetrics.cached(event.kind, r.snapshot.objects[event.kind].size);
     if (r.relevant || (ours && isSynced(r.snapshot))) {
       this.#timings.received(at, this.#timings.now() - at);
-      // which change started (or joined) the next build: with the build lines, a slow one explained
-      this.o.log.debug("change", {
-        kind: event.kind,
-        type: event.type,
-        ...(event.type !== "synced" && {
-          name: `${event.object.metadata.namespace ?? ""}/${event.object.metadata.name}`,
-        }),
-        ours,
-      });
-      // A status-only update (our own status write coming back, mostly) is built without haste.
-      this.#batcher.notify(
-        before && event.type === "upsert" && onlyStatusChanged(before, event.object)
-          ? "status"
-          : "config",
-      );
+      this.#logChange(event, ours);
+      this.#batcher.notify("config");
     }
+  }
+
+  /** Which change started (or joined) the next build: with the build lines, a slow one explained. */
+  #logChange(event: SnapshotEvent, ours: boolean): void {
+    this.o.log.debug("change", {
+      kind: event.kind,
+      type: event.type,
+      ...(event.type !== "synced" && {
+        name: `${event.object.metadata.namespace ?? ""}/${event.object.metadata.name}`,
+      }),
+      ours,
+    });
   }
 
   /**
@@ -505,7 +520,7 @@ export class Reconciler {
     this.#fleet.start(this.o.verifyIntervalMs ?? 10_000);
     this.o.log.info(
       "snapshot synced",
-      Object.fromEntries(KINDS.map(k => [k, this.#snapshot.objects[k].size])),
+      Object.fromEntries(KINDS.map(k => [k, this.#current().objects[k].size])),
     );
     startupMetrics.state("synced");
     ingestMetrics.firstSnapshot((performance.now() - startedAt) / 1000);
@@ -552,7 +567,7 @@ export class Reconciler {
         objects: listed.items.length,
       });
     const items = listed.found ? this.#ingest.listed(kind, listed.items) : [];
-    const before = this.#snapshot;
+    const before = this.#current();
     const r = applyAll(before, [
       ...relistEvents(kind, before.objects[kind] as ReadonlyMap<string, KubeObject>, items),
       { type: "synced", kind },
@@ -642,7 +657,7 @@ export class Reconciler {
     if (!admin) return;
     // Each Gateway's routes and hostnames, from the snapshot of now (one pass over the routes,
     // kept while the route maps are unchanged: traffic.ts).
-    const snapshot = this.#snapshot;
+    const snapshot = this.#current();
     const routesOf = (gateway: string): readonly RouteHosts[] => {
       const [namespace, name] = gateway.split("/") as [string, string];
       return gatewayRoutes(snapshot, namespace, name);
@@ -776,7 +791,7 @@ export class Reconciler {
   }
 
   async #build(): Promise<void> {
-    const snapshot = this.#snapshot;
+    const snapshot = this.#current();
     if (!isSynced(snapshot) || !this.#ca || !this.#fleet) return;
     const leader = this.#elector.isLeader();
     const caRead = this.#caRead;
@@ -1032,7 +1047,7 @@ export class Reconciler {
     gateway: string,
     refused: readonly RefusedObject[],
   ): ReturnType<IsolationDeps["configOf"]> {
-    const snapshot = this.#snapshot;
+    const snapshot = this.#current();
     if (!this.#ca) return undefined;
     const t = translate(snapshot, { controllerName: CONTROLLER_NAME, refused, candidates: true });
     const ir = t.gateways.find(g => `${g.namespace}/${g.name}` === gateway);

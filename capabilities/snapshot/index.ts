@@ -9,6 +9,7 @@ export {
   isSynced,
   keyOf,
   referenceIndex,
+  relevantChange,
   selectorMatches,
   snapshotOf,
 } from "./snapshot";

@@ -379,6 +379,20 @@ function ownIndex(s: Snapshot): Pick<ReferenceIndex, "ourClasses" | "ourGateways
   return own;
 }
 
+/**
+ * Whether a change of one object can matter to a build (what `apply` reports as `relevant`),
+ * judged against one snapshot: for an update that leaves every reference alone (a status-only
+ * update) the snapshot before it and the one after it give the same answer.
+ */
+export function relevantChange(
+  s: Snapshot,
+  kind: Kind,
+  before?: KubeObject,
+  after?: KubeObject,
+): boolean {
+  return matters(s, kind, before, after);
+}
+
 function matters(s: Snapshot, kind: Kind, before?: KubeObject, after?: KubeObject): boolean {
   // A route event reads only our Gateways: the whole index (every route's references) is
   // built only for the kinds that need it, so a route change does not walk every route.
