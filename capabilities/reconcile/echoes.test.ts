@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { KubeObject, Snapshot, SnapshotEvent, apply, emptySnapshot, snapshotOf } from "../snapshot";
-import { HeldEchoes } from "./echoes";
+import { HeldEchoes, MAX_HELD } from "./echoes";
 
 /** Routes r0…r3 in namespace ns, each in one of two specs, with a status and a version. */
 const route = (name: string, spec: number, status: number, rv: number): KubeObject =>
@@ -90,5 +90,24 @@ describe("held status echoes", () => {
     const flushed = echoes.flush(s);
     expect(flushed.objects.HTTPRoute.get("ns/r0")).toBe(echo.object);
     expect(echoes.flush(flushed)).toBe(flushed);
+  });
+
+  it("holds at most MAX_HELD updates: the next is applied, after them", () => {
+    const s = snapshotOf([route("r0", 0, 0, 1)]);
+    const echoes = new HeldEchoes();
+    let rv = 2;
+    for (let i = 0; i < MAX_HELD; i++)
+      expect(
+        echoes.hold(s, { type: "upsert", kind: "HTTPRoute", object: route("r0", 0, i, rv++) }),
+      ).toBeDefined();
+    const last: SnapshotEvent = {
+      type: "upsert",
+      kind: "HTTPRoute",
+      object: route("r0", 0, 9, rv),
+    };
+    expect(echoes.hold(s, last)).toBeUndefined();
+    const applied = apply(echoes.flush(s), last).snapshot;
+    expect(echoes.size).toBe(0);
+    expect(applied.objects.HTTPRoute.get("ns/r0")).toBe(last.object);
   });
 });

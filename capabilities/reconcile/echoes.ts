@@ -9,16 +9,23 @@
 import { onlyStatusChanged } from "../translate/status-echo";
 import { KubeObject, Snapshot, SnapshotEvent, applyAll, isSynced, keyOf } from "../snapshot";
 
+/**
+ * At most this many updates are held: status writes of objects no build reads (another
+ * controller's routes) notify nothing, so nothing else would bound them.
+ */
+export const MAX_HELD = 1024;
+
 export class HeldEchoes {
   #held: SnapshotEvent[] = [];
 
   /**
    * Holds `event` if it is an update of an object `snapshot` has that changes nothing but its
    * status (and the snapshot is synced); returns the object it replaces, or undefined when the
-   * event was not held (apply it, after `flush`).
+   * event was not held (apply it, after `flush`; so it is when MAX_HELD are held).
    */
   hold(snapshot: Snapshot, event: SnapshotEvent): KubeObject | undefined {
-    if (event.type !== "upsert" || !isSynced(snapshot)) return undefined;
+    if (event.type !== "upsert" || !isSynced(snapshot) || this.#held.length >= MAX_HELD)
+      return undefined;
     const before = snapshot.objects[event.kind].get(keyOf(event.object));
     if (before === undefined || !onlyStatusChanged(before, event.object)) return undefined;
     this.#held.push(event);

@@ -107,7 +107,7 @@ function routesByGateway(snapshot: Snapshot): ReadonlyMap<string, readonly Route
         list.push({ route: `${ns}/${r.metadata.name}`, hostnames: r.spec?.hostnames ?? [] });
       }
     }
-  // code-point order: localeCompare cost 3,000 routes several ms
+  // code-point order: cheaper than localeCompare, and the same whatever the locale
   for (const list of byGateway.values())
     list.sort((a, b) => (a.route < b.route ? -1 : a.route > b.route ? 1 : 0));
   byGatewayCache.set(http, { grpc, byGateway });
