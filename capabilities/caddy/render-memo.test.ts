@@ -87,6 +87,32 @@ describe("render memo", () => {
     expect(tableCounts().whole).toBeGreaterThan(tables.whole);
   });
 
+  it("renders an added route naming a hostname twice as from scratch (the table's delta)", () => {
+    const route = (name: string, hostnames: string[]): KubeObject =>
+      ({
+        apiVersion: GW,
+        kind: "HTTPRoute",
+        metadata: { name, namespace: "default", generation: 1 },
+        spec: {
+          parentRefs: [{ name: "gw" }],
+          hostnames,
+          rules: [{ backendRefs: [{ name: "svc", port: 80 }] }],
+        },
+      }) as KubeObject;
+    const tables = tableCounts();
+    const translator = new IncrementalTranslator();
+    let snapshot = snapshotOf([...gatewayObjects(), route("a", ["a.example"])]);
+    expectSameAsScratch(snapshot, translator);
+    for (const r of [
+      route("b", ["dup.example", "b.example", "dup.example"]),
+      route("c", ["dup.example"]),
+    ]) {
+      snapshot = apply(snapshot, { type: "upsert", kind: "HTTPRoute", object: r }).snapshot;
+      expectSameAsScratch(snapshot, translator);
+    }
+    expect(tableCounts().delta).toBeGreaterThan(tables.delta);
+  });
+
   it("renders only a changed route's entries and keeps the other hosts' lists", () => {
     const route = (i: number, path: string): KubeObject =>
       ({
