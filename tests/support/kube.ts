@@ -22,11 +22,14 @@ export function kubectl(args: readonly string[], input?: string): KubectlResult 
       input,
       encoding: "utf8",
       timeout: 120_000,
+      // a Helm release Secret's data is over spawnSync's default 1 MiB
+      maxBuffer: 64 * 1024 * 1024,
     });
     const result = {
       code: r.status ?? -1,
       stdout: r.stdout ?? "",
-      stderr: r.stderr ?? String(r.error ?? ""),
+      // a spawn error (timeout, output over maxBuffer) says why there is no exit code
+      stderr: (r.stderr ?? "") + (r.error ? String(r.error) : ""),
     };
     if (result.code === 0 || !result.stderr.includes("failed calling webhook") || attempt >= 30)
       return result;
