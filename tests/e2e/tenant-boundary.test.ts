@@ -498,7 +498,7 @@ describe("the tenant boundary: no tenant object turns a shared Gateway against i
         },
       },
     ]);
-  }, 420_000);
+  }, 900_000);
 
   afterAll(async () => {
     for (const c of canaries) c.stop();

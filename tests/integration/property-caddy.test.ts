@@ -13,6 +13,7 @@
 import fc from "fast-check";
 import { Server, createServer } from "node:http";
 import { AddressInfo } from "node:net";
+import { connect as tlsConnect } from "node:tls";
 import { request } from "undici";
 import { renderCaddyJSON, toCaddyConfig } from "../../capabilities/caddy";
 import { KubeObject, snapshotOf } from "../../capabilities/snapshot";
@@ -25,11 +26,30 @@ import {
   arbitraryHostile,
   sharedGateway,
 } from "../support/arbitrary-hostile";
-import { REGRESSIONS } from "../support/hostile-regressions";
+import { BOUNDARY_REGRESSIONS, REGRESSIONS } from "../support/hostile-regressions";
 import { verdictOf } from "../support/hostile-verdict";
 import { Caddy, loadGateway, startCaddy } from "../support/caddy";
 import { withProxyFlavor } from "../support/flavor";
 import { freePort, listenerPortOffset } from "../support/ports";
+import {
+  BoundaryPorts,
+  BoundarySample,
+  PLATFORM_CERT_CN,
+  PLATFORM_HOST,
+  PLATFORM_PATH,
+  TENANT_HOST,
+  TENANT_TOKEN,
+  arbitraryBoundary,
+  boundaryGateway,
+} from "../support/arbitrary-boundary";
+import {
+  ADMIN_HOSTS,
+  ADMIN_PATHS,
+  HARMLESS_LOAD,
+  HostCanary,
+  hostCanary,
+  looksLikeAdmin,
+} from "../support/boundary";
 
 const SAMPLE = Number(process.env.KG_PROPERTY_SAMPLE ?? 40);
 const SEED = Number(process.env.KG_PROPERTY_SEED ?? 20261121);
@@ -157,4 +177,238 @@ describe(`hostile tenant objects next to a healthy route (seed ${HOSTILE_SEED})`
     for (const proxy of [caddy!, caddy28!])
       expect((await proxy.admin("GET", "/config/")).status).toBe(200);
   });
+});
+
+/* ------------------------------------------------------------------ the tenant boundary */
+
+const BOUNDARY_SAMPLE = Number(process.env.KG_BOUNDARY_SAMPLE ?? 150);
+const BOUNDARY_SEED = Number(process.env.KG_BOUNDARY_SEED ?? 20261128);
+
+/** What an anonymous client saw of one tenant's objects (boundaryCase). */
+interface BoundaryVerdict {
+  /** The platform's name: its route's path, another path, the tenant's HTTP-01 token. */
+  readonly platform: readonly string[];
+  /** The certificate's CN presented for the platform's name. */
+  readonly platformCertificate: string;
+  /** Replies that came from an admin API. */
+  readonly admin: readonly string[];
+  /** Requests without an answer (a proxy dialling its own listener loops until a timeout). */
+  readonly hung: readonly string[];
+  /** Requests the canary (a loopback destination) received. */
+  readonly canary: readonly string[];
+}
+
+interface Probe {
+  readonly host: string;
+  readonly what: string;
+  readonly status: number;
+  readonly body: string;
+  readonly error?: string;
+}
+
+/** One request to the proxy's HTTP listener as an anonymous client; never rejects. */
+async function probe(
+  host: string,
+  method: "GET" | "POST",
+  path: string,
+  body?: string,
+): Promise<Probe> {
+  try {
+    const res = await request(`http://127.0.0.1:${80 + listenerPortOffset()}${path}`, {
+      method,
+      reset: true,
+      headers: { host, ...(body !== undefined && { "content-type": "application/json" }) },
+      body,
+      headersTimeout: 2000,
+      bodyTimeout: 2000,
+    });
+    const text = await res.body.text();
+    return { host, what: `${method} ${path}`, status: res.statusCode, body: text.slice(0, 2000) };
+  } catch (e) {
+    return { host, what: `${method} ${path}`, status: 0, body: "", error: String(e) };
+  }
+}
+
+/** The certificate's subject CN the proxy presents for `servername` on its HTTPS listener. */
+function presentedCN(servername: string): Promise<string> {
+  return new Promise(resolve => {
+    const s = tlsConnect(
+      {
+        host: "127.0.0.1",
+        port: 443 + listenerPortOffset(),
+        servername,
+        rejectUnauthorized: false,
+      },
+      () => {
+        const cn = (s.getPeerCertificate() as { subject?: { CN?: string } }).subject?.CN ?? "";
+        s.destroy();
+        resolve(String(cn));
+      },
+    );
+    s.setTimeout(5000, () => s.destroy(new Error("timeout")));
+    s.on("error", e => resolve(`error: ${e.message}`));
+  });
+}
+
+describe(`the tenant boundary (seed ${BOUNDARY_SEED}, ${BOUNDARY_SAMPLE} generated tenants)`, () => {
+  const servers: Server[] = [];
+  let platformEcho = 0;
+  let tenantEcho = 0;
+  let canary: HostCanary;
+  let ports: BoundaryPorts;
+  const stats = { samples: 0, requests: 0, statuses: {} as Record<string, number> };
+
+  const serve = async (answer: string): Promise<number> => {
+    const s = createServer((req, res) => {
+      req.resume();
+      req.on("end", () => res.writeHead(200).end(`${answer} ${req.url}`));
+    });
+    servers.push(s);
+    await new Promise<void>(r => s.listen(0, "127.0.0.1", () => r()));
+    return (s.address() as AddressInfo).port;
+  };
+
+  beforeAll(async () => {
+    platformEcho = await serve("echo");
+    tenantEcho = await serve("tenant");
+    canary = await hostCanary();
+    ports = {
+      admin: Number(caddy!.adminAddress.split(":").pop()),
+      canary: canary.port,
+      listener: 80 + listenerPortOffset(),
+      errorResponder: await freePort(),
+    };
+  });
+
+  afterAll(async () => {
+    await canary?.close();
+    for (const s of servers) {
+      s.closeAllConnections();
+      await new Promise(r => s.close(r));
+    }
+    console.log(`tenant boundary property: ${JSON.stringify(stats)}`);
+  });
+
+  /**
+   * One tenant's objects beside the platform's Gateway, loaded into the Bundled proxy; then, as an
+   * anonymous client: the platform's name answers only the platform's route (its path, 404
+   * elsewhere, no tenant HTTP-01 answer, its own certificate); no admin API path answers under any
+   * Host spelling or tenant name; nothing reached the canary; no request hung (a proxy dialling
+   * its own listener loops until it times out).
+   */
+  async function boundaryCase(sample: BoundarySample): Promise<BoundaryVerdict> {
+    // A hole found by an earlier case may have killed the proxy: each case gets a live one.
+    const alive = await caddy!.admin("GET", "/config/").then(
+      r => r.status === 200,
+      () => false,
+    );
+    if (!alive) {
+      await caddy!.stop();
+      caddy = await startCaddy({ name: "property-caddy" });
+      ports = { ...ports, admin: Number(caddy.adminAddress.split(":").pop()) };
+    }
+    const objects = withProxyFlavor(
+      [...boundaryGateway(platformEcho, tenantEcho, sample.externalHostnames), ...sample.objects],
+      "Bundled",
+    );
+    const result = translate(snapshotOf(objects));
+    expect(result.gateways).toHaveLength(1);
+    const config = toCaddyConfig(result.gateways[0]!, {
+      bindHost: "127.0.0.1",
+      portOffset: listenerPortOffset(),
+      errorResponderListen: `127.0.0.1:${ports.errorResponder}`,
+      management: { adminListen: caddy!.adminAddress },
+    });
+    const loaded = await caddy!.load(renderCaddyJSON(config));
+    expect(loaded.status === 200 ? "" : loaded.text).toBe("");
+    const hits = canary.hits.length;
+
+    const probes: Probe[] = [
+      await probe(PLATFORM_HOST, "GET", PLATFORM_PATH),
+      await probe(PLATFORM_HOST, "GET", "/other"),
+      await probe(PLATFORM_HOST, "GET", `/.well-known/acme-challenge/${TENANT_TOKEN}`),
+    ];
+    const platform = probes.map(p => `${p.status} ${p.body}`);
+    const cn = await presentedCN(PLATFORM_HOST);
+    const hosts = [
+      ...ADMIN_HOSTS,
+      `localhost:${ports.admin}`,
+      `127.0.0.1:${ports.admin}`,
+      TENANT_HOST,
+      "x.example",
+    ];
+    for (const host of hosts)
+      for (const p of ADMIN_PATHS)
+        probes.push(
+          await probe(host, p.method, p.path, p.method === "POST" ? HARMLESS_LOAD : undefined),
+        );
+    // mirror copies leave after the answer: give them the time a loopback dial takes
+    await new Promise(r => setTimeout(r, 50));
+
+    stats.samples++;
+    stats.requests += probes.length + 1;
+    for (const p of probes) stats.statuses[p.status] = (stats.statuses[p.status] ?? 0) + 1;
+    return {
+      platform,
+      platformCertificate: cn,
+      admin: probes
+        .filter(p => looksLikeAdmin(p.status, p.body))
+        .map(p => `${p.host} ${p.what}: ${p.status} ${p.body.slice(0, 200)}`),
+      hung: probes.filter(p => p.status === 0).map(p => `${p.host} ${p.what}: ${p.error}`),
+      canary: canary.hits.slice(hits).map(h => `${h.method} ${h.host}${h.url}`),
+    };
+  }
+
+  /** What every case must see (boundaryCase). */
+  const HELD: BoundaryVerdict = {
+    platform: [`200 echo ${PLATFORM_PATH}`, "404 ", "404 "],
+    platformCertificate: PLATFORM_CERT_CN,
+    admin: [],
+    hung: [],
+    canary: [],
+  };
+
+  /** Which parts of the boundary a verdict breaks. */
+  const broken = (v: BoundaryVerdict): string[] =>
+    (Object.keys(HELD) as (keyof BoundaryVerdict)[]).filter(
+      k => JSON.stringify(v[k]) !== JSON.stringify(HELD[k]),
+    );
+
+  it.each(Object.keys(BOUNDARY_REGRESSIONS))("regression: %s", async name => {
+    expect(await boundaryCase(BOUNDARY_REGRESSIONS[name]!(ports))).toEqual(HELD);
+  });
+
+  it(`${BOUNDARY_SAMPLE} generated tenants on the Bundled proxy: no admin answer, no dial to a refused destination, no other owner's name served`, async () => {
+    const samples = fc.sample(arbitraryBoundary(ports), {
+      numRuns: BOUNDARY_SAMPLE,
+      seed: BOUNDARY_SEED,
+    });
+    // Every sample runs (a hole does not hide the next): the failures are counted by what
+    // they break, and the first of each kind is shown whole.
+    const holes = new Map<string, { count: number; first: string }>();
+    for (const [i, sample] of samples.entries()) {
+      let kinds: string[];
+      let shown: string;
+      try {
+        const v = await boundaryCase(sample);
+        kinds = broken(v);
+        shown = JSON.stringify(v, null, 1);
+      } catch (e) {
+        kinds = ["load"];
+        shown = e instanceof Error ? e.message : String(e);
+      }
+      for (const k of kinds) {
+        const h = holes.get(k);
+        if (h) h.count++;
+        else
+          holes.set(k, {
+            count: 1,
+            first: `sample ${i} of seed ${BOUNDARY_SEED} (externalHostnames ${sample.externalHostnames}): ${JSON.stringify(sample.objects.filter(o => o.metadata.name !== "tls-good"))}\n${shown.slice(0, 3000)}`,
+          });
+      }
+    }
+    expect(stats.samples).toBeGreaterThanOrEqual(BOUNDARY_SAMPLE);
+    expect(Object.fromEntries(holes)).toEqual({});
+    expect((await caddy!.admin("GET", "/config/")).status).toBe(200);
+  }, 600_000);
 });

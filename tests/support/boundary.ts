@@ -84,13 +84,10 @@ export const ADMIN_PATHS: readonly { readonly method: "GET" | "POST"; readonly p
 ];
 
 /**
- * A body for POST /load that a Caddy admin API refuses with its own error (a listener address
- * it cannot parse) and that would change nothing if it were accepted: the answer proves the
- * admin API was reached without harming the proxy.
+ * A body for POST /load that a Caddy admin API refuses before it touches its config (not JSON):
+ * its error answer proves the admin API was reached without harming the proxy.
  */
-export const HARMLESS_LOAD = JSON.stringify({
-  apps: { http: { servers: { probe: { listen: ["not an address"] } } } },
-});
+export const HARMLESS_LOAD = '{"apps": not json';
 
 /**
  * Whether a reply came from a Caddy admin API: a config or route-table read (JSON with the

@@ -5,6 +5,20 @@
  */
 import { KubeObject } from "../../capabilities/snapshot";
 import { tenantListenerSet, tenantMeta } from "./arbitrary-hostile";
+import {
+  BoundaryPorts,
+  BoundarySample,
+  PLATFORM_HOST,
+  TENANT_HOST,
+  TENANT_KEY_AUTHORIZATION,
+  TENANT_TOKEN,
+} from "./arbitrary-boundary";
+import { loopbackResolvingNames } from "./boundary";
+import {
+  ACME_ISSUER_OPTION,
+  AcmeAnnotation,
+  acmeSecretName,
+} from "../../capabilities/validation/acme";
 
 const GW = "gateway.networking.k8s.io/v1";
 const parentRefs = [{ name: "gw", namespace: "default" }];
@@ -99,3 +113,190 @@ export const REGRESSIONS: Readonly<Record<string, KubeObject[]>> = {
     },
   ]),
 };
+
+/* ------------------------------------------------------------------ the tenant boundary */
+
+const XGW = "gateway.networking.x-k8s.io/v1alpha1";
+/** A name only this machine resolves to loopback (e.g. its own host name), else localhost. */
+const LOOPBACK_NAME = loopbackResolvingNames()[0] ?? "localhost";
+
+const xbackend = (name: string, hostname: string, port: number): KubeObject =>
+  ({
+    apiVersion: XGW,
+    kind: "XBackend",
+    metadata: tenantMeta(name),
+    spec: { type: "ExternalHostname", externalHostname: { hostname }, port: { number: port } },
+  }) as KubeObject;
+
+const xref = (name: string, port: number) => ({
+  group: "gateway.networking.x-k8s.io",
+  kind: "XBackend",
+  name,
+  port,
+});
+
+const boundaryRoute = (hostnames: readonly string[], rule: object): KubeObject =>
+  ({
+    apiVersion: GW,
+    kind: "HTTPRoute",
+    metadata: tenantMeta("boundary"),
+    spec: { parentRefs, hostnames, rules: [rule] },
+  }) as KubeObject;
+
+const authListenerSet = (backendRef: object, hostname: string): KubeObject[] => [
+  {
+    apiVersion: GW,
+    kind: "ListenerSet",
+    metadata: tenantMeta("boundary"),
+    spec: {
+      parentRef: { name: "gw", namespace: "default" },
+      listeners: [
+        {
+          name: "l",
+          port: 80,
+          protocol: "HTTP",
+          hostname,
+          filters: {
+            requests: [
+              {
+                type: "ExternalAuth",
+                externalAuth: {
+                  protocol: "HTTP",
+                  backendRef,
+                  http: {},
+                  forwardBody: { maxSize: 2 ** 31 - 1 },
+                },
+              },
+            ],
+          },
+        },
+      ],
+    },
+  } as KubeObject,
+  {
+    apiVersion: GW,
+    kind: "HTTPRoute",
+    metadata: tenantMeta("on-listenerset"),
+    spec: {
+      parentRefs: [{ group: "gateway.networking.k8s.io", kind: "ListenerSet", name: "boundary" }],
+      rules: [{ backendRefs: echo }],
+    },
+  } as KubeObject,
+];
+
+/**
+ * Tenant objects that turned a shared proxy against its owners before issue 28 (named by the
+ * issue, each one also found by the boundary property of
+ * tests/integration/property-caddy.test.ts), replayed by name on every run; their destinations
+ * are the test proxy's own ports and a canary (`BoundaryPorts`).
+ */
+export const BOUNDARY_REGRESSIONS: Readonly<Record<string, (p: BoundaryPorts) => BoundarySample>> =
+  {
+    // The issue's case: an XBackend named localhost at the admin port and a route for
+    // `localhost`: any client read the running config (private keys included) and could POST /load.
+    "boundary-xbackend-localhost-admin": p => ({
+      externalHostnames: "Allowed",
+      objects: [
+        xbackend("admin", "localhost", p.admin),
+        boundaryRoute(["localhost", TENANT_HOST], { backendRefs: [xref("admin", p.admin)] }),
+      ],
+    }),
+    // A name that is not loopback by definition but that the proxy's resolver maps to loopback
+    // (here: /etc/hosts): only the dial-time check refuses it.
+    "boundary-xbackend-loopback-resolving-name": p => ({
+      externalHostnames: "Allowed",
+      objects: [
+        xbackend("admin", LOOPBACK_NAME, p.admin),
+        xbackend("canary", LOOPBACK_NAME, p.canary),
+        boundaryRoute([TENANT_HOST, "localhost"], { backendRefs: [xref("admin", p.admin)] }),
+      ],
+    }),
+    // The issue's case: a RequestHeaderModifier setting Host to the admin address, on any route
+    // hostname, so that the admin API's Host check passes.
+    "boundary-host-rewrite-admin": p => ({
+      externalHostnames: "Allowed",
+      objects: [
+        xbackend("admin", LOOPBACK_NAME, p.admin),
+        boundaryRoute(["*.example", TENANT_HOST], {
+          filters: [
+            {
+              type: "RequestHeaderModifier",
+              requestHeaderModifier: { set: [{ name: "Host", value: `localhost:${p.admin}` }] },
+            },
+          ],
+          backendRefs: [xref("admin", p.admin)],
+        }),
+      ],
+    }),
+    // The issue's case: a RequestMirror delivering each client's request (POST /load bodies
+    // included) to the admin API blind.
+    "boundary-mirror-to-admin": p => ({
+      externalHostnames: "Allowed",
+      objects: [
+        xbackend("admin", "localhost", p.admin),
+        xbackend("canary", LOOPBACK_NAME, p.canary),
+        boundaryRoute([TENANT_HOST, "*.example"], {
+          filters: [
+            { type: "RequestMirror", requestMirror: { backendRef: xref("canary", p.canary) } },
+          ],
+          backendRefs: echo,
+        }),
+      ],
+    }),
+    // The same dial through an ExternalAuth filter, with the CRD's largest body.
+    "boundary-extauth-to-loopback": p => ({
+      externalHostnames: "Allowed",
+      objects: [
+        xbackend("canary", LOOPBACK_NAME, p.canary),
+        ...authListenerSet(xref("canary", p.canary), TENANT_HOST),
+      ],
+    }),
+    // An XBackend at the proxy's own listener: every request loops through the proxy.
+    "boundary-xbackend-own-listener": p => ({
+      externalHostnames: "Allowed",
+      objects: [
+        xbackend("self", LOOPBACK_NAME, p.listener),
+        boundaryRoute([TENANT_HOST], { backendRefs: [xref("self", p.listener)] }),
+      ],
+    }),
+    // The issue's case: a ListenerSet listener for the platform's name naming an ACME issuer, and
+    // a Secret with the tenant's HTTP-01 answer for that name: the platform's port-80 listener
+    // served it, so the tenant could get a certificate for a name it does not own.
+    "boundary-http01-for-the-platform-name": () => ({
+      externalHostnames: "Denied",
+      objects: [
+        {
+          apiVersion: GW,
+          kind: "ListenerSet",
+          metadata: tenantMeta("boundary"),
+          spec: {
+            parentRef: { name: "gw", namespace: "default" },
+            listeners: [
+              {
+                name: "l",
+                port: 8443,
+                protocol: "HTTPS",
+                hostname: PLATFORM_HOST,
+                tls: { mode: "Terminate", options: { [ACME_ISSUER_OPTION]: "anything" } },
+              },
+            ],
+          },
+        } as KubeObject,
+        {
+          apiVersion: "v1",
+          kind: "Secret",
+          metadata: {
+            name: acmeSecretName(PLATFORM_HOST),
+            namespace: "tenant",
+            annotations: {
+              [AcmeAnnotation.name]: PLATFORM_HOST,
+              [AcmeAnnotation.challenges]: JSON.stringify({
+                [TENANT_TOKEN]: TENANT_KEY_AUTHORIZATION,
+              }),
+            },
+          },
+          type: "Opaque",
+        } as KubeObject,
+      ],
+    }),
+  };
