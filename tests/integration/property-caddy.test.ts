@@ -41,6 +41,8 @@ import {
   TENANT_TOKEN,
   arbitraryBoundary,
   boundaryGateway,
+  boundaryPathOf,
+  hostFor,
 } from "../support/arbitrary-boundary";
 import {
   ADMIN_HOSTS,
@@ -192,8 +194,11 @@ interface BoundaryVerdict {
   readonly platformCertificate: string;
   /** Replies that came from an admin API. */
   readonly admin: readonly string[];
-  /** Requests without an answer (a proxy dialling its own listener loops until a timeout). */
-  readonly hung: readonly string[];
+  /**
+   * Requests that looped: no answer in time, or 431 (a proxy dialling its own listener adds a
+   * forwarding header at each pass until the request is too large).
+   */
+  readonly looped: readonly string[];
   /** Requests the canary (a loopback destination) received. */
   readonly canary: readonly string[];
 }
@@ -342,6 +347,24 @@ describe(`the tenant boundary (seed ${BOUNDARY_SEED}, ${BOUNDARY_SAMPLE} generat
         probes.push(
           await probe(host, p.method, p.path, p.method === "POST" ? HARMLESS_LOAD : undefined),
         );
+    // each XBackend of the route on its own path, under the route's own name
+    const route = sample.objects.find(
+      o => o.kind === "HTTPRoute" && o.metadata.name === "boundary",
+    );
+    const routeHost = hostFor(
+      (route as { spec?: { hostnames?: string[] } } | undefined)?.spec?.hostnames ?? [],
+    );
+    const xbs = sample.objects.filter(o => o.kind === "XBackend").length;
+    for (let i = 0; i < xbs; i++)
+      for (const p of ADMIN_PATHS)
+        probes.push(
+          await probe(
+            routeHost,
+            p.method,
+            `${boundaryPathOf(i)}${p.path}`,
+            p.method === "POST" ? HARMLESS_LOAD : undefined,
+          ),
+        );
     // mirror copies leave after the answer: give them the time a loopback dial takes
     await new Promise(r => setTimeout(r, 50));
 
@@ -354,7 +377,9 @@ describe(`the tenant boundary (seed ${BOUNDARY_SEED}, ${BOUNDARY_SAMPLE} generat
       admin: probes
         .filter(p => looksLikeAdmin(p.status, p.body))
         .map(p => `${p.host} ${p.what}: ${p.status} ${p.body.slice(0, 200)}`),
-      hung: probes.filter(p => p.status === 0).map(p => `${p.host} ${p.what}: ${p.error}`),
+      looped: probes
+        .filter(p => p.status === 0 || p.status === 431)
+        .map(p => `${p.host} ${p.what}: ${p.status} ${p.error ?? ""}`),
       canary: canary.hits.slice(hits).map(h => `${h.method} ${h.host}${h.url}`),
     };
   }
@@ -364,7 +389,7 @@ describe(`the tenant boundary (seed ${BOUNDARY_SEED}, ${BOUNDARY_SAMPLE} generat
     platform: [`200 echo ${PLATFORM_PATH}`, "404 ", "404 "],
     platformCertificate: PLATFORM_CERT_CN,
     admin: [],
-    hung: [],
+    looped: [],
     canary: [],
   };
 

@@ -37,6 +37,13 @@ export const TENANT_HOST = "app.tenant.test";
 export const TENANT_TOKEN = "tenant-token-0123456789";
 export const TENANT_KEY_AUTHORIZATION = `${TENANT_TOKEN}.tenant-account-thumbprint`;
 
+/** The path prefix on which a sample's route sends to its i-th XBackend. */
+export const boundaryPathOf = (i: number): string => `/xb-${i}`;
+
+/** A name a request can carry as Host to reach a route with `hostnames` (wildcards filled in). */
+export const hostFor = (hostnames: readonly string[]): string =>
+  (hostnames[0] ?? TENANT_HOST).replace(/^\*\./, "a.");
+
 /** Where a tenant may aim: resolved to real ports when the proxy and canaries are up. */
 export interface BoundaryPorts {
   /** The proxy's admin API (loopback TCP in the host-spawned test proxy). */
@@ -71,17 +78,22 @@ export const PLATFORM_CERT_CN = PLATFORM_HOST;
  * this machine's /etc/hosts resolves to loopback.
  */
 export const loopbackName: fc.Arbitrary<string> = fc.oneof(
-  fc.constantFrom(...LOOPBACK_SPELLINGS),
-  fc.constantFrom(
-    ...(loopbackResolvingNames().length > 0 ? loopbackResolvingNames() : ["localhost"]),
-  ),
-  fc.stringMatching(/^[a-z][a-z0-9]{0,5}$/).map(l => `${l}.localhost`),
-  fc.integer({ min: 0x7f000000, max: 0x7fffffff }).map(String),
-  fc.integer({ min: 0x7f000000, max: 0x7fffffff }).map(n => `0x${n.toString(16)}`),
-  fc.tuple(b, b, b).map(([x, y, z]) => `127.${x}.${y}.${z}`),
-  fc.tuple(b, b).map(([x, y]) => `169.254.${x}.${y}`),
-  b.map(x => `0177.0.0.${x}`),
-  b.map(x => `127.${x}`),
+  // what a resolver on this machine maps to loopback: most samples, so that holes show
+  {
+    weight: 8,
+    arbitrary: fc.constantFrom("localhost", "ip6-localhost", ...loopbackResolvingNames()),
+  },
+  { weight: 1, arbitrary: fc.constantFrom(...LOOPBACK_SPELLINGS) },
+  { weight: 1, arbitrary: fc.stringMatching(/^[a-z][a-z0-9]{0,5}$/).map(l => `${l}.localhost`) },
+  { weight: 1, arbitrary: fc.integer({ min: 0x7f000000, max: 0x7fffffff }).map(String) },
+  {
+    weight: 1,
+    arbitrary: fc.integer({ min: 0x7f000000, max: 0x7fffffff }).map(n => `0x${n.toString(16)}`),
+  },
+  { weight: 1, arbitrary: fc.tuple(b, b, b).map(([x, y, z]) => `127.${x}.${y}.${z}`) },
+  { weight: 1, arbitrary: fc.tuple(b, b).map(([x, y]) => `169.254.${x}.${y}`) },
+  { weight: 1, arbitrary: b.map(x => `0177.0.0.${x}`) },
+  { weight: 1, arbitrary: b.map(x => `127.${x}`) },
 );
 
 type Target = keyof BoundaryPorts;
@@ -211,6 +223,12 @@ export function arbitraryBoundary(ports: BoundaryPorts): fc.Arbitrary<BoundarySa
                 ? [{ name: "echo", port: 8080 }]
                 : [xref(names[r.seed % names.length]!, portsOf[r.seed % names.length]!)],
             },
+            // each XBackend on a path of its own (BOUNDARY_PATH_OF), with the same filters
+            ...names.map((n, i) => ({
+              matches: [{ path: { type: "PathPrefix", value: boundaryPathOf(i) } }],
+              filters: fs,
+              backendRefs: [xref(n, portsOf[i]!)],
+            })),
           ],
         },
       } as KubeObject);
