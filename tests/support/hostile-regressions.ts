@@ -201,23 +201,6 @@ export const BOUNDARY_REGRESSIONS: Readonly<Record<string, (p: BoundaryPorts) =>
         boundaryRoute(["localhost", TENANT_HOST], { backendRefs: [xref("admin", p.admin)] }),
       ],
     }),
-    // Found by the hunt: a subdomain of localhost (loopback by definition, RFC 6761), aimed at the
-    // admin port with the admin Host.
-    "boundary-xbackend-subdomain-of-localhost": p => ({
-      externalHostnames: "Allowed",
-      objects: [
-        xbackend("admin", "admin.localhost", p.admin),
-        boundaryRoute([TENANT_HOST], {
-          filters: [
-            {
-              type: "RequestHeaderModifier",
-              requestHeaderModifier: { set: [{ name: "Host", value: `localhost:${p.admin}` }] },
-            },
-          ],
-          backendRefs: [xref("admin", p.admin)],
-        }),
-      ],
-    }),
     // A name that is not loopback by definition but that the proxy's resolver maps to loopback
     // (here: /etc/hosts): only the dial-time check refuses it.
     "boundary-xbackend-loopback-resolving-name": p => ({
