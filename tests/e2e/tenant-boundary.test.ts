@@ -26,7 +26,7 @@
  *     a route created right after is served within 60 s plus the re-list and push.
  */
 import { ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createWriteStream, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -65,7 +65,7 @@ import {
   kubectlOk,
 } from "../support/kube";
 import { echoBackend } from "../support/manifests";
-import { kubeconfigPath, kubectlBin } from "../support/paths";
+import { kubeconfigPath, kubectlBin, repoRoot } from "../support/paths";
 import { proxyPods } from "../support/proxy-pods";
 import { SteadyResult, get, steadyClient } from "../support/traffic";
 
@@ -430,10 +430,13 @@ describe("the tenant boundary: no tenant object turns a shared Gateway against i
     relay = await startRelay(new URL(server));
     const relayed = join(dir, "kubeconfig");
     writeFileSync(relayed, kc.replace(server, `https://127.0.0.1:${relay.port}`));
+    // pepr dev builds the module first: minutes on a loaded 2-core machine
     dev = await startPeprDev({
       kubeconfig: kubeconfigPath,
       kubectl: kubectlBin,
       moduleKubeconfig: relayed,
+      readyTimeoutMs: 600_000,
+      echo: createWriteStream(join(repoRoot, "reports", "tenant-boundary-controller.log")),
     });
 
     platform = createNamespace("tb-platform");
@@ -499,7 +502,7 @@ describe("the tenant boundary: no tenant object turns a shared Gateway against i
         },
       },
     ]);
-  }, 900_000);
+  }, 1_200_000);
 
   afterAll(async () => {
     for (const c of canaries) c.stop();

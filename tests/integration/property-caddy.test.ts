@@ -260,7 +260,14 @@ describe(`the tenant boundary (seed ${BOUNDARY_SEED}, ${BOUNDARY_SAMPLE} generat
   let platformEcho = 0;
   let tenantEcho = 0;
   let canary: HostCanary;
+  /** Stands for an admin API on loopback TCP when the test proxy keeps its own on a socket. */
+  let adminDecoy: HostCanary;
   let ports: BoundaryPorts;
+  /** The admin API's TCP port if the test proxy listens on one, else the decoy's. */
+  const adminPort = (): number => {
+    const m = /^(?:[\d.]+|localhost|\[[\d:]+\]):(\d+)$/.exec(caddy!.adminAddress);
+    return m ? Number(m[1]) : adminDecoy.port;
+  };
   const stats = { samples: 0, requests: 0, statuses: {} as Record<string, number> };
 
   const serve = async (answer: string): Promise<number> => {
@@ -277,8 +284,9 @@ describe(`the tenant boundary (seed ${BOUNDARY_SEED}, ${BOUNDARY_SAMPLE} generat
     platformEcho = await serve("echo");
     tenantEcho = await serve("tenant");
     canary = await hostCanary();
+    adminDecoy = await hostCanary("127.0.0.1", JSON.stringify({ admin: {}, apps: {} }));
     ports = {
-      admin: Number(caddy!.adminAddress.split(":").pop()),
+      admin: adminPort(),
       canary: canary.port,
       listener: 80 + listenerPortOffset(),
       errorResponder: await freePort(),
@@ -287,6 +295,7 @@ describe(`the tenant boundary (seed ${BOUNDARY_SEED}, ${BOUNDARY_SAMPLE} generat
 
   afterAll(async () => {
     await canary?.close();
+    await adminDecoy?.close();
     for (const s of servers) {
       s.closeAllConnections();
       await new Promise(r => s.close(r));
@@ -310,7 +319,7 @@ describe(`the tenant boundary (seed ${BOUNDARY_SEED}, ${BOUNDARY_SAMPLE} generat
     if (!alive) {
       await caddy!.stop();
       caddy = await startCaddy({ name: "property-caddy" });
-      ports = { ...ports, admin: Number(caddy.adminAddress.split(":").pop()) };
+      ports = { ...ports, admin: adminPort() };
     }
     const objects = withProxyFlavor(
       [...boundaryGateway(platformEcho, tenantEcho, sample.externalHostnames), ...sample.objects],
@@ -327,6 +336,7 @@ describe(`the tenant boundary (seed ${BOUNDARY_SEED}, ${BOUNDARY_SAMPLE} generat
     const loaded = await caddy!.load(renderCaddyJSON(config));
     expect(loaded.status === 200 ? "" : loaded.text).toBe("");
     const hits = canary.hits.length;
+    const decoyHits = adminDecoy.hits.length;
 
     const probes: Probe[] = [
       await probe(PLATFORM_HOST, "GET", PLATFORM_PATH),
@@ -380,7 +390,9 @@ describe(`the tenant boundary (seed ${BOUNDARY_SEED}, ${BOUNDARY_SAMPLE} generat
       looped: probes
         .filter(p => p.status === 0 || p.status === 431)
         .map(p => `${p.host} ${p.what}: ${p.status} ${p.error ?? ""}`),
-      canary: canary.hits.slice(hits).map(h => `${h.method} ${h.host}${h.url}`),
+      canary: [...canary.hits.slice(hits), ...adminDecoy.hits.slice(decoyHits)].map(
+        h => `${h.port} ${h.method} ${h.host}${h.url}`,
+      ),
     };
   }
 

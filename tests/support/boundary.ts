@@ -120,14 +120,17 @@ export interface CanaryHit {
   readonly host: string;
 }
 
-/** A loopback HTTP server on this host that records every request (answers 200 "canary"). */
+/**
+ * A loopback HTTP server on this host that records every request and answers 200 with `body`
+ * ("canary"; an admin decoy answers what an admin API would).
+ */
 export interface HostCanary {
   readonly port: number;
   readonly hits: CanaryHit[];
   close(): Promise<void>;
 }
 
-export async function hostCanary(host = "127.0.0.1"): Promise<HostCanary> {
+export async function hostCanary(host = "127.0.0.1", body = "canary"): Promise<HostCanary> {
   const hits: CanaryHit[] = [];
   const server: Server = createServer((req, res) => {
     hits.push({
@@ -137,7 +140,7 @@ export async function hostCanary(host = "127.0.0.1"): Promise<HostCanary> {
       host: req.headers.host ?? "",
     });
     req.resume();
-    req.on("end", () => res.writeHead(200).end("canary"));
+    req.on("end", () => res.writeHead(200).end(body));
   });
   await new Promise<void>(r => server.listen(0, host, () => r()));
   return {
