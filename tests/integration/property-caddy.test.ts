@@ -211,26 +211,33 @@ interface Probe {
   readonly error?: string;
 }
 
-/** One request to the proxy's HTTP listener as an anonymous client; never rejects. */
+/**
+ * One request to the proxy's HTTP listener as an anonymous client; never rejects. A connection
+ * closed unanswered right after a reload (the old server shutting down) is asked again, twice at
+ * most, as hostileCase does; a loop shows as a timeout or 431, not as that.
+ */
 async function probe(
   host: string,
   method: "GET" | "POST",
   path: string,
   body?: string,
 ): Promise<Probe> {
-  try {
-    const res = await request(`http://127.0.0.1:${80 + listenerPortOffset()}${path}`, {
-      method,
-      reset: true,
-      headers: { host, ...(body !== undefined && { "content-type": "application/json" }) },
-      body,
-      headersTimeout: 2000,
-      bodyTimeout: 2000,
-    });
-    const text = await res.body.text();
-    return { host, what: `${method} ${path}`, status: res.statusCode, body: text.slice(0, 2000) };
-  } catch (e) {
-    return { host, what: `${method} ${path}`, status: 0, body: "", error: String(e) };
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const res = await request(`http://127.0.0.1:${80 + listenerPortOffset()}${path}`, {
+        method,
+        reset: true,
+        headers: { host, ...(body !== undefined && { "content-type": "application/json" }) },
+        body,
+        headersTimeout: 2000,
+        bodyTimeout: 2000,
+      });
+      const text = await res.body.text();
+      return { host, what: `${method} ${path}`, status: res.statusCode, body: text.slice(0, 2000) };
+    } catch (e) {
+      if (attempt < 3 && /other side closed|ECONNRESET/.test(String(e))) continue;
+      return { host, what: `${method} ${path}`, status: 0, body: "", error: String(e) };
+    }
   }
 }
 

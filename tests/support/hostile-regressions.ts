@@ -143,7 +143,7 @@ const boundaryRoute = (hostnames: readonly string[], rule: object): KubeObject =
     spec: { parentRefs, hostnames, rules: [rule] },
   }) as KubeObject;
 
-const authListenerSet = (backendRef: object, hostname: string): KubeObject[] => [
+const authListenerSet = (backendRef: object, hostname: string, maxSize: number): KubeObject[] => [
   {
     apiVersion: GW,
     kind: "ListenerSet",
@@ -164,7 +164,7 @@ const authListenerSet = (backendRef: object, hostname: string): KubeObject[] => 
                   protocol: "HTTP",
                   backendRef,
                   http: {},
-                  forwardBody: { maxSize: 2 ** 31 - 1 },
+                  forwardBody: { maxSize },
                 },
               },
             ],
