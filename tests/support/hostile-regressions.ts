@@ -243,13 +243,20 @@ export const BOUNDARY_REGRESSIONS: Readonly<Record<string, (p: BoundaryPorts) =>
         }),
       ],
     }),
-    // The same dial through an ExternalAuth filter, with the CRD's largest body.
+    // The same dial through an ExternalAuth filter.
     "boundary-extauth-to-loopback": p => ({
       externalHostnames: "Allowed",
       objects: [
         xbackend("canary", LOOPBACK_NAME, p.canary),
-        ...authListenerSet(xref("canary", p.canary), TENANT_HOST),
+        ...authListenerSet(xref("canary", p.canary), TENANT_HOST, 65536),
       ],
+    }),
+    // The case: ExternalAuth forwardBody.maxSize as the CRD allows (2^31-1), copied as
+    // written: the proxy read that much of one anonymous upload into memory. Refused (the class
+    // limit) or capped, the rest of the Gateway is served.
+    "boundary-extauth-body-beyond-the-cap": () => ({
+      externalHostnames: "Denied",
+      objects: authListenerSet({ name: "echo", port: 8080 }, TENANT_HOST, 2 ** 31 - 1),
     }),
     // An XBackend at the proxy's own listener: every request loops through the proxy.
     "boundary-xbackend-own-listener": p => ({
