@@ -30,6 +30,7 @@ import { listenerFiltersRoute } from "./listener-filters";
 import { tracingRoute } from "./tracing";
 import { quoteRE2 } from "../validation/regex";
 import { requestDeadline } from "./deadline";
+import { DEFAULT_LIMITS } from "../validation/limits";
 import { sessionPolicy } from "./session";
 import {
   CaddyConfig,
@@ -371,6 +372,7 @@ function httpServer(ctx: Ctx, s: HTTPServerIR): CaddyHTTPServer {
     ],
     routes,
     automatic_https: { disable: true },
+    ...serverTimeouts(ctx),
     protocols: tls ? ["h1", "h2"] : ["h1", "h2c"],
     ...(tls && { tls_connection_policies: connectionPolicies(ctx, s) }),
     // Caddy turns strict_sni_host on by itself once a policy checks client certificates (so
@@ -379,6 +381,26 @@ function httpServer(ctx: Ctx, s: HTTPServerIR): CaddyHTTPServer {
     // listeners serve without client validation (a Host other than the SNI under a wildcard
     // or hostname-less listener; misdirected ones get 421 from the listener routes).
     ...(tls && s.clientValidation && { strict_sni_host: false }),
+  };
+}
+
+/**
+ * The class's request limits (KengineParameters spec.limits, validation/limits.ts) on a listener
+ * server: headers within requestHeaderTimeout, idle keep-alive connections closed after
+ * idleTimeout, and, where the proxy has `read_idle_timeout`, a body read that stalls longer
+ * than requestBodyTimeout aborted. Caddy's `read_timeout` is left unset on every flavour: it is
+ * one deadline on the whole request read, so it would cut every upload and client stream (gRPC,
+ * WebSockets over HTTP/2) that lasts longer, however fast it moves.
+ */
+function serverTimeouts(ctx: Ctx): Pick<
+  CaddyHTTPServer,
+  "read_header_timeout" | "read_idle_timeout" | "idle_timeout"
+> {
+  const l = ctx.ir?.limits ?? DEFAULT_LIMITS;
+  return {
+    read_header_timeout: l.requestHeaderTimeout,
+    ...(ctx.caps.readIdleTimeout && { read_idle_timeout: l.requestBodyTimeout }),
+    idle_timeout: l.idleTimeout,
   };
 }
 
