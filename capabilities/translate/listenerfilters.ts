@@ -17,6 +17,7 @@ import { ListenerReason, RouteReason } from "./conditions";
 import { ProxyFlavor, missingCapability } from "../flavor/proxy-flavor";
 import { DEFAULT_LIMITS, Limits } from "../validation/limits";
 import { externalAuthBodyProblem } from "../validation/listenerfilters";
+import { problemText } from "../validation/message";
 
 /** Implementation-specific ResolvedRefs reason: a filter's backendRef does not resolve. */
 export const INVALID_FILTER_BACKEND_REF = "InvalidFilterBackendRef";
@@ -65,7 +66,7 @@ export function resolveListenerFilters(
         ok: false,
         condition: "Accepted",
         reason: ListenerReason.UnsupportedValue,
-        message: `${over.path}: ${over.message}`,
+        message: problemText(over),
       };
   }
   const filters: ListenerFilterIR[] = [];
