@@ -28,7 +28,7 @@ import type { RefusableObject } from "../translate/refused";
 import { MAX_L4_WEIGHT_RATIO } from "../validation/l4route";
 import { listenerFiltersRoute } from "./listener-filters";
 import { tracingRoute } from "./tracing";
-import { escapePlaceholders } from "./placeholders";
+import { escapePlaceholders, unescapePlaceholders } from "./placeholders";
 import { quoteRE2 } from "../validation/regex";
 import { requestDeadline } from "./deadline";
 import { DEFAULT_LIMITS } from "../validation/limits";
@@ -393,10 +393,9 @@ function httpServer(ctx: Ctx, s: HTTPServerIR): CaddyHTTPServer {
  * one deadline on the whole request read, so it would cut every upload and client stream (gRPC,
  * WebSockets over HTTP/2) that lasts longer, however fast it moves.
  */
-function serverTimeouts(ctx: Ctx): Pick<
-  CaddyHTTPServer,
-  "read_header_timeout" | "read_idle_timeout" | "idle_timeout"
-> {
+function serverTimeouts(
+  ctx: Ctx,
+): Pick<CaddyHTTPServer, "read_header_timeout" | "read_idle_timeout" | "idle_timeout"> {
   const l = ctx.ir?.limits ?? DEFAULT_LIMITS;
   return {
     read_header_timeout: l.requestHeaderTimeout,
@@ -616,7 +615,7 @@ function routeHosts(
   for (const set of r.match) {
     const pattern = set.header_regexp?.Host?.pattern;
     const wildcard = pattern === undefined ? undefined : wildcards.get(pattern);
-    if (set.host) out.push(...set.host);
+    if (set.host) out.push(...set.host.map(unescapePlaceholders));
     else if (wildcard !== undefined) out.push(wildcard);
     else return undefined;
   }
@@ -829,7 +828,7 @@ function entryRoute(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR, e: HTTPRouteEn
   const headerRe: Record<string, { pattern: string }> = {};
   if (m.hostname !== undefined && m.hostname !== l.hostname) {
     if (m.hostname.startsWith("*.")) headerRe.Host = { pattern: hostPattern(m.hostname) };
-    else set.host = [m.hostname];
+    else set.host = [escapePlaceholders(m.hostname)];
   }
   const prefixModifier = modifiesPrefix(e);
   const path = pathPattern(m.path, prefixModifier);

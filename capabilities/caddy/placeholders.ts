@@ -6,3 +6,6 @@
  * since every brace gets its own backslash, a tenant's own backslashes stay literal too.
  */
 export const escapePlaceholders = (v: string): string => v.replace(/[{}]/g, "\\$&");
+
+/** The text escapePlaceholders was given (each brace has exactly one backslash of ours). */
+export const unescapePlaceholders = (v: string): string => v.replace(/\\([{}])/g, "$1");

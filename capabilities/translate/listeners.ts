@@ -144,7 +144,9 @@ export function resolveListeners(
     generation: gw.metadata.generation,
     precedence: 0,
   };
-  (gw.spec.listeners ?? []).forEach((l, i) => drafts.push(draft(s, gw, gwOwner, l, i, flavor, limits)));
+  (gw.spec.listeners ?? []).forEach((l, i) =>
+    drafts.push(draft(s, gw, gwOwner, l, i, flavor, limits)),
+  );
   listenerSets.forEach((ls, i) => {
     const owner: ListenerOwner = {
       kind: "ListenerSet",

@@ -76,7 +76,16 @@ describe("comparePrecedence", () => {
         fc.array(
           fc.record({
             type: fc.constantFrom("Exact", "PathPrefix", "RegularExpression" as const),
-            value: fc.constantFrom("/", "/a", "/a/b", "/a.*", "/.*", "/a/[0-9]+", "(?i)/a", "/x|/y"),
+            value: fc.constantFrom(
+              "/",
+              "/a",
+              "/a/b",
+              "/a.*",
+              "/.*",
+              "/a/[0-9]+",
+              "(?i)/a",
+              "/x|/y",
+            ),
             grpc: fc.boolean(),
             name: fc.constantFrom("r1", "r2", "r3"),
           }),
