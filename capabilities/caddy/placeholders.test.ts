@@ -279,7 +279,7 @@ describe("tenant text in fields Caddy expands", () => {
                 ? ({
                     ...o,
                     spec: {
-                      ...(o as { spec: object }).spec,
+                      ...(o as unknown as { spec: object }).spec,
                       infrastructure: {
                         parametersRef: {
                           group: "gateway.kengine.io",
