@@ -139,6 +139,10 @@ export interface CaddyHTTPServer {
   readonly listen: readonly string[];
   readonly routes: readonly CaddyRoute[];
   readonly automatic_https: { readonly disable: true };
+  /** Go durations (caddy/config.ts serverTimeouts). */
+  readonly read_header_timeout?: string;
+  readonly read_idle_timeout?: string;
+  readonly idle_timeout?: string;
   readonly protocols: readonly string[];
   readonly tls_connection_policies?: readonly CaddyTLSConnectionPolicy[];
   readonly strict_sni_host?: boolean;

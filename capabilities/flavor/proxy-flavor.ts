@@ -87,6 +87,12 @@ export interface ProxyCapabilities {
   readonly cookieMaxAge: boolean;
   /** The `tracing` handler's `span_attributes` (Caddy ≥ 2.10; Caddy 2.8 has the handler only). */
   readonly spanAttributes: boolean;
+  /**
+   * The HTTP server's `read_idle_timeout` (Caddy 2.11.9; not in 2.11.3 nor 2.8, whose strict
+   * JSON refuses it): a request body read may stall this long, reset on every read. It carries
+   * KengineParameters spec.limits.requestBodyTimeout (validation/limits.ts).
+   */
+  readonly readIdleTimeout: boolean;
 }
 
 export type Capability = keyof ProxyCapabilities;
@@ -108,6 +114,7 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
     sessionModule: true,
     cookieMaxAge: true,
     spanAttributes: true,
+    readIdleTimeout: true,
   },
   Caddy: {
     persistentListeners: false,
@@ -125,6 +132,7 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
     sessionModule: false,
     cookieMaxAge: true,
     spanAttributes: true,
+    readIdleTimeout: false,
   },
   Kengine: {
     persistentListeners: false,
@@ -142,6 +150,7 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
     sessionModule: false,
     cookieMaxAge: false,
     spanAttributes: false,
+    readIdleTimeout: false,
   },
 };
 
@@ -168,6 +177,7 @@ const CAPABILITY_TEXT: Readonly<Record<Capability, string>> = {
     "session persistence by header, with a cookie path or with an absolute session lifetime",
   cookieMaxAge: "Permanent session cookies (Max-Age)",
   spanAttributes: "tracing span attributes",
+  readIdleTimeout: "request body stall timeouts (read_idle_timeout)",
 };
 
 /**

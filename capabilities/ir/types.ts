@@ -14,6 +14,11 @@ export interface GatewayIR {
    * what it can run.
    */
   readonly flavor?: ProxyFlavor;
+  /**
+   * Timeouts of every HTTP server of the Gateway (KengineParameters spec.limits of its class,
+   * Go durations); absent: the defaults (validation/limits.ts DEFAULT_LIMITS).
+   */
+  readonly limits?: ServerLimitsIR;
   /** One HTTP(S) server per port, in port order. */
   readonly httpServers: readonly HTTPServerIR[];
   /** One layer-4 server per port (TLS passthrough, TCP, UDP), in port order. */
@@ -30,6 +35,15 @@ export interface GatewayIR {
    * HTTP server of the Gateway. Only in the IR of a flavour that can run it.
    */
   readonly tracing?: TracingIR;
+}
+
+export interface ServerLimitsIR {
+  /** How long a client may take to send a request's headers. */
+  readonly requestHeaderTimeout: string;
+  /** How long reading a request body may stall (no byte arriving). */
+  readonly requestBodyTimeout: string;
+  /** How long a kept-alive connection may wait for its next request. */
+  readonly idleTimeout: string;
 }
 
 export interface TracingIR {

@@ -12,6 +12,7 @@ import { PARAMETERS_KIND, parametersRefShapeProblem } from "../validation/parame
 import { problemText } from "../validation/message";
 import { PlatformField, gatewayOverrideProblems } from "../validation/overrides";
 import { DEFAULT_PROXY_SETTINGS, ProxySettings } from "./settings";
+import { resolveLimits } from "../validation/limits";
 
 export { PARAMETERS_GROUP, PARAMETERS_KIND } from "../validation/parametersref";
 
@@ -41,6 +42,8 @@ interface ParametersSpec {
   >;
   readonly addresses?: ProxySettings["addresses"];
   readonly allowGatewayOverrides?: readonly PlatformField[];
+  /** Class level only: a Gateway's own parameters that set it are refused (validation/limits.ts). */
+  readonly limits?: unknown;
   readonly service?: Partial<ProxySettings["service"]> & {
     readonly type?: ProxySettings["serviceType"];
   };
@@ -93,6 +96,7 @@ const merge = (base: ProxySettings, p: ParametersSpec | undefined): ProxySetting
         ...Object.fromEntries(Object.entries(p.proxy ?? {}).filter(([, v]) => v !== undefined)),
         mode: p.mode ?? base.mode,
         ...(p.addresses || base.addresses ? { addresses: p.addresses ?? base.addresses } : {}),
+        ...(p.limits !== undefined && { limits: resolveLimits(p.limits) }),
         ...(p.external || base.external
           ? {
               external: {

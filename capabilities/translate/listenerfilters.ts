@@ -15,6 +15,9 @@ import { Listener, Snapshot } from "../snapshot";
 import { resolveBackend } from "./backends";
 import { ListenerReason, RouteReason } from "./conditions";
 import { ProxyFlavor, missingCapability } from "../flavor/proxy-flavor";
+import { DEFAULT_LIMITS, Limits } from "../validation/limits";
+import { externalAuthBodyProblem } from "../validation/listenerfilters";
+import { problemText } from "../validation/message";
 
 /** Implementation-specific ResolvedRefs reason: a filter's backendRef does not resolve. */
 export const INVALID_FILTER_BACKEND_REF = "InvalidFilterBackendRef";
@@ -39,6 +42,7 @@ export function resolveListenerFilters(
   namespace: string,
   l: Listener,
   flavor: ProxyFlavor,
+  limits: Limits = DEFAULT_LIMITS,
 ): ListenerFiltersResolution {
   const requests = l.filters?.requests ?? [];
   if (requests.length === 0) return { ok: true, filters: [] };
@@ -50,6 +54,21 @@ export function resolveListenerFilters(
       reason: ListenerReason.UnsupportedValue,
       message: `filters.requests: ${why}`,
     };
+  // Bodies above the class's limit (admission refuses the same, validation/listenerfilters.ts).
+  for (const [i, f] of requests.entries()) {
+    const over = externalAuthBodyProblem(
+      `filters.requests[${i}]`,
+      f.externalAuth?.forwardBody?.maxSize,
+      limits.externalAuthMaxBodyBytes,
+    );
+    if (over)
+      return {
+        ok: false,
+        condition: "Accepted",
+        reason: ListenerReason.UnsupportedValue,
+        message: problemText(over),
+      };
+  }
   const filters: ListenerFilterIR[] = [];
   for (const [i, f] of requests.entries()) {
     const auth = f.externalAuth!;
@@ -65,7 +84,7 @@ export function resolveListenerFilters(
         message: `filters.requests[${i}].externalAuth.backendRef: ${b.message}`,
       };
     const path = auth.http?.path ?? "";
-    const maxBody = auth.forwardBody?.maxSize ?? 0;
+    const maxBody = Math.min(auth.forwardBody?.maxSize ?? 0, limits.externalAuthMaxBodyBytes);
     filters.push({
       type: "ExternalAuth",
       id: b.id,

@@ -24,6 +24,7 @@ import { ACME_LISTENERSET_MESSAGE, acmeIssuerOf } from "../validation/acme";
 import { acmeListener } from "./acme";
 import { resolveListenerFilters } from "./listenerfilters";
 import { DEFAULT_PROXY_FLAVOR, ProxyFlavor } from "../flavor/proxy-flavor";
+import { DEFAULT_LIMITS, Limits } from "../validation/limits";
 
 export type RouteKind = "HTTPRoute" | "GRPCRoute" | "TLSRoute" | "TCPRoute" | "UDPRoute";
 
@@ -133,6 +134,7 @@ export function resolveListeners(
   gw: Gateway,
   listenerSets: readonly ListenerSet[],
   flavor: ProxyFlavor = DEFAULT_PROXY_FLAVOR,
+  limits: Limits = DEFAULT_LIMITS,
 ): ResolvedListener[] {
   const drafts: Draft[] = [];
   const gwOwner: ListenerOwner = {
@@ -142,7 +144,9 @@ export function resolveListeners(
     generation: gw.metadata.generation,
     precedence: 0,
   };
-  (gw.spec.listeners ?? []).forEach((l, i) => drafts.push(draft(s, gw, gwOwner, l, i, flavor)));
+  (gw.spec.listeners ?? []).forEach((l, i) =>
+    drafts.push(draft(s, gw, gwOwner, l, i, flavor, limits)),
+  );
   listenerSets.forEach((ls, i) => {
     const owner: ListenerOwner = {
       kind: "ListenerSet",
@@ -151,7 +155,9 @@ export function resolveListeners(
       generation: ls.metadata.generation,
       precedence: i + 1,
     };
-    (ls.spec?.listeners ?? []).forEach((l, j) => drafts.push(draft(s, gw, owner, l, j, flavor)));
+    (ls.spec?.listeners ?? []).forEach((l, j) =>
+      drafts.push(draft(s, gw, owner, l, j, flavor, limits)),
+    );
   });
   markConflicts(drafts);
   return drafts.map(finish);
@@ -164,6 +170,7 @@ function draft(
   l: Listener,
   listenerIndex: number,
   flavor: ProxyFlavor,
+  limits: Limits,
 ): Draft {
   const d: Draft = {
     owner,
@@ -263,7 +270,7 @@ function draft(
       };
   }
   // Pre-routing filters (translate/listenerfilters.ts).
-  const lf = resolveListenerFilters(s, owner.kind, owner.namespace, l, flavor);
+  const lf = resolveListenerFilters(s, owner.kind, owner.namespace, l, flavor, limits);
   if (lf.ok) {
     if (lf.filters.length > 0) d.filters = lf.filters;
   } else if (lf.condition === "Accepted") {

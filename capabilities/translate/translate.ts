@@ -52,6 +52,7 @@ import {
   supportedFeaturesOf,
 } from "../flavor/proxy-flavor";
 import { SUPPORTED_ADDRESS_TYPES } from "../provision/addresses";
+import { DEFAULT_LIMITS, Limits } from "../validation/limits";
 import { compareHostSpecificity, intersectHostnames } from "./hostnames";
 import {
   ResolvedListener,
@@ -144,6 +145,8 @@ interface GatewayContext {
   readonly attachments: Map<string, Attachment[]>;
   /** What the Gateway's proxies run (class parameters, then the Gateway's). */
   readonly flavor: ProxyFlavor;
+  /** The class's KengineParameters spec.limits, defaulted (validation/limits.ts). */
+  readonly limits: Limits;
   /** spec.tls.backend.clientCertificateRef, resolved (undefined: none set). */
   readonly backendClientCertificate?: BackendClientCertificateResult;
   /** What this Gateway's proxies refused. */
@@ -321,8 +324,9 @@ export function translate(s: Snapshot, options: TranslateOptions = {}): Translat
   // a Gateway changed only by our status write is translated as the object it was (status-echo.ts)
   for (const gw of options.statusEchoes ? options.statusEchoes.stable(ours) : ours) {
     const { allowed, refused } = listenerSetsOf(s, gw);
-    const flavor = resolveSettings(s, classByName.get(gw.spec.gatewayClassName), gw).settings
-      .flavor;
+    const settings = resolveSettings(s, classByName.get(gw.spec.gatewayClassName), gw).settings;
+    const flavor = settings.flavor;
+    const limits = settings.limits ?? DEFAULT_LIMITS;
     const refusals = new Refusals(keyOf(gw), options.refused ?? []);
     contexts.set(keyOf(gw), {
       gateway: gw,
@@ -330,10 +334,11 @@ export function translate(s: Snapshot, options: TranslateOptions = {}): Translat
       refusedListenerSets: refused,
       listeners: stableData(
         gw,
-        withoutRefusedListeners(resolveListeners(s, gw, allowed, flavor), refusals),
+        withoutRefusedListeners(resolveListeners(s, gw, allowed, flavor, limits), refusals),
       ),
       attachments: new Map(),
       flavor,
+      limits,
       backendClientCertificate: backendClientCertificate(s, gw),
       refusals,
     });
@@ -1446,6 +1451,13 @@ function buildIR(ctx: GatewayContext): GatewayIR {
     name: ctx.gateway.metadata.name,
     gatewayClassName: ctx.gateway.spec.gatewayClassName,
     ...(ctx.flavor !== DEFAULT_PROXY_FLAVOR && { flavor: ctx.flavor }),
+    ...(!sameTimeouts(ctx.limits, DEFAULT_LIMITS) && {
+      limits: {
+        requestHeaderTimeout: ctx.limits.requestHeaderTimeout,
+        requestBodyTimeout: ctx.limits.requestBodyTimeout,
+        idleTimeout: ctx.limits.idleTimeout,
+      },
+    }),
     httpServers,
     l4Servers,
     certificates: [...certs.values()].sort((a, b) => (a.id < b.id ? -1 : 1)),
@@ -1459,6 +1471,11 @@ function buildIR(ctx: GatewayContext): GatewayIR {
       }),
   };
 }
+
+const sameTimeouts = (a: Limits, b: Limits): boolean =>
+  a.requestHeaderTimeout === b.requestHeaderTimeout &&
+  a.requestBodyTimeout === b.requestBodyTimeout &&
+  a.idleTimeout === b.idleTimeout;
 
 /**
  * The most specific of a route's own hostnames whose intersection with the listener's

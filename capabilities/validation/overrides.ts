@@ -12,6 +12,7 @@
  * no proxies, whatever admission saw.
  */
 import { FieldProblem, display, truncate } from "./regex";
+import { gatewayLimitsProblems } from "./limits";
 
 /** spec.proxy fields only class-level parameters may set (or allow). */
 export const PLATFORM_FIELDS = [
@@ -29,6 +30,7 @@ export const ALLOW_OVERRIDES_FIELD = "allowGatewayOverrides";
 export interface ParametersSpecLike {
   readonly proxy?: unknown;
   readonly allowGatewayOverrides?: unknown;
+  readonly limits?: unknown;
 }
 
 const isPlatformField = (f: unknown): f is PlatformField =>
@@ -56,6 +58,7 @@ export function gatewayOverrideProblems(
       message:
         "has effect only in the parameters a GatewayClass references; a Gateway's own parameters cannot grant overrides",
     });
+  problems.push(...gatewayLimitsProblems(gatewaySpec));
   const proxy = gatewaySpec?.proxy;
   if (typeof proxy !== "object" || proxy === null) return problems;
   const allowed = allowedOverrides(classSpec);
