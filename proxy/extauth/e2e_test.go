@@ -105,9 +105,10 @@ func TestGoldenListenerFiltersOnRealCaddy(t *testing.T) {
 		`"127.0.0.25:3000"`, fmt.Sprintf("%q", auth2.addr()),
 		`"kengine-http/:80"`, fmt.Sprintf("%q", http80),
 		`"kengine-http/:81"`, fmt.Sprintf("%q", http81),
-		`"localhost:2019"`, fmt.Sprintf(`"127.0.0.1:%d"`, caddytest.FreePort(t)),
 	).Replace(string(goldens["default/gw"]))
-	if err := caddy.Load([]byte(config), true); err != nil {
+	// The admin API on a unix socket of the test's, never on TCP (contract C3).
+	adminAPI := caddytest.AdminSocket(t)
+	if err := caddy.Load(caddytest.WithAdmin(t, []byte(config), adminAPI.Listen), true); err != nil {
 		t.Fatalf("Caddy refused the golden: %v", err)
 	}
 	t.Cleanup(func() { _ = caddy.Stop() })
