@@ -12,15 +12,15 @@
 // to the name, so a second resolution (DNS rebinding) never happens. Refused always, whatever
 // the list: loopback (127/8, ::1), unspecified (0/8, ::), link-local (169.254/16, fe80::/10),
 // multicast (224/4, ff00::/8), the IPv4 broadcast address, every address of the proxy's own
-// interfaces (read when the guard is built), and the listed CIDRs. An IPv6 address that
-// carries an IPv4 address (IPv4-mapped ::ffff:a.b.c.d, IPv4-compatible ::a.b.c.d, NAT64
-// 64:ff9b::/96, 6to4 2002::/16) is refused when that IPv4 address is; an address with a zone
-// (fe80::1%eth0) is refused. A host written as an IPv4 number in any spelling a C resolver
-// reads (127.1, 0x7f.1, 2130706433, 0177.0.0.1) is taken as that address, not looked up;
-// localhost, *.localhost, localhost.localdomain, ip6-localhost and ip6-loopback (any case,
-// trailing dots) are refused without a lookup.
-// Only TCP is dialed. A refusal is a *DeniedError ("egress to localhost:2019 refused:
-// 127.0.0.1 is loopback").
+// interfaces (read when the guard is built; at most once a second, shared by the guards built
+// meanwhile), and the listed CIDRs. An IPv6 address that carries an IPv4 address (IPv4-mapped
+// ::ffff:a.b.c.d, IPv4-compatible ::a.b.c.d, NAT64 64:ff9b::/96, 6to4 2002::/16) is refused
+// when that IPv4 address is; an address with a zone (fe80::1%eth0) is refused. A host written
+// as an IPv4 number in any spelling a C resolver reads (127.1, 0x7f.1, 2130706433, 0177.0.0.1)
+// is taken as that address, not looked up; localhost, *.localhost, localhost.localdomain,
+// ip6-localhost and ip6-loopback (any case, trailing dots) are refused without a lookup. Only
+// TCP is dialed. A refusal is a *DeniedError ("egress to app.example.com:2019 refused:
+// 127.0.0.1 is loopback"), logged as a warning.
 package egress
 
 import (
@@ -31,6 +31,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -72,7 +73,6 @@ func New(c Config, logger *zap.Logger) (*Guard, error) {
 	g := &Guard{
 		Resolver: DefaultResolver,
 		Dial:     (&net.Dialer{Timeout: 3 * time.Second}).DialContext,
-		own:      map[netip.Addr]bool{},
 		logger:   logger,
 	}
 	if g.logger == nil {
@@ -85,10 +85,34 @@ func New(c Config, logger *zap.Logger) (*Guard, error) {
 		}
 		g.deny = append(g.deny, p)
 	}
-	addrs, err := net.InterfaceAddrs()
+	own, err := ownAddresses()
 	if err != nil {
 		return nil, fmt.Errorf("egress_guard: reading this host's interface addresses: %v", err)
 	}
+	g.own = own
+	return g, nil
+}
+
+// A config with thousands of guards (one per mirror or tenant upstream) builds them in one
+// go: the interface addresses are read once a second at most and shared (read-only).
+var ownCache struct {
+	sync.Mutex
+	at    time.Time
+	addrs map[netip.Addr]bool
+}
+
+// ownAddresses are the addresses of this host's interfaces, IPv4-mapped ones unmapped.
+func ownAddresses() (map[netip.Addr]bool, error) {
+	ownCache.Lock()
+	defer ownCache.Unlock()
+	if ownCache.addrs != nil && time.Since(ownCache.at) < time.Second {
+		return ownCache.addrs, nil
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil, err
+	}
+	own := map[netip.Addr]bool{}
 	for _, a := range addrs {
 		var ip net.IP
 		switch v := a.(type) {
@@ -98,10 +122,11 @@ func New(c Config, logger *zap.Logger) (*Guard, error) {
 			ip = v.IP
 		}
 		if addr, ok := netip.AddrFromSlice(ip); ok {
-			g.own[addr.Unmap()] = true
+			own[addr.Unmap()] = true
 		}
 	}
-	return g, nil
+	ownCache.at, ownCache.addrs = time.Now(), own
+	return own, nil
 }
 
 // parsePrefix reads a CIDR or a single address; an IPv4-mapped prefix becomes its IPv4 one.

@@ -3,6 +3,7 @@ package egress
 import (
 	"context"
 	"errors"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
@@ -330,6 +331,7 @@ func TestOwnInterfaceAddressesAreRefused(t *testing.T) {
 	}
 	// An address of our own that no built-in rule refuses, given to the guard as its own.
 	own := netip.MustParseAddr("198.51.100.9")
+	g.own = maps.Clone(g.own) // the shared map stays as read
 	g.own[own] = true
 	_, err = g.DialContext(context.Background(), "tcp", "198.51.100.9:80")
 	if err == nil || !strings.Contains(err.Error(), "an address of this proxy") || len(d.targets) != 0 {
