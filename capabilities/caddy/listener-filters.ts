@@ -25,6 +25,9 @@ export function listenerFiltersRoute(
       allowed_response_headers: [...f.allowedResponseHeaders],
     }),
     ...(f.maxBodyBytes !== undefined && { max_body_bytes: f.maxBodyBytes }),
+    ...(f.egressGuard && {
+      egress_guard: f.egressGuard.deny.length > 0 ? { deny: [...f.egressGuard.deny] } : {},
+    }),
   }));
   return { handle };
 }

@@ -87,6 +87,13 @@ export interface ProxyCapabilities {
   readonly cookieMaxAge: boolean;
   /** The `tracing` handler's `span_attributes` (Caddy ≥ 2.10; Caddy 2.8 has the handler only). */
   readonly spanAttributes: boolean;
+  /**
+   * `egress_guard` on our transport `kengine_http`, `kengine_mirror` and `kengine_ext_auth`
+   * (proxy/internal/egress): a name a tenant wrote is resolved by the proxy and only checked
+   * addresses are dialled. Without it ExternalHostname backends are refused
+   * (translate/egress.ts).
+   */
+  readonly egressGuard: boolean;
 }
 
 export type Capability = keyof ProxyCapabilities;
@@ -108,6 +115,7 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
     sessionModule: true,
     cookieMaxAge: true,
     spanAttributes: true,
+    egressGuard: true,
   },
   Caddy: {
     persistentListeners: false,
@@ -125,6 +133,7 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
     sessionModule: false,
     cookieMaxAge: true,
     spanAttributes: true,
+    egressGuard: false,
   },
   Kengine: {
     persistentListeners: false,
@@ -142,6 +151,7 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
     sessionModule: false,
     cookieMaxAge: false,
     spanAttributes: false,
+    egressGuard: false,
   },
 };
 
@@ -168,6 +178,7 @@ const CAPABILITY_TEXT: Readonly<Record<Capability, string>> = {
     "session persistence by header, with a cookie path or with an absolute session lifetime",
   cookieMaxAge: "Permanent session cookies (Max-Age)",
   spanAttributes: "tracing span attributes",
+  egressGuard: "dial guard for hostnames tenants write (egress_guard)",
 };
 
 /**
