@@ -147,23 +147,24 @@ export function gatedEndpoints(p: EgressPolicy, endpoints: readonly EndpointIR[]
  * undefined when it leaves out nothing. At most a few named; the count of the rest.
  */
 export function egressProblem(p: EgressPolicy, targets: Iterable<Target>): string | undefined {
-  const found: string[] = [];
   const seen = new Set<string>();
   const named = namedRefusal(p);
   const checkAddresses = p.proxyAddresses.length > 0 || p.settings.deniedCIDRs.length > 0;
   for (const t of targets) {
     if (t.egressGuard !== undefined) {
       const line = `${t.id} (ExternalHostname ${t.endpoints[0]?.address ?? ""}) is not used: ${named}`;
-      if (named && !seen.has(line)) (found.push(line), seen.add(line));
+      if (named) seen.add(line);
       continue;
     }
     if (!checkAddresses) continue;
     for (const e of t.endpoints) {
       const why = endpointRefusal(p, e.address);
       const line = `${t.id}: endpoint ${e.address} left out: it ${why}`;
-      if (why && !seen.has(line)) (found.push(line), seen.add(line));
+      if (why) seen.add(line);
     }
   }
+  // A Set keeps the order lines were first added in.
+  const found = [...seen];
   if (found.length === 0) return undefined;
   const shown = found.slice(0, 3).join("; ");
   return found.length > 3 ? `${shown}; and ${found.length - 3} more` : shown;
