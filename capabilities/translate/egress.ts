@@ -57,6 +57,28 @@ function cidrsOf(list: readonly string[]): readonly (readonly [string, Cidr])[] 
   return found;
 }
 
+type Services = Snapshot["objects"]["Service"];
+const owning = new WeakMap<Services, ReadonlyMap<string, readonly string[]>>();
+
+/**
+ * Bring-your-own proxies' Services (`namespace/name`) by `<namespace>/<gateway>`, made once per
+ * Service map (not once per Gateway and build).
+ */
+function owningServices(s: Snapshot): ReadonlyMap<string, readonly string[]> {
+  let index = owning.get(s.objects.Service);
+  if (!index) {
+    const m = new Map<string, string[]>();
+    for (const svc of s.objects.Service.values()) {
+      const gw = svc.metadata.labels?.[OWNING_GATEWAY_LABEL];
+      if (gw === undefined) continue;
+      const key = `${svc.metadata.namespace ?? ""}/${gw}`;
+      m.set(key, [...(m.get(key) ?? []), `${svc.metadata.namespace ?? ""}/${svc.metadata.name}`]);
+    }
+    owning.set(s.objects.Service, (index = m));
+  }
+  return index;
+}
+
 /**
  * Addresses of the Gateway's proxy pods (ready or not): the EndpointSlices of its managed
  * Services and of the Services labelled as its bring-your-own proxies'.
@@ -64,13 +86,11 @@ function cidrsOf(list: readonly string[]): readonly (readonly [string, Cidr])[] 
 export function proxyAddresses(s: Snapshot, gw: Gateway): string[] {
   const ns = gw.metadata.namespace ?? "";
   const names = proxyNames(gw.metadata.name);
-  const services = new Set([`${ns}/${names.admin}`, `${ns}/${names.proxy}`]);
-  for (const svc of s.objects.Service.values())
-    if (
-      svc.metadata.namespace === ns &&
-      svc.metadata.labels?.[OWNING_GATEWAY_LABEL] === gw.metadata.name
-    )
-      services.add(`${ns}/${svc.metadata.name}`);
+  const services = new Set([
+    `${ns}/${names.admin}`,
+    `${ns}/${names.proxy}`,
+    ...(owningServices(s).get(`${ns}/${gw.metadata.name}`) ?? []),
+  ]);
   const out = new Set<string>();
   const slices = slicesByService(s);
   for (const key of services)
