@@ -165,3 +165,68 @@ describe("proxy pod addresses", () => {
     expect(dials(moved)).toBe(0);
   });
 });
+
+describe("egress in the golden's Gateways", () => {
+  const golden = (): KubeObject[] =>
+    parseSnapshotYAML(readFileSync(join(__dirname, "../../tests/golden/egress.in.yaml"), "utf8"));
+
+  it("an ExternalAuth backendRef to a name: guarded where allowed, the listener not served where not", () => {
+    const r = translate(snapshotOf(golden()));
+    const listener = (gw: string) =>
+      r.statuses.gateways.find(g => g.name === gw)!.listeners.find(l => l.name === "authed")!;
+    expect(listener("closed").conditions.find(c => c.type === "ResolvedRefs")).toMatchObject({
+      status: "False",
+      reason: "RefNotPermitted",
+      message: expect.stringMatching(/XBackend default\/authz .*externalHostnames: Allowed/),
+    });
+    const closed = r.gateways.find(g => g.name === "closed")!;
+    expect(JSON.stringify(closed)).not.toContain("authz.example.com");
+    const guarded = r.gateways.find(g => g.name === "guarded")!;
+    const filters = guarded.httpServers.flatMap(s => s.listeners.flatMap(l => l.filters ?? []));
+    expect(filters).toEqual([
+      expect.objectContaining({
+        endpoints: [{ address: "authz.example.com", port: 8443 }],
+        egressGuard: { deny: ["10.0.0.0/16"] },
+      }),
+    ]);
+  });
+
+  it("a Gateway's own parameters cannot allow what its class does not", () => {
+    const objects = golden().map(o =>
+      o.kind === "Gateway" && o.metadata.name === "closed"
+        ? ({
+            ...o,
+            spec: {
+              ...(o as KubeObject & { spec: object }).spec,
+              infrastructure: {
+                parametersRef: {
+                  group: "gateway.kengine.io",
+                  kind: "KengineParameters",
+                  name: "own",
+                },
+              },
+            },
+          } as KubeObject)
+        : o,
+    );
+    objects.push({
+      apiVersion: "gateway.kengine.io/v1alpha1",
+      kind: "KengineParameters",
+      metadata: { name: "own", namespace: "default" },
+      spec: { egress: { externalHostnames: "Allowed" } },
+    } as KubeObject);
+    const r = translate(snapshotOf(objects));
+    expect(
+      r.statuses.gateways
+        .find(g => g.name === "closed")!
+        .conditions.find(c => c.type === "Accepted"),
+    ).toMatchObject({
+      status: "False",
+      reason: "InvalidParameters",
+      message: expect.stringContaining(
+        "spec.egress: has effect only in the parameters a GatewayClass references",
+      ),
+    });
+    expect(r.gateways.find(g => g.name === "closed")).toBeUndefined();
+  });
+});
