@@ -17,6 +17,7 @@ import {
   HeaderOpsIR,
   L4BackendIR,
   L4ServerIR,
+  EgressGuardIR,
   MirrorIR,
   PathModifierIR,
   RedirectIR,
@@ -35,6 +36,7 @@ import { DEFAULT_LIMITS } from "../validation/limits";
 import { sessionPolicy } from "./session";
 import {
   CaddyConfig,
+  CaddyEgressGuard,
   CaddyHTTPServer,
   CaddyHandler,
   CaddyHeaderOps,
@@ -1033,15 +1035,31 @@ function action(ctx: Ctx, s: HTTPServerIR, e: HTTPRouteEntryIR): CaddyHandler[] 
   }
 }
 
-/** RequestMirror: our `kengine_mirror` handler, one target per mirror backend. */
+/**
+ * RequestMirror: our `kengine_mirror` handler, one target per mirror backend; with the dial
+ * guard when a target is a name a tenant wrote.
+ */
 function mirror(mirrors: readonly MirrorIR[]): CaddyHandler {
+  const guarded = mirrors.filter(m => m.egressGuard);
   return {
     handler: "kengine_mirror",
     targets: mirrors.map(m => ({
       dial: m.endpoints.map(dial),
       ...(m.fraction && { numerator: m.fraction.numerator, denominator: m.fraction.denominator }),
     })),
+    ...(guarded.length > 0 && { egress_guard: egressGuardOf(guarded) }),
   };
+}
+
+/**
+ * `egress_guard` (contract C1) for upstreams that are names tenants wrote: every CIDR any of
+ * them denies (one Gateway's are the same list); `{}` still switches the guard on.
+ */
+export function egressGuardOf(
+  upstreams: readonly { readonly egressGuard?: EgressGuardIR }[],
+): CaddyEgressGuard {
+  const deny = [...new Set(upstreams.flatMap(u => u.egressGuard?.deny ?? []))];
+  return deny.length > 0 ? { deny } : {};
 }
 
 /* ------------------------------------------------------------------ CORS */
@@ -1183,10 +1201,25 @@ const lcm = (a: number, b: number): number => (a / gcd(a, b)) * b;
  * endpoints (integer weights via the LCM of endpoint counts); unresolved backendRefs keep
  * their share, answered with 500 by the internal error server. No endpoints at all: 503.
  */
-function forward(ctx: Ctx, backends: readonly BackendIR[], policy: ForwardPolicy): CaddyHandler {
+function forward(ctx: Ctx, given: readonly BackendIR[], policy: ForwardPolicy): CaddyHandler {
+  // A name is never dialled without the guard (translation refuses it on such flavours too).
+  const backends = ctx.caps.egressGuard
+    ? given
+    : given.map(b =>
+        b.type === "service" && b.egressGuard
+          ? { type: "invalid" as const, id: b.id, weight: b.weight }
+          : b,
+      );
   const live = backends.filter(b => b.type === "invalid" || b.endpoints.length > 0);
-  if (live.some(b => b.type === "service" && (b.requestHeaders || b.responseHeaders || b.rewrite)))
+  // A guarded name (egressGuard) gets a reverse_proxy of its own: the guard refuses the
+  // loopback error responder that an invalid share dials, and is for tenants' names only.
+  const guarded = live.flatMap(b => (b.type === "service" && b.egressGuard ? [b] : []));
+  if (
+    live.some(b => b.type === "service" && (b.requestHeaders || b.responseHeaders || b.rewrite)) ||
+    (guarded.length > 0 && guarded.length < live.length)
+  )
     return split(ctx, live, policy);
+  const guard = guarded.length > 0 ? egressGuardOf(guarded) : undefined;
   if (live.length === 0) {
     const allInvalid = backends.length > 0 && backends.every(b => b.type === "invalid");
     return { handler: "static_response", status_code: allInvalid ? 500 : 503 };
@@ -1268,7 +1301,9 @@ function forward(ctx: Ctx, backends: readonly BackendIR[], policy: ForwardPolicy
           transport: {
             // subjectAltNames, a client certificate: our transport (proxy/santls), the
             // http one plus SAN checks and an inline client certificate.
-            protocol: tls.subjectAltNames || ctx.clientCertificate ? "kengine_http" : "http",
+            protocol:
+              tls.subjectAltNames || ctx.clientCertificate || guard ? "kengine_http" : "http",
+            ...(guard && { egress_guard: guard }),
             ...(ctx.clientCertificate && {
               client_certificate: {
                 certificate: ctx.clientCertificate.certificatePem,
@@ -1292,9 +1327,10 @@ function forward(ctx: Ctx, backends: readonly BackendIR[], policy: ForwardPolicy
             },
           },
         }
-      : (h2c || headerTimeout !== undefined) && {
+      : (h2c || headerTimeout !== undefined || guard) && {
           transport: {
-            protocol: "http",
+            protocol: guard ? "kengine_http" : "http",
+            ...(guard && { egress_guard: guard }),
             ...(h2c && { versions: ["h2c", "2"] }),
             ...(headerTimeout !== undefined && { response_header_timeout: `${headerTimeout}ms` }),
           },

@@ -29,6 +29,9 @@ export function listenerFiltersRoute(
     ...(f.maxBodyBytes !== undefined && {
       max_body_bytes: Math.min(f.maxBodyBytes, MAX_EXTERNAL_AUTH_BODY_BYTES),
     }),
+    ...(f.egressGuard && {
+      egress_guard: f.egressGuard.deny.length > 0 ? { deny: [...f.egressGuard.deny] } : {},
+    }),
   }));
   return { handle };
 }

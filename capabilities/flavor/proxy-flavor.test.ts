@@ -28,6 +28,7 @@ describe("proxy flavours", () => {
       cookieMaxAge: true,
       spanAttributes: true,
       readIdleTimeout: true,
+      egressGuard: true,
     });
     expect(supportedFeaturesOf("Bundled")).toEqual(SUPPORTED_FEATURES);
   });
@@ -50,6 +51,7 @@ describe("proxy flavours", () => {
       cookieMaxAge: true,
       spanAttributes: true,
       readIdleTimeout: false,
+      egressGuard: false,
     });
     expect(capabilitiesOf("Kengine")).toEqual({
       persistentListeners: false,
@@ -68,6 +70,7 @@ describe("proxy flavours", () => {
       cookieMaxAge: false, // Caddy 2.8's cookie policy has no max_age
       spanAttributes: false, // Caddy 2.8's tracing handler has only `span`
       readIdleTimeout: false,
+      egressGuard: false,
     });
     expect(supportedFeaturesOf("Caddy")).toContain("HTTPRouteRetry");
     expect(supportedFeaturesOf("Kengine")).not.toContain("HTTPRouteRetry");

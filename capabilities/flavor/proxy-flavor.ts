@@ -93,6 +93,13 @@ export interface ProxyCapabilities {
    * KengineParameters spec.limits.requestBodyTimeout (validation/limits.ts).
    */
   readonly readIdleTimeout: boolean;
+  /**
+   * `egress_guard` on our transport `kengine_http`, `kengine_mirror` and `kengine_ext_auth`
+   * (proxy/internal/egress): a name a tenant wrote is resolved by the proxy and only checked
+   * addresses are dialled. Without it ExternalHostname backends are refused
+   * (translate/egress.ts).
+   */
+  readonly egressGuard: boolean;
 }
 
 export type Capability = keyof ProxyCapabilities;
@@ -115,6 +122,7 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
     cookieMaxAge: true,
     spanAttributes: true,
     readIdleTimeout: true,
+    egressGuard: true,
   },
   Caddy: {
     persistentListeners: false,
@@ -133,6 +141,7 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
     cookieMaxAge: true,
     spanAttributes: true,
     readIdleTimeout: false,
+    egressGuard: false,
   },
   Kengine: {
     persistentListeners: false,
@@ -151,6 +160,7 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
     cookieMaxAge: false,
     spanAttributes: false,
     readIdleTimeout: false,
+    egressGuard: false,
   },
 };
 
@@ -178,6 +188,7 @@ const CAPABILITY_TEXT: Readonly<Record<Capability, string>> = {
   cookieMaxAge: "Permanent session cookies (Max-Age)",
   spanAttributes: "tracing span attributes",
   readIdleTimeout: "request body stall timeouts (read_idle_timeout)",
+  egressGuard: "dial guard for hostnames tenants write (egress_guard)",
 };
 
 /**

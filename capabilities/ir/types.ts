@@ -108,6 +108,8 @@ export interface ListenerFilterIR {
   readonly allowedResponseHeaders: readonly string[];
   /** Bytes of the request body sent (truncated beyond); 0 or absent: none. */
   readonly maxBodyBytes?: number;
+  /** The endpoints are a name a tenant wrote: dialled only through the guard. */
+  readonly egressGuard?: EgressGuardIR;
 }
 
 export interface RouteRef {
@@ -165,6 +167,17 @@ export interface RewriteIR {
   readonly path?: PathModifierIR;
 }
 
+/**
+ * The proxy's dial guard (`egress_guard`, proxy/internal/egress) for endpoints that are names
+ * a tenant wrote (an XBackend's externalHostname): the proxy resolves the name itself and
+ * dials only addresses that are not loopback, unspecified, link-local, multicast, its own, or
+ * inside `deny` (the class's spec.egress.deniedCIDRs). Set at compilation with `deny` empty,
+ * filled per Gateway (translate/egress.ts).
+ */
+export interface EgressGuardIR {
+  readonly deny: readonly string[];
+}
+
 export interface EndpointIR {
   readonly address: string;
   readonly port: number;
@@ -192,6 +205,8 @@ export type BackendIR =
       readonly responseHeaders?: HeaderOpsIR;
       /** The backendRef's own URLRewrite: only requests sent to this backend are rewritten. */
       readonly rewrite?: RewriteIR;
+      /** The endpoints are a name a tenant wrote: dialled only through the guard. */
+      readonly egressGuard?: EgressGuardIR;
     }
   /** A backendRef that could not be resolved: its share of requests gets HTTP 500. */
   | { readonly type: "invalid"; readonly id: string; readonly weight: number };
@@ -260,6 +275,8 @@ export interface MirrorIR {
   readonly endpoints: readonly EndpointIR[];
   /** Share of requests mirrored (0 < numerator < denominator); undefined: every request. */
   readonly fraction?: { readonly numerator: number; readonly denominator: number };
+  /** The endpoints are a name a tenant wrote: dialled only through the guard. */
+  readonly egressGuard?: EgressGuardIR;
 }
 
 export interface HTTPRouteEntryIR {

@@ -13,6 +13,7 @@ import { problemText } from "../validation/message";
 import { PlatformField, gatewayOverrideProblems } from "../validation/overrides";
 import { DEFAULT_PROXY_SETTINGS, ProxySettings } from "./settings";
 import { resolveLimits } from "../validation/limits";
+import { EgressSettings, readEgress } from "../validation/egress";
 
 export { PARAMETERS_GROUP, PARAMETERS_KIND } from "../validation/parametersref";
 
@@ -44,6 +45,7 @@ interface ParametersSpec {
   readonly allowGatewayOverrides?: readonly PlatformField[];
   /** Class level only: a Gateway's own parameters that set it are refused (validation/limits.ts). */
   readonly limits?: unknown;
+  readonly egress?: unknown;
   readonly service?: Partial<ProxySettings["service"]> & {
     readonly type?: ProxySettings["serviceType"];
   };
@@ -178,4 +180,13 @@ export function resolveSettings(
     settings: merge(merge(defaults, fromClass.spec), fromGateway.spec),
     problems: [fromClass.problem, fromGateway.problem].filter((p): p is string => p !== undefined),
   };
+}
+
+/**
+ * The egress settings of a Gateway's class (validation/egress.ts): only the parameters the
+ * GatewayClass references count; when they do not resolve or are invalid, the defaults
+ * (ExternalHostname backends denied, no extra denied ranges).
+ */
+export function classEgress(snapshot: Snapshot, gatewayClass: ClassLike): EgressSettings {
+  return readEgress(classLookup(snapshot, gatewayClass, "GatewayClass parametersRef").spec);
 }

@@ -23,6 +23,7 @@ import { problemText } from "../validation/message";
 import { ACME_LISTENERSET_MESSAGE, acmeIssuerOf } from "../validation/acme";
 import { acmeListener } from "./acme";
 import { resolveListenerFilters } from "./listenerfilters";
+import type { EgressPolicy } from "./egress";
 import { DEFAULT_PROXY_FLAVOR, ProxyFlavor } from "../flavor/proxy-flavor";
 import { DEFAULT_LIMITS, Limits } from "../validation/limits";
 
@@ -135,6 +136,7 @@ export function resolveListeners(
   listenerSets: readonly ListenerSet[],
   flavor: ProxyFlavor = DEFAULT_PROXY_FLAVOR,
   limits: Limits = DEFAULT_LIMITS,
+  egress?: EgressPolicy,
 ): ResolvedListener[] {
   const drafts: Draft[] = [];
   const gwOwner: ListenerOwner = {
@@ -145,7 +147,7 @@ export function resolveListeners(
     precedence: 0,
   };
   (gw.spec.listeners ?? []).forEach((l, i) =>
-    drafts.push(draft(s, gw, gwOwner, l, i, flavor, limits)),
+    drafts.push(draft(s, gw, gwOwner, l, i, flavor, limits, egress)),
   );
   listenerSets.forEach((ls, i) => {
     const owner: ListenerOwner = {
@@ -156,7 +158,7 @@ export function resolveListeners(
       precedence: i + 1,
     };
     (ls.spec?.listeners ?? []).forEach((l, j) =>
-      drafts.push(draft(s, gw, owner, l, j, flavor, limits)),
+      drafts.push(draft(s, gw, owner, l, j, flavor, limits, egress)),
     );
   });
   markConflicts(drafts);
@@ -171,6 +173,7 @@ function draft(
   listenerIndex: number,
   flavor: ProxyFlavor,
   limits: Limits,
+  egress: EgressPolicy | undefined,
 ): Draft {
   const d: Draft = {
     owner,
@@ -270,7 +273,7 @@ function draft(
       };
   }
   // Pre-routing filters (translate/listenerfilters.ts).
-  const lf = resolveListenerFilters(s, owner.kind, owner.namespace, l, flavor, limits);
+  const lf = resolveListenerFilters(s, owner.kind, owner.namespace, l, flavor, limits, egress);
   if (lf.ok) {
     if (lf.filters.length > 0) d.filters = lf.filters;
   } else if (lf.condition === "Accepted") {

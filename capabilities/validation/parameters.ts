@@ -17,6 +17,7 @@ import { acmeParametersProblems } from "./acme";
 import { FieldProblem, display, truncate } from "./regex";
 import { allowOverridesShapeProblems } from "./overrides";
 import { limitsProblems } from "./limits";
+import { egressParametersProblems } from "./egress";
 
 /** spec.proxy.replicas: the range the CRD declares too (a unit test keeps them equal). */
 export const REPLICAS = { min: 0, max: 1000 } as const;
@@ -29,6 +30,7 @@ export interface KengineParametersLike {
     readonly allowGatewayOverrides?: unknown;
     readonly acme?: unknown;
     readonly limits?: unknown;
+    readonly egress?: unknown;
   };
 }
 
@@ -138,6 +140,7 @@ export function kengineParametersProblems(
   c.add(allowOverridesShapeProblems(spec.allowGatewayOverrides));
   c.add(acmeParametersProblems(spec.acme));
   c.add(limitsProblems(spec.limits));
+  c.add(egressParametersProblems(spec.egress));
   const service = spec.service;
   if (service !== undefined) {
     if (!isObject(service))
