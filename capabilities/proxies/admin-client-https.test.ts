@@ -4,10 +4,11 @@
  * connections for route-table requests only, certificate verification, the connect timeout,
  * a kept connection closed under a request, and a close that waits for requests in flight.
  */
-import { createServer as createTcpServer, Server as TcpServer, Socket } from "node:net";
+import { createServer as createTcpServer, Server as TcpServer } from "node:net";
 import { createServer, Server } from "node:https";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { AddressInfo } from "node:net";
+import type { Duplex } from "node:stream";
 import type { TLSSocket } from "node:tls";
 import { AdminClient, ProxyEndpoint } from "./admin-client";
 import {
@@ -56,7 +57,7 @@ interface Seen {
 const seen: Seen[] = [];
 /** Per path: how to answer instead of the default (200 with a route-table list). */
 const handlers = new Map<string, (req: IncomingMessage, res: ServerResponse) => void>();
-const sockets = new Set<Socket>();
+const sockets = new Set<Duplex>();
 let server: Server;
 let silent: TcpServer;
 let endpoint: ProxyEndpoint;
@@ -71,12 +72,13 @@ beforeAll(async () => {
       rejectUnauthorized: true,
     },
     (req, res) => {
-      const socket = req.socket as TLSSocket;
+      // `servername`: the SNI the client sent (not in @types/node 20)
+      const socket = req.socket as TLSSocket & { servername?: string | false };
       seen.push({
         path: req.url ?? "",
         host: req.headers.host,
         connection: req.headers.connection,
-        sni: socket.servername,
+        sni: socket.servername ?? false,
         client: (socket.getPeerCertificate().subject as { CN?: string } | undefined)?.CN,
         socket,
       });
