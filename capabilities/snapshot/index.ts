@@ -4,6 +4,7 @@ export {
   apply,
   applyAll,
   changedKeys,
+  dataReferences,
   earlierVersions,
   emptySnapshot,
   isSynced,
@@ -13,7 +14,15 @@ export {
   selectorMatches,
   snapshotOf,
 } from "./snapshot";
-export type { ApplyResult, ObjectMapOf, ReferenceIndex, Snapshot, SnapshotEvent } from "./snapshot";
+export type {
+  ApplyResult,
+  DataReferences,
+  ObjectMapOf,
+  ReferenceIndex,
+  Snapshot,
+  SnapshotEvent,
+} from "./snapshot";
+export { PARTIAL_METADATA_KIND, asMetadataOnly, metadataOnly } from "./strip";
 export {
   Batcher,
   DEFAULT_BATCH,
