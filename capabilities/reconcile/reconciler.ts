@@ -422,14 +422,11 @@ export class Reconciler {
   ingest(kind: Kind, type: "upsert" | "delete", object: KubeObject): void {
     const i = this.#ingest.event(kind, type, object, this.#planSecrets);
     if (!i) return;
-    let event = i.event;
-    if (isDataKind(kind) && event.type === "upsert") {
-      const snapshot = this.#current();
-      const admitted = this.#data.admit(kind, event.object, snapshot);
-      // held back while its newer version is read, or the version the snapshot holds already
-      if (!admitted || admitted === snapshot.objects[kind].get(keyOf(admitted))) return;
-      event = { ...event, object: admitted };
-    }
+    const event = this.#data.admitEvent(
+      i.event,
+      isDataKind(kind) ? this.#current() : this.#snapshot,
+    );
+    if (!event) return;
     this.#apply(event, i.ours);
     this.#syncData();
   }

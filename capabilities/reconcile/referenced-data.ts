@@ -189,6 +189,18 @@ export class ReferencedData {
     return object;
   }
 
+  /**
+   * The ingested event the snapshot takes: as it is, but a Secret's or ConfigMap's upsert as
+   * `admit` says; undefined when there is nothing to apply (held back, or the very version the
+   * snapshot holds).
+   */
+  admitEvent(event: SnapshotEvent, s: Snapshot): SnapshotEvent | undefined {
+    if (event.type !== "upsert" || !isDataKind(event.kind)) return event;
+    const admitted = this.admit(event.kind, event.object, s);
+    if (!admitted || admitted === s.objects[event.kind].get(keyOf(admitted))) return undefined;
+    return admitted === event.object ? event : { ...event, object: admitted };
+  }
+
   /** A list's items as the snapshot takes them (an item held back: the version it holds). */
   listed(kind: DataKind, items: readonly KubeObject[], s: Snapshot): KubeObject[] {
     return items.map(o => this.admit(kind, o, s) ?? (s.objects[kind].get(keyOf(o)) as KubeObject));
@@ -298,15 +310,19 @@ export class ReferencedData {
     else this.#slots++;
   }
 
+  /** Whether `read` still has something to do: wanted, present, not yet whole and new enough. */
+  #needed(read: Read): boolean {
+    const s = this.deps.snapshot();
+    const key = `${read.namespace}/${read.name}`;
+    const current = s.objects[read.kind].get(key) as KubeObject | undefined;
+    if (!current || !this.#wanted(s, read.kind, key)) return false;
+    return metadataOnly(current) || older(current, read.announced);
+  }
+
   /** Reads until the snapshot holds the newest announced version whole, or no longer wants it. */
   async #run(read: Read): Promise<void> {
     const key = `${read.namespace}/${read.name}`;
     for (let attempt = 1; !this.#stopped; ) {
-      const s = this.deps.snapshot();
-      const current = s.objects[read.kind].get(key) as KubeObject | undefined;
-      // Nothing to read: deleted, no longer wanted, or already whole and new enough.
-      if (!current || !this.#wanted(s, read.kind, key)) return;
-      if (!metadataOnly(current) && !older(current, read.announced)) return;
       await this.#slot();
       let object: KubeObject;
       try {
@@ -320,6 +336,7 @@ export class ReferencedData {
         }
         this.deps.onRead?.(read.kind, key, "failed", e);
         await this.deps.sleep(backoffDelay(this.deps.backoff, attempt++, this.deps.random));
+        if (!this.#needed(read)) return;
         continue;
       } finally {
         this.#release();
@@ -329,7 +346,7 @@ export class ReferencedData {
       // Deleted (or replaced by a newer version) while reading: never brought back.
       if (now && !older(object, now) && now.metadata.uid === object.metadata.uid)
         this.deps.deliver(read.kind, object);
-      if (!older(object, read.announced)) return;
+      if (!older(object, read.announced) || !this.#needed(read)) return;
     }
   }
 }

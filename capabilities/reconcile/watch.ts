@@ -16,6 +16,7 @@
  * Pure orchestration over an injected stream, relist, sleep, timer and random source.
  */
 import type { WatchEvent } from "../kube/client";
+import { parseDuration } from "../election/env";
 import { backoffDelay, BackoffPolicy } from "../proxies/backoff";
 import { keyOf } from "../snapshot";
 import type { Kind, KubeObject, SnapshotEvent } from "../snapshot";
@@ -47,6 +48,27 @@ export const DEFAULT_WATCH_SILENCE_MS = 60_000;
  */
 export const watchTimeoutSeconds = (silenceMs: number): number =>
   Math.max(1, Math.min(WATCH_TIMEOUT_SECONDS, Math.floor((silenceMs * 0.8) / 1000)));
+
+/** The environment variable that sets the silence bound (a duration: "30s", "45", "1m"). */
+export const WATCH_SILENCE_ENV = "KENGINE_WATCH_SILENCE";
+/** The bound may be set between these (a shorter one restarts healthy watches for nothing). */
+export const MIN_WATCH_SILENCE_MS = 5_000;
+export const MAX_WATCH_SILENCE_MS = 60_000;
+
+/** The silence bound from the environment (default when unset), or why the value is refused. */
+export function watchSilenceFromEnv(
+  env: Readonly<Record<string, string | undefined>>,
+): { readonly ok: true; readonly value: number } | { readonly ok: false; readonly error: string } {
+  const raw = env[WATCH_SILENCE_ENV];
+  if (raw === undefined || raw === "") return { ok: true, value: DEFAULT_WATCH_SILENCE_MS };
+  const ms = parseDuration(raw);
+  if (ms === undefined || ms < MIN_WATCH_SILENCE_MS || ms > MAX_WATCH_SILENCE_MS)
+    return {
+      ok: false,
+      error: `${WATCH_SILENCE_ENV}=${JSON.stringify(raw)}: not a duration between ${MIN_WATCH_SILENCE_MS / 1000}s and ${MAX_WATCH_SILENCE_MS / 1000}s (e.g. "30s")`,
+    };
+  return { ok: true, value: ms };
+}
 
 /** Why a watch request ended and another one is opened. */
 export type RestartCause =
