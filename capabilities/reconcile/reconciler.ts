@@ -40,7 +40,6 @@ import {
   asMetadataOnly,
   emptySnapshot,
   isSynced,
-  keyOf,
   metadataOnly,
   relevantChange,
 } from "../snapshot";
