@@ -45,7 +45,10 @@ class Cluster {
 }
 
 /** The reconciler's ingest path (reconciler.ts `ingest`), on a synced snapshot. */
-function pipeline(cluster: Cluster, opts: { gate?: () => Promise<void> } = {}) {
+function pipeline(
+  cluster: Cluster,
+  opts: { gate?: () => Promise<void>; now?: () => number; timers?: (() => void)[] } = {},
+) {
   let snapshot: Snapshot = snapshotOf([]);
   const ingest = new Ingest();
   const feed = (kind: Kind, type: "upsert" | "delete", object: KubeObject): void => {
@@ -71,7 +74,9 @@ function pipeline(cluster: Cluster, opts: { gate?: () => Promise<void> } = {}) {
     sleep: () => Promise.resolve(),
     random: () => 0.5,
     backoff: { initialMs: 1, maxMs: 1, factor: 1, jitter: 0 },
-    setTimer: () => {},
+    setTimer: fn => opts.timers?.push(fn),
+    now: opts.now,
+    waitMs: 1000,
   });
   return {
     /** A watch event: data kinds as metadata only, as the watch asks for. */
@@ -222,6 +227,54 @@ describe("referenced data", () => {
     expect(p.snapshot.objects.Secret.get("shop/a")?.metadata.resourceVersion).toBe(
       second.metadata.resourceVersion,
     );
+  });
+
+  it("holds builds while a referenced object is read, for one bound at most however long reads go on", async () => {
+    const cluster = new Cluster();
+    let now = 0;
+    const timers: (() => void)[] = [];
+    const releases: (() => void)[] = [];
+    const p = pipeline(cluster, {
+      gate: () => new Promise<void>(r => releases.push(r)),
+      now: () => now,
+      timers,
+    });
+    const tick = () => new Promise(r => setImmediate(r));
+    const names = ["s0", "s1", "s2", "s3", "s4", "s5"];
+    p.watch("GatewayClass", "upsert", cluster.put(gatewayClass));
+    const gw = gateway("s0") as unknown as { spec: { listeners: { tls: object }[] } };
+    gw.spec.listeners[0]!.tls = { certificateRefs: names.map(name => ({ name })) };
+    p.watch("Gateway", "upsert", cluster.put(gw as unknown as KubeObject));
+    expect(p.data.holdsBuilds()).toBe(false);
+    p.watch("Secret", "upsert", cluster.put(secret("s0", "MA==")));
+    expect(p.data.holdsBuilds()).toBe(true);
+    // the bound's timer asks for a build when it passes
+    expect(timers).toHaveLength(1);
+    now = 999;
+    expect(p.data.holdsBuilds()).toBe(true);
+    now = 1000;
+    expect(p.data.holdsBuilds()).toBe(false);
+    // reads keep coming without a pause (each begins before the last ends): not held again
+    for (const name of names.slice(1)) {
+      p.watch("Secret", "upsert", cluster.put(secret(name, "MQ==")));
+      await tick();
+      releases.shift()!();
+      await tick();
+      expect(p.data.reading).toBeGreaterThan(0);
+      now += 100;
+      expect(p.data.holdsBuilds()).toBe(false);
+    }
+    await tick();
+    for (const r of releases.splice(0)) r();
+    await p.data.idle();
+    // a read after a pause holds builds again
+    expect(p.data.holdsBuilds()).toBe(false);
+    p.watch("Secret", "upsert", cluster.put(secret("s0", "Mg==")));
+    expect(p.data.holdsBuilds()).toBe(true);
+    await tick();
+    for (const r of releases.splice(0)) r();
+    await p.data.idle();
+    expect(p.snapshot.objects.Secret.get("shop/s0")?.data?.["tls.crt"]).toBe("Mg==");
   });
 
   it("never brings back a Secret deleted while it was being read", async () => {

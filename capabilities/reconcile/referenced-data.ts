@@ -136,7 +136,6 @@ interface Read {
   readonly kind: DataKind;
   readonly namespace: string;
   readonly name: string;
-  readonly since: number;
   /** The newest version announced while reading: a read older than it reads again. */
   announced: KubeObject | undefined;
 }
@@ -157,6 +156,8 @@ export class ReferencedData {
   #last: WantedData | undefined;
   #extra: ReadonlySet<string> = new Set();
   #stopped = false;
+  /** Since when builds have been held for reads (undefined: no read in flight since). */
+  #holdingSince: number | undefined;
 
   constructor(private readonly deps: ReferencedDataDeps) {
     this.#slots = deps.concurrency ?? 8;
@@ -245,12 +246,23 @@ export class ReferencedData {
     return events;
   }
 
-  /** Whether builds wait: a read in flight began less than `waitMs` ago. */
+  /**
+   * Whether builds wait: reads are in flight, and have been without a pause for less than
+   * `waitMs` (a stream of reads, say a referenced Secret updated without end, holds builds back
+   * once, never for longer).
+   */
   holdsBuilds(): boolean {
+    if (this.#reads.size === 0) {
+      this.#holdingSince = undefined;
+      return false;
+    }
     const now = (this.deps.now ?? Date.now)();
     const wait = this.deps.waitMs ?? DEFAULT_DATA_WAIT_MS;
-    for (const r of this.#reads.values()) if (now - r.since < wait) return true;
-    return false;
+    if (this.#holdingSince === undefined) {
+      this.#holdingSince = now;
+      (this.deps.setTimer ?? realTimer)(() => this.deps.onSettled(), wait);
+    }
+    return now - this.#holdingSince < wait;
   }
 
   /** Reads in flight or queued. */
@@ -282,14 +294,12 @@ export class ReferencedData {
       kind,
       namespace: announced.metadata.namespace ?? "",
       name: announced.metadata.name,
-      since: (this.deps.now ?? Date.now)(),
       announced,
     };
     this.#reads.set(id, read);
-    const wait = this.deps.waitMs ?? DEFAULT_DATA_WAIT_MS;
-    (this.deps.setTimer ?? realTimer)(() => this.deps.onSettled(), wait);
     void this.#run(read).finally(() => {
       this.#reads.delete(id);
+      if (this.#reads.size === 0) this.#holdingSince = undefined;
       this.deps.onSettled();
       if (this.#reads.size === 0) for (const done of this.#done) done();
       if (this.#reads.size === 0) this.#done.clear();
