@@ -325,6 +325,57 @@ describe("referenced data", () => {
     expect([...wantedData(snapshotOf([other, gw, params])).secrets]).toEqual([]);
   });
 
+  it("wants another namespace's Secret only while a ReferenceGrant allows it, and only for ListenerSets attached to our Gateways", () => {
+    const crossRef = {
+      ...gateway("x"),
+      spec: {
+        gatewayClassName: "kengine",
+        listeners: [
+          {
+            name: "https",
+            protocol: "HTTPS",
+            port: 443,
+            tls: { certificateRefs: [{ name: "platform-cert", namespace: "platform" }] },
+          },
+        ],
+      },
+    } as KubeObject;
+    const grant = {
+      apiVersion: "gateway.networking.k8s.io/v1beta1",
+      kind: "ReferenceGrant",
+      metadata: { name: "g", namespace: "platform" },
+      spec: {
+        from: [{ group: "gateway.networking.k8s.io", kind: "Gateway", namespace: "shop" }],
+        to: [{ group: "", kind: "Secret" }],
+      },
+    } as KubeObject;
+    const listenerSet = (parent: string) =>
+      ({
+        apiVersion: "gateway.networking.x-k8s.io/v1alpha1",
+        kind: "ListenerSet",
+        metadata: { name: "ls", namespace: "tenant" },
+        spec: {
+          parentRef: { name: parent, namespace: "shop" },
+          listeners: [
+            {
+              name: "t",
+              protocol: "HTTPS",
+              port: 443,
+              tls: { certificateRefs: [{ name: "tenant-cert" }] },
+            },
+          ],
+        },
+      }) as KubeObject;
+    const secrets = (objects: KubeObject[]) =>
+      [...wantedData(snapshotOf([gatewayClass, ...objects])).secrets].filter(
+        k => !k.endsWith("-kengine-admin"),
+      );
+    expect(secrets([crossRef])).toEqual([]);
+    expect(secrets([crossRef, grant])).toEqual(["platform/platform-cert"]);
+    expect(secrets([crossRef, listenerSet("gw")]).sort()).toEqual(["tenant/tenant-cert"]);
+    expect(secrets([crossRef, listenerSet("not-ours")])).toEqual([]);
+  });
+
   it("forgets deleted objects: thousands of create/delete cycles leave every internal map as it was", async () => {
     const cluster = new Cluster();
     const p = pipeline(cluster);

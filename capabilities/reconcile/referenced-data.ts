@@ -24,15 +24,19 @@ import { resolveSettings } from "../provision";
 import { managementSecretName } from "../proxies";
 import { BackoffPolicy, backoffDelay } from "../proxies/backoff";
 import {
+  DataPermitted,
+  GATEWAY_GROUP,
   Kind,
   KubeObject,
   Snapshot,
   SnapshotEvent,
   asMetadataOnly,
+  collectDataReferences,
   dataReferences,
   keyOf,
   metadataOnly,
 } from "../snapshot";
+import { refPermitted } from "../translate/refs";
 
 export type DataKind = "Secret" | "ConfigMap";
 export const DATA_KINDS: readonly DataKind[] = ["Secret", "ConfigMap"];
@@ -58,7 +62,17 @@ export interface WantedData {
   readonly configMaps: ReadonlySet<string>;
 }
 
-const wantedCache = new WeakMap<object, WeakMap<object, WantedData>>();
+const wantedCache = new WeakMap<object, WeakMap<object, WeakMap<object, WantedData>>>();
+
+/** The ReferenceGrant rule translation applies (translate/refs.ts). */
+const granted =
+  (s: Snapshot): DataPermitted =>
+  (from, to) =>
+    refPermitted(
+      s,
+      { group: GATEWAY_GROUP, kind: from.kind, namespace: from.namespace },
+      { group: "", kind: to.kind, namespace: to.namespace, name: to.name },
+    );
 
 /**
  * Every Secret and ConfigMap whose data the controller reads from the snapshot: what the Gateway
@@ -67,15 +81,21 @@ const wantedCache = new WeakMap<object, WeakMap<object, WantedData>>();
  * bring-your-own admin Secrets its parameters name (external.ts). Cached on the maps it reads.
  */
 export function wantedData(s: Snapshot): WantedData {
-  const refs = dataReferences(s);
-  let byParams = wantedCache.get(refs);
-  if (!byParams) wantedCache.set(refs, (byParams = new WeakMap()));
+  // dataReferences changes with every map the references are read from but two
+  const key = dataReferences(s);
+  let byGrants = wantedCache.get(key);
+  if (!byGrants) wantedCache.set(key, (byGrants = new WeakMap()));
+  let byParams = byGrants.get(s.objects.ReferenceGrant);
+  if (!byParams) byGrants.set(s.objects.ReferenceGrant, (byParams = new WeakMap()));
   let wanted = byParams.get(s.objects.KengineParameters);
-  if (!wanted) byParams.set(s.objects.KengineParameters, (wanted = buildWanted(s, refs)));
+  if (!wanted) byParams.set(s.objects.KengineParameters, (wanted = buildWanted(s)));
   return wanted;
 }
 
-function buildWanted(s: Snapshot, refs: ReturnType<typeof dataReferences>): WantedData {
+function buildWanted(s: Snapshot): WantedData {
+  // A reference to another namespace counts only when a ReferenceGrant allows it: translation
+  // reads nothing else, so a tenant cannot have the controller keep other namespaces' data.
+  const refs = collectDataReferences(s, granted(s));
   const secrets = new Set(refs.secrets);
   for (const gw of s.objects.Gateway.values()) {
     const gatewayClass = s.objects.GatewayClass.get(gw.spec?.gatewayClassName);

@@ -4,6 +4,7 @@ export {
   apply,
   applyAll,
   changedKeys,
+  collectDataReferences,
   dataReferences,
   earlierVersions,
   emptySnapshot,
@@ -16,6 +17,7 @@ export {
 } from "./snapshot";
 export type {
   ApplyResult,
+  DataPermitted,
   DataReferences,
   ObjectMapOf,
   ReferenceIndex,

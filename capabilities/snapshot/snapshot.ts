@@ -355,38 +355,84 @@ export function dataReferences(s: Snapshot): DataReferences {
   let d = c.get(keys[3]);
   if (!d) c.set(keys[3], (d = new WeakMap()));
   let refs = d.get(keys[4]);
-  if (!refs) d.set(keys[4], (refs = buildDataReferences(s)));
+  if (!refs) d.set(keys[4], (refs = collectDataReferences(s)));
   return refs;
 }
 
-function buildDataReferences(s: Snapshot): DataReferences {
-  const { ourClasses } = ownIndex(s);
+/**
+ * May an object of ours (`from`) read the Secret or ConfigMap `to` of another namespace? The
+ * caller's ReferenceGrant check (translate/refs.ts); without one every reference counts.
+ */
+export type DataPermitted = (
+  from: { readonly kind: "Gateway" | "ListenerSet"; readonly namespace: string },
+  to: { readonly kind: "Secret" | "ConfigMap"; readonly namespace: string; readonly name: string },
+) => boolean;
+
+/**
+ * The references of `dataReferences`, uncached: of our Gateways and the ListenerSets attached to
+ * them, of every BackendTLSPolicy and XBackend (their references stay in their namespace), and
+ * only to core Secrets and ConfigMaps; a reference to another namespace only when `permitted`.
+ */
+export function collectDataReferences(s: Snapshot, permitted?: DataPermitted): DataReferences {
+  const { ourClasses, ourGateways } = ownIndex(s);
   const secrets = new Set<string>();
   const configMaps = new Set<string>();
-  const addListenerRefs = (ns: string, listeners: Gateway["spec"]["listeners"]): void => {
+  type Ref = {
+    readonly group?: string;
+    readonly kind?: string;
+    readonly name: string;
+    readonly namespace?: string;
+  };
+  const add = (
+    from: Parameters<DataPermitted>[0],
+    kind: "Secret" | "ConfigMap",
+    ref: Ref,
+    defaultKind?: string,
+  ): void => {
+    if ((ref.group ?? "") !== "" || (ref.kind ?? defaultKind) !== kind) return;
+    const namespace = ref.namespace ?? from.namespace;
+    if (
+      namespace !== from.namespace &&
+      permitted &&
+      !permitted(from, { kind, namespace, name: ref.name })
+    )
+      return;
+    (kind === "Secret" ? secrets : configMaps).add(`${namespace}/${ref.name}`);
+  };
+  const addListenerRefs = (
+    from: Parameters<DataPermitted>[0],
+    listeners: Gateway["spec"]["listeners"],
+  ): void => {
     for (const l of listeners ?? []) {
-      for (const ref of l.tls?.certificateRefs ?? [])
-        secrets.add(`${ref.namespace ?? ns}/${ref.name}`);
+      for (const ref of l.tls?.certificateRefs ?? []) add(from, "Secret", ref, "Secret");
       if (acmeIssuerOf(l) !== undefined && l.hostname)
-        secrets.add(`${ns}/${acmeSecretName(l.hostname)}`);
+        secrets.add(`${from.namespace}/${acmeSecretName(l.hostname)}`);
     }
   };
   for (const gw of s.objects.Gateway.values()) {
     if (!ourClasses.has(gw.spec?.gatewayClassName)) continue;
-    const gwNs = gw.metadata.namespace ?? "";
-    addListenerRefs(gwNs, gw.spec.listeners);
+    const from = { kind: "Gateway", namespace: gw.metadata.namespace ?? "" } as const;
+    addListenerRefs(from, gw.spec.listeners);
     const tls = gw.spec.tls;
     const client = tls?.backend?.clientCertificateRef;
-    if (client) secrets.add(`${client.namespace ?? gwNs}/${client.name}`);
+    if (client) add(from, "Secret", client, "Secret");
     for (const v of [
       tls?.frontend?.default?.validation,
       ...(tls?.frontend?.perPort ?? []).map(p => p.tls?.validation),
     ])
-      for (const ref of v?.caCertificateRefs ?? [])
-        if (ref.kind === "ConfigMap") configMaps.add(`${ref.namespace ?? gwNs}/${ref.name}`);
+      for (const ref of v?.caCertificateRefs ?? []) add(from, "ConfigMap", ref);
   }
   for (const ls of s.objects.ListenerSet.values()) {
-    addListenerRefs(ls.metadata.namespace ?? "", ls.spec?.listeners);
+    const ns = ls.metadata.namespace ?? "";
+    const parent = ls.spec?.parentRef;
+    if (
+      !parent ||
+      (parent.group ?? GATEWAY_GROUP) !== GATEWAY_GROUP ||
+      (parent.kind ?? "Gateway") !== "Gateway" ||
+      !ourGateways.has(`${parent.namespace ?? ns}/${parent.name}`)
+    )
+      continue;
+    addListenerRefs({ kind: "ListenerSet", namespace: ns }, ls.spec?.listeners);
   }
   for (const p of s.objects.BackendTLSPolicy.values()) {
     const ns = p.metadata.namespace ?? "";
