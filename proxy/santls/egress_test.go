@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
@@ -179,7 +180,7 @@ func TestGuardHandsCaddysDialerTheCheckedLiteral(t *testing.T) {
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 	defer cancel()
 	tr := &Transport{
-		HTTPTransport: reverseproxy.HTTPTransport{DialTimeout: caddy.Duration(200 * 1e6)},
+		HTTPTransport: reverseproxy.HTTPTransport{DialTimeout: caddy.Duration(200 * time.Millisecond)},
 		EgressGuard:   &egress.Config{},
 	}
 	if err := tr.Provision(ctx); err != nil {
