@@ -9,6 +9,7 @@ import { ChildProcess, spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { readFileSync, readlinkSync } from "node:fs";
 import { Server, createServer } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
 import { AddressInfo } from "node:net";
 import { hostname } from "node:os";
 import { Agent, request } from "undici";
@@ -130,9 +131,16 @@ export interface HostCanary {
   close(): Promise<void>;
 }
 
-export async function hostCanary(host = "127.0.0.1", body = "canary"): Promise<HostCanary> {
+export async function hostCanary(
+  host = "127.0.0.1",
+  body = "canary",
+  tls?: { readonly cert: string; readonly key: string },
+): Promise<HostCanary> {
   const hits: CanaryHit[] = [];
-  const server: Server = createServer((req, res) => {
+  const handler = (
+    req: import("node:http").IncomingMessage,
+    res: import("node:http").ServerResponse,
+  ) => {
     hits.push({
       port: (server.address() as AddressInfo).port,
       method: req.method ?? "",
@@ -141,7 +149,8 @@ export async function hostCanary(host = "127.0.0.1", body = "canary"): Promise<H
     });
     req.resume();
     req.on("end", () => res.writeHead(200).end(body));
-  });
+  };
+  const server: Server = tls ? createHttpsServer(tls, handler) : createServer(handler);
   await new Promise<void>(r => server.listen(0, host, () => r()));
   return {
     port: (server.address() as AddressInfo).port,
