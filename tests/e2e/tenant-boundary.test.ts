@@ -683,10 +683,10 @@ describe("the tenant boundary: no tenant object turns a shared Gateway against i
             "admin-read",
             ["localhost", `admin.${TENANT_DOMAIN}`],
             [
-              { backendRefs: [{ ...xref("admin-0"), port: ADMIN_PORT }] },
+              { backendRefs: [xref("admin-0")] },
               ...names.map((_, i) => ({
                 matches: [{ path: { type: "PathPrefix", value: `/canary${i}` } }],
-                backendRefs: [{ ...xref(`canary-${i}`), port: CANARY_PORT }],
+                backendRefs: [xref(`canary-${i}`)],
               })),
             ],
           ),
@@ -747,11 +747,7 @@ describe("the tenant boundary: no tenant object turns a shared Gateway against i
         for (const [i, port] of OWN_PORTS.entries()) {
           applyItems([
             xbackend(`own-${i}`, loopbackNames[0]!, port),
-            route(
-              `own-${i}`,
-              [`own-${i}.${TENANT_DOMAIN}`],
-              [{ backendRefs: [{ ...xref(`own-${i}`), port }] }],
-            ),
+            route(`own-${i}`, [`own-${i}.${TENANT_DOMAIN}`], [{ backendRefs: [xref(`own-${i}`)] }]),
           ]);
           await eventually(
             `own-${i} accepted`,
@@ -813,7 +809,7 @@ describe("the tenant boundary: no tenant object turns a shared Gateway against i
                     requestHeaderModifier: { set: [{ name: "Host", value: "localhost:2019" }] },
                   },
                 ],
-                backendRefs: [{ ...xref("admin-0"), port: ADMIN_PORT }],
+                backendRefs: [xref("admin-0")],
               },
               {
                 matches: [{ path: { type: "PathPrefix", value: "/canary" } }],
@@ -823,7 +819,7 @@ describe("the tenant boundary: no tenant object turns a shared Gateway against i
                     requestHeaderModifier: { set: [{ name: "Host", value: "localhost:2019" }] },
                   },
                 ],
-                backendRefs: [{ ...xref("canary-0"), port: CANARY_PORT }],
+                backendRefs: [xref("canary-0")],
               },
             ],
           ),
@@ -867,11 +863,11 @@ describe("the tenant boundary: no tenant object turns a shared Gateway against i
                 filters: [
                   {
                     type: "RequestMirror",
-                    requestMirror: { backendRef: { ...xref("canary-0"), port: CANARY_PORT } },
+                    requestMirror: { backendRef: xref("canary-0") },
                   },
                   {
                     type: "RequestMirror",
-                    requestMirror: { backendRef: { ...xref("admin-0"), port: ADMIN_PORT } },
+                    requestMirror: { backendRef: xref("admin-0") },
                   },
                 ],
                 backendRefs: [{ name: "echo", port: 8080 }],
@@ -896,7 +892,7 @@ describe("the tenant boundary: no tenant object turns a shared Gateway against i
                         type: "ExternalAuth",
                         externalAuth: {
                           protocol: "HTTP",
-                          backendRef: { ...xref("canary-0"), port: CANARY_PORT },
+                          backendRef: xref("canary-0"),
                           http: {},
                         },
                       },

@@ -128,11 +128,11 @@ const xbackend = (name: string, hostname: string, port: number): KubeObject =>
     spec: { type: "ExternalHostname", externalHostname: { hostname }, port: { number: port } },
   }) as KubeObject;
 
-const xref = (name: string, port: number) => ({
+/** A reference to an XBackend: the CRD forbids a port there (the XBackend has its own). */
+const xref = (name: string, _port?: number) => ({
   group: "gateway.networking.x-k8s.io",
   kind: "XBackend",
   name,
-  port,
 });
 
 const boundaryRoute = (hostnames: readonly string[], rule: object): KubeObject =>
