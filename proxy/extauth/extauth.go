@@ -32,7 +32,9 @@
 // truncated beyond it), none when it is 0. The client's body stays whole for the backend.
 // max_body_bytes is at most 16 MiB (Validate), which bounds the memory one request holds; the
 // client must send those bytes (or its whole body, if shorter) within body_timeout (default
-// 10s), or it gets 408 Request Timeout and its connection is closed.
+// 10s), or it gets 408 Request Timeout and its connection is closed. Across every handler of
+// the process, the bodies held stay under ProcessMaxBodyBytes (256 MiB): a request that finds
+// no room is answered 503 with Retry-After, before its body is read.
 //
 // A 200 answer grants. With allowed_response_headers, the client's own copies of those headers
 // are removed from the request first, then the answer's values of them are copied: a client
@@ -58,6 +60,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -75,6 +78,21 @@ func init() {
 // MaxBodyBytesCeiling is the most of a client's body max_body_bytes may forward (16 MiB, the
 // class limit's maximum in KengineParameters spec.limits.externalAuthMaxBodyBytes).
 const MaxBodyBytesCeiling = 16 << 20
+
+// ProcessMaxBodyBytes bounds the client bodies every kengine_ext_auth handler of the process
+// holds at once (each request's, up to max_body_bytes, until the request ends).
+const ProcessMaxBodyBytes = 256 << 20
+
+var processBodyBytes atomic.Int64
+
+// reserveBody takes n bytes of the process's budget, if they are free.
+func reserveBody(n int64) bool {
+	if processBodyBytes.Add(n) > ProcessMaxBodyBytes {
+		processBodyBytes.Add(-n)
+		return false
+	}
+	return true
+}
 
 // ExtAuth is the handler.
 type ExtAuth struct {
@@ -163,9 +181,22 @@ func (a *ExtAuth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	}
 	var body []byte
 	if a.MaxBodyBytes > 0 && r.Body != nil && r.Body != http.NoBody {
+		// Bodies read for authorization are held until the request ends (the backend gets
+		// them back), under one budget for the whole proxy: past it the request waits for
+		// nothing and is answered 503.
+		held := a.MaxBodyBytes
+		if !reserveBody(held) {
+			a.logger.Debug("bodies held for authorization fill the proxy's budget", zap.Int64("process_max_body_bytes", ProcessMaxBodyBytes))
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return nil
+		}
+		defer func() { processBodyBytes.Add(-held) }()
 		// The backend gets back exactly what was read followed by the rest.
 		read, rest, err := outbound.ReadPrefix(r.Body, a.MaxBodyBytes, time.Duration(a.BodyTimeout))
 		r.Body = rest
+		processBodyBytes.Add(int64(len(read)) - held)
+		held = int64(len(read))
 		if errors.Is(err, outbound.ErrBodyTimeout) {
 			// The request ends here: a past read deadline ends the read still under way, and
 			// the connection is not reused.

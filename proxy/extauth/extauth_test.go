@@ -358,3 +358,25 @@ func TestMaxBodyBytesCeiling(t *testing.T) {
 		t.Fatal("negative body_timeout accepted")
 	}
 }
+
+// The process-wide budget: a request whose body would not fit is answered 503 before its body
+// is read, and bytes held by finished requests are free again.
+func TestBodyBudgetFullAnswers503(t *testing.T) {
+	processBodyBytes.Add(ProcessMaxBodyBytes)
+	defer processBodyBytes.Add(-ProcessMaxBodyBytes)
+	a := provisioned(t, &ExtAuth{Dial: []string{"127.0.0.1:1"}, MaxBodyBytes: 16})
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader("payload"))
+	if err := a.ServeHTTP(rec, req, caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error {
+		t.Fatal("the request went on with the budget full")
+		return nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Code != http.StatusServiceUnavailable {
+		t.Fatalf("got %d, want 503", rec.Code)
+	}
+	if rest, _ := io.ReadAll(req.Body); string(rest) != "payload" {
+		t.Fatalf("the body was read: %q left", rest)
+	}
+}

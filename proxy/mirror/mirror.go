@@ -23,8 +23,11 @@
 // body is not read here. The body is then read up to max_body_bytes (default 1 MiB) within
 // body_timeout (default 10s); a larger body, or one the client does not send in time, is not
 // mirrored (the request goes on with its whole body). So the bodies held for copies never
-// exceed max_in_flight × max_body_bytes (256 MiB at the defaults), and a client trickling its
-// body holds a slot for at most body_timeout.
+// exceed max_in_flight × max_body_bytes per handler, and a client trickling its body holds a
+// slot for at most body_timeout. Across every handler of the process, the bodies held for
+// copies (reserved at max_body_bytes while read, then at their real size until the last copy
+// of the request is sent) stay under ProcessMaxBodyBytes (64 MiB): however many routes
+// mirror, a request that finds no room is served unmirrored and its body is not read here.
 //
 // With egress_guard (contract C1, package internal/egress), each copy's destination is
 // resolved and checked at dial time; a refused one is logged and the copy dropped.
@@ -157,26 +160,41 @@ func (m *Mirror) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhtt
 		return next.ServeHTTP(w, r)
 	}
 	var body []byte
+	held := int64(0)
 	if r.Body != nil && r.Body != http.NoBody {
 		// Read at most MaxBodyBytes+1: a larger body is not mirrored, and the original request
 		// gets back exactly what was read followed by the rest.
+		held = m.MaxBodyBytes + 1
+		if !reserveBody(held) {
+			m.inFlight.Add(-int64(len(chosen)))
+			m.logger.Debug("mirrored bodies fill the proxy's budget: not mirrored", zap.Int64("process_max_body_bytes", ProcessMaxBodyBytes))
+			return next.ServeHTTP(w, r)
+		}
 		read, rest, err := outbound.ReadPrefix(r.Body, m.MaxBodyBytes+1, time.Duration(m.BodyTimeout))
 		r.Body = rest
 		switch {
 		case errors.Is(err, outbound.ErrBodyTimeout):
+			processBodyBytes.Add(-held)
 			m.inFlight.Add(-int64(len(chosen)))
 			m.logger.Debug("request body not received within body_timeout: not mirrored", zap.Duration("body_timeout", time.Duration(m.BodyTimeout)))
 			return next.ServeHTTP(w, r)
 		case err != nil:
+			processBodyBytes.Add(-held)
 			m.inFlight.Add(-int64(len(chosen)))
 			return caddyhttp.Error(http.StatusBadRequest, err)
 		case int64(len(read)) > m.MaxBodyBytes:
+			processBodyBytes.Add(-held)
 			m.inFlight.Add(-int64(len(chosen)))
 			m.logger.Debug("request body too large to mirror", zap.Int64("max_body_bytes", m.MaxBodyBytes))
 			return next.ServeHTTP(w, r)
 		}
+		// Held from now on at its real size, until the request's last copy is sent.
+		processBodyBytes.Add(int64(len(read)) - held)
+		held = int64(len(read))
 		body = read
 	}
+	copies := new(atomic.Int64)
+	copies.Store(int64(len(chosen)))
 	for _, t := range chosen {
 		dial := t.Dial[rand.IntN(len(t.Dial))]
 		out := r.Clone(context.WithoutCancel(r.Context()))
@@ -190,9 +208,29 @@ func (m *Mirror) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhtt
 		if body == nil {
 			out.Body = http.NoBody
 		}
-		go m.send(out)
+		go func() {
+			m.send(out)
+			if copies.Add(-1) == 0 {
+				processBodyBytes.Add(-held)
+			}
+		}()
 	}
 	return next.ServeHTTP(w, r)
+}
+
+// ProcessMaxBodyBytes bounds the request bodies every kengine_mirror handler of the process
+// holds for copies at once.
+const ProcessMaxBodyBytes = 64 << 20
+
+var processBodyBytes atomic.Int64
+
+// reserveBody takes n bytes of the process's budget for mirrored bodies, if they are free.
+func reserveBody(n int64) bool {
+	if processBodyBytes.Add(n) > ProcessMaxBodyBytes {
+		processBodyBytes.Add(-n)
+		return false
+	}
+	return true
 }
 
 // acquire takes one of the max_in_flight slots, if one is free.
