@@ -207,6 +207,15 @@ new Gauge({
     }
   },
 });
+let rememberedCount: () => number = () => 0;
+new Gauge({
+  name: `${METRIC_PREFIX}ingest_remembered_objects`,
+  help: "Objects whose newest resourceVersion the ingest layer remembers: the objects that exist, never deleted ones.",
+  registers: [registry],
+  collect() {
+    this.set(rememberedCount());
+  },
+});
 const firstSnapshotSeconds = new Gauge({
   name: `${METRIC_PREFIX}first_snapshot_seconds`,
   help: "Seconds from the controller's start to its first full snapshot (every kind listed).",
@@ -233,6 +242,10 @@ export const ingestMetrics = {
   /** What the data_objects gauge reads at scrape time (the last reconciler to register). */
   dataObjects(counts: typeof dataCounts): void {
     dataCounts = counts;
+  },
+  /** What the ingest_remembered_objects gauge reads at scrape time. */
+  remembered(count: () => number): void {
+    rememberedCount = count;
   },
   firstSnapshot(seconds: number): void {
     firstSnapshotSeconds.set(seconds);

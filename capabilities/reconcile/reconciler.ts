@@ -307,6 +307,7 @@ export class Reconciler {
       },
     });
     ingestMetrics.dataObjects(() => this.#dataCounts());
+    ingestMetrics.remembered(() => this.#ingest.remembered);
     this.#events = new EventRecorder({
       kube: o.kube,
       instance: o.identity,
