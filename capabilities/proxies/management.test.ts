@@ -103,7 +103,7 @@ describe("bootstrapConfig", () => {
       {
         certificate_selection: { any_tag: ["kengine-management"] },
         client_authentication: {
-          trusted_ca_certs: [ca.certificateDer.toString("base64")],
+          ca: { provider: "inline", trusted_ca_certs: [ca.certificateDer.toString("base64")] },
           mode: "require_and_verify",
         },
       },
@@ -134,7 +134,7 @@ describe("bootstrapConfig", () => {
       bootstrapConfig({ ...spec, clientCaPem: [ca.certificatePem, next.certificatePem] }),
     ) as Json;
     expect(
-      both.apps.http.servers[MANAGEMENT_SERVER].tls_connection_policies[0].client_authentication
+      both.apps.http.servers[MANAGEMENT_SERVER].tls_connection_policies[0].client_authentication.ca
         .trusted_ca_certs,
     ).toEqual([ca.certificateDer.toString("base64"), next.certificateDer.toString("base64")]);
     expect(checkSpec({ ...spec, clientCaPem: [] })).toHaveLength(1);

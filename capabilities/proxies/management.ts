@@ -178,7 +178,12 @@ export function managementServer(
     tls_connection_policies: [
       {
         certificate_selection: { any_tag: [spec.serverCertTag] },
-        client_authentication: { trusted_ca_certs: trusted, mode: "require_and_verify" },
+        client_authentication: {
+          // The `inline` CA pool module, not the field `trusted_ca_certs` beside `mode`: Caddy 2.8
+          // builds no pool from that field (its handshakes fail with "unknown ca").
+          ca: { provider: "inline", trusted_ca_certs: trusted },
+          mode: "require_and_verify",
+        },
       },
     ],
     routes: [
