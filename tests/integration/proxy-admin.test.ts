@@ -628,6 +628,9 @@ function rawTls(
   });
 }
 
+/** The port of a listening socket "ip:port" (listeningSockets). */
+const portOf = (address: string): number => Number(address.slice(address.lastIndexOf(":") + 1));
+
 /** What a raw request on one TCP port got back: the bytes read (at most 64 KiB), or why none. */
 interface RawReply {
   readonly bytes: string;
@@ -635,14 +638,16 @@ interface RawReply {
 }
 
 /**
- * One HTTP/1.1 request over a new connection to 127.0.0.1:`port`, in plaintext or over TLS with
- * no client certificate (`sni`), with any Host: what a client that is not the controller can
- * send to a port of the proxy.
+ * One HTTP/1.1 request over a new connection to `address` ("ip:port"), in plaintext or over TLS
+ * with no client certificate (`sni`), with any Host: what a client that is not the controller
+ * can send to a port of the proxy.
  */
 function rawRequest(
-  port: number,
+  address: string,
   req: { method: string; path: string; host: string; body?: string; sni?: string },
 ): Promise<RawReply> {
+  const host = address.slice(0, address.lastIndexOf(":")).replace(/^0\.0\.0\.0$/, "127.0.0.1");
+  const port = portOf(address);
   return new Promise(resolve => {
     let bytes = "";
     let error = "";
@@ -653,10 +658,9 @@ function rawRequest(
         : `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(req.body)}\r\n\r\n${req.body}`);
     const socket =
       req.sni === undefined
-        ? netConnect({ host: "127.0.0.1", port }, () => socket.write(head))
-        : tlsConnect(
-            { host: "127.0.0.1", port, servername: req.sni, rejectUnauthorized: false },
-            () => socket.write(head),
+        ? netConnect({ host, port }, () => socket.write(head))
+        : tlsConnect({ host, port, servername: req.sni, rejectUnauthorized: false }, () =>
+            socket.write(head),
           );
     socket.setTimeout(5000, () => ((error ||= "timeout"), socket.destroy()));
     socket.on("data", (d: Buffer) => {
@@ -667,8 +671,8 @@ function rawRequest(
   });
 }
 
-/** The port of a listening socket "ip:port" (listeningSockets). */
-const portOf = (address: string): number => Number(address.slice(address.lastIndexOf(":") + 1));
+/** The flavour tests' traffic listeners: a loopback address of their own, apart from other tests' ports. */
+const TRAFFIC_HOST = "127.0.0.43";
 
 describe.each([
   ["Bundled", "caddy"],
@@ -718,7 +722,7 @@ describe.each([
       const ir = result.gateways.find(g => g.name === "gw")!;
       const sealed = must(
         sealGatewayConfig(ir, spec, {
-          bindHost: "127.0.0.1",
+          bindHost: TRAFFIC_HOST,
           portOffset: listenerPortOffset(),
           errorResponderListen: errorAddr,
         }),
@@ -729,32 +733,30 @@ describe.each([
     }
 
     /**
-     * Admin requests a client without the controller's certificate can send: to 127.0.0.1:2019
-     * (Caddy's default admin address) and to every TCP port the proxy listens on, in plaintext and
+     * Admin requests a client without the controller's certificate can send: to port 2019
+     * (Caddy's default admin port) and to every TCP port the proxy listens on, in plaintext and
      * over TLS, with the Hosts Caddy's admin accepted on TCP, a read and a /load that would empty
      * the config. Returns every reply that carried admin content; the proxy must still run `hash`.
      */
     async function adminAnswersOnTcp(hash: string): Promise<string[]> {
-      const ports = [2019, ...listeningSockets(p.proc!.pid!).map(portOf)];
+      const addresses = [
+        "127.0.0.1:2019",
+        `${TRAFFIC_HOST}:2019`,
+        ...listeningSockets(p.proc!.pid!),
+      ];
       const leaks: string[] = [];
-      for (const port of ports)
-        for (const host of [
-          "127.0.0.1:2019",
-          "localhost:2019",
-          "localhost",
-          "127.0.0.1",
-          `127.0.0.1:${port}`,
-        ])
+      for (const address of addresses)
+        for (const host of ["127.0.0.1:2019", "localhost:2019", "localhost", "127.0.0.1", address])
           for (const sni of [undefined, p.endpoint.serverName, "www.example.com"])
             for (const req of [
               { method: "GET", path: "/config/" },
               { method: "GET", path: `/id/kengine-config-${hash}/@id` },
               { method: "POST", path: "/load", body: "{}" },
             ]) {
-              const reply = await rawRequest(port, { ...req, host, ...(sni && { sni }) });
+              const reply = await rawRequest(address, { ...req, host, ...(sni && { sni }) });
               if (/kengine-management|"persist"|kengine-config-/.test(reply.bytes))
                 leaks.push(
-                  `${port} ${sni ?? "plain"} ${host} ${req.method} ${req.path}: ${reply.bytes.slice(0, 200)}`,
+                  `${address} ${sni ?? "plain"} ${host} ${req.method} ${req.path}: ${reply.bytes.slice(0, 200)}`,
                 );
             }
       expect(await client.runsConfig(p.endpoint, hash)).toEqual({ ok: true, value: true });
