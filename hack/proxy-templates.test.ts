@@ -99,14 +99,38 @@ describe("bring-your-own proxy templates", () => {
     expect(pod.volumes.flatMap(v => v.configMap?.name ?? [])).toEqual(["edge-proxy-bootstrap"]);
   });
 
-  it("bootstraps with only the mTLS management listener, trusting the given CA", () => {
-    const cm = find(render("Deployment"), "ConfigMap");
+  it("bootstraps with only the mTLS management listener, trusting the given CA, and the admin API on a unix socket in the pod's /tmp emptyDir", () => {
+    const objs = render("Deployment");
+    const cm = find(objs, "ConfigMap");
     const boot = JSON.parse(cm.data!["caddy.json"]!);
-    expect(boot.admin).toEqual({ listen: "127.0.0.1:2019", config: { persist: false } });
+    expect(boot.admin).toEqual({
+      listen: "unix//tmp/kengine-admin.sock",
+      config: { persist: false },
+    });
     expect(Object.keys(boot.apps.http.servers)).toEqual(["kengine-management"]);
-    const policy = boot.apps.http.servers["kengine-management"].tls_connection_policies[0];
+    const management = boot.apps.http.servers["kengine-management"];
+    expect(management.routes[0].handle[0].upstreams).toEqual([
+      { dial: "unix//tmp/kengine-admin.sock" },
+    ]);
+    // nothing in the templates names a TCP admin address
+    for (const file of Object.values(exampleFiles())) expect(file).not.toMatch(/:2019\b/);
+    const pod = (
+      find(objs, "Deployment") as unknown as {
+        spec: {
+          template: {
+            spec: {
+              containers: { volumeMounts: { name: string; mountPath: string }[] }[];
+              volumes: { name: string; emptyDir?: object }[];
+            };
+          };
+        };
+      }
+    ).spec.template.spec;
+    const tmp = pod.containers[0]!.volumeMounts.find(m => m.mountPath === "/tmp")!;
+    expect(pod.volumes.find(v => v.name === tmp.name)).toEqual({ name: tmp.name, emptyDir: {} });
+    const policy = management.tls_connection_policies[0];
     expect(policy.client_authentication).toEqual({
-      trusted_ca_certs: [ca.certificateDer.toString("base64")],
+      ca: { provider: "inline", trusted_ca_certs: [ca.certificateDer.toString("base64")] },
       mode: "require_and_verify",
     });
   });

@@ -2,7 +2,8 @@
  * GatewayIR → Caddy JSON. One Caddy HTTP server per HTTP(S) port: a route per listener
  * (most specific hostname first, each ending in 404 so listeners stay isolated), holding the
  * listener's entries in precedence order. Layer-4 servers (caddy-l4) for TLS passthrough,
- * TCP and UDP. The admin endpoint never persists config, and the management server is kept.
+ * TCP and UDP. The admin endpoint is a unix socket and never persists config, and the
+ * management server is kept.
  */
 import {
   ActionIR,
@@ -49,6 +50,7 @@ import {
   CaddySelectionPolicy,
   CaddyTLSConnectionPolicy,
   JsonObject,
+  DEFAULT_ADMIN_LISTEN,
   MANAGEMENT_SERVER_NAME,
   ManagementServerConfig,
 } from "./types";
@@ -270,7 +272,7 @@ function render(
   const loadPem = [...pems, ...(mgmt?.loadPem ?? [])];
   const loadFiles = [...(mgmt?.loadFiles ?? [])];
   return {
-    admin: { listen: mgmt?.adminListen ?? "localhost:2019", config: { persist: false } },
+    admin: { listen: mgmt?.adminListen ?? DEFAULT_ADMIN_LISTEN, config: { persist: false } },
     apps: {
       ...(Object.keys(servers).length > 0 && { http: { servers } }),
       ...((loadPem.length > 0 || loadFiles.length > 0) && {

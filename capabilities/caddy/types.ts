@@ -226,7 +226,7 @@ export interface CaddyConfig {
  * local admin endpoint. Filled by `capabilities/proxies/`; every config we render keeps it.
  */
 export interface ManagementServerConfig {
-  /** Caddy's admin endpoint, kept on the pod's loopback; default `localhost:2019`. */
+  /** Caddy's admin endpoint, a unix socket (never TCP); default `DEFAULT_ADMIN_LISTEN`. */
   readonly adminListen?: string;
   /** A Caddy HTTP server, placed verbatim at `apps.http.servers["kengine-management"]`. */
   readonly server?: JsonObject;
@@ -240,3 +240,11 @@ export interface ManagementServerConfig {
 }
 
 export const MANAGEMENT_SERVER_NAME = "kengine-management";
+
+/**
+ * Where a proxy's admin API listens: a unix socket in the pod's own /tmp (an emptyDir only the
+ * proxy container mounts; proxies/pod.ts), never a TCP port. Anything the proxy dials on
+ * loopback (an upstream a tenant names `localhost`) would reach an admin on TCP, so the admin
+ * is reached only through the mTLS management server, which dials this socket.
+ */
+export const DEFAULT_ADMIN_LISTEN = "unix//tmp/kengine-admin.sock";

@@ -354,7 +354,7 @@ export const DEFAULT_CONTROLLER_PEERS: ControllerPeers = {
 /**
  * The proxies' NetworkPolicy: the listeners' ports (and the readiness port the kubelet probes)
  * are open to everyone; the management port only to the controller's pods. Nothing else reaches
- * the proxies (the admin endpoint listens on the pod's loopback only anyway, design §6).
+ * the proxies (the admin endpoint is a unix socket in the pod, on no port at all).
  */
 export function proxyNetworkPolicy(
   gw: GatewayRef,

@@ -17,6 +17,8 @@ export {
 } from "./pki";
 export type { Authority, Issued, KeyPair, RandomBytes, Validity } from "./pki";
 export {
+  ADMIN_SOCKET_HOST,
+  adminAddressProblem,
   adminBlock,
   bootstrapConfig,
   checkConfig,
@@ -25,6 +27,7 @@ export {
   configHash,
   DEFAULT_CERT_TAG,
   isSealed,
+  MAX_SOCKET_PATH_BYTES,
   MANAGEMENT_SERVER,
   managementCertificateLoader,
   managementServer,
@@ -69,8 +72,9 @@ export {
   BOOTSTRAP_FILE,
   bootstrapConfigMapData,
   bootstrapConfigMapName,
+  ADMIN_SOCKET,
+  CADDY_DEFAULT_ADMIN_PORT,
   DATA_DIR,
-  DEFAULT_ADMIN_PORT,
   DEFAULT_MANAGEMENT_PORT,
   DEFAULT_READINESS_PORT,
   LAST_GOOD_DIR,

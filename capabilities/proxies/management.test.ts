@@ -1,8 +1,10 @@
 import { createHash } from "node:crypto";
 import { inspect } from "node:util";
 import {
+  adminAddressProblem,
   bootstrapConfig,
   CaddyConfig,
+  checkConfig,
   checkSpec,
   isSealed,
   MANAGEMENT_SERVER,
@@ -35,7 +37,7 @@ const ca = must(
 );
 const spec: ManagementSpec = {
   listenAddress: "{env.KENGINE_POD_IP}:9443",
-  adminAddress: "127.0.0.1:2019",
+  adminAddress: "unix//tmp/kengine-admin.sock",
   serverCertTag: "kengine-management",
   clientCaPem: ca.certificatePem,
   serverCertificate: {
@@ -71,8 +73,11 @@ const app = (extra: Json = {}): Json =>
 describe("bootstrapConfig", () => {
   const boot = must(bootstrapConfig(spec)) as Json;
 
-  it("serves only the management listener, with admin on loopback and never autosaved", () => {
-    expect(boot.admin).toEqual({ listen: "127.0.0.1:2019", config: { persist: false } });
+  it("serves only the management listener, with admin on the unix socket and never autosaved", () => {
+    expect(boot.admin).toEqual({
+      listen: "unix//tmp/kengine-admin.sock",
+      config: { persist: false },
+    });
     expect(Object.keys(boot.apps).sort()).toEqual(["http", "tls"]);
     expect(Object.keys(boot.apps.http.servers)).toEqual([MANAGEMENT_SERVER]);
     expect(boot.apps.http.servers[READINESS_SERVER]).toBeUndefined();
@@ -89,7 +94,7 @@ describe("bootstrapConfig", () => {
     });
   });
 
-  it("requires controller-CA client certificates and forwards only to the loopback admin with its Host", () => {
+  it("requires controller-CA client certificates and forwards only to the admin socket with a Host it accepts", () => {
     const server = boot.apps.http.servers[MANAGEMENT_SERVER];
     expect(server.listen).toEqual(["{env.KENGINE_POD_IP}:9443"]);
     expect(server.automatic_https).toEqual({ disable: true });
@@ -98,7 +103,7 @@ describe("bootstrapConfig", () => {
       {
         certificate_selection: { any_tag: ["kengine-management"] },
         client_authentication: {
-          trusted_ca_certs: [ca.certificateDer.toString("base64")],
+          ca: { provider: "inline", trusted_ca_certs: [ca.certificateDer.toString("base64")] },
           mode: "require_and_verify",
         },
       },
@@ -108,8 +113,8 @@ describe("bootstrapConfig", () => {
         handle: [
           {
             handler: "reverse_proxy",
-            upstreams: [{ dial: "127.0.0.1:2019" }],
-            headers: { request: { set: { Host: ["127.0.0.1:2019"] } } },
+            upstreams: [{ dial: "unix//tmp/kengine-admin.sock" }],
+            headers: { request: { set: { Host: ["127.0.0.1"] } } },
           },
         ],
       },
@@ -129,17 +134,18 @@ describe("bootstrapConfig", () => {
       bootstrapConfig({ ...spec, clientCaPem: [ca.certificatePem, next.certificatePem] }),
     ) as Json;
     expect(
-      both.apps.http.servers[MANAGEMENT_SERVER].tls_connection_policies[0].client_authentication
+      both.apps.http.servers[MANAGEMENT_SERVER].tls_connection_policies[0].client_authentication.ca
         .trusted_ca_certs,
     ).toEqual([ca.certificateDer.toString("base64"), next.certificateDer.toString("base64")]);
     expect(checkSpec({ ...spec, clientCaPem: [] })).toHaveLength(1);
   });
 
-  it("refuses a spec with a non-loopback admin, shared ports or a CA that is not a certificate", () => {
+  it("refuses a spec with an admin that is not a unix socket, shared ports or a CA that is not a certificate", () => {
     expect(checkSpec(spec)).toEqual([]);
-    expect(checkSpec({ ...spec, adminAddress: "0.0.0.0:2019" })).toEqual([
-      expect.stringContaining("loopback"),
-    ]);
+    for (const tcp of ["127.0.0.1:2019", "localhost:2019", "[::1]:2019", "0.0.0.0:2019"])
+      expect(checkSpec({ ...spec, adminAddress: tcp })).toEqual([
+        expect.stringContaining("never a TCP address"),
+      ]);
     expect(checkSpec({ ...spec, adminAddress: "10.0.0.1:2019" })).toHaveLength(1);
     expect(checkSpec({ ...spec, readinessAddress: ":9443" })).toEqual([
       expect.stringContaining("must differ"),
@@ -148,6 +154,34 @@ describe("bootstrapConfig", () => {
       expect.stringContaining("clientCaPem"),
     ]);
     expect(bootstrapConfig({ ...spec, adminAddress: ":2019" }).ok).toBe(false);
+  });
+
+  it.each([
+    ["127.0.0.1:2019", "never a TCP address"],
+    ["tcp/127.0.0.1:2019", "never a TCP address"],
+    [":2019", "never a TCP address"],
+    ["", "never a TCP address"],
+    [undefined, "never a TCP address"],
+    [2019, "never a TCP address"],
+    ["unixgram//tmp/a.sock", "never a TCP address"],
+    ["/tmp/kengine-admin.sock", "never a TCP address"],
+    ["unix/tmp/kengine-admin.sock", "absolute"],
+    ["unix/@kengine-admin", "absolute"],
+    ["unix//tmp/kengine-admin.sock|0777", "permission suffix"],
+    ["unix//tmp/{env.X}.sock", "placeholder"],
+    ["unix//tmp/kengine admin.sock", "space"],
+    [`unix//${"d".repeat(100)}/admin.sock`, "longer than 107 bytes"],
+  ])("an admin address %j is refused (%s)", (address, message) => {
+    expect(adminAddressProblem(address)).toContain(message);
+  });
+
+  it.each([
+    "unix//tmp/kengine-admin.sock",
+    "unix/{env.KG_ADMIN_SOCKET}",
+    `unix//${"d".repeat(95)}/admin.sock`,
+  ])("an admin address %j is a unix socket", address => {
+    expect(adminAddressProblem(address)).toBeUndefined();
+    expect(checkSpec({ ...spec, adminAddress: address })).toEqual([]);
   });
 
   it("loads an inline serving key only through load_pem, and the spec does not print it", () => {
@@ -193,6 +227,9 @@ describe("withManagement", () => {
       withManagement({ apps: { http: { servers: { [MANAGEMENT_SERVER]: {} } } } }, spec),
     ).toEqual({ ok: false, error: [expect.stringContaining(MANAGEMENT_SERVER)] });
     expect(withManagement({ admin: { listen: "0.0.0.0:2019" } }, spec).ok).toBe(false);
+    expect(
+      withManagement({ admin: { listen: "127.0.0.1:2019", config: { persist: false } } }, spec).ok,
+    ).toBe(false);
   });
 });
 
@@ -239,7 +276,23 @@ describe("sealConfig", () => {
     ["persist true", c => (c.admin.config.persist = true), "persist"],
     ["persist unset", c => delete c.admin.config, "persist"],
     ["no admin block", c => delete c.admin, "admin block is missing"],
-    ["admin on all interfaces", c => (c.admin.listen = ":2019"), "admin.listen"],
+    ["admin on all interfaces", c => (c.admin.listen = ":2019"), "never a TCP address"],
+    ["admin on loopback TCP", c => (c.admin.listen = "127.0.0.1:2019"), "never a TCP address"],
+    ["admin on localhost", c => (c.admin.listen = "localhost:2019"), "never a TCP address"],
+    ["admin on an explicit TCP network", c => (c.admin.listen = "tcp/[::1]:2019"), "TCP"],
+    // Caddy listens on its default localhost:2019 when the address is absent or empty
+    ["admin listen absent", c => delete c.admin.listen, "never a TCP address"],
+    ["admin listen empty", c => (c.admin.listen = ""), "never a TCP address"],
+    [
+      "admin on another unix socket",
+      c => (c.admin.listen = "unix//tmp/other.sock"),
+      "admin.listen must be unix//tmp/kengine-admin.sock",
+    ],
+    [
+      "admin socket open to every user",
+      c => (c.admin.listen = "unix//tmp/kengine-admin.sock|0777"),
+      "permission suffix",
+    ],
     ["admin disabled", c => (c.admin.disabled = true), "disabled"],
     ["remote admin", c => (c.admin.remote = { listen: ":2021" }), "admin.remote"],
     ["a config loader", c => (c.admin.config.load = { module: "http" }), "admin.config.load"],
@@ -255,9 +308,14 @@ describe("sealConfig", () => {
       "reserved for kengine-readiness",
     ],
     [
-      "a server on the admin port",
-      c => (c.apps.http.servers.gw.listen = ["127.0.0.1:2019"]),
-      "reserved for admin",
+      "a server on the admin socket",
+      c => (c.apps.http.servers.gw.listen = ["unix//tmp/kengine-admin.sock"]),
+      "only the admin API uses a unix socket",
+    ],
+    [
+      "a layer4 server on another unix socket",
+      c => (c.apps.layer4 = { servers: { l4: { listen: ["UNIXPACKET//tmp/x.sock"] } } }),
+      "only the admin API uses a unix socket",
     ],
     [
       "a server named like the readiness server",
@@ -271,6 +329,25 @@ describe("sealConfig", () => {
     const result = sealConfig(JSON.stringify(config), spec);
     expect(result.ok).toBe(false);
     if (!result.ok) expect(result.error.join("\n")).toContain(message);
+  });
+
+  it("refuses a spec whose admin is on TCP even when the config matches it", () => {
+    const tcp = { ...spec, adminAddress: "127.0.0.1:2019" };
+    const config = app();
+    config.admin.listen = "127.0.0.1:2019";
+    config.apps.http.servers[MANAGEMENT_SERVER].routes[0].handle[0].upstreams = [
+      { dial: "127.0.0.1:2019" },
+    ];
+    const checked = checkConfig(config, tcp);
+    expect(checked.ok).toBe(false);
+    if (!checked.ok)
+      expect(checked.error).toEqual(
+        expect.arrayContaining([
+          expect.stringMatching(/^adminAddress must be a unix socket/),
+          expect.stringMatching(/^admin\.listen must be a unix socket/),
+        ]),
+      );
+    expect(sealConfig(JSON.stringify(config), tcp).ok).toBe(false);
   });
 
   it("refuses input that is not a JSON object", () => {

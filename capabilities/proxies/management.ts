@@ -1,8 +1,11 @@
 /**
  * The proxy's management channel in Caddy JSON (design §6): an `apps.http` server on the
  * pod IP that requires a client certificate from the controller CA and forwards to the
- * admin endpoint on loopback. Every config a proxy runs carries it — the bootstrap config,
- * and each pushed config, which `sealConfig` checks before anything can be pushed.
+ * admin endpoint, a unix socket. Every config a proxy runs carries it — the bootstrap config,
+ * and each pushed config, which `sealConfig` checks before anything can be pushed. No config
+ * that passes these checks serves the admin API on TCP: loopback is reachable by anything the
+ * proxy itself dials (an upstream a tenant names `localhost`), so only the management server
+ * may reach the admin, and it requires the controller's client certificate.
  *
  * Sealing also adds the readiness server: a plain-HTTP listener answering `GET /ready` with
  * 200. The bootstrap config has no such listener, so a pod's readiness probe fails until the
@@ -66,7 +69,11 @@ export type ServerCertificateSource =
 export interface ManagementSpec {
   /** Management listener, e.g. "{env.KENGINE_POD_IP}:9443" (same bytes for every pod) or "10.0.0.7:9443". */
   readonly listenAddress: string;
-  /** Caddy's admin endpoint; loopback only, e.g. "127.0.0.1:2019". */
+  /**
+   * Caddy's admin endpoint: a unix socket as a Caddy network address, `unix/` and an absolute
+   * path (e.g. "unix//tmp/kengine-admin.sock"), or `unix/{env.NAME}` when processes that share
+   * a file system (tests on one host) each get their own path from the environment. Never TCP.
+   */
   readonly adminAddress: string;
   /** Tag the serving certificate is loaded with and selected by. */
   readonly serverCertTag: string;
@@ -80,7 +87,40 @@ export interface ManagementSpec {
   readonly readinessAddress: string;
 }
 
-const LOOPBACK_HOST = /^(127(\.\d{1,3}){3}|\[::1\]|localhost)$/;
+/** Caddy's network-address prefix of a unix stream socket (`unix//abs/path`). */
+const UNIX_PREFIX = "unix/";
+/** A listener address on one of Caddy's unix socket networks (unix, unixgram, unixpacket). */
+const UNIX_NETWORK = /^\s*unix(gram|packet)?\//i;
+/** Bytes of a socket path the kernel accepts (sun_path is 108 bytes with the terminating NUL). */
+export const MAX_SOCKET_PATH_BYTES = 107;
+/** The whole path from the environment; Caddy refuses to start when the variable is unset or empty. */
+const ENV_PLACEHOLDER = /^\{env\.[A-Za-z_][A-Za-z0-9_]*\}$/;
+
+/**
+ * Why `address` cannot be the admin endpoint, or undefined when it can: a unix stream socket
+ * at an absolute path (or one placeholder for the whole path), with Caddy's default mode (0200:
+ * only the proxy's user may connect), so no `|mode` suffix; no abstract socket (`@name`, which
+ * anything in the pod's network namespace may connect to) and no placeholder within the path.
+ */
+export function adminAddressProblem(address: unknown): string | undefined {
+  const shown = JSON.stringify(address);
+  if (typeof address !== "string" || !address.startsWith(UNIX_PREFIX))
+    return `must be a unix socket ("unix//path"), never a TCP address: got ${shown}`;
+  const path = address.slice(UNIX_PREFIX.length);
+  if (ENV_PLACEHOLDER.test(path)) return undefined;
+  if (!path.startsWith("/") || /[|{}\s\0]/.test(path))
+    return `must be "unix/" and an absolute socket path with no permission suffix, placeholder or space: got ${shown}`;
+  if (Buffer.byteLength(path) > MAX_SOCKET_PATH_BYTES)
+    return `socket path is longer than ${MAX_SOCKET_PATH_BYTES} bytes: got ${shown}`;
+  return undefined;
+}
+
+/**
+ * The Host header the management server sends to the admin socket. Caddy 2.8's admin on a unix
+ * socket accepts only "", "127.0.0.1" and "::1" (its DNS-rebinding guard); Caddy ≥ 2.10 checks no
+ * Host on unix sockets. The client's own Host (the pod's DNS name) would be refused by 2.8.
+ */
+export const ADMIN_SOCKET_HOST = "127.0.0.1";
 /** A port number, or an environment placeholder Caddy resolves at load (so every pod gets the same bytes). */
 const PORT = /^(\d{1,5}|\{env\.[A-Za-z_][A-Za-z0-9_]*\})$/;
 
@@ -98,11 +138,8 @@ const splitAddress = (address: string): { host: string; port: string } => {
 /** Problems with the spec itself; a bad spec must not produce configs. */
 export function checkSpec(spec: ManagementSpec): readonly string[] {
   const problems: string[] = [];
-  const admin = splitAddress(spec.adminAddress);
-  if (!LOOPBACK_HOST.test(admin.host) || !PORT.test(admin.port))
-    problems.push(
-      `adminAddress must be a loopback host:port, got ${JSON.stringify(spec.adminAddress)}`,
-    );
+  const admin = adminAddressProblem(spec.adminAddress);
+  if (admin !== undefined) problems.push(`adminAddress ${admin}`);
   for (const [field, value] of [
     ["listenAddress", spec.listenAddress],
     ["readinessAddress", spec.readinessAddress],
@@ -110,13 +147,9 @@ export function checkSpec(spec: ManagementSpec): readonly string[] {
     if (!PORT.test(splitAddress(value).port))
       problems.push(`${field} needs a port (number or {env.NAME}), got ${JSON.stringify(value)}`);
   }
-  const ports = [
-    admin.port,
-    splitAddress(spec.listenAddress).port,
-    splitAddress(spec.readinessAddress).port,
-  ];
+  const ports = [splitAddress(spec.listenAddress).port, splitAddress(spec.readinessAddress).port];
   if (new Set(ports).size !== ports.length)
-    problems.push(`admin, management and readiness ports must differ, got ${ports.join(", ")}`);
+    problems.push(`management and readiness ports must differ, got ${ports.join(", ")}`);
   if (spec.serverCertTag.trim() === "") problems.push("serverCertTag must not be empty");
   const cas = caList(spec.clientCaPem);
   if (cas.length === 0 || cas.some(pem => !pemToBase64Der(pem).ok))
@@ -124,7 +157,7 @@ export function checkSpec(spec: ManagementSpec): readonly string[] {
   return problems;
 }
 
-/** The admin block every config carries: loopback only, never autosaved (the config holds private keys). */
+/** The admin block every config carries: on the unix socket only, never autosaved (the config holds private keys). */
 export const adminBlock = (spec: ManagementSpec): CaddyConfig => ({
   listen: spec.adminAddress,
   config: { persist: false },
@@ -145,7 +178,12 @@ export function managementServer(
     tls_connection_policies: [
       {
         certificate_selection: { any_tag: [spec.serverCertTag] },
-        client_authentication: { trusted_ca_certs: trusted, mode: "require_and_verify" },
+        client_authentication: {
+          // The `inline` CA pool module, not the field `trusted_ca_certs` beside `mode`: Caddy 2.8
+          // builds no pool from that field (its handshakes fail with "unknown ca").
+          ca: { provider: "inline", trusted_ca_certs: trusted },
+          mode: "require_and_verify",
+        },
       },
     ],
     routes: [
@@ -154,8 +192,7 @@ export function managementServer(
           {
             handler: "reverse_proxy",
             upstreams: [{ dial: spec.adminAddress }],
-            // Caddy's admin accepts only its own address as Host (DNS-rebinding guard)
-            headers: { request: { set: { Host: [spec.adminAddress] } } },
+            headers: { request: { set: { Host: [ADMIN_SOCKET_HOST] } } },
           },
         ],
       },
@@ -244,7 +281,7 @@ export function withManagement(
   return checked.ok ? ok(out) : checked;
 }
 
-/** The config a proxy pod starts from: admin on loopback, the management listener, nothing else. */
+/** The config a proxy pod starts from: admin on the unix socket, the management listener, nothing else. */
 export function bootstrapConfig(spec: ManagementSpec): Result<CaddyConfig, readonly string[]> {
   return withManagement({}, spec);
 }
@@ -279,7 +316,10 @@ export function checkConfig(
   if (admin === undefined) problems.push("admin block is missing");
   else {
     if (admin.disabled === true) problems.push("admin must not be disabled");
-    if (admin.listen !== spec.adminAddress)
+    // absent or empty, Caddy listens on its default, localhost:2019
+    const listen = adminAddressProblem(admin.listen);
+    if (listen !== undefined) problems.push(`admin.listen ${listen}`);
+    else if (admin.listen !== spec.adminAddress)
       problems.push(
         `admin.listen must be ${spec.adminAddress}, got ${JSON.stringify(admin.listen)}`,
       );
@@ -315,9 +355,12 @@ export function checkConfig(
   const reservedPorts = new Map([
     [splitAddress(spec.listenAddress).port, MANAGEMENT_SERVER],
     [splitAddress(spec.readinessAddress).port, READINESS_SERVER],
-    [splitAddress(spec.adminAddress).port, "admin"],
   ]);
   for (const { owner, address } of listenersOf(config)) {
+    if (UNIX_NETWORK.test(address)) {
+      problems.push(`${owner} listens on ${address}: only the admin API uses a unix socket`);
+      continue;
+    }
     const reservedBy = reservedPorts.get(splitAddress(address).port);
     if (reservedBy !== undefined && owner !== `http/${reservedBy}`)
       problems.push(`${owner} listens on ${address}, a port reserved for ${reservedBy}`);

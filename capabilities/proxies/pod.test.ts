@@ -1,12 +1,14 @@
 import { bootstrapConfig, checkConfig, MANAGEMENT_SERVER, sealConfig } from "./management";
 import { createAuthority, generateKeyPair } from "./pki";
 import {
+  ADMIN_SOCKET,
   bootstrapConfigMapData,
   lastGoodKey,
   podManagementSpec,
   proxyContainer,
   proxyVolumes,
   RESERVED_PORTS,
+  TMP_DIR,
 } from "./pod";
 
 const ca = createAuthority({
@@ -19,10 +21,10 @@ if (!ca.ok) throw new Error(ca.error);
 const spec = podManagementSpec(ca.value.certificatePem);
 
 describe("proxy pod pieces", () => {
-  it("share one management spec across pods: pod IP from the environment, admin on loopback, cert files from the Secret", () => {
+  it("share one management spec across pods: pod IP from the environment, admin on a unix socket, cert files from the Secret", () => {
     expect(spec).toMatchObject({
       listenAddress: "{env.KENGINE_POD_IP}:19443",
-      adminAddress: "127.0.0.1:2019",
+      adminAddress: "unix//tmp/kengine-admin.sock",
       readinessAddress: ":19080",
       serverCertificate: {
         kind: "files",
@@ -101,5 +103,17 @@ describe("proxy pod pieces", () => {
       { name: "tmp", emptyDir: {} },
     ]);
     expect(RESERVED_PORTS).toEqual([2019, 19443, 19080]);
+  });
+
+  it("put the admin socket in the pod's own /tmp emptyDir, which only the proxy container mounts", () => {
+    expect(ADMIN_SOCKET).toBe(`unix/${TMP_DIR}/kengine-admin.sock`);
+    const tmp = proxyContainer({ image: "kengine" }).volumeMounts!.filter(
+      m => m.mountPath === TMP_DIR,
+    );
+    expect(tmp).toEqual([{ name: "tmp", mountPath: TMP_DIR }]);
+    expect(proxyVolumes("web").find(v => v.name === "tmp")).toEqual({
+      name: "tmp",
+      emptyDir: {},
+    });
   });
 });

@@ -23,17 +23,32 @@ import type {
   V1SecurityContext,
   V1Volume,
 } from "@kubernetes/client-node";
+import { DEFAULT_ADMIN_LISTEN } from "../caddy/types";
 import { CaddyConfig, ManagementSpec, READINESS_PATH } from "./management";
 
-/** Caddy's admin endpoint inside the pod (loopback only). */
-export const DEFAULT_ADMIN_PORT = 2019;
+/** Scratch space: the root filesystem is read-only. */
+export const TMP_DIR = "/tmp";
+
+/**
+ * Caddy's admin endpoint inside the pod: a unix socket in TMP_DIR, the pod's own emptyDir
+ * (proxyVolumes), with Caddy's default mode 0200 (only the proxy's user may connect). Reached
+ * from outside only through the mTLS management listener.
+ */
+export const ADMIN_SOCKET = DEFAULT_ADMIN_LISTEN;
 /** Management listener on the pod IP (the Service port named `admin`, design §4). */
 export const DEFAULT_MANAGEMENT_PORT = 19443;
 /** Readiness listener, present only once the controller's config is loaded. */
 export const DEFAULT_READINESS_PORT = 19080;
+/**
+ * Caddy's default admin port. No config of ours listens on it (the admin is on ADMIN_SOCKET),
+ * but a Caddy started without an admin block does, and so do bring-your-own proxies bootstrapped
+ * from templates older than the socket until their first push: a Gateway listener there would
+ * fail to bind on them, so it stays reserved.
+ */
+export const CADDY_DEFAULT_ADMIN_PORT = 2019;
 /** Ports a Gateway listener cannot use on our proxies (the translator reports such listeners). */
 export const RESERVED_PORTS: readonly number[] = [
-  DEFAULT_ADMIN_PORT,
+  CADDY_DEFAULT_ADMIN_PORT,
   DEFAULT_MANAGEMENT_PORT,
   DEFAULT_READINESS_PORT,
 ];
@@ -61,9 +76,6 @@ export function lastGoodKey(proxy: {
   const id = JSON.stringify([proxy.image, proxy.command ?? ["caddy"], proxy.flavor]);
   return `config-${createHash("sha256").update(id).digest("hex").slice(0, 12)}.json`;
 }
-
-/** Scratch space: the root filesystem is read-only. */
-export const TMP_DIR = "/tmp";
 
 /** The fixed non-root user and group the proxy runs as (the distroless "nonroot" ids). */
 export const PROXY_UID = 65532;
@@ -106,19 +118,19 @@ export function proxySecurityContext(lowPorts: boolean): V1SecurityContext {
 
 /**
  * The spec every pod of one Gateway shares: the same bytes fit every pod because the pod IP
- * is an environment placeholder Caddy resolves itself.
+ * is an environment placeholder Caddy resolves itself, and the admin socket is in each pod's
+ * own /tmp.
  */
 export function podManagementSpec(
   clientCaPem: string | readonly string[],
   ports = {
     management: DEFAULT_MANAGEMENT_PORT,
     readiness: DEFAULT_READINESS_PORT,
-    admin: DEFAULT_ADMIN_PORT,
   },
 ): ManagementSpec {
   return {
     listenAddress: `{env.${POD_IP_ENV}}:${ports.management}`,
-    adminAddress: `127.0.0.1:${ports.admin}`,
+    adminAddress: ADMIN_SOCKET,
     serverCertTag: "kengine-management",
     clientCaPem,
     serverCertificate: {

@@ -19,7 +19,7 @@ export const testCa = must(
 
 export const testSpec: ManagementSpec = {
   listenAddress: "{env.KENGINE_POD_IP}:9443",
-  adminAddress: "127.0.0.1:2019",
+  adminAddress: "unix//tmp/kengine-admin.sock",
   serverCertTag: "kengine-management",
   clientCaPem: testCa.certificatePem,
   serverCertificate: { kind: "files", certificateFile: "/tls/tls.crt", keyFile: "/tls/tls.key" },

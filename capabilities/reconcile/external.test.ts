@@ -147,7 +147,7 @@ describe("bring-your-own proxies", () => {
     const config = JSON.parse(p.targets[0]!.config.bytes.toString("utf8"));
     const trusted =
       config.apps.http.servers["kengine-management"].tls_connection_policies[0]
-        .client_authentication.trusted_ca_certs;
+        .client_authentication.ca.trusted_ca_certs;
     expect(trusted).toEqual([
       splitCertificates(userCa.certificatePem).pems[0]!.replace(/-----[A-Z ]+-----|\s/g, ""),
     ]);

@@ -11,7 +11,6 @@ import type { GatewayIR } from "../ir";
 import {
   Authority,
   CLOCK_SKEW_MS,
-  DEFAULT_ADMIN_PORT,
   DEFAULT_MANAGEMENT_PORT,
   DEFAULT_READINESS_PORT,
   LEAF_LIFETIME_DAYS,
@@ -325,7 +324,6 @@ function planExternal(
         podManagementSpec(channel.value.caPems, {
           management: port,
           readiness: DEFAULT_READINESS_PORT,
-          admin: DEFAULT_ADMIN_PORT,
         }),
       )
     : undefined;

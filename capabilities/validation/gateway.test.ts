@@ -29,7 +29,7 @@ describe("gatewayProblems", () => {
       "spec.listeners[3].port",
     ]);
     expect(problems[0].message).toBe(
-      "is reserved by the Kengine proxy pod (admin, management and readiness use 2019, 19443, 19080): choose another port",
+      "is reserved by the Kengine proxy pod (2019, 19443, 19080: Caddy's default admin port, management and readiness): choose another port",
     );
   });
   it("leaves conflicts, missing certificates and unknown protocols to status", () => {

@@ -32,7 +32,7 @@ export function listenerProblems(at: string, l: ListenerLike, c = new Collector(
       {
         path: `${at}.port`,
         value: String(l.port),
-        message: `is reserved by the Kengine proxy pod (admin, management and readiness use ${RESERVED_PORTS.join(", ")}): choose another port`,
+        message: `is reserved by the Kengine proxy pod (${RESERVED_PORTS.join(", ")}: Caddy's default admin port, management and readiness): choose another port`,
       },
     ]);
   }

@@ -10,7 +10,6 @@
  * rendered for a proxy flavour (the local Caddy is the Bundled build: stock Caddy 2.11.9 plus
  * modules the stock flavour's config does not use).
  */
-import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { CaddyOptions, toCaddyConfig } from "../../capabilities/caddy";
 import { KubeObject, snapshotOf } from "../../capabilities/snapshot";
@@ -55,13 +54,9 @@ export function localConfig(
   );
 }
 
-/** The pid of the process listening on the Caddy's admin port. */
+/** The pid of the Caddy process. */
 export function caddyPid(caddy: Caddy): number {
-  const port = caddy.adminAddress.split(":").pop();
-  const out = spawnSync("ss", ["-ltnpH", `sport = :${port}`], { encoding: "utf8" }).stdout;
-  const pid = /pid=(\d+)/.exec(out)?.[1];
-  if (!pid) throw new Error(`no process listens on ${caddy.adminAddress}`);
-  return Number(pid);
+  return caddy.pid;
 }
 
 /** CPU time (user + system) a process used so far, in ms (clock ticks of 10 ms). */

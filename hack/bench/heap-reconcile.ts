@@ -32,9 +32,10 @@ type Stored = Map<
 /**
  * The Gateway's one proxy pod: a real Bundled Caddy (hack/build-peers.sh) started from the
  * bootstrap ConfigMap and the serving Secret the controller provisioned, on 127.0.0.1 with the
- * pod's ports, published by an EndpointSlice of the admin Service. Its ports (2019, 19443, 80)
- * are the pod's, so it runs only in a network namespace of its own with a private
- * /etc/kengine (see docs/bench.md: `unshare -n -m`).
+ * pod's ports, published by an EndpointSlice of the admin Service. Its ports (19443, 80) and its
+ * admin socket (/tmp/kengine-admin.sock) are the pod's, so it runs only in a network namespace
+ * of its own with a private /etc/kengine (see docs/bench.md: `unshare -n -m`); the socket is
+ * replaced at each start.
  */
 async function startProxy(
   stored: Stored,

@@ -4,6 +4,7 @@
  * the echo backend; a replaced proxy pod is programmed without anyone acting, while a steady
  * client sees no failed request.
  */
+import { Socket } from "node:net";
 import { connect } from "node:tls";
 import { createNamespace, deleteNamespace, eventually, kubectl, kubectlOk } from "../support/kube";
 import { PeprDev, startModule } from "../support/module";
@@ -270,7 +271,7 @@ spec:
     expect(failures).toEqual([]);
   });
 
-  it("refuses the management port to a client without a certificate", async () => {
+  it("refuses the management port to a client without a certificate, and has no admin API on TCP", async () => {
     const ip = kubectlOk([
       "get",
       "pods",
@@ -291,7 +292,7 @@ spec:
         },
         () => {
           // TLS 1.3 reports a missing client certificate after the handshake: try to use the channel.
-          s.write("GET /config/ HTTP/1.1\r\nHost: 127.0.0.1:2019\r\n\r\n");
+          s.write(`GET /config/ HTTP/1.1\r\nHost: x.demo-kengine-admin.${ns}.svc\r\n\r\n`);
         },
       );
       let data = "";
@@ -302,5 +303,14 @@ spec:
     });
     expect(outcome).not.toMatch(/^data: HTTP\/1\.1 200/);
     expect(outcome).toMatch(/error|closed/);
+    // the admin API is a unix socket in the pod (proxies/pod.ts): Caddy's default admin port is closed
+    const adminPort = await new Promise<string>(resolve => {
+      const s = new Socket();
+      s.setTimeout(5000, () => (s.destroy(), resolve("timeout")));
+      s.once("connect", () => (s.destroy(), resolve("connected")));
+      s.once("error", (e: Error & { code?: string }) => resolve(e.code ?? e.message));
+      s.connect(2019, ip);
+    });
+    expect(adminPort).toBe("ECONNREFUSED");
   });
 });

@@ -75,7 +75,7 @@ async function get(
 }
 
 beforeAll(async () => {
-  caddy = await startCaddy({ host: LOCAL, name: "backend-tls" });
+  caddy = await startCaddy({ name: "backend-tls" });
   const out = await withLoopbackEndpoints(objects, backend, { host: LOCAL, allEndpoints: true });
   const result = translate(snapshotOf(out));
   await loadGateway(caddy, result.gateways[0]!, LOCAL);

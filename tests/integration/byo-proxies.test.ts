@@ -158,6 +158,8 @@ describe("bring-your-own proxies", () => {
                     { name: "tls", mountPath: "/etc/kengine/management", readOnly: true },
                     { name: "bootstrap", mountPath: "/etc/kengine/bootstrap", readOnly: true },
                     { name: "data", mountPath: "/var/lib/kengine" },
+                    // the admin socket's directory, the pod's own (deploy/proxy/README.md)
+                    { name: "tmp", mountPath: "/tmp" },
                   ],
                 },
               ],
@@ -165,6 +167,7 @@ describe("bring-your-own proxies", () => {
                 { name: "tls", secret: { secretName: "my-proxies-serving" } },
                 { name: "bootstrap", configMap: { name: "my-proxies-bootstrap" } },
                 { name: "data", emptyDir: {} },
+                { name: "tmp", emptyDir: {} },
               ],
             },
           },

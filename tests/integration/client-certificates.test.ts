@@ -240,7 +240,7 @@ describe.each(RUNS)(
     const get = (port: number, cert?: ClientCertificate) => httpsGet(port, HOST, HOST, "/", cert);
 
     beforeAll(async () => {
-      caddy = await startCaddy({ host: LOCAL, name: `client-certs-${peer}-${trust}`, peer });
+      caddy = await startCaddy({ name: `client-certs-${peer}-${trust}`, peer });
       const base = flavor === "Bundled" ? objects(trust) : withProxyFlavor(objects(trust), flavor);
       const out = await withLoopbackEndpoints(base, () => backend(servers), { host: LOCAL });
       const result = translate(snapshotOf(out));

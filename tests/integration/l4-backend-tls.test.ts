@@ -72,7 +72,7 @@ const terminated = (sni: string): Promise<string> =>
   exchange(443, { servername: sni, ca: LISTENER.cert });
 
 beforeAll(async () => {
-  caddy = await startCaddy({ host: LOCAL, name: "l4-backend-tls" });
+  caddy = await startCaddy({ name: "l4-backend-tls" });
   const out = await withLoopbackEndpoints(objects, backend, { host: LOCAL });
   const result = translate(snapshotOf(out));
   await loadGateway(caddy, result.gateways[0]!, LOCAL);

@@ -256,7 +256,7 @@ async function grpcCall(
 }
 
 beforeAll(async () => {
-  caddy = await startCaddy({ host: LOCAL, name: "l4-caddy" });
+  caddy = await startCaddy({ name: "l4-caddy" });
   errorAddr = `${LOCAL}:${await freePort(LOCAL)}`;
 }, 120_000);
 

@@ -2,7 +2,9 @@
  * The proxy admin channel against real Caddy processes on loopback: bootstrap config,
  * mTLS management listener, POST /load through it, refusal of unauthenticated clients,
  * readiness after the first push, no autosave, and the push engine programming a fleet of
- * three proxies (hash skip, restart detection, per-proxy state).
+ * three proxies (hash skip, restart detection, per-proxy state). The admin API itself is on a
+ * unix socket of each proxy's own directory, and on every flavour no TCP port of the proxy
+ * answers it without the controller's client certificate.
  */
 import { ChildProcess, spawn } from "node:child_process";
 import {
@@ -16,7 +18,7 @@ import {
   statSync,
   writeFileSync,
 } from "node:fs";
-import { createServer, Socket } from "node:net";
+import { connect as netConnect, createServer, Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect as tlsConnect } from "node:tls";
@@ -46,6 +48,12 @@ import {
   withManagement,
 } from "../../capabilities/proxies";
 import { PERSISTENT_HTTP_NETWORK } from "../../capabilities/caddy/config";
+import { ProxyFlavor } from "../../capabilities/flavor/proxy-flavor";
+import { sealGatewayConfig } from "../../capabilities/reconcile/plan";
+import { parseSnapshotYAML, translateGolden } from "../../hack/translate";
+import { withProxyFlavor } from "../support/flavor";
+import { withLoopbackEndpoints } from "../support/loopback";
+import { listenerPortOffset } from "../support/ports";
 
 const SERVICE = "kengine-test";
 const NAMESPACE = "default";
@@ -79,8 +87,11 @@ async function eventually<T>(
 interface Proxy {
   readonly name: string;
   readonly dir: string;
+  /** Which binary runs (hack/build-peers.sh): the Bundled build, or Caddy 2.8 for Kengine. */
+  readonly peer: "caddy" | "caddy-2.8";
+  /** The admin API's unix socket (KG_ADMIN_SOCKET). */
+  readonly socket: string;
   readonly ports: {
-    readonly admin: number;
     readonly mgmt: number;
     readonly ready: number;
     readonly web: number;
@@ -101,7 +112,7 @@ let spec: ManagementSpec;
 let bootstrapPath: string;
 let client: AdminClient;
 
-/** Every proxy runs the same bytes: ports come from each process's environment. */
+/** Every proxy runs the same bytes: ports and the admin socket come from each process's environment. */
 function makeSpec(): ManagementSpec {
   const certs = join(work, "management-tls");
   mkdirSync(certs, { recursive: true });
@@ -109,7 +120,7 @@ function makeSpec(): ManagementSpec {
   writeFileSync(join(certs, "tls.key"), serving.privateKey.reveal(), { mode: 0o600 });
   return {
     listenAddress: "127.0.0.1:{env.KG_MGMT_PORT}",
-    adminAddress: "127.0.0.1:{env.KG_ADMIN_PORT}",
+    adminAddress: "unix/{env.KG_ADMIN_SOCKET}",
     serverCertTag: "kengine-management",
     clientCaPem: ca.certificatePem,
     serverCertificate: {
@@ -121,9 +132,8 @@ function makeSpec(): ManagementSpec {
   };
 }
 
-async function newProxy(name: string): Promise<Proxy> {
+async function newProxy(name: string, peer: Proxy["peer"] = "caddy"): Promise<Proxy> {
   const ports = {
-    admin: await freePort(),
     mgmt: await freePort(),
     ready: await freePort(),
     web: await freePort(),
@@ -136,18 +146,19 @@ async function newProxy(name: string): Promise<Proxy> {
     port: ports.mgmt,
     serverName: proxyServerName(name, SERVICE, NAMESPACE),
   };
-  return { name, dir, ports, endpoint, proc: undefined, log: "" };
+  const socket = join(dir, "admin.sock");
+  return { name, peer, socket, dir, ports, endpoint, proc: undefined, log: "" };
 }
 
 async function start(p: Proxy): Promise<void> {
-  const proc = spawn(peerBin("caddy"), ["run", "--config", bootstrapPath], {
+  const proc = spawn(peerBin(p.peer), ["run", "--config", bootstrapPath], {
     cwd: p.dir,
     env: {
       PATH: process.env.PATH ?? "/usr/bin:/bin",
       HOME: p.dir,
       XDG_CONFIG_HOME: join(p.dir, "config"),
       XDG_DATA_HOME: join(p.dir, "data"),
-      KG_ADMIN_PORT: String(p.ports.admin),
+      KG_ADMIN_SOCKET: p.socket,
       KG_MGMT_PORT: String(p.ports.mgmt),
       KG_READY_PORT: String(p.ports.ready),
       KG_WEB_PORT: String(p.ports.web),
@@ -249,12 +260,14 @@ function listeningSockets(pid: number): string[] {
   return out.sort();
 }
 
+/** Regular files under `dir` (the admin socket is none). */
 const filesUnder = (dir: string): string[] =>
   !existsSync(dir)
     ? []
-    : readdirSync(dir).flatMap(f =>
-        statSync(join(dir, f)).isDirectory() ? filesUnder(join(dir, f)) : [join(dir, f)],
-      );
+    : readdirSync(dir).flatMap(f => {
+        const st = statSync(join(dir, f));
+        return st.isDirectory() ? filesUnder(join(dir, f)) : st.isFile() ? [join(dir, f)] : [];
+      });
 
 beforeAll(() => {
   const key = () => generateKeyPair();
@@ -329,7 +342,7 @@ describe("bootstrap safety", () => {
         HOME: dir,
         XDG_CONFIG_HOME: join(dir, "config"),
         XDG_DATA_HOME: join(dir, "data"),
-        KG_ADMIN_PORT: String(await freePort()),
+        KG_ADMIN_SOCKET: join(dir, "admin.sock"),
       },
       stdio: ["ignore", "pipe", "pipe"],
     });
@@ -351,10 +364,11 @@ describe("one proxy: the management channel", () => {
   });
   afterAll(async () => kill(p));
 
-  it("bootstraps with only the loopback admin and the management listener, and no readiness endpoint", async () => {
-    expect(listeningSockets(p.proc!.pid!)).toEqual(
-      [`127.0.0.1:${p.ports.admin}`, `127.0.0.1:${p.ports.mgmt}`].sort(),
-    );
+  it("bootstraps with only the management listener on TCP, the admin on its unix socket, and no readiness endpoint", async () => {
+    expect(listeningSockets(p.proc!.pid!)).toEqual([`127.0.0.1:${p.ports.mgmt}`]);
+    expect(statSync(p.socket).isSocket()).toBe(true);
+    // Caddy's default mode: only the proxy's user may connect
+    expect(statSync(p.socket).mode & 0o777).toBe(0o200);
     expect(await httpGet(p.ports.ready, "/ready")).toEqual({ error: "ECONNREFUSED" });
   });
 
@@ -450,9 +464,7 @@ describe("one proxy: the management channel", () => {
     expect(read.etag).toMatch(/^".+ [0-9a-f]+"$/);
 
     expect(listeningSockets(p.proc!.pid!)).toEqual(
-      [p.ports.admin, p.ports.mgmt, p.ports.ready, p.ports.web]
-        .map(port => `127.0.0.1:${port}`)
-        .sort(),
+      [p.ports.mgmt, p.ports.ready, p.ports.web].map(port => `127.0.0.1:${port}`).sort(),
     );
     // persist:false → no autosave.json, and the inline key is nowhere on disk or in the log
     expect(filesUnder(join(p.dir, "config")).filter(f => f.endsWith("autosave.json"))).toEqual([]);
@@ -615,6 +627,191 @@ function rawTls(
     socket.on("close", () => resolve({ httpBytes: bytes, error }));
   });
 }
+
+/** The port of a listening socket "ip:port" (listeningSockets). */
+const portOf = (address: string): number => Number(address.slice(address.lastIndexOf(":") + 1));
+
+/** What a raw request on one TCP port got back: the bytes read (at most 64 KiB), or why none. */
+interface RawReply {
+  readonly bytes: string;
+  readonly error: string;
+}
+
+/**
+ * One HTTP/1.1 request over a new connection to `address` ("ip:port"), in plaintext or over TLS
+ * with no client certificate (`sni`), with any Host: what a client that is not the controller
+ * can send to a port of the proxy.
+ */
+function rawRequest(
+  address: string,
+  req: { method: string; path: string; host: string; body?: string; sni?: string },
+): Promise<RawReply> {
+  const host = address.slice(0, address.lastIndexOf(":")).replace(/^0\.0\.0\.0$/, "127.0.0.1");
+  const port = portOf(address);
+  return new Promise(resolve => {
+    let bytes = "";
+    let error = "";
+    const head =
+      `${req.method} ${req.path} HTTP/1.1\r\nHost: ${req.host}\r\nConnection: close\r\n` +
+      (req.body === undefined
+        ? "\r\n"
+        : `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(req.body)}\r\n\r\n${req.body}`);
+    const socket =
+      req.sni === undefined
+        ? netConnect({ host, port }, () => socket.write(head))
+        : tlsConnect({ host, port, servername: req.sni, rejectUnauthorized: false }, () =>
+            socket.write(head),
+          );
+    socket.setTimeout(5000, () => ((error ||= "timeout"), socket.destroy()));
+    socket.on("data", (d: Buffer) => {
+      if (bytes.length < 65_536) bytes += d.toString();
+    });
+    socket.on("error", (e: Error & { code?: string }) => (error ||= e.code ?? e.message));
+    socket.on("close", () => resolve({ bytes, error }));
+  });
+}
+
+/** The flavour tests' traffic listeners: a loopback address of their own, apart from other tests' ports. */
+const TRAFFIC_HOST = "127.0.0.43";
+
+describe.each([
+  ["Bundled", "caddy"],
+  ["Caddy", "caddy"],
+  ["Kengine", "caddy-2.8"],
+] as const)(
+  "the %s flavour (peer %s): the admin API only behind the management listener",
+  (flavor, peer) => {
+    let p: Proxy;
+    const backends: ReturnType<typeof createServer>[] = [];
+    let errorAddr: string;
+
+    beforeAll(async () => {
+      p = await newProxy(`flavour-${flavor.toLowerCase()}`, peer);
+      errorAddr = `127.0.0.1:${await freePort()}`;
+      await start(p);
+    });
+    afterAll(async () => {
+      await kill(p);
+      await Promise.all(backends.map(b => new Promise(r => b.close(r))));
+    });
+
+    /** A loopback backend that answers every request with its id (no admin content). */
+    async function backend(id: string): Promise<number> {
+      const server = createServer(sock => {
+        sock.on("data", () =>
+          sock.end(`HTTP/1.1 200 OK\r\nContent-Length: ${id.length}\r\n\r\n${id}`),
+        );
+        sock.on("error", () => undefined);
+      });
+      backends.push(server);
+      await new Promise<void>(r => server.listen(0, "127.0.0.1", () => r()));
+      return (server.address() as { port: number }).port;
+    }
+
+    /**
+     * The Gateway of golden `name`, translated for this flavour and sealed as the controller seals
+     * it (reconcile/plan.ts); Kengine (Caddy 2.8) has no layer-4 app, so those servers are left out.
+     */
+    async function sealedGolden(name: string): Promise<{ hash: string; bytes: Buffer }> {
+      const objects = parseSnapshotYAML(
+        readFileSync(join(__dirname, "..", "golden", `${name}.in.yaml`), "utf8"),
+      );
+      const result = translateGolden(
+        withProxyFlavor(await withLoopbackEndpoints(objects, backend), flavor as ProxyFlavor),
+      );
+      const ir = result.gateways.find(g => g.name === "gw")!;
+      const sealed = must(
+        sealGatewayConfig(ir, spec, {
+          bindHost: TRAFFIC_HOST,
+          portOffset: listenerPortOffset(),
+          errorResponderListen: errorAddr,
+        }),
+      );
+      const config = JSON.parse(sealed.bytes.toString("utf8")) as { apps: { layer4?: unknown } };
+      if (flavor === "Kengine") delete config.apps.layer4;
+      return { hash: sealed.hash, bytes: Buffer.from(JSON.stringify(config)) };
+    }
+
+    /**
+     * Admin requests a client without the controller's certificate can send: to port 2019
+     * (Caddy's default admin port) and to every TCP port the proxy listens on, in plaintext and
+     * over TLS, with the Hosts Caddy's admin accepted on TCP, a read and a /load that would empty
+     * the config. Returns every reply that carried admin content; the proxy must still run `hash`.
+     */
+    async function adminAnswersOnTcp(hash: string): Promise<string[]> {
+      const addresses = [
+        "127.0.0.1:2019",
+        `${TRAFFIC_HOST}:2019`,
+        ...listeningSockets(p.proc!.pid!),
+      ];
+      const leaks: string[] = [];
+      for (const address of addresses)
+        for (const host of ["127.0.0.1:2019", "localhost:2019", "localhost", "127.0.0.1", address])
+          for (const sni of [undefined, p.endpoint.serverName, "www.example.com"])
+            for (const req of [
+              { method: "GET", path: "/config/" },
+              { method: "GET", path: `/id/kengine-config-${hash}/@id` },
+              { method: "POST", path: "/load", body: "{}" },
+            ]) {
+              const reply = await rawRequest(address, { ...req, host, ...(sni && { sni }) });
+              if (/kengine-management|"persist"|kengine-config-/.test(reply.bytes))
+                leaks.push(
+                  `${address} ${sni ?? "plain"} ${host} ${req.method} ${req.path}: ${reply.bytes.slice(0, 200)}`,
+                );
+            }
+      expect(await client.runsConfig(p.endpoint, hash)).toEqual({ ok: true, value: true });
+      return leaks;
+    }
+
+    it("bootstraps with the admin on its unix socket: only the management port on TCP", () => {
+      expect(listeningSockets(p.proc!.pid!)).toEqual([`127.0.0.1:${p.ports.mgmt}`]);
+      expect(statSync(p.socket).isSocket()).toBe(true);
+    });
+
+    it("takes configs sealed for this flavour through the mTLS management listener (POST /load), and answers the admin API on no TCP port", async () => {
+      for (const name of ["basic", "https"]) {
+        const config = await sealedGolden(name);
+        expect(await client.load(p.endpoint, config.bytes)).toEqual({ ok: true, value: undefined });
+        expect(await client.runsConfig(p.endpoint, config.hash)).toEqual({ ok: true, value: true });
+        const tcp = listeningSockets(p.proc!.pid!);
+        // the management and readiness ports and the traffic listeners: no admin
+        expect(tcp).toEqual(
+          expect.arrayContaining([`127.0.0.1:${p.ports.mgmt}`, `127.0.0.1:${p.ports.ready}`]),
+        );
+        expect(tcp.length).toBeGreaterThanOrEqual(3);
+        expect(tcp.map(portOf)).not.toContain(2019);
+        expect(await adminAnswersOnTcp(config.hash)).toEqual([]);
+        // the controller reads through the management listener what no other client got
+        const read = must(await client.getConfig(p.endpoint, "admin"));
+        expect(JSON.parse(read.body)).toEqual({
+          listen: "unix/{env.KG_ADMIN_SOCKET}",
+          config: { persist: false },
+        });
+      }
+    });
+
+    it("refuses a client with no certificate or another CA's at the management listener", async () => {
+      const none = await rawTls(p, {});
+      expect(none.httpBytes).toBe("");
+      const foreign = await rawTls(p, {
+        cert: other.client.certificatePem,
+        key: other.client.privateKey.reveal(),
+      });
+      expect(foreign.httpBytes).toBe("");
+    });
+
+    it("comes up again after kill -9 with the stale socket file left behind, and takes the next push", async () => {
+      await kill(p);
+      // nothing removed the socket file: the restarted proxy finds it in place
+      expect(statSync(p.socket).isSocket()).toBe(true);
+      await start(p);
+      const config = await sealedGolden("basic");
+      expect(await client.load(p.endpoint, config.bytes)).toEqual({ ok: true, value: undefined });
+      expect(await client.runsConfig(p.endpoint, config.hash)).toEqual({ ok: true, value: true });
+      expect(await adminAnswersOnTcp(config.hash)).toEqual([]);
+    });
+  },
+);
 
 describe("three proxies: the push engine", () => {
   const proxies: Proxy[] = [];

@@ -94,7 +94,7 @@ describe("bring-your-own proxy templates", () => {
     const boot = JSON.parse(docs.find(d => d.kind === "ConfigMap").data["caddy.json"]);
     expect(
       boot.apps.http.servers["kengine-management"].tls_connection_policies[0].client_authentication
-        .trusted_ca_certs,
+        .ca.trusted_ca_certs,
     ).toEqual([der]);
   });
 

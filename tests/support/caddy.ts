@@ -1,6 +1,7 @@
 /**
- * A real Caddy process for integration tests: started empty with its admin API on a free
- * loopback port, configured through that API, stopped at the end of the file.
+ * A real Caddy process for integration tests: started empty with its admin API on a unix
+ * socket in its own temporary directory (as managed proxies run it: never on TCP), configured
+ * through that socket, stopped at the end of the file.
  *
  *   let caddy: Caddy | undefined;
  *   beforeAll(async () => { caddy = await startCaddy({ name: "my-test" }); }, 120_000);
@@ -13,7 +14,7 @@ import { ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Dispatcher, request } from "undici";
+import { Agent, Dispatcher, request } from "undici";
 import { peerBin } from "../../hack/peers";
 import { renderCaddyJSON, toCaddyConfig } from "../../capabilities/caddy/config";
 import type { GatewayIR } from "../../capabilities/ir/types";
@@ -24,6 +25,7 @@ import { parseSnapshotYAML } from "../../hack/translate";
 import { withProxyFlavor } from "./flavor";
 import { withLoopbackEndpoints } from "./loopback";
 import { freePort, listenerPortOffset } from "./ports";
+import { ADMIN_SOCKET_HOST, MAX_SOCKET_PATH_BYTES } from "../../capabilities/proxies";
 
 export interface AdminReply {
   status: number;
@@ -31,8 +33,12 @@ export interface AdminReply {
 }
 
 export interface Caddy {
-  /** host:port of the admin API (what a config's `admin.listen` must keep). */
+  /** The admin API's address, `unix/<socket path>` (what a config's `admin.listen` must keep). */
   readonly adminAddress: string;
+  /** The admin socket's path. */
+  readonly adminSocket: string;
+  /** The Caddy process's id. */
+  readonly pid: number;
   /** A request to the admin API; `body` is sent as JSON. */
   admin(method: Dispatcher.HttpMethod, path: string, body?: string): Promise<AdminReply>;
   /** POST /load: a config object (serialised here) or its JSON text, sent as is. */
@@ -44,8 +50,6 @@ export interface Caddy {
 }
 
 export interface StartCaddyOptions {
-  /** Interface for the admin API (default 127.0.0.1). */
-  host?: string;
   /** Names the temporary directory: kg-<name>-XXXXXX (default "caddy"). */
   name?: string;
   /** Which Caddy peer of hack/build-peers.sh runs (default "caddy", the bundled proxy). */
@@ -81,14 +85,16 @@ const droppedUnanswered = (e: unknown): boolean => {
 };
 
 async function adminRequest(
-  adminAddress: string,
+  socket: Dispatcher,
   method: Dispatcher.HttpMethod,
   path: string,
   body?: string,
 ): Promise<AdminReply> {
   for (let attempt = 1; ; attempt++) {
     try {
-      const res = await request(`http://${adminAddress}${path}`, {
+      // the Host Caddy 2.8's admin accepts on a unix socket (proxies/management.ts)
+      const res = await request(`http://${ADMIN_SOCKET_HOST}${path}`, {
+        dispatcher: socket,
         method,
         reset: true,
         headers: body ? { "content-type": "application/json" } : {},
@@ -117,14 +123,21 @@ function exited(child: ChildProcess, timeoutMs: number): Promise<void> {
 }
 
 /**
- * Starts `caddy run` with only an admin API (config not persisted), HOME and the XDG
- * directories in a fresh temporary directory, and waits until GET /config/ answers 200
+ * Starts `caddy run` with only an admin API on `admin.sock` (config not persisted), HOME and
+ * the XDG directories in a fresh temporary directory, and waits until GET /config/ answers 200
  * (polling every 50 ms; after about 200 polls it fails with the tail of Caddy's log).
  */
 export async function startCaddy(opts: StartCaddyOptions = {}): Promise<Caddy> {
-  const host = opts.host ?? "127.0.0.1";
-  const adminAddress = `${host}:${await freePort(host)}`;
   const dir = mkdtempSync(join(tmpdir(), `kg-${opts.name ?? "caddy"}-`));
+  const adminSocket = join(dir, "admin.sock");
+  if (Buffer.byteLength(adminSocket) > MAX_SOCKET_PATH_BYTES) {
+    rmSync(dir, { recursive: true, force: true });
+    throw new Error(
+      `admin socket path too long for a unix socket (set a shorter TMPDIR): ${adminSocket}`,
+    );
+  }
+  const adminAddress = `unix/${adminSocket}`;
+  const socket = new Agent({ connect: { socketPath: adminSocket } });
   const initial = join(dir, "initial.json");
   writeFileSync(
     initial,
@@ -146,10 +159,12 @@ export async function startCaddy(opts: StartCaddyOptions = {}): Promise<Caddy> {
   let stopping: Promise<void> | undefined;
   const caddy: Caddy = {
     adminAddress,
-    admin: (method, path, body) => adminRequest(adminAddress, method, path, body),
+    adminSocket,
+    pid: child.pid ?? -1,
+    admin: (method, path, body) => adminRequest(socket, method, path, body),
     load: config =>
       adminRequest(
-        adminAddress,
+        socket,
         "POST",
         "/load",
         typeof config === "string" ? config : JSON.stringify(config),
@@ -159,6 +174,7 @@ export async function startCaddy(opts: StartCaddyOptions = {}): Promise<Caddy> {
       (stopping ??= (async () => {
         if (child.pid) child.kill("SIGTERM");
         await exited(child, STOP_GRACE_MS);
+        await socket.close();
         rmSync(dir, { recursive: true, force: true });
       })()),
   };
@@ -181,7 +197,7 @@ export async function startCaddy(opts: StartCaddyOptions = {}): Promise<Caddy> {
 /**
  * Loads one Gateway's config into a local Caddy as the tests run it: listeners on `host`, moved
  * by the test port offset (tests/support/ports.ts), errors answered on a free port, the admin API
- * where the Caddy listens. Throws with Caddy's message when it refuses the config.
+ * on the Caddy's socket. Throws with Caddy's message when it refuses the config.
  */
 export async function loadGateway(caddy: Caddy, ir: GatewayIR, host = "127.0.0.1"): Promise<void> {
   const config = toCaddyConfig(ir, {
