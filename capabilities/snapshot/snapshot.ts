@@ -18,7 +18,7 @@ import {
 /** The controllerName our GatewayClasses carry (defined once, in ownership/). */
 export { CONTROLLER_NAME } from "../ownership";
 import { isOurClass } from "../ownership";
-import { acmeIssuerOf, acmeSecretName } from "../validation/acme";
+import { acmeGrantOf, acmeIssuerOf, acmeSecretName } from "../validation/acme";
 
 export type ObjectMapOf<K extends Kind> = ReadonlyMap<string, KindMap[K]>;
 
@@ -230,7 +230,7 @@ const ROUTE_KINDS: ReadonlySet<Kind> = new Set([
 ]);
 
 export function referenceIndex(s: Snapshot): ReferenceIndex {
-  // The index depends only on Gateway API kinds; cache it on the tuple of their maps.
+  // The index depends only on these kinds; cache it on the tuple of their maps.
   const keyMaps = [
     s.objects.GatewayClass,
     s.objects.Gateway,
@@ -242,6 +242,8 @@ export function referenceIndex(s: Snapshot): ReferenceIndex {
     s.objects.UDPRoute,
     s.objects.BackendTLSPolicy,
     s.objects.XBackend,
+    // ACME issuer grants by namespace labels
+    s.objects.KengineParameters,
   ];
   let level: WeakMap<object, unknown> = indexCache as WeakMap<object, unknown>;
   for (let i = 0; i < keyMaps.length - 1; i++) {
@@ -267,11 +269,16 @@ function buildIndex(s: Snapshot): ReferenceIndex {
   const configMaps = new Set<string>();
   const services = new Set<string>();
   let namespaceSelectors = false;
-  const addListenerRefs = (ns: string, listeners: Gateway["spec"]["listeners"]): void => {
+  const addListenerRefs = (
+    ns: string,
+    listeners: Gateway["spec"]["listeners"],
+    owner: "Gateway" | "ListenerSet",
+  ): void => {
     for (const l of listeners ?? []) {
       for (const ref of l.tls?.certificateRefs ?? [])
         secrets.add(`${ref.namespace ?? ns}/${ref.name}`);
-      if (acmeIssuerOf(l) !== undefined && l.hostname)
+      // ACME certificates (and HTTP-01 answers) are a Gateway's own listeners' only.
+      if (owner === "Gateway" && acmeIssuerOf(l) !== undefined && l.hostname)
         secrets.add(`${ns}/${acmeSecretName(l.hostname)}`);
       if (l.allowedRoutes?.namespaces?.from === "Selector") namespaceSelectors = true;
       // Pre-routing filters' authorization Services (translate/listenerfilters.ts).
@@ -284,7 +291,7 @@ function buildIndex(s: Snapshot): ReferenceIndex {
   for (const gw of s.objects.Gateway.values()) {
     if (!ourClasses.has(gw.spec?.gatewayClassName)) continue;
     const gwNs = gw.metadata.namespace ?? "";
-    addListenerRefs(gwNs, gw.spec.listeners);
+    addListenerRefs(gwNs, gw.spec.listeners, "Gateway");
     const tls = gw.spec.tls;
     const client = tls?.backend?.clientCertificateRef;
     if (client) secrets.add(`${client.namespace ?? gwNs}/${client.name}`);
@@ -297,8 +304,10 @@ function buildIndex(s: Snapshot): ReferenceIndex {
     if (gw.spec.allowedListeners?.namespaces?.from === "Selector") namespaceSelectors = true;
   }
   for (const ls of s.objects.ListenerSet.values()) {
-    addListenerRefs(ls.metadata.namespace ?? "", ls.spec?.listeners);
+    addListenerRefs(ls.metadata.namespace ?? "", ls.spec?.listeners, "ListenerSet");
   }
+  // ACME issuers granted by namespace labels (acme/issuers.ts): a label change can grant one.
+  if (!namespaceSelectors) namespaceSelectors = acmeSelectorGrants(s);
   const routeKinds = ["HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute"] as const;
   for (const kind of routeKinds) {
     for (const r of s.objects[kind].values()) {
@@ -340,6 +349,16 @@ function buildIndex(s: Snapshot): ReferenceIndex {
     namespaceSelectors,
     selectorNamespaces,
   };
+}
+
+/** Whether some KengineParameters grants an ACME issuer by namespace labels. */
+function acmeSelectorGrants(s: Snapshot): boolean {
+  for (const p of s.objects.KengineParameters.values()) {
+    const issuers = (p.spec?.["acme"] as { issuers?: unknown } | undefined)?.issuers;
+    if (Array.isArray(issuers) && issuers.some(i => acmeGrantOf(i).from === "Selector"))
+      return true;
+  }
+  return false;
 }
 
 function parentIsOurs(

@@ -4,7 +4,9 @@
  * only from the parameters a GatewayClass references (`spec.parametersRef`, owned by whoever
  * may write GatewayClasses), never from a Gateway's own `spec.infrastructure.parametersRef`,
  * which names a KengineParameters in the Gateway's namespace that any tenant there may write,
- * unless the class's parameters list the field in `spec.allowGatewayOverrides`.
+ * unless the class's parameters list the field in `spec.allowGatewayOverrides`. ACME issuers
+ * (`spec.acme`) are class-only with no override: the class's parameters grant each issuer to
+ * namespaces instead (validation/acme.ts).
  *
  * One rule for every stage: admission refuses a Gateway whose parameters break it (when the
  * class and both parameters objects can be read), and the translator and provisioning
@@ -12,6 +14,7 @@
  * no proxies, whatever admission saw.
  */
 import { FieldProblem, display, truncate } from "./regex";
+import { acmeGatewayParametersProblems } from "./acme";
 
 /** spec.proxy fields only class-level parameters may set (or allow). */
 export const PLATFORM_FIELDS = [
@@ -29,6 +32,8 @@ export const ALLOW_OVERRIDES_FIELD = "allowGatewayOverrides";
 export interface ParametersSpecLike {
   readonly proxy?: unknown;
   readonly allowGatewayOverrides?: unknown;
+  /** ACME issuers: class level only, never overridable (validation/acme.ts). */
+  readonly acme?: unknown;
 }
 
 const isPlatformField = (f: unknown): f is PlatformField =>
@@ -56,6 +61,7 @@ export function gatewayOverrideProblems(
       message:
         "has effect only in the parameters a GatewayClass references; a Gateway's own parameters cannot grant overrides",
     });
+  problems.push(...acmeGatewayParametersProblems(gatewaySpec));
   const proxy = gatewaySpec?.proxy;
   if (typeof proxy !== "object" || proxy === null) return problems;
   const allowed = allowedOverrides(classSpec);
