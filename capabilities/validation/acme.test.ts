@@ -193,7 +193,10 @@ describe("automatic HTTPS rules", () => {
 
   it("trusts a certificate Secret only with the manager's labels and the exact name", () => {
     const secret = (labels: Record<string, string>, name?: string) => ({
-      metadata: { labels, annotations: name ? { [AcmeAnnotation.name]: name } : {} },
+      metadata: {
+        labels,
+        annotations: (name ? { [AcmeAnnotation.name]: name } : {}) as Record<string, string>,
+      },
     });
     const ours = acmeSecretLabels("certificate");
     expect(isCertificateSecretFor(secret(ours, "a.example.com"), "a.example.com")).toBe(true);
