@@ -197,10 +197,11 @@ export function wantedNames(s: Snapshot): WantedName[] {
   for (const gw of [...s.objects.Gateway.values()].sort((a, b) => (keyOf(a) < keyOf(b) ? -1 : 1))) {
     const gc = s.objects.GatewayClass.get(gw.spec?.gatewayClassName ?? "");
     if (!isOurClass(gc)) continue;
+    const listeners = gw.spec.listeners ?? [];
+    if (!listeners.some(l => acmeIssuerOf(l) !== undefined)) continue;
     // Parameters that cannot be used leave the Gateway without proxies: nothing to validate on.
     if (gatewayParametersProblem(s, gc, gw)) continue;
     const ns = gw.metadata.namespace ?? "";
-    const listeners = gw.spec.listeners ?? [];
     const http01Port = listeners.some(l => l.protocol === "HTTP" && l.port === 80);
     const addresses = (
       (gw as { status?: { addresses?: { value?: string }[] } }).status?.addresses ?? []
