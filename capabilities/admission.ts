@@ -71,6 +71,8 @@ import { httpRouteProblems } from "./validation/httproute";
 import { l4RouteProblems } from "./validation/l4route";
 import { kengineParametersProblems } from "./validation/parameters";
 import { ParametersSpecLike, gatewayOverrideProblems } from "./validation/overrides";
+import { externalAuthLimitProblems } from "./validation/listenerfilters";
+import { resolveLimits } from "./validation/limits";
 import { KengineParameters } from "./reconcile/watched";
 import { kindPath } from "./reconcile/kinds";
 import { KubeClient, kubeClient, userAgent } from "./kube/client";
@@ -201,6 +203,34 @@ async function gatewayOverrideDenials(g: Gateway, namespace: string): Promise<Fi
 }
 
 /**
+ * ExternalAuth filters of a Gateway's or ListenerSet's listeners that forward more body than the
+ * class's spec.limits.externalAuthMaxBodyBytes (default 65536). Look-ups that fail or time out
+ * refuse nothing here: the translator applies the same limit to what is stored (the listener
+ * Accepted=False/UnsupportedValue, not served), and above 16 MiB is refused without look-ups.
+ */
+async function externalAuthLimitDenials(
+  className: () => Promise<string | undefined>,
+  listeners: Parameters<typeof externalAuthLimitProblems>[0],
+): Promise<FieldProblem[]> {
+  if (!listeners?.some(l => (l.filters?.requests?.length ?? 0) > 0)) return [];
+  const found = await withDeadline(
+    (async () => {
+      const classRef = await classParametersRef((await className()) ?? "");
+      const classSpec =
+        classRef && !parametersRefShapeProblem(classRef, classRef.namespace, "spec.parametersRef")
+          ? (await parametersIn(classRef.namespace ?? "")).get(classRef.name)
+          : undefined;
+      return externalAuthLimitProblems(
+        listeners,
+        resolveLimits(classSpec?.limits).externalAuthMaxBodyBytes,
+      );
+    })(),
+    LOOKUP_DEADLINE_MS,
+  );
+  return found.ok ? found.value : [];
+}
+
+/**
  * Every HTTPRoute and GRPCRoute of the cluster indexed by the Services they use: read only when
  * a BackendTLSPolicy is written (rare), at most once per TTL.
  */
@@ -310,7 +340,13 @@ export const validateGateway = (req: PeprValidateRequest<Gateway>) =>
       ),
       ...gatewayTLSWarnings(g),
     ],
-    gatewayOverrideDenials,
+    async (g, ns) => [
+      ...(await gatewayOverrideDenials(g, ns)),
+      ...(await externalAuthLimitDenials(
+        () => Promise.resolve(g.spec?.gatewayClassName),
+        g.spec?.listeners,
+      )),
+    ],
   );
 
 /** A parametersRef problem as a warning: stored, and what its status will say. */
@@ -330,6 +366,16 @@ export const validateListenerSet = (req: PeprValidateRequest<ListenerSet>) =>
     },
     gatewayProblems,
     listenerSetAcmeWarnings,
+    (ls, ns) => {
+      const ref = ls.spec?.parentRef;
+      return externalAuthLimitDenials(
+        () =>
+          ref
+            ? lookups.gatewayClassOf({ namespace: ref.namespace ?? ns, name: ref.name })
+            : Promise.resolve(undefined),
+        ls.spec?.listeners,
+      );
+    },
   );
 
 /** TLSRoute, TCPRoute and UDPRoute: ours through any parentRef, like the HTTP routes. */

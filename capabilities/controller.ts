@@ -17,6 +17,7 @@ import { kubeClient, userAgent } from "./kube/client";
 import { log } from "./log";
 import { serveThrough, startupMetrics } from "./metrics";
 import { Reconciler } from "./reconcile";
+import { watchSilenceFromEnv } from "./reconcile/watch";
 
 export const Controller = new Capability({
   name: "kengine-controller",
@@ -42,6 +43,12 @@ if (runsWatches) {
     log.error(election.error);
     process.exit(1);
   }
+  // KENGINE_WATCH_SILENCE: a watch silent this long is restarted (reconcile/watch.ts).
+  const silence = watchSilenceFromEnv(process.env);
+  if (!silence.ok) {
+    log.error(silence.error);
+    process.exit(1);
+  }
   const identity = process.env.POD_NAME ?? `${hostname()}-${process.pid}`;
   reconciler = new Reconciler({
     // The replica's identity in the User-Agent: the audit log tells who wrote what.
@@ -50,6 +57,7 @@ if (runsWatches) {
     namespace,
     identity,
     election: election.value,
+    watchSilenceMs: silence.value,
   });
   // Start-up requests are retried while their failure can pass (reconcile/list.ts); what
   // cannot pass (RBAC still refusing after retries, a bug) ends the process visibly, so

@@ -1,8 +1,11 @@
 import { randomBytes } from "node:crypto";
 import {
+  BUNDLE_BUDGET_BYTES,
   HELM_RELEASE_BUDGET_BYTES,
+  HELM_RELEASE_HEADROOM_BYTES,
+  HELM_RELEASE_MAX_BYTES,
+  checkBudgets,
   checkBundle,
-  checkHelmRelease,
   helmReleaseBytes,
   namespacedRbac,
   wildcardProblems,
@@ -53,12 +56,57 @@ describe("npm run build checks", () => {
     expect(twice - once).toBeLessThan(1.5 * code.length);
   });
 
-  it("passes a Helm release within budget and fails one over it", () => {
-    expect(checkHelmRelease("c", 934_708).ok).toBe(true);
-    const over = checkHelmRelease("c", HELM_RELEASE_BUDGET_BYTES + 1);
-    expect(over.ok).toBe(false);
+  // main at fdf8287 (undici in the bundle) and this branch after it
+  const before = {
+    bundleBytes: 1_034_948,
+    gzipBytes: 334_734,
+    secretBytes: 446_312,
+    releaseBytes: 936_068,
+  };
+
+  it("prints the bundle, the module Secret and the Helm release, each with the budget left", () => {
+    const at = (releaseBytes: number) => checkBudgets("m.js", { ...before, releaseBytes });
+    const fits = at(HELM_RELEASE_MAX_BYTES - 100 * 1024);
+    expect(fits.ok).toBe(true);
+    const lines = fits.message.split("\n");
+    expect(lines).toHaveLength(4);
+    // 100 KiB of release left: 3/8 of it in gzipped code, the bundle's ratio in minified code
+    expect(lines[1]).toMatch(
+      /bundle m\.js: 1010\.7 KiB minified \(1034948 bytes\), 326\.9 KiB gzipped; the release budget leaves room for ~37\.5 KiB more gzipped code \(~115\.\d KiB minified\)/,
+    );
+    expect(lines[2]).toMatch(
+      /module Secret \(gzip\+base64\): 435\.9 KiB \(446312 bytes\) of 900\.0 KiB: 464\.1 KiB left .*allows ~50\.0 KiB more/,
+    );
+    expect(lines[3]).toMatch(
+      /Helm release Secret: ~\d+\.\d KiB .* of 826\.0 KiB: 100\.0 KiB left \(the budget keeps 150\.0 KiB of the 976\.0 KiB/,
+    );
+  });
+
+  it("fails a release that leaves less than the headroom, and one Helm would refuse", () => {
+    expect(HELM_RELEASE_MAX_BYTES).toBe(HELM_RELEASE_BUDGET_BYTES - HELM_RELEASE_HEADROOM_BYTES);
+    const at = (releaseBytes: number) => checkBudgets("m.js", { ...before, releaseBytes });
+    expect(at(HELM_RELEASE_MAX_BYTES).ok).toBe(true);
+    const tight = at(HELM_RELEASE_MAX_BYTES + 1);
+    expect(tight.ok).toBe(false);
+    expect(tight.message).toMatch(
+      /^the Helm release leaves less than 150\.0 KiB of 976\.0 KiB free:/,
+    );
+    expect(tight.message).toMatch(/: -0\.0 KiB left/);
+    // main at fdf8287: 61.9 KiB to spare, under the headroom
+    expect(at(before.releaseBytes).ok).toBe(false);
+    const over = at(HELM_RELEASE_BUDGET_BYTES + 1);
     expect(over.message).toMatch(
       /would be refused \("Too long", a Secret holds at most 1024\.0 KiB\)/,
     );
+  });
+
+  it("fails a module Secret over its budget", () => {
+    const r = checkBudgets("m.js", {
+      ...before,
+      secretBytes: BUNDLE_BUDGET_BYTES + 1,
+      releaseBytes: 500_000,
+    });
+    expect(r.ok).toBe(false);
+    expect(r.message).toMatch(/^the module Secret is over its budget of 900\.0 KiB/);
   });
 });

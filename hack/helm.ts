@@ -6,8 +6,9 @@
  *
  * The previous build is the module as it was at the commit named in `hack/upgrade-from` (a
  * commit on main): its sources are taken from git (`git archive`, no worktree), built with
- * `npm run build` against this checkout's node_modules (the commit must share package-lock.json)
- * and cached per commit under `${XDG_CACHE_HOME:-~/.cache}/kengine-gateway/upgrade-from/`.
+ * `npm run build` against this checkout's node_modules (the commit's package-lock.json must
+ * install the same packages) and cached per commit under
+ * `${XDG_CACHE_HOME:-~/.cache}/kengine-gateway/upgrade-from/`.
  */
 import { spawnSync } from "node:child_process";
 import {

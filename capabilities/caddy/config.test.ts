@@ -138,3 +138,76 @@ describe("misdirected HTTPS requests (the client's server name in CEL)", () => {
     );
   });
 });
+
+describe("egress_guard (contract C1)", () => {
+  const guarded = (flavor: "Bundled" | "Kengine", withInvalid: boolean): GatewayIR => {
+    const base = gatewayWithQueries([], flavor);
+    const l = base.httpServers[0]!.listeners[0]!;
+    return {
+      ...base,
+      httpServers: [
+        {
+          ...base.httpServers[0]!,
+          listeners: [
+            {
+              ...l,
+              routes: [
+                {
+                  ...l.routes[0]!,
+                  action: {
+                    type: "forward",
+                    backends: [
+                      {
+                        type: "service",
+                        id: "XBackend t/x",
+                        weight: 1,
+                        endpoints: [{ address: "api.example.com", port: 443 }],
+                        protocol: "http",
+                        egressGuard: { deny: ["10.0.0.0/8"] },
+                      },
+                      ...(withInvalid
+                        ? [{ type: "invalid" as const, id: "t/gone", weight: 1 }]
+                        : []),
+                    ],
+                  },
+                },
+              ],
+            },
+          ],
+        },
+      ],
+    };
+  };
+  const proxies = (
+    ir: GatewayIR,
+  ): { transport?: Record<string, unknown>; upstreams: unknown[] }[] => {
+    const found: { transport?: Record<string, unknown>; upstreams: unknown[] }[] = [];
+    JSON.stringify(toCaddyConfig(ir).apps.http, (_k, v: unknown) => {
+      if (v && typeof v === "object" && (v as { handler?: string }).handler === "reverse_proxy")
+        found.push(v as never);
+      return v;
+    });
+    return found;
+  };
+
+  it("a name is dialled by kengine_http with the guard, in a reverse_proxy of its own", () => {
+    for (const withInvalid of [false, true]) {
+      const rp = proxies(guarded("Bundled", withInvalid));
+      const named = rp.filter(p => JSON.stringify(p.upstreams).includes("api.example.com"));
+      expect(named).toHaveLength(1);
+      expect(named[0]!.upstreams).toEqual([{ dial: "api.example.com:443" }]);
+      expect(named[0]!.transport).toEqual({
+        protocol: "kengine_http",
+        egress_guard: { deny: ["10.0.0.0/8"] },
+      });
+      // The invalid share is answered by a static 500, never by the guarded reverse_proxy.
+      expect(rp.every(p => !JSON.stringify(p.upstreams).includes("10500"))).toBe(true);
+    }
+  });
+
+  it("a flavour without the guard never dials a name (500 instead)", () => {
+    const json = JSON.stringify(toCaddyConfig(guarded("Kengine", false)).apps.http);
+    expect(json).not.toContain("api.example.com");
+    expect(json).not.toContain("egress_guard");
+  });
+});

@@ -17,6 +17,7 @@ import {
   HeaderOpsIR,
   L4BackendIR,
   L4ServerIR,
+  EgressGuardIR,
   MirrorIR,
   PathModifierIR,
   RedirectIR,
@@ -28,11 +29,14 @@ import type { RefusableObject } from "../translate/refused";
 import { MAX_L4_WEIGHT_RATIO } from "../validation/l4route";
 import { listenerFiltersRoute } from "./listener-filters";
 import { tracingRoute } from "./tracing";
+import { escapePlaceholders, unescapePlaceholders } from "./placeholders";
 import { quoteRE2 } from "../validation/regex";
 import { requestDeadline } from "./deadline";
+import { DEFAULT_LIMITS } from "../validation/limits";
 import { sessionPolicy } from "./session";
 import {
   CaddyConfig,
+  CaddyEgressGuard,
   CaddyHTTPServer,
   CaddyHandler,
   CaddyHeaderOps,
@@ -371,6 +375,7 @@ function httpServer(ctx: Ctx, s: HTTPServerIR): CaddyHTTPServer {
     ],
     routes,
     automatic_https: { disable: true },
+    ...serverTimeouts(ctx),
     protocols: tls ? ["h1", "h2"] : ["h1", "h2c"],
     ...(tls && { tls_connection_policies: connectionPolicies(ctx, s) }),
     // Caddy turns strict_sni_host on by itself once a policy checks client certificates (so
@@ -379,6 +384,25 @@ function httpServer(ctx: Ctx, s: HTTPServerIR): CaddyHTTPServer {
     // listeners serve without client validation (a Host other than the SNI under a wildcard
     // or hostname-less listener; misdirected ones get 421 from the listener routes).
     ...(tls && s.clientValidation && { strict_sni_host: false }),
+  };
+}
+
+/**
+ * The class's request limits (KengineParameters spec.limits, validation/limits.ts) on a listener
+ * server: headers within requestHeaderTimeout, idle keep-alive connections closed after
+ * idleTimeout, and, where the proxy has `read_idle_timeout`, a body read that stalls longer
+ * than requestBodyTimeout aborted. Caddy's `read_timeout` is left unset on every flavour: it is
+ * one deadline on the whole request read, so it would cut every upload and client stream (gRPC,
+ * WebSockets over HTTP/2) that lasts longer, however fast it moves.
+ */
+function serverTimeouts(
+  ctx: Ctx,
+): Pick<CaddyHTTPServer, "read_header_timeout" | "read_idle_timeout" | "idle_timeout"> {
+  const l = ctx.ir?.limits ?? DEFAULT_LIMITS;
+  return {
+    read_header_timeout: l.requestHeaderTimeout,
+    ...(ctx.caps.readIdleTimeout && { read_idle_timeout: l.requestBodyTimeout }),
+    idle_timeout: l.idleTimeout,
   };
 }
 
@@ -593,7 +617,7 @@ function routeHosts(
   for (const set of r.match) {
     const pattern = set.header_regexp?.Host?.pattern;
     const wildcard = pattern === undefined ? undefined : wildcards.get(pattern);
-    if (set.host) out.push(...set.host);
+    if (set.host) out.push(...set.host.map(unescapePlaceholders));
     else if (wildcard !== undefined) out.push(wildcard);
     else return undefined;
   }
@@ -763,7 +787,7 @@ function sniPattern(hostnames: readonly string[]): string {
 }
 
 function hostMatcher(hostname: string): CaddyMatcherSet {
-  if (!hostname.startsWith("*.")) return { host: [hostname] };
+  if (!hostname.startsWith("*.")) return { host: [escapePlaceholders(hostname)] };
   return { header_regexp: { Host: { pattern: hostPattern(hostname) } } };
 }
 
@@ -781,12 +805,19 @@ export const WILDCARD_SNI_DEPTH = 8;
  * it, else the `sni` patterns for 1 to WILDCARD_SNI_DEPTH labels.
  */
 function sniMatch(ctx: Ctx, name: string): CaddySNIMatch {
-  if (!name.startsWith("*.")) return { sni: [name] };
+  // Caddy expands placeholders in both matchers' text (names and pattern).
+  if (!name.startsWith("*.")) return { sni: [escapePlaceholders(name)] };
   if (!ctx.caps.sniRegexp)
     return {
-      sni: Array.from({ length: WILDCARD_SNI_DEPTH }, (_, i) => "*.".repeat(i) + name),
+      sni: Array.from({ length: WILDCARD_SNI_DEPTH }, (_, i) =>
+        escapePlaceholders("*.".repeat(i) + name),
+      ),
     };
-  return { sni_regexp: { pattern: `(?i)^[^.]+(?:\\.[^.]+)*${quoteRE2(name.slice(1))}$` } };
+  return {
+    sni_regexp: {
+      pattern: escapePlaceholders(`(?i)^[^.]+(?:\\.[^.]+)*${quoteRE2(name.slice(1))}$`),
+    },
+  };
 }
 
 /** `*.example.com` matches any number of labels left of `example.com` (spec), with an optional port. */
@@ -799,7 +830,7 @@ function entryRoute(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR, e: HTTPRouteEn
   const headerRe: Record<string, { pattern: string }> = {};
   if (m.hostname !== undefined && m.hostname !== l.hostname) {
     if (m.hostname.startsWith("*.")) headerRe.Host = { pattern: hostPattern(m.hostname) };
-    else set.host = [m.hostname];
+    else set.host = [escapePlaceholders(m.hostname)];
   }
   const prefixModifier = modifiesPrefix(e);
   const path = pathPattern(m.path, prefixModifier);
@@ -816,7 +847,8 @@ function entryRoute(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR, e: HTTPRouteEn
   const exactQuery: Record<string, string[]> = {};
   const regexQuery: { name: string; pattern: string }[] = [];
   for (const q of m.queryParams) {
-    if (q.type === "Exact" && q.value !== "*") exactQuery[q.name] = [escapePlaceholders(q.value)];
+    if (q.type === "Exact" && q.value !== "*")
+      exactQuery[escapePlaceholders(q.name)] = [escapePlaceholders(q.value)];
     else
       regexQuery.push({
         name: q.name,
@@ -934,17 +966,16 @@ function headerOps(o: HeaderOpsIR): CaddyHeaderOps {
   // a header like any other (hostile-regressions "header-names-prototype-keys").
   const set = Object.create(null) as Record<string, string[]>;
   const add = Object.create(null) as Record<string, string[]>;
-  for (const h of o.set) set[h.name] = [escapePlaceholders(h.value)];
-  for (const h of o.add) (add[h.name] ??= []).push(escapePlaceholders(h.value));
+  for (const h of o.set) set[escapePlaceholders(h.name)] = [escapePlaceholders(h.value)];
+  for (const h of o.add) (add[escapePlaceholders(h.name)] ??= []).push(escapePlaceholders(h.value));
   return {
     ...(Object.keys(set).length > 0 && { set }),
     ...(Object.keys(add).length > 0 && { add }),
-    ...(o.remove.length > 0 && { delete: [...o.remove] }),
+    ...(o.remove.length > 0 && { delete: o.remove.map(escapePlaceholders) }),
   };
 }
 
-/** Caddy expands `{…}` placeholders in these strings; user values must stay literal. */
-export const escapePlaceholders = (v: string): string => v.replace(/[{}]/g, "\\$&");
+export { escapePlaceholders } from "./placeholders";
 
 /**
  * `s` as a CEL string literal that Caddy passes to CEL unchanged. Caddy rewrites every
@@ -970,7 +1001,11 @@ function action(ctx: Ctx, s: HTTPServerIR, e: HTTPRouteEntryIR): CaddyHandler[] 
   switch (a.type) {
     case "respond":
       return [
-        { handler: "static_response", status_code: a.status, ...(a.body && { body: a.body }) },
+        {
+          handler: "static_response",
+          status_code: a.status,
+          ...(a.body && { body: escapePlaceholders(a.body) }),
+        },
       ];
     case "redirect":
       return [redirect(a.redirect, modifiesPrefix(e))];
@@ -1000,15 +1035,31 @@ function action(ctx: Ctx, s: HTTPServerIR, e: HTTPRouteEntryIR): CaddyHandler[] 
   }
 }
 
-/** RequestMirror: our `kengine_mirror` handler, one target per mirror backend. */
+/**
+ * RequestMirror: our `kengine_mirror` handler, one target per mirror backend; with the dial
+ * guard when a target is a name a tenant wrote.
+ */
 function mirror(mirrors: readonly MirrorIR[]): CaddyHandler {
+  const guarded = mirrors.filter(m => m.egressGuard);
   return {
     handler: "kengine_mirror",
     targets: mirrors.map(m => ({
       dial: m.endpoints.map(dial),
       ...(m.fraction && { numerator: m.fraction.numerator, denominator: m.fraction.denominator }),
     })),
+    ...(guarded.length > 0 && { egress_guard: egressGuardOf(guarded) }),
   };
+}
+
+/**
+ * `egress_guard` (contract C1) for upstreams that are names tenants wrote: every CIDR any of
+ * them denies (one Gateway's are the same list); `{}` still switches the guard on.
+ */
+export function egressGuardOf(
+  upstreams: readonly { readonly egressGuard?: EgressGuardIR }[],
+): CaddyEgressGuard {
+  const deny = [...new Set(upstreams.flatMap(u => u.egressGuard?.deny ?? []))];
+  return deny.length > 0 ? { deny } : {};
 }
 
 /* ------------------------------------------------------------------ CORS */
@@ -1034,7 +1085,8 @@ function cors(c: CorsIR): CaddyHandler {
       ? []
       : ["*"]
     : c.exposeHeaders;
-  if (expose.length > 0) common["Access-Control-Expose-Headers"] = [expose.join(", ")];
+  if (expose.length > 0)
+    common["Access-Control-Expose-Headers"] = [expose.map(escapePlaceholders).join(", ")];
   const preflight: Record<string, string[]> = {
     ...common,
     "Access-Control-Max-Age": [String(c.maxAge)],
@@ -1045,7 +1097,7 @@ function cors(c: CorsIR): CaddyHandler {
       "{http.request.header.Access-Control-Request-Method}",
     ];
   else if (c.allowMethods.length > 0)
-    preflight["Access-Control-Allow-Methods"] = [c.allowMethods.join(", ")];
+    preflight["Access-Control-Allow-Methods"] = [c.allowMethods.map(escapePlaceholders).join(", ")];
   const preflightRoutes: CaddyRoute[] = [];
   if (c.allowHeaders.includes("*")) {
     // Echo the requested headers, and only when the request names some.
@@ -1135,8 +1187,11 @@ function redirect(r: RedirectIR, prefix: PrefixMode | undefined): CaddyHandler {
   };
 }
 
+/** An upstream address; Caddy expands placeholders in it (an XBackend's hostname is a tenant's). */
 const dial = (e: EndpointIR): string =>
-  e.address.includes(":") ? `[${e.address}]:${e.port}` : `${e.address}:${e.port}`;
+  escapePlaceholders(
+    e.address.includes(":") ? `[${e.address}]:${e.port}` : `${e.address}:${e.port}`,
+  );
 
 const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
 const lcm = (a: number, b: number): number => (a / gcd(a, b)) * b;
@@ -1146,10 +1201,25 @@ const lcm = (a: number, b: number): number => (a / gcd(a, b)) * b;
  * endpoints (integer weights via the LCM of endpoint counts); unresolved backendRefs keep
  * their share, answered with 500 by the internal error server. No endpoints at all: 503.
  */
-function forward(ctx: Ctx, backends: readonly BackendIR[], policy: ForwardPolicy): CaddyHandler {
+function forward(ctx: Ctx, given: readonly BackendIR[], policy: ForwardPolicy): CaddyHandler {
+  // A name is never dialled without the guard (translation refuses it on such flavours too).
+  const backends = ctx.caps.egressGuard
+    ? given
+    : given.map(b =>
+        b.type === "service" && b.egressGuard
+          ? { type: "invalid" as const, id: b.id, weight: b.weight }
+          : b,
+      );
   const live = backends.filter(b => b.type === "invalid" || b.endpoints.length > 0);
-  if (live.some(b => b.type === "service" && (b.requestHeaders || b.responseHeaders || b.rewrite)))
+  // A guarded name (egressGuard) gets a reverse_proxy of its own: the guard refuses the
+  // loopback error responder that an invalid share dials, and is for tenants' names only.
+  const guarded = live.flatMap(b => (b.type === "service" && b.egressGuard ? [b] : []));
+  if (
+    live.some(b => b.type === "service" && (b.requestHeaders || b.responseHeaders || b.rewrite)) ||
+    (guarded.length > 0 && guarded.length < live.length)
+  )
     return split(ctx, live, policy);
+  const guard = guarded.length > 0 ? egressGuardOf(guarded) : undefined;
   if (live.length === 0) {
     const allInvalid = backends.length > 0 && backends.every(b => b.type === "invalid");
     return { handler: "static_response", status_code: allInvalid ? 500 : 503 };
@@ -1231,7 +1301,9 @@ function forward(ctx: Ctx, backends: readonly BackendIR[], policy: ForwardPolicy
           transport: {
             // subjectAltNames, a client certificate: our transport (proxy/santls), the
             // http one plus SAN checks and an inline client certificate.
-            protocol: tls.subjectAltNames || ctx.clientCertificate ? "kengine_http" : "http",
+            protocol:
+              tls.subjectAltNames || ctx.clientCertificate || guard ? "kengine_http" : "http",
+            ...(guard && { egress_guard: guard }),
             ...(ctx.clientCertificate && {
               client_certificate: {
                 certificate: ctx.clientCertificate.certificatePem,
@@ -1246,7 +1318,7 @@ function forward(ctx: Ctx, backends: readonly BackendIR[], policy: ForwardPolicy
             }),
             ...(headerTimeout !== undefined && { response_header_timeout: `${headerTimeout}ms` }),
             tls: {
-              server_name: tls.serverName,
+              server_name: escapePlaceholders(tls.serverName),
               ...(tls.caCertificates && {
                 ca: { provider: "inline", trusted_ca_certs: [...tls.caCertificates] },
               }),
@@ -1255,9 +1327,10 @@ function forward(ctx: Ctx, backends: readonly BackendIR[], policy: ForwardPolicy
             },
           },
         }
-      : (h2c || headerTimeout !== undefined) && {
+      : (h2c || headerTimeout !== undefined || guard) && {
           transport: {
-            protocol: "http",
+            protocol: guard ? "kengine_http" : "http",
+            ...(guard && { egress_guard: guard }),
             ...(h2c && { versions: ["h2c", "2"] }),
             ...(headerTimeout !== undefined && { response_header_timeout: `${headerTimeout}ms` }),
           },
@@ -1428,7 +1501,7 @@ function l4Server(ctx: Ctx, s: L4ServerIR): CaddyL4Server {
 
 function l4UpstreamTLS(tls: NonNullable<L4BackendIR["tls"]>): CaddyL4Upstream["tls"] {
   return {
-    server_name: tls.serverName,
+    server_name: escapePlaceholders(tls.serverName),
     ...(tls.caCertificates && {
       ca: { provider: "inline", trusted_ca_certs: [...tls.caCertificates] },
     }),

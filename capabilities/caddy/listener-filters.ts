@@ -7,6 +7,7 @@
  */
 import { EndpointIR, HTTPListenerIR } from "../ir";
 import { CaddyHandler, CaddyRoute } from "./types";
+import { MAX_EXTERNAL_AUTH_BODY_BYTES } from "../validation/limits";
 
 /** The filters' route, or undefined when the listener has none. */
 export function listenerFiltersRoute(
@@ -24,7 +25,13 @@ export function listenerFiltersRoute(
     ...(f.allowedResponseHeaders.length > 0 && {
       allowed_response_headers: [...f.allowedResponseHeaders],
     }),
-    ...(f.maxBodyBytes !== undefined && { max_body_bytes: f.maxBodyBytes }),
+    // The class's limit was applied in translation; 16 MiB holds whatever the IR says.
+    ...(f.maxBodyBytes !== undefined && {
+      max_body_bytes: Math.min(f.maxBodyBytes, MAX_EXTERNAL_AUTH_BODY_BYTES),
+    }),
+    ...(f.egressGuard && {
+      egress_guard: f.egressGuard.deny.length > 0 ? { deny: [...f.egressGuard.deny] } : {},
+    }),
   }));
   return { handle };
 }

@@ -7,13 +7,15 @@
  */
 import { TracingIR } from "../ir";
 import { CaddyRoute } from "./types";
+import { escapePlaceholders } from "./placeholders";
 
 export function tracingRoute(t: TracingIR): CaddyRoute {
   return {
     handle: [
       {
         handler: "tracing",
-        ...(t.spanName !== undefined && { span: t.spanName }),
+        // Caddy expands placeholders in the span name: the policy's text stays literal.
+        ...(t.spanName !== undefined && { span: escapePlaceholders(t.spanName) }),
         ...(t.attributes.length > 0 && {
           span_attributes: Object.fromEntries(t.attributes.map(a => [a.name, a.value])),
         }),

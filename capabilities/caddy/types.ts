@@ -32,6 +32,9 @@ export type CaddyHeaderOps = {
   readonly deferred?: boolean;
 };
 
+/** Our dial guard (contract C1, proxy/internal/egress): present, even `{}`, switches it on. */
+export type CaddyEgressGuard = { readonly deny?: readonly string[] };
+
 export type CaddyHandler =
   | { readonly handler: "subroute"; readonly routes: readonly CaddyRoute[] }
   | {
@@ -56,6 +59,7 @@ export type CaddyHandler =
         readonly numerator?: number;
         readonly denominator?: number;
       }[];
+      readonly egress_guard?: CaddyEgressGuard;
     }
   | {
       /** Our module (proxy/extauth): external authorization over HTTP (listener filters). */
@@ -65,6 +69,7 @@ export type CaddyHandler =
       readonly allowed_request_headers?: readonly string[];
       readonly allowed_response_headers?: readonly string[];
       readonly max_body_bytes?: number;
+      readonly egress_guard?: CaddyEgressGuard;
     }
   | {
       /** OpenTelemetry tracing (XTelemetryPolicy); exporter from the process's OTEL_* env. */
@@ -95,6 +100,8 @@ export type CaddyHandler =
       readonly transport?: {
         /** kengine_http: our transport (proxy/santls), http + subject_alt_names + client_certificate. */
         readonly protocol: "http" | "kengine_http";
+        /** kengine_http only: dial tenants' names through the guard. */
+        readonly egress_guard?: CaddyEgressGuard;
         readonly subject_alt_names?: {
           readonly dns?: readonly string[];
           readonly uri?: readonly string[];
@@ -139,6 +146,10 @@ export interface CaddyHTTPServer {
   readonly listen: readonly string[];
   readonly routes: readonly CaddyRoute[];
   readonly automatic_https: { readonly disable: true };
+  /** Go durations (caddy/config.ts serverTimeouts). */
+  readonly read_header_timeout?: string;
+  readonly read_idle_timeout?: string;
+  readonly idle_timeout?: string;
   readonly protocols: readonly string[];
   readonly tls_connection_policies?: readonly CaddyTLSConnectionPolicy[];
   readonly strict_sni_host?: boolean;

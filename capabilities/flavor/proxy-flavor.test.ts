@@ -27,6 +27,8 @@ describe("proxy flavours", () => {
       sessionModule: true,
       cookieMaxAge: true,
       spanAttributes: true,
+      readIdleTimeout: true,
+      egressGuard: true,
     });
     expect(supportedFeaturesOf("Bundled")).toEqual(SUPPORTED_FEATURES);
   });
@@ -48,6 +50,8 @@ describe("proxy flavours", () => {
       sessionModule: false,
       cookieMaxAge: true,
       spanAttributes: true,
+      readIdleTimeout: false,
+      egressGuard: false,
     });
     expect(capabilitiesOf("Kengine")).toEqual({
       persistentListeners: false,
@@ -65,6 +69,8 @@ describe("proxy flavours", () => {
       sessionModule: false,
       cookieMaxAge: false, // Caddy 2.8's cookie policy has no max_age
       spanAttributes: false, // Caddy 2.8's tracing handler has only `span`
+      readIdleTimeout: false,
+      egressGuard: false,
     });
     expect(supportedFeaturesOf("Caddy")).toContain("HTTPRouteRetry");
     expect(supportedFeaturesOf("Kengine")).not.toContain("HTTPRouteRetry");

@@ -87,6 +87,19 @@ export interface ProxyCapabilities {
   readonly cookieMaxAge: boolean;
   /** The `tracing` handler's `span_attributes` (Caddy ≥ 2.10; Caddy 2.8 has the handler only). */
   readonly spanAttributes: boolean;
+  /**
+   * The HTTP server's `read_idle_timeout` (Caddy 2.11.9; not in 2.11.3 nor 2.8, whose strict
+   * JSON refuses it): a request body read may stall this long, reset on every read. It carries
+   * KengineParameters spec.limits.requestBodyTimeout (validation/limits.ts).
+   */
+  readonly readIdleTimeout: boolean;
+  /**
+   * `egress_guard` on our transport `kengine_http`, `kengine_mirror` and `kengine_ext_auth`
+   * (proxy/internal/egress): a name a tenant wrote is resolved by the proxy and only checked
+   * addresses are dialled. Without it ExternalHostname backends are refused
+   * (translate/egress.ts).
+   */
+  readonly egressGuard: boolean;
 }
 
 export type Capability = keyof ProxyCapabilities;
@@ -108,6 +121,8 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
     sessionModule: true,
     cookieMaxAge: true,
     spanAttributes: true,
+    readIdleTimeout: true,
+    egressGuard: true,
   },
   Caddy: {
     persistentListeners: false,
@@ -125,6 +140,8 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
     sessionModule: false,
     cookieMaxAge: true,
     spanAttributes: true,
+    readIdleTimeout: false,
+    egressGuard: false,
   },
   Kengine: {
     persistentListeners: false,
@@ -142,6 +159,8 @@ const CAPABILITIES: Readonly<Record<ProxyFlavor, ProxyCapabilities>> = {
     sessionModule: false,
     cookieMaxAge: false,
     spanAttributes: false,
+    readIdleTimeout: false,
+    egressGuard: false,
   },
 };
 
@@ -168,6 +187,8 @@ const CAPABILITY_TEXT: Readonly<Record<Capability, string>> = {
     "session persistence by header, with a cookie path or with an absolute session lifetime",
   cookieMaxAge: "Permanent session cookies (Max-Age)",
   spanAttributes: "tracing span attributes",
+  readIdleTimeout: "request body stall timeouts (read_idle_timeout)",
+  egressGuard: "dial guard for hostnames tenants write (egress_guard)",
 };
 
 /**

@@ -14,6 +14,11 @@ export interface GatewayIR {
    * what it can run.
    */
   readonly flavor?: ProxyFlavor;
+  /**
+   * Timeouts of every HTTP server of the Gateway (KengineParameters spec.limits of its class,
+   * Go durations); absent: the defaults (validation/limits.ts DEFAULT_LIMITS).
+   */
+  readonly limits?: ServerLimitsIR;
   /** One HTTP(S) server per port, in port order. */
   readonly httpServers: readonly HTTPServerIR[];
   /** One layer-4 server per port (TLS passthrough, TCP, UDP), in port order. */
@@ -30,6 +35,15 @@ export interface GatewayIR {
    * HTTP server of the Gateway. Only in the IR of a flavour that can run it.
    */
   readonly tracing?: TracingIR;
+}
+
+export interface ServerLimitsIR {
+  /** How long a client may take to send a request's headers. */
+  readonly requestHeaderTimeout: string;
+  /** How long reading a request body may stall (no byte arriving). */
+  readonly requestBodyTimeout: string;
+  /** How long a kept-alive connection may wait for its next request. */
+  readonly idleTimeout: string;
 }
 
 export interface TracingIR {
@@ -94,6 +108,8 @@ export interface ListenerFilterIR {
   readonly allowedResponseHeaders: readonly string[];
   /** Bytes of the request body sent (truncated beyond); 0 or absent: none. */
   readonly maxBodyBytes?: number;
+  /** The endpoints are a name a tenant wrote: dialled only through the guard. */
+  readonly egressGuard?: EgressGuardIR;
 }
 
 export interface RouteRef {
@@ -151,6 +167,17 @@ export interface RewriteIR {
   readonly path?: PathModifierIR;
 }
 
+/**
+ * The proxy's dial guard (`egress_guard`, proxy/internal/egress) for endpoints that are names
+ * a tenant wrote (an XBackend's externalHostname): the proxy resolves the name itself and
+ * dials only addresses that are not loopback, unspecified, link-local, multicast, its own, or
+ * inside `deny` (the class's spec.egress.deniedCIDRs). Set at compilation with `deny` empty,
+ * filled per Gateway (translate/egress.ts).
+ */
+export interface EgressGuardIR {
+  readonly deny: readonly string[];
+}
+
 export interface EndpointIR {
   readonly address: string;
   readonly port: number;
@@ -178,6 +205,8 @@ export type BackendIR =
       readonly responseHeaders?: HeaderOpsIR;
       /** The backendRef's own URLRewrite: only requests sent to this backend are rewritten. */
       readonly rewrite?: RewriteIR;
+      /** The endpoints are a name a tenant wrote: dialled only through the guard. */
+      readonly egressGuard?: EgressGuardIR;
     }
   /** A backendRef that could not be resolved: its share of requests gets HTTP 500. */
   | { readonly type: "invalid"; readonly id: string; readonly weight: number };
@@ -246,6 +275,8 @@ export interface MirrorIR {
   readonly endpoints: readonly EndpointIR[];
   /** Share of requests mirrored (0 < numerator < denominator); undefined: every request. */
   readonly fraction?: { readonly numerator: number; readonly denominator: number };
+  /** The endpoints are a name a tenant wrote: dialled only through the guard. */
+  readonly egressGuard?: EgressGuardIR;
 }
 
 export interface HTTPRouteEntryIR {

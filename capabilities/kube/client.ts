@@ -20,12 +20,24 @@ export class KubeError extends Error {
 }
 
 export interface KubeClient {
-  request<T>(method: string, path: string, body?: unknown, contentType?: string): Promise<T>;
+  /** `accept`: the Accept header (default JSON; a metadata-only list asks for PartialObjectMetadataList). */
+  request<T>(
+    method: string,
+    path: string,
+    body?: unknown,
+    contentType?: string,
+    accept?: string,
+  ): Promise<T>;
   /**
    * A watch request: every line of the response, parsed, to `onEvent`; resolves when the server
    * ends the response. Optional: clients without it (unit-test fakes) get no watches.
    */
-  watch?(path: string, onEvent: (event: WatchEvent) => void, signal: AbortSignal): Promise<void>;
+  watch?(
+    path: string,
+    onEvent: (event: WatchEvent) => void,
+    signal: AbortSignal,
+    accept?: string,
+  ): Promise<void>;
 }
 
 /** One line of a watch response (ADDED, MODIFIED, DELETED, BOOKMARK or ERROR). */
@@ -39,8 +51,17 @@ export interface WatchEvent {
   };
 }
 
-/** A watch response quiet for this long is dead (the server sends bookmarks well within it). */
+/**
+ * A watch socket quiet for this long is destroyed. A backstop only: the watch itself restarts a
+ * silent watch far sooner (reconcile/watch.ts, KENGINE_WATCH_SILENCE).
+ */
 const WATCH_IDLE_MS = 10 * 60_000;
+
+/**
+ * TCP keep-alive on watch sockets: probes after this much idle time, so a peer that is gone
+ * (not one that keeps the connection but stops sending) fails the socket.
+ */
+const WATCH_KEEPALIVE_MS = 15_000;
 
 /** User-Agent of our requests: the API server's audit log and metrics name the replica by it. */
 export const userAgent = (identity: string): string => `kengine-gateway/${identity}`;
@@ -58,13 +79,14 @@ export function kubeClient(
     path: string,
     headers: Record<string, string | number>,
     timeout: number,
+    accept = "application/json",
   ): RequestOptions => ({
     method,
     hostname: base.hostname.replace(/^\[|\]$/g, ""),
     port: base.port || 443,
     path,
     headers: {
-      Accept: "application/json",
+      Accept: accept,
       "User-Agent": options.userAgent ?? "kengine-gateway",
       ...headers,
     },
@@ -76,6 +98,7 @@ export function kubeClient(
       path: string,
       body?: unknown,
       contentType = "application/json",
+      accept?: string,
     ): Promise<T> {
       const payload = body === undefined ? undefined : JSON.stringify(body);
       const opts = requestOptions(
@@ -87,6 +110,7 @@ export function kubeClient(
           ? { "Content-Type": contentType, "Content-Length": Buffer.byteLength(payload) }
           : {},
         30_000,
+        accept,
       );
       await kc.applyToHTTPSOptions(opts);
       return new Promise<T>((resolve, reject) => {
@@ -112,8 +136,11 @@ export function kubeClient(
       });
     },
 
-    async watch(path, onEvent, signal): Promise<void> {
-      const opts: RequestOptions = { ...requestOptions("GET", path, {}, WATCH_IDLE_MS), signal };
+    async watch(path, onEvent, signal, accept): Promise<void> {
+      const opts: RequestOptions = {
+        ...requestOptions("GET", path, {}, WATCH_IDLE_MS, accept),
+        signal,
+      };
       await kc.applyToHTTPSOptions(opts);
       return new Promise<void>((resolve, reject) => {
         const req = request(opts, res => {
@@ -148,6 +175,7 @@ export function kubeClient(
           res.on("end", () => resolve());
           res.on("error", reject);
         });
+        req.on("socket", socket => socket.setKeepAlive(true, WATCH_KEEPALIVE_MS));
         req.on("timeout", () =>
           req.destroy(new Error(`WATCH ${path}: no data for ${WATCH_IDLE_MS} ms`)),
         );

@@ -181,6 +181,32 @@ const watchConnects = new Counter({
   labelNames: ["kind"],
   registers: [registry],
 });
+const watchRestarts = new Counter({
+  name: `${METRIC_PREFIX}watch_restarts_total`,
+  help: "Watch requests that ended and were opened again, per kind and cause: closed (the server ended it at its timeout), silent (no line for the silence bound: restarted), gone (410: listed again), error (failed: retried after a back-off).",
+  labelNames: ["kind", "cause"],
+  registers: [registry],
+});
+const dataReads = new Counter({
+  name: `${METRIC_PREFIX}referenced_reads_total`,
+  help: "Whole-object reads (GET) of referenced Secrets and ConfigMaps (the rest are watched as metadata only), per kind and outcome: read, missing (deleted meanwhile), failed (retried).",
+  labelNames: ["kind", "outcome"],
+  registers: [registry],
+});
+let dataCounts: () => readonly { kind: string; kept: number; metadataOnly: number }[] = () => [];
+new Gauge({
+  name: `${METRIC_PREFIX}data_objects`,
+  help: "Secrets and ConfigMaps in the snapshot, per kind: held with their data (referenced by an object of ours) or as metadata only.",
+  labelNames: ["kind", "data"],
+  registers: [registry],
+  collect() {
+    this.reset();
+    for (const c of dataCounts()) {
+      this.set({ kind: c.kind, data: "kept" }, c.kept);
+      this.set({ kind: c.kind, data: "metadata-only" }, c.metadataOnly);
+    }
+  },
+});
 const firstSnapshotSeconds = new Gauge({
   name: `${METRIC_PREFIX}first_snapshot_seconds`,
   help: "Seconds from the controller's start to its first full snapshot (every kind listed).",
@@ -197,6 +223,16 @@ export const ingestMetrics = {
   },
   watchRequest(kind: string): void {
     watchConnects.inc({ kind });
+  },
+  watchRestart(kind: string, cause: string): void {
+    watchRestarts.inc({ kind, cause });
+  },
+  dataRead(kind: string, outcome: string): void {
+    dataReads.inc({ kind, outcome });
+  },
+  /** What the data_objects gauge reads at scrape time (the last reconciler to register). */
+  dataObjects(counts: typeof dataCounts): void {
+    dataCounts = counts;
   },
   firstSnapshot(seconds: number): void {
     firstSnapshotSeconds.set(seconds);

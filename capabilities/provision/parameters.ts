@@ -12,6 +12,8 @@ import { PARAMETERS_KIND, parametersRefShapeProblem } from "../validation/parame
 import { problemText } from "../validation/message";
 import { PlatformField, gatewayOverrideProblems } from "../validation/overrides";
 import { DEFAULT_PROXY_SETTINGS, ProxySettings } from "./settings";
+import { resolveLimits } from "../validation/limits";
+import { EgressSettings, readEgress } from "../validation/egress";
 
 export { PARAMETERS_GROUP, PARAMETERS_KIND } from "../validation/parametersref";
 
@@ -41,6 +43,9 @@ interface ParametersSpec {
   >;
   readonly addresses?: ProxySettings["addresses"];
   readonly allowGatewayOverrides?: readonly PlatformField[];
+  /** Class level only: a Gateway's own parameters that set it are refused (validation/limits.ts). */
+  readonly limits?: unknown;
+  readonly egress?: unknown;
   readonly service?: Partial<ProxySettings["service"]> & {
     readonly type?: ProxySettings["serviceType"];
   };
@@ -93,6 +98,7 @@ const merge = (base: ProxySettings, p: ParametersSpec | undefined): ProxySetting
         ...Object.fromEntries(Object.entries(p.proxy ?? {}).filter(([, v]) => v !== undefined)),
         mode: p.mode ?? base.mode,
         ...(p.addresses || base.addresses ? { addresses: p.addresses ?? base.addresses } : {}),
+        ...(p.limits !== undefined && { limits: resolveLimits(p.limits) }),
         ...(p.external || base.external
           ? {
               external: {
@@ -174,4 +180,13 @@ export function resolveSettings(
     settings: merge(merge(defaults, fromClass.spec), fromGateway.spec),
     problems: [fromClass.problem, fromGateway.problem].filter((p): p is string => p !== undefined),
   };
+}
+
+/**
+ * The egress settings of a Gateway's class (validation/egress.ts): only the parameters the
+ * GatewayClass references count; when they do not resolve or are invalid, the defaults
+ * (ExternalHostname backends denied, no extra denied ranges).
+ */
+export function classEgress(snapshot: Snapshot, gatewayClass: ClassLike): EgressSettings {
+  return readEgress(classLookup(snapshot, gatewayClass, "GatewayClass parametersRef").spec);
 }

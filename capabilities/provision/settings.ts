@@ -6,6 +6,7 @@
 
 import { DEFAULT_PROXY_FLAVOR, ProxyFlavor } from "../flavor/proxy-flavor";
 import { kengine, version } from "../../package.json";
+import type { Limits } from "../validation/limits";
 
 /**
  * The proxy image this release ships: package.json's `kengine.proxyImage` tagged with its
@@ -50,6 +51,11 @@ export interface ProxySettings {
   /** Static addresses for the Gateway (KengineParameters spec.addresses); its own spec.addresses win. */
   readonly addresses?: readonly { readonly type?: string; readonly value?: string }[];
   readonly serviceType: "LoadBalancer" | "NodePort" | "ClusterIP";
+  /**
+   * What one request may cost the proxies (KengineParameters spec.limits, class level only:
+   * validation/limits.ts); absent: DEFAULT_LIMITS.
+   */
+  readonly limits?: Limits;
   readonly service: {
     readonly annotations?: Readonly<Record<string, string>>;
     readonly loadBalancerClass?: string;

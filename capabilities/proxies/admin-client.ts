@@ -1,16 +1,20 @@
 /**
- * The controller's side of the management channel: Caddy admin requests over mutual TLS.
+ * The controller's side of the management channel: Caddy admin requests over mutual TLS, with
+ * `node:https` (the Kubernetes client and ACME use it too; no HTTP library in the bundle).
  *
- * undici `request` with an `Agent`, not `fetch`: fetch adds `Sec-Fetch-Mode`, and Caddy's
- * admin (≥ 2.11) then demands an Origin header it would accept. Each request dials the
- * proxy's IP but sends its server name as Host, which undici also uses as SNI and to verify
- * the proxy's certificate (design §6: with client auth, Caddy requires SNI = Host).
+ * Each request dials the proxy's IP but names the proxy's server name twice: as SNI (which the
+ * proxy's certificate is verified against) and as the Host header, because Caddy's admin with
+ * client authentication requires SNI = Host. No `Sec-Fetch-Mode` or Origin header is sent:
+ * Caddy's admin (≥ 2.11) would then demand an Origin it accepts.
  *
  * Connections: see `AdminClient` (route-table requests keep theirs; every other request
  * closes its connection).
  */
-import { TLSSocket } from "node:tls";
-import { Agent, buildConnector, Dispatcher, Pool, request } from "undici";
+import type { IncomingHttpHeaders } from "node:http";
+import { Agent, request as httpsRequest } from "node:https";
+import type { TLSSocket } from "node:tls";
+// Types only (erased from the bundle): tests may hand in undici's MockAgent.
+import type { Dispatcher } from "undici";
 import { CONFIG_ID_PREFIX } from "./management";
 import { err, ok, Result } from "./result";
 import { SecretPem } from "./secret";
@@ -57,8 +61,9 @@ export interface AdminClientOptions {
   readonly loadTimeoutMs?: number;
   /** For reads (GET /config/, /id/…). */
   readonly readTimeoutMs?: number;
+  /** TCP connect and TLS handshake of a new connection. */
   readonly connectTimeoutMs?: number;
-  /** Tests only: a MockAgent instead of the mTLS agent. */
+  /** Tests only: an undici MockAgent answers instead of the proxies. */
   readonly dispatcher?: Dispatcher;
   /** Size caps for the answers read from a proxy (defaults: RESPONSE_LIMITS). */
   readonly limits?: Partial<ResponseLimits>;
@@ -135,11 +140,12 @@ export const describeAdminError = (e: AdminError): string =>
       ? `proxy answer too large (HTTP ${e.status}): ${e.message}`
       : `${e.kind}: ${e.message}`;
 
+/** Ours (`connectTimeout`), the system's, and those of a test dispatcher (undici). */
 const TIMEOUT_CODES = new Set([
+  "ETIMEDOUT",
   "UND_ERR_CONNECT_TIMEOUT",
   "UND_ERR_HEADERS_TIMEOUT",
   "UND_ERR_BODY_TIMEOUT",
-  "ETIMEDOUT",
 ]);
 
 interface ErrorLike {
@@ -173,8 +179,9 @@ function transportError(e: unknown): AdminError {
  * Errors of a request on a kept connection that the proxy closed before it read the request
  * (its idle timeout, a config load that replaced the management server): sent again once on a
  * new connection. A proxy that is down refuses the new connection, so it is never retried.
+ * (`UND_ERR_SOCKET`: the same failure as a test dispatcher reports it.)
  */
-const STALE_SOCKET_CODES = new Set(["UND_ERR_SOCKET", "ECONNRESET", "EPIPE"]);
+const STALE_SOCKET_CODES = new Set(["ECONNRESET", "EPIPE", "UND_ERR_SOCKET"]);
 const staleSocket = (e: unknown): boolean => {
   const error = errorLike(e);
   const code = text(error?.code) ?? text(errorLike(error?.cause)?.code);
@@ -183,6 +190,8 @@ const staleSocket = (e: unknown): boolean => {
 
 /** Connections kept per proxy for route-table requests (one per table delta sent at once). */
 const KEPT_CONNECTIONS = 4;
+/** A kept connection idle this long is closed; a proxy without connections is forgotten. */
+const KEPT_IDLE_MS = 4_000;
 
 /** Caddy's error bodies are `{"error": "..."}`; keep that text verbatim, or the raw body if it is something else. */
 function rejectionMessage(body: string): string {
@@ -258,6 +267,29 @@ function routeTableAnswer<T>(
     : ok(value);
 }
 
+/** One admin request as the transport sends it. */
+interface Outgoing {
+  readonly method: "GET" | "POST";
+  readonly path: string;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: Buffer | undefined;
+  readonly timeoutMs: number;
+  readonly keep: boolean;
+}
+
+/** The proxy's answer: status, headers, and the body to read (capped) or destroy. */
+interface Exchange {
+  readonly status: number;
+  readonly headers: IncomingHttpHeaders;
+  readonly body: AsyncIterable<Uint8Array> & { destroy(error?: Error): unknown };
+}
+
+const connectTimeout = (ms: number): Error =>
+  Object.assign(new Error(`no TLS connection within ${ms} ms`), { code: "ETIMEDOUT" });
+
+const anySockets = (lists: NodeJS.ReadOnlyDict<readonly unknown[]>): boolean =>
+  Object.values(lists).some(l => (l?.length ?? 0) > 0);
+
 /**
  * Connections: each request on a new mTLS connection closed after it (`connection: close`),
  * except route-table deltas and reads (the hot path of a route change, Bundled flavour), which
@@ -265,66 +297,75 @@ function routeTableAnswer<T>(
  * TCP and TLS round trips and both sides' handshake CPU on every change. A `/load` replaces the
  * server those connections belong to, so they are dropped after each `/load`; a kept connection
  * the proxy closed meanwhile is detected on use and the request sent once more on a new one.
+ *
+ * Every connection is verified against `caPem` with the proxy's server name; the controller
+ * presents its client certificate. `close()` waits for the requests in flight, then closes
+ * every connection.
  */
 export class AdminClient {
-  readonly #dispatcher: Dispatcher;
-  readonly #ownsDispatcher: boolean;
-  readonly #connect: Agent.Options["connect"] | undefined;
-  /** Keep-alive pools by origin and server name (route-table requests). */
-  readonly #kept = new Map<string, Pool>();
+  /** Tests only. */
+  readonly #dispatcher: Dispatcher | undefined;
+  /** The mTLS options of every connection. */
+  readonly #tls: { readonly ca: string; readonly cert: string; readonly key: string };
+  /** Requests that close their connection. */
+  readonly #oneShot: Agent;
+  /** Keep-alive agents by origin and server name (route-table requests). */
+  readonly #kept = new Map<string, Agent>();
+  /** Sockets whose handshake is already watched (a kept socket is seen again on reuse). */
+  readonly #watched = new WeakSet<object>();
   readonly #loadTimeoutMs: number;
   readonly #readTimeoutMs: number;
+  readonly #connectTimeoutMs: number;
   readonly #limits: ResponseLimits;
   readonly #peers = new Map<string, PeerCertificate>();
+  #inFlight = 0;
+  #closed = false;
+  #drained: (() => void)[] = [];
 
   constructor(credentials: ClientCredentials, options: AdminClientOptions = {}) {
     this.#loadTimeoutMs = options.loadTimeoutMs ?? 30_000;
     this.#readTimeoutMs = options.readTimeoutMs ?? 5_000;
+    this.#connectTimeoutMs = options.connectTimeoutMs ?? 3_000;
     this.#limits = { ...RESPONSE_LIMITS, ...options.limits };
-    this.#ownsDispatcher = options.dispatcher === undefined;
-    if (options.dispatcher) {
-      this.#dispatcher = options.dispatcher;
-    } else {
-      const connector = buildConnector({
-        ca: credentials.caPem,
-        cert: credentials.certificatePem,
-        key: credentials.privateKey.reveal(),
-        rejectUnauthorized: true,
-        timeout: options.connectTimeoutMs ?? 3_000,
-      });
-      this.#connect = (opts, callback) =>
-        connector(opts, (...args) => {
-          const socket = args[1];
-          if (socket instanceof TLSSocket)
-            this.#remember(`${opts.hostname}:${opts.port}`, opts.servername ?? "", socket);
-          callback(...args);
-        });
-      this.#dispatcher = new Agent({ connect: this.#connect });
-    }
+    this.#dispatcher = options.dispatcher;
+    this.#tls = {
+      ca: credentials.caPem,
+      cert: credentials.certificatePem,
+      key: credentials.privateKey.reveal(),
+    };
+    this.#oneShot = new Agent({ ...this.#tls, keepAlive: false });
   }
 
-  /** The keep-alive pool for an endpoint (the test dispatcher when one was given). */
-  #keptFor(endpoint: ProxyEndpoint): Dispatcher {
-    if (!this.#connect) return this.#dispatcher;
-    const key = `${this.#origin(endpoint)} ${endpoint.serverName}`;
-    let pool = this.#kept.get(key);
-    if (!pool) {
-      const created = new Pool(this.#origin(endpoint), {
-        connect: this.#connect,
-        connections: KEPT_CONNECTIONS,
+  /** The keep-alive agent for an endpoint, made on first use. */
+  #keptFor(endpoint: ProxyEndpoint): Agent {
+    const key = this.#keptKey(endpoint);
+    let agent = this.#kept.get(key);
+    if (!agent) {
+      agent = new Agent({
+        ...this.#tls,
+        keepAlive: true,
+        maxSockets: KEPT_CONNECTIONS,
+        maxFreeSockets: KEPT_CONNECTIONS,
+        // an idle kept socket times out and is closed (Node's agent destroys free sockets on timeout)
+        timeout: KEPT_IDLE_MS,
+        scheduling: "lifo",
       });
-      // Forgotten once its last connection is gone with nothing queued (undici closes idle
-      // ones after a few seconds): a proxy that went away leaves no pool behind.
-      created.on("disconnect", () => {
-        const { connected, size } = created.stats;
-        if (connected > 0 || size > 0 || this.#kept.get(key) !== created) return;
-        this.#kept.delete(key);
-        created.close().catch(() => undefined);
-      });
-      this.#kept.set(key, created);
-      pool = created;
+      this.#kept.set(key, agent);
     }
-    return pool;
+    return agent;
+  }
+
+  #keptKey(endpoint: ProxyEndpoint): string {
+    return `${this.#origin(endpoint)} ${endpoint.serverName}`;
+  }
+
+  /** Forgets an endpoint's agent once its last connection is gone with nothing queued. */
+  #forgetIfIdle(key: string, agent: Agent): void {
+    if (this.#kept.get(key) !== agent) return;
+    if (anySockets(agent.sockets) || anySockets(agent.freeSockets) || anySockets(agent.requests))
+      return;
+    this.#kept.delete(key);
+    agent.destroy();
   }
 
   /** How many proxies have kept connections now (for tests and diagnosis). */
@@ -334,18 +375,18 @@ export class AdminClient {
 
   /** Drops an endpoint's kept connections (after a `/load`, or one found closed). */
   #dropKept(endpoint: ProxyEndpoint): void {
-    const key = `${this.#origin(endpoint)} ${endpoint.serverName}`;
-    const pool = this.#kept.get(key);
-    if (!pool) return;
+    const key = this.#keptKey(endpoint);
+    const agent = this.#kept.get(key);
+    if (!agent) return;
     this.#kept.delete(key);
-    pool.destroy().catch(() => undefined);
+    agent.destroy();
   }
 
-  #remember(key: string, serverName: string, socket: TLSSocket): void {
+  #remember(endpoint: ProxyEndpoint, socket: TLSSocket): void {
     const cert = socket.authorized ? socket.getPeerCertificate() : undefined;
     if (!cert?.valid_to) return;
-    this.#peers.set(key, {
-      serverName,
+    this.#peers.set(`${endpoint.address}:${endpoint.port}`, {
+      serverName: endpoint.serverName,
       notBefore: new Date(cert.valid_from),
       notAfter: new Date(cert.valid_to),
       fingerprint256: cert.fingerprint256,
@@ -355,11 +396,77 @@ export class AdminClient {
 
   /** The serving certificate the proxy presented on the last verified connection, if any. */
   peerCertificate(endpoint: ProxyEndpoint): PeerCertificate | undefined {
-    const host = endpoint.address.includes(":") ? `[${endpoint.address}]` : endpoint.address;
-    return (
-      this.#peers.get(`${host}:${endpoint.port}`) ??
-      this.#peers.get(`${endpoint.address}:${endpoint.port}`)
+    return this.#peers.get(`${endpoint.address}:${endpoint.port}`);
+  }
+
+  /**
+   * A new connection gets `connectTimeoutMs` for TCP and TLS; its verified certificate is
+   * remembered; a kept one is forgotten with its agent once it closes. A reused socket was
+   * seen when it was new.
+   */
+  #watch(endpoint: ProxyEndpoint, socket: TLSSocket, fail: (e: Error) => void, kept?: Agent) {
+    if (this.#watched.has(socket)) return;
+    this.#watched.add(socket);
+    const timer = setTimeout(
+      () => fail(connectTimeout(this.#connectTimeoutMs)),
+      this.#connectTimeoutMs,
     );
+    socket.once("secureConnect", () => {
+      clearTimeout(timer);
+      this.#remember(endpoint, socket);
+    });
+    socket.once("close", () => {
+      clearTimeout(timer);
+      // after the agent's own close handler has taken the socket off its lists
+      if (kept) setImmediate(() => this.#forgetIfIdle(this.#keptKey(endpoint), kept));
+    });
+  }
+
+  /** One exchange over `node:https` (or the test dispatcher). Rejects on transport failures. */
+  #exchange(endpoint: ProxyEndpoint, out: Outgoing): Promise<Exchange> {
+    const signal = AbortSignal.timeout(out.timeoutMs);
+    if (this.#dispatcher)
+      return this.#dispatcher
+        .request({
+          origin: this.#origin(endpoint),
+          path: out.path,
+          method: out.method,
+          headers: out.headers,
+          body: out.body,
+          signal,
+        })
+        .then(r => ({ status: r.statusCode, headers: r.headers, body: r.body }));
+    const agent = out.keep ? this.#keptFor(endpoint) : this.#oneShot;
+    return new Promise((resolve, reject) => {
+      const req = httpsRequest({
+        agent,
+        host: endpoint.address,
+        port: endpoint.port,
+        servername: endpoint.serverName,
+        rejectUnauthorized: true,
+        method: out.method,
+        path: out.path,
+        headers: {
+          ...out.headers,
+          ...(out.body ? { "content-length": String(out.body.length) } : {}),
+        },
+        signal,
+      });
+      req.on("socket", socket =>
+        this.#watch(
+          endpoint,
+          socket as TLSSocket,
+          e => req.destroy(e),
+          out.keep ? agent : undefined,
+        ),
+      );
+      req.on("response", res =>
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: res }),
+      );
+      // Stays attached: a failure after the answer began surfaces while its body is read.
+      req.on("error", reject);
+      req.end(out.body);
+    });
   }
 
   /**
@@ -376,11 +483,38 @@ export class AdminClient {
     extraHeaders: Readonly<Record<string, string>> = {},
     keep = false,
   ): Promise<Result<{ status: number; body: string; etag: string | undefined }, AdminError>> {
-    const origin = this.#origin(endpoint);
+    if (this.#closed) return err({ kind: "connect", message: "admin client closed" });
+    this.#inFlight++;
     try {
-      const response = await request(`${origin}${path}`, {
+      return await this.#sendOnce(
+        endpoint,
         method,
-        dispatcher: keep ? this.#keptFor(endpoint) : this.#dispatcher,
+        path,
+        timeoutMs,
+        body,
+        limit,
+        extraHeaders,
+        keep,
+      );
+    } finally {
+      if (--this.#inFlight === 0) for (const done of this.#drained.splice(0)) done();
+    }
+  }
+
+  async #sendOnce(
+    endpoint: ProxyEndpoint,
+    method: "GET" | "POST",
+    path: string,
+    timeoutMs: number,
+    body: Buffer | undefined,
+    limit: number,
+    extraHeaders: Readonly<Record<string, string>>,
+    keep: boolean,
+  ): Promise<Result<{ status: number; body: string; etag: string | undefined }, AdminError>> {
+    try {
+      const response = await this.#exchange(endpoint, {
+        method,
+        path,
         headers: {
           host: `${endpoint.serverName}:${endpoint.port}`,
           ...(keep ? {} : { connection: "close" }),
@@ -388,11 +522,10 @@ export class AdminClient {
           ...extraHeaders,
         },
         body,
-        signal: AbortSignal.timeout(timeoutMs),
-        headersTimeout: timeoutMs,
-        bodyTimeout: timeoutMs,
+        timeoutMs,
+        keep,
       });
-      const status = response.statusCode;
+      const status = response.status;
       const success = status >= 200 && status < 300;
       const cap = success ? limit : this.#limits.error;
       const length = Number(response.headers["content-length"]);
@@ -417,7 +550,7 @@ export class AdminClient {
     } catch (e) {
       if (keep && staleSocket(e)) {
         this.#dropKept(endpoint);
-        return this.#send(endpoint, method, path, timeoutMs, body, limit, extraHeaders);
+        return this.#sendOnce(endpoint, method, path, timeoutMs, body, limit, extraHeaders, false);
       }
       return err(transportError(e));
     }
@@ -574,10 +707,12 @@ export class AdminClient {
     return sent.ok ? routeTableAnswer(sent.value, many) : sent;
   }
 
+  /** Refuses new requests, waits for those in flight, then closes every connection. */
   async close(): Promise<void> {
-    const kept = [...this.#kept.values()];
+    this.#closed = true;
+    if (this.#inFlight > 0) await new Promise<void>(done => this.#drained.push(done));
+    for (const agent of this.#kept.values()) agent.destroy();
     this.#kept.clear();
-    await Promise.all(kept.map(p => p.close()));
-    if (this.#ownsDispatcher) await this.#dispatcher.close();
+    this.#oneShot.destroy();
   }
 }

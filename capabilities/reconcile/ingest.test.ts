@@ -30,6 +30,17 @@ describe("Ingest", () => {
     expect(i.event("HTTPRoute", "upsert", route("19"), new Set())).toBeUndefined();
   });
 
+  it("forgets a deleted object, and a list replaces what its kind remembered", () => {
+    const i = new Ingest();
+    i.event("HTTPRoute", "upsert", route("5"), new Set());
+    expect(i.remembered).toBe(1);
+    i.event("HTTPRoute", "delete", route("6"), new Set());
+    expect(i.remembered).toBe(0);
+    i.event("HTTPRoute", "upsert", route("7"), new Set());
+    i.listed("HTTPRoute", []);
+    expect(i.remembered).toBe(0);
+  });
+
   it("strips what we never read on the way in", () => {
     const i = new Ingest();
     const e = i.event("HTTPRoute", "upsert", route("1"), new Set())!;

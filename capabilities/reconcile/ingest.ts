@@ -3,7 +3,8 @@
  * than one already seen for the object are dropped (resourceVersion); objects are stripped of
  * what we never read; and the stage says whether an event can change the translation (a
  * status-only update cannot) and whether it is about an object we made. Pure but for the
- * resourceVersions it remembers.
+ * resourceVersions it remembers: one per object that exists (a delete forgets it, a list
+ * replaces its kind's), so create/delete churn leaves nothing behind.
  */
 import { isOurProxyObject } from "../ownership/proxies";
 import { Kind, KubeObject, Snapshot, SnapshotEvent } from "../snapshot";
@@ -15,8 +16,7 @@ const rvOf = (o: KubeObject): bigint | undefined => {
   return rv && /^\d+$/.test(rv) ? BigInt(rv) : undefined;
 };
 
-const idOf = (kind: Kind, o: KubeObject) =>
-  `${kind}/${o.metadata.namespace ?? ""}/${o.metadata.name}`;
+const idOf = (o: KubeObject) => `${o.metadata.namespace ?? ""}/${o.metadata.name}`;
 
 /** The object as the snapshot keeps it: without what we never read. */
 export const ingestable = (kind: Kind, o: KubeObject): KubeObject =>
@@ -54,8 +54,21 @@ export interface Ingested {
 }
 
 export class Ingest {
-  /** The newest resourceVersion seen of each object. */
-  readonly #seen = new Map<string, bigint>();
+  /** The newest resourceVersion seen of each object that exists, by kind. */
+  readonly #seen = new Map<Kind, Map<string, bigint>>();
+
+  #of(kind: Kind): Map<string, bigint> {
+    let m = this.#seen.get(kind);
+    if (!m) this.#seen.set(kind, (m = new Map()));
+    return m;
+  }
+
+  /** Objects whose resourceVersion is remembered (tests: churn leaves nothing behind). */
+  get remembered(): number {
+    let n = 0;
+    for (const m of this.#seen.values()) n += m.size;
+    return n;
+  }
 
   /**
    * A watch event as the snapshot takes it, or undefined when it is older than one already
@@ -68,25 +81,33 @@ export class Ingest {
     object: KubeObject,
     planSecrets: ReadonlySet<string>,
   ): Ingested | undefined {
-    const id = idOf(kind, object);
+    const key = idOf(object);
+    const seen = this.#of(kind);
     const rv = rvOf(object);
-    const last = this.#seen.get(id);
+    const last = seen.get(key);
     if (rv !== undefined && last !== undefined && rv < last) return undefined;
-    if (rv !== undefined) this.#seen.set(id, rv);
-    const key = `${object.metadata.namespace ?? ""}/${object.metadata.name}`;
+    // A deleted object is forgotten: a late event about it can only come from a read that began
+    // before the delete, and the reads check the snapshot still holds the object (referenced-data.ts).
+    if (type === "delete") seen.delete(key);
+    else if (rv !== undefined) seen.set(key, rv);
     return {
       event: { type, kind, object: ingestable(kind, object) },
       ours: isOurProxyObject(object) || (kind === "Secret" && planSecrets.has(key)),
     };
   }
 
-  /** A list's items as the snapshot takes them; their resourceVersions are remembered. */
+  /**
+   * A list's items as the snapshot takes them; their resourceVersions replace the kind's (an
+   * object the list no longer has is forgotten with it).
+   */
   listed(kind: Kind, items: readonly KubeObject[]): KubeObject[] {
     const out = items.map(o => ingestable(kind, o));
+    const seen = new Map<string, bigint>();
     for (const o of out) {
       const rv = rvOf(o);
-      if (rv !== undefined) this.#seen.set(idOf(kind, o), rv);
+      if (rv !== undefined) seen.set(idOf(o), rv);
     }
+    this.#seen.set(kind, seen);
     return out;
   }
 }

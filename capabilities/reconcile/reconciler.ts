@@ -37,8 +37,10 @@ import {
   Snapshot,
   apply,
   applyAll,
+  asMetadataOnly,
   emptySnapshot,
   isSynced,
+  metadataOnly,
   relevantChange,
 } from "../snapshot";
 import {
@@ -73,9 +75,17 @@ import { HeldEchoes } from "./echoes";
 import { Ingest } from "./ingest";
 import { ProvisionQueue } from "./provision-queue";
 import { KengineProxyWrites, StatusQueue } from "./status-queue";
-import { LIST_PATHS } from "./kinds";
+import { LIST_PATHS, kindPath } from "./kinds";
+import {
+  DATA_KINDS,
+  DataKind,
+  ReferencedData,
+  isDataKind,
+  listAccept,
+  watchAccept,
+} from "./referenced-data";
 import { DEFAULT_RETRY, Listed, RetryDeps, RetryPolicy, listAll, retrying } from "./list";
-import { KindWatch, relistEvents } from "./watch";
+import { DEFAULT_WATCH_SILENCE_MS, KindWatch, relistEvents } from "./watch";
 import { EventRecorder, GatewayObjectRef, PushEvents } from "./events";
 import { GatewayIR } from "../ir";
 import { GatewayPlan, planGateway, sealedRenders } from "./plan";
@@ -136,6 +146,8 @@ export interface ReconcilerOptions {
    * can watch). Off: the caller feeds `ingest` (unit tests).
    */
   readonly watch?: boolean;
+  /** A watch silent this long is restarted (watch.ts; default 60 s, KENGINE_WATCH_SILENCE). */
+  readonly watchSilenceMs?: number;
 }
 
 /** Start-up failed for good: the process should exit (Kubernetes restarts it). */
@@ -232,6 +244,8 @@ export class Reconciler {
   readonly #acme: AcmeManager;
   /** The one watch of each kind, started from that kind's list (watch.ts). */
   readonly #watches = new Map<Kind, KindWatch>();
+  /** Secrets and ConfigMaps: data only of the referenced ones, read when wanted (referenced-data.ts). */
+  readonly #data: ReferencedData;
 
   constructor(private readonly o: ReconcilerOptions) {
     this.#loop = new BuildLoop(
@@ -272,6 +286,27 @@ export class Reconciler {
       log: (message, meta) => o.log.info(message, meta),
     });
     this.#acme = new AcmeManager({ kube: o.kube, log: o.log, namespace: o.namespace, ...o.acme });
+    this.#data = new ReferencedData({
+      get: (kind, namespace, name) => o.kube.request("GET", kindPath(kind, namespace, name)),
+      deliver: (kind, object) => this.ingest(kind, "upsert", object),
+      snapshot: () => this.#current(),
+      onSettled: () => this.requestBuild(),
+      sleep: o.sleep ?? (ms => new Promise(r => setTimeout(r, ms))),
+      random: Math.random,
+      backoff: (o.startupRetry ?? DEFAULT_RETRY).backoff,
+      onRead: (kind, key, outcome, error) => {
+        ingestMetrics.dataRead(kind, outcome);
+        o.log[outcome === "failed" ? "warn" : "debug"]("referenced object read", {
+          kind,
+          name: key,
+          outcome,
+          ...(error !== undefined && {
+            error: error instanceof Error ? error.message : String(error),
+          }),
+        });
+      },
+    });
+    ingestMetrics.dataObjects(() => this.#dataCounts());
     this.#events = new EventRecorder({
       kube: o.kube,
       instance: o.identity,
@@ -379,10 +414,48 @@ export class Reconciler {
     return this.#fleet?.states() ?? new Map();
   }
 
-  /** A Watch event (or an initial-list item). Stale events (older resourceVersion) are dropped. */
+  /**
+   * A Watch event (or an initial-list item). Stale events (older resourceVersion) are dropped; a
+   * Secret or ConfigMap keeps its data only when referenced (referenced-data.ts).
+   */
   ingest(kind: Kind, type: "upsert" | "delete", object: KubeObject): void {
     const i = this.#ingest.event(kind, type, object, this.#planSecrets);
-    if (i) this.#apply(i.event, i.ours);
+    if (!i) return;
+    const event = this.#data.admitEvent(
+      i.event,
+      isDataKind(kind) ? this.#current() : this.#snapshot,
+    );
+    if (!event) return;
+    this.#apply(event, i.ours);
+    this.#syncData();
+  }
+
+  /**
+   * After a change: reads the Secrets and ConfigMaps that became referenced, and puts those no
+   * longer referenced back to their metadata (one batch; nothing translation reads changes).
+   */
+  #syncData(): void {
+    const events = this.#data.sync(this.#snapshot, this.#planSecrets);
+    if (events.length === 0) return;
+    const current = this.#current();
+    for (const e of events) this.#dirty.observe(current, e);
+    this.#snapshot = applyAll(current, events).snapshot;
+    this.o.log.debug("data dropped: no longer referenced", { objects: events.length });
+  }
+
+  /** Secrets and ConfigMaps held with their data and as metadata only (metrics at scrape time). */
+  #dataCounts(): { kind: DataKind; kept: number; metadataOnly: number }[] {
+    const s = this.#snapshot;
+    return DATA_KINDS.map(kind => {
+      let meta = 0;
+      for (const o of s.objects[kind].values()) if (metadataOnly(o)) meta++;
+      return { kind, kept: s.objects[kind].size - meta, metadataOnly: meta };
+    });
+  }
+
+  /** Sizes of what ingest remembers besides the snapshot (tests: churn leaves nothing behind). */
+  get ingestState(): { readonly remembered: number; readonly reading: number } {
+    return { remembered: this.#ingest.remembered, reading: this.#data.reading };
   }
 
   /**
@@ -491,7 +564,7 @@ export class Reconciler {
       });
     for (const kind of KINDS) {
       const listed = await listAll<KubeObject>(
-        path => this.o.kube.request("GET", path),
+        path => this.o.kube.request("GET", path, undefined, undefined, listAccept(kind)),
         LIST_PATHS[kind],
         retry,
         deps,
@@ -566,7 +639,13 @@ export class Reconciler {
         kind,
         objects: listed.items.length,
       });
-    const items = listed.found ? this.#ingest.listed(kind, listed.items) : [];
+    let items = listed.found
+      ? this.#ingest.listed(
+          kind,
+          isDataKind(kind) ? listed.items.map(asMetadataOnly) : listed.items,
+        )
+      : [];
+    if (isDataKind(kind)) items = this.#data.listed(kind, items, this.#current());
     const before = this.#current();
     const r = applyAll(before, [
       ...relistEvents(kind, before.objects[kind] as ReadonlyMap<string, KubeObject>, items),
@@ -577,6 +656,7 @@ export class Reconciler {
     ingestMetrics.cached(kind, r.snapshot.objects[kind].size);
     if (r.snapshot.objects[kind] !== before.objects[kind]) this.#dirty.markAll();
     if (r.relevant || (isSynced(before) && r.snapshot !== before)) this.#batcher.notify();
+    this.#syncData();
   }
 
   /**
@@ -590,13 +670,14 @@ export class Reconciler {
     retry: RetryPolicy,
     deps: RetryDeps,
   ): void {
-    const stream = this.o.kube.watch?.bind(this.o.kube);
-    if (!stream || this.o.watch === false || this.#watches.has(kind) || this.#stopped) return;
+    const watch = this.o.kube.watch?.bind(this.o.kube);
+    if (!watch || this.o.watch === false || this.#watches.has(kind) || this.#stopped) return;
+    const accept = watchAccept(kind);
     const w: KindWatch = new KindWatch(kind, LIST_PATHS[kind], {
-      stream,
+      stream: (path, onEvent, signal) => watch(path, onEvent, signal, accept),
       relist: async (): Promise<string | undefined> => {
         const listed = await listAll<KubeObject>(
-          path => this.o.kube.request("GET", path),
+          path => this.o.kube.request("GET", path, undefined, undefined, listAccept(kind)),
           LIST_PATHS[kind],
           { ...retry, retryAttempts: 1, deniedAttempts: 1 },
           { ...deps, onRetry: undefined, stopped: (): boolean => this.#stopped || w.stopped },
@@ -607,12 +688,23 @@ export class Reconciler {
       },
       ingest: (type, object) => {
         ingestMetrics.ingested(kind, "watch");
-        this.ingest(kind, type, object);
+        // metadata only, as asked (watchAccept): never a data kind's data from a watch
+        this.ingest(kind, type, isDataKind(kind) ? asMetadataOnly(object) : object);
       },
       sleep: deps.sleep,
       random: deps.random,
       backoff: retry.backoff,
+      silenceMs: this.o.watchSilenceMs,
       onConnect: () => ingestMetrics.watchRequest(kind),
+      onRestart: cause => {
+        ingestMetrics.watchRestart(kind, cause);
+        if (cause === "silent")
+          this.o.log.warn("watch silent past its bound: restarted", {
+            kind,
+            silenceMs: this.o.watchSilenceMs ?? DEFAULT_WATCH_SILENCE_MS,
+          });
+        else if (cause !== "closed") this.o.log.debug("watch restarted", { kind, cause });
+      },
       onError: (error, attempt, retryInMs) =>
         this.o.log[this.#missing.has(kind) ? "debug" : "warn"]("watch failed, retrying", {
           kind,
@@ -721,6 +813,7 @@ export class Reconciler {
     if (this.#caStepTimer) clearTimeout(this.#caStepTimer);
     await this.#isolation.stop();
     await Promise.all([...this.#watches.values()].map(w => w.stop()));
+    this.#data.stop();
     await this.#loop.stop();
     this.#provision.clear();
     this.#statusQueue.clear();
@@ -744,8 +837,8 @@ export class Reconciler {
     for (;;) {
       while (this.#loop.running || this.#batcher.pending)
         await (this.#loop.running ?? new Promise(r => setTimeout(r, 20)));
-      await Promise.all([this.#provision.idle(), this.#statusQueue.idle()]);
-      if (!this.#loop.running && !this.#batcher.pending) return;
+      await Promise.all([this.#provision.idle(), this.#statusQueue.idle(), this.#data.idle()]);
+      if (!this.#loop.running && !this.#batcher.pending && this.#data.reading === 0) return;
     }
   }
 
@@ -793,6 +886,9 @@ export class Reconciler {
   async #build(): Promise<void> {
     const snapshot = this.#current();
     if (!isSynced(snapshot) || !this.#ca || !this.#fleet) return;
+    // Referenced Secrets and ConfigMaps being read: the build runs when they are (or after the
+    // wait bound), so a new reference is translated with its data.
+    if (this.#data.holdsBuilds()) return;
     const leader = this.#elector.isLeader();
     const caRead = this.#caRead;
     const run = this.#timings.begin();
@@ -848,6 +944,7 @@ export class Reconciler {
     );
 
     this.#planSecrets = new Set(plans.flatMap(p => p.secrets));
+    this.#syncData();
     this.#admin?.setChannels(
       new Map(plans.flatMap(p => (p.channel ? [[p.channel.key, p.channel.credentials]] : []))),
     );

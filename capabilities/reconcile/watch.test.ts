@@ -1,7 +1,18 @@
 import fc from "fast-check";
 import { applyAll, emptySnapshot, keyOf } from "../snapshot";
 import type { KubeObject } from "../snapshot";
-import { KindWatch, RawWatchEvent, relistEvents, watchPath, watchStep } from "./watch";
+import {
+  DEFAULT_WATCH_SILENCE_MS,
+  KindWatch,
+  RawWatchEvent,
+  RestartCause,
+  WatchTimer,
+  relistEvents,
+  watchPath,
+  watchSilenceFromEnv,
+  watchStep,
+  watchTimeoutSeconds,
+} from "./watch";
 
 const obj = (name: string, rv: string): KubeObject => ({
   kind: "HTTPRoute",
@@ -193,6 +204,151 @@ describe("KindWatch", () => {
     await asleep;
     await w.stop(); // resolves: the sleep is cut short
     expect(w.stopped).toBe(true);
+  });
+});
+
+/** Timers run by hand: `fire()` runs the due ones (the silence bound without real time). */
+class HandTimer implements WatchTimer {
+  #next = 0;
+  readonly armed = new Map<number, { fn: () => void; ms: number }>();
+  set(fn: () => void, ms: number): unknown {
+    const id = ++this.#next;
+    this.armed.set(id, { fn, ms });
+    return id;
+  }
+  clear(handle: unknown): void {
+    this.armed.delete(handle as number);
+  }
+  /** Runs every armed timer (each watch request arms one; a line re-arms it). */
+  fire(): void {
+    const due = [...this.armed.values()];
+    this.armed.clear();
+    for (const t of due) t.fn();
+  }
+}
+
+/**
+ * A fake transport: each request delivers its scripted lines and then stays open without a
+ * byte (a half-open connection) until aborted, as the real client does.
+ */
+function silentTransport(script: RawWatchEvent[][]) {
+  const opened: { path: string; aborted: boolean }[] = [];
+  const waiters: (() => void)[] = [];
+  const stream = (path: string, onEvent: (e: RawWatchEvent) => void, signal: AbortSignal) => {
+    const request = { path, aborted: false };
+    opened.push(request);
+    for (const line of script.shift() ?? []) onEvent(line);
+    for (const w of waiters.splice(0)) w();
+    return new Promise<void>((_, reject) =>
+      signal.addEventListener("abort", () => {
+        request.aborted = true;
+        reject(Object.assign(new Error("aborted"), { name: "AbortError" }));
+      }),
+    );
+  };
+  /** Resolves once `n` requests were opened. */
+  const opens = async (n: number) => {
+    while (opened.length < n) await new Promise<void>(r => waiters.push(r));
+  };
+  return { stream, opened, opens };
+}
+
+describe("KindWatch silence bound", () => {
+  const setup = (script: RawWatchEvent[][], silenceMs = 30_000) => {
+    const timer = new HandTimer();
+    const t = silentTransport(script);
+    const causes: RestartCause[] = [];
+    const sleeps: number[] = [];
+    const ingested: string[] = [];
+    const watch = new KindWatch("Secret", "/api/v1/secrets", {
+      stream: t.stream,
+      relist: () => Promise.resolve("1"),
+      ingest: (type, o) =>
+        ingested.push(`${type} ${o.metadata.name}@${o.metadata.resourceVersion}`),
+      sleep: ms => {
+        sleeps.push(ms);
+        return Promise.resolve();
+      },
+      random: () => 0.5,
+      backoff: { initialMs: 100, maxMs: 1000, factor: 2, jitter: 0 },
+      silenceMs,
+      timer,
+      onRestart: c => causes.push(c),
+    });
+    const rv = (i: number) =>
+      new URL(t.opened[i]!.path, "http://x").searchParams.get("resourceVersion");
+    return { timer, t, causes, sleeps, ingested, watch, rv };
+  };
+
+  it("restarts a watch silent past the bound from the last resourceVersion it saw, at once", async () => {
+    const h = setup([[ev("ADDED", "a", "11"), ev("BOOKMARK", "", "15")], []]);
+    h.watch.start("10");
+    await h.t.opens(1);
+    // every line re-armed the bound: one timer armed, for the configured silence
+    expect([...h.timer.armed.values()].map(t => t.ms)).toEqual([30_000]);
+    h.timer.fire();
+    await h.t.opens(2);
+    expect(h.t.opened[0]!.aborted).toBe(true);
+    expect(h.rv(1)).toBe("15");
+    expect(h.causes).toEqual(["silent"]);
+    expect(h.sleeps).toEqual([]);
+    expect(h.ingested).toEqual(["upsert a@11"]);
+    await h.watch.stop();
+    expect(h.t.opened[1]!.aborted).toBe(true);
+  });
+
+  it("backs off when a request stays silent from its start (the server is unreachable)", async () => {
+    const h = setup([[], [], []]);
+    h.watch.start("10");
+    await h.t.opens(1);
+    h.timer.fire();
+    await h.t.opens(2);
+    h.timer.fire();
+    await h.t.opens(3);
+    expect(h.causes).toEqual(["silent", "silent"]);
+    expect(h.sleeps).toEqual([100, 200]);
+    expect([h.rv(0), h.rv(1), h.rv(2)]).toEqual(["10", "10", "10"]);
+    await h.watch.stop();
+  });
+
+  it("never fires while lines keep coming, and a healthy watch asks the server to end it before the bound", async () => {
+    const h = setup([[ev("ADDED", "a", "11")]], 60_000);
+    h.watch.start("10");
+    await h.t.opens(1);
+    const timeout = Number(
+      new URL(h.t.opened[0]!.path, "http://x").searchParams.get("timeoutSeconds"),
+    );
+    expect(timeout * 1000).toBeLessThan(60_000);
+    expect(h.causes).toEqual([]);
+    await h.watch.stop();
+    expect(h.timer.armed.size).toBe(0);
+  });
+});
+
+describe("watch silence settings", () => {
+  it("defaults to 60 s and takes a duration between 5 s and 60 s", () => {
+    expect(watchSilenceFromEnv({})).toEqual({ ok: true, value: DEFAULT_WATCH_SILENCE_MS });
+    expect(DEFAULT_WATCH_SILENCE_MS).toBeLessThanOrEqual(60_000);
+    expect(watchSilenceFromEnv({ KENGINE_WATCH_SILENCE: "30s" })).toEqual({
+      ok: true,
+      value: 30_000,
+    });
+    expect(watchSilenceFromEnv({ KENGINE_WATCH_SILENCE: "45" })).toEqual({
+      ok: true,
+      value: 45_000,
+    });
+    for (const bad of ["2m", "1s", "soon", "0"])
+      expect(watchSilenceFromEnv({ KENGINE_WATCH_SILENCE: bad })).toMatchObject({ ok: false });
+  });
+
+  it("asks for a server timeout below every bound it accepts", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 5_000, max: 60_000 }), ms => {
+        const t = watchTimeoutSeconds(ms);
+        expect(t).toBeGreaterThanOrEqual(1);
+        expect(t * 1000).toBeLessThan(ms);
+      }),
+    );
   });
 });
 

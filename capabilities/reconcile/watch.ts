@@ -7,9 +7,16 @@
  * and replaces it in the snapshot in one batch (`relistEvents`: objects missing from the new
  * list are deleted). Failures back off (capped exponential, jitter) and retry for ever.
  *
- * Pure orchestration over an injected stream, relist, sleep and random source.
+ * A watch silent for `silenceMs` (no line at all: neither an event nor a bookmark) is taken for
+ * a dead connection (half-open: the peer or a middlebox stopped forwarding without closing) and
+ * restarted from the last resourceVersion. A healthy watch is never that silent: each request
+ * asks the server to end it normally before the bound (`watchTimeoutSeconds`), so a quiet kind
+ * is resumed, not restarted.
+ *
+ * Pure orchestration over an injected stream, relist, sleep, timer and random source.
  */
 import type { WatchEvent } from "../kube/client";
+import { parseDuration } from "../election/env";
 import { backoffDelay, BackoffPolicy } from "../proxies/backoff";
 import { keyOf } from "../snapshot";
 import type { Kind, KubeObject, SnapshotEvent } from "../snapshot";
@@ -30,6 +37,64 @@ export type WatchStream = (
 
 /** How long the server keeps one watch open before we resume it (seconds). */
 export const WATCH_TIMEOUT_SECONDS = 300;
+
+/** Default bound on a watch's silence before it is restarted (KENGINE_WATCH_SILENCE). */
+export const DEFAULT_WATCH_SILENCE_MS = 60_000;
+
+/**
+ * The `timeoutSeconds` a watch asks for under a silence bound: four fifths of it (at most
+ * WATCH_TIMEOUT_SECONDS), so the server ends a quiet healthy watch before the bound and it is
+ * resumed rather than counted silent.
+ */
+export const watchTimeoutSeconds = (silenceMs: number): number =>
+  Math.max(1, Math.min(WATCH_TIMEOUT_SECONDS, Math.floor((silenceMs * 0.8) / 1000)));
+
+/** The environment variable that sets the silence bound (a duration: "30s", "45", "1m"). */
+export const WATCH_SILENCE_ENV = "KENGINE_WATCH_SILENCE";
+/** The bound may be set between these (a shorter one restarts healthy watches for nothing). */
+export const MIN_WATCH_SILENCE_MS = 5_000;
+export const MAX_WATCH_SILENCE_MS = 60_000;
+
+/** The silence bound from the environment (default when unset), or why the value is refused. */
+export function watchSilenceFromEnv(
+  env: Readonly<Record<string, string | undefined>>,
+): { readonly ok: true; readonly value: number } | { readonly ok: false; readonly error: string } {
+  const raw = env[WATCH_SILENCE_ENV];
+  if (raw === undefined || raw === "") return { ok: true, value: DEFAULT_WATCH_SILENCE_MS };
+  const ms = parseDuration(raw);
+  if (ms === undefined || ms < MIN_WATCH_SILENCE_MS || ms > MAX_WATCH_SILENCE_MS)
+    return {
+      ok: false,
+      error: `${WATCH_SILENCE_ENV}=${JSON.stringify(raw)}: not a duration between ${MIN_WATCH_SILENCE_MS / 1000}s and ${MAX_WATCH_SILENCE_MS / 1000}s (e.g. "30s")`,
+    };
+  return { ok: true, value: ms };
+}
+
+/** Why a watch request ended and another one is opened. */
+export type RestartCause =
+  /** The server ended it normally (its timeoutSeconds): resumed from the last resourceVersion. */
+  | "closed"
+  /** No line for the silence bound: aborted and resumed from the last resourceVersion. */
+  | "silent"
+  /** 410 Gone: the resourceVersion is too old; the kind is listed again. */
+  | "gone"
+  /** The request failed or the server sent an ERROR: retried after a back-off. */
+  | "error";
+
+/** A one-shot timer (injected: tests run the silence bound without real time). */
+export interface WatchTimer {
+  set(fn: () => void, ms: number): unknown;
+  clear(handle: unknown): void;
+}
+
+const realTimer: WatchTimer = {
+  set: (fn, ms) => {
+    const t = setTimeout(fn, ms);
+    t.unref();
+    return t;
+  },
+  clear: h => clearTimeout(h as ReturnType<typeof setTimeout>),
+};
 
 /** The watch request of a kind's list path from `resourceVersion` (bookmarks on). */
 export function watchPath(
@@ -106,6 +171,12 @@ export interface KindWatchDeps {
   readonly onConnect?: (resourceVersion: string) => void;
   /** Pause after a watch the server ended without a single line (never a busy loop). */
   readonly quietMs?: number;
+  /** Silence bound (default DEFAULT_WATCH_SILENCE_MS); the request's timeoutSeconds follows it. */
+  readonly silenceMs?: number;
+  /** The silence bound's timer (default: real, unref'd). */
+  readonly timer?: WatchTimer;
+  /** Called each time a watch request ended and the kind is watched (or listed) again. */
+  readonly onRestart?: (cause: RestartCause) => void;
 }
 
 const statusOf = (e: unknown): number | undefined => {
@@ -171,14 +242,31 @@ export class KindWatch {
       }
       let lines = 0;
       let gone = false;
+      let silent = false;
       let error: string | undefined;
+      // One request's abort: the watch stopping, or the silence bound.
+      const request = new AbortController();
+      const stop = () => request.abort();
+      this.#abort.signal.addEventListener("abort", stop, { once: true });
+      const timer = d.timer ?? realTimer;
+      const silenceMs = d.silenceMs ?? DEFAULT_WATCH_SILENCE_MS;
+      let silence: unknown;
+      const arm = () => {
+        if (silence !== undefined) timer.clear(silence);
+        silence = timer.set(() => {
+          silent = true;
+          request.abort();
+        }, silenceMs);
+      };
+      arm();
       try {
         d.onConnect?.(rv);
         await d.stream(
-          watchPath(this.listPath, rv),
+          watchPath(this.listPath, rv, watchTimeoutSeconds(silenceMs)),
           event => {
-            if (gone || error !== undefined) return;
+            if (gone || error !== undefined || silent) return;
             lines++;
+            arm();
             const step = watchStep(event);
             switch (step.op) {
               case "ingest":
@@ -196,17 +284,32 @@ export class KindWatch {
                 return;
             }
           },
-          this.#abort.signal,
+          request.signal,
         );
       } catch (e) {
         if (this.stopped) return;
-        if (statusOf(e) === 410) rv = undefined;
+        if (silent) {
+          // Resumed from the last resourceVersion at once when the request had delivered
+          // lines; a request silent from its start backs off like a failure.
+        } else if (statusOf(e) === 410) rv = undefined;
         else {
+          d.onRestart?.("error");
           await fail(e);
           continue;
         }
+      } finally {
+        timer.clear(silence);
+        this.#abort.signal.removeEventListener("abort", stop);
       }
+      if (this.stopped) return;
       if (gone) rv = undefined;
+      if (silent) {
+        d.onRestart?.("silent");
+        if (lines > 0) failures = 0;
+        else await fail(new Error(`watch of ${this.kind} silent for ${silenceMs} ms`));
+        continue;
+      }
+      d.onRestart?.(error !== undefined ? "error" : rv === undefined ? "gone" : "closed");
       if (error !== undefined) await fail(new Error(error));
       else if (gone || lines > 0) failures = 0;
       else if (rv !== undefined) await this.#sleep(d.quietMs ?? 1000);

@@ -4,6 +4,8 @@ export {
   apply,
   applyAll,
   changedKeys,
+  collectDataReferences,
+  dataReferences,
   earlierVersions,
   emptySnapshot,
   isSynced,
@@ -13,7 +15,16 @@ export {
   selectorMatches,
   snapshotOf,
 } from "./snapshot";
-export type { ApplyResult, ObjectMapOf, ReferenceIndex, Snapshot, SnapshotEvent } from "./snapshot";
+export type {
+  ApplyResult,
+  DataPermitted,
+  DataReferences,
+  ObjectMapOf,
+  ReferenceIndex,
+  Snapshot,
+  SnapshotEvent,
+} from "./snapshot";
+export { PARTIAL_METADATA_KIND, asMetadataOnly, metadataOnly } from "./strip";
 export {
   Batcher,
   DEFAULT_BATCH,

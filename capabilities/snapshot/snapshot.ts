@@ -19,6 +19,7 @@ import {
 export { CONTROLLER_NAME } from "../ownership";
 import { isOurClass } from "../ownership";
 import { acmeGrantOf, acmeIssuerOf, acmeSecretName } from "../validation/acme";
+import { metadataOnly } from "./strip";
 
 export type ObjectMapOf<K extends Kind> = ReadonlyMap<string, KindMap[K]>;
 
@@ -201,9 +202,12 @@ export function changedKeys(
   return undefined;
 }
 
+/** The same version of an object, and both whole or both metadata only (strip.ts). */
 function sameVersion(a: KubeObject, b: KubeObject): boolean {
   const ra = a.metadata.resourceVersion;
-  return ra !== undefined && ra === b.metadata.resourceVersion;
+  return (
+    ra !== undefined && ra === b.metadata.resourceVersion && metadataOnly(a) === metadataOnly(b)
+  );
 }
 
 /* ------------------------------------------------------------------ relevance */
@@ -265,21 +269,11 @@ export function referenceIndex(s: Snapshot): ReferenceIndex {
 
 function buildIndex(s: Snapshot): ReferenceIndex {
   const { ourClasses, ourGateways } = ownIndex(s);
-  const secrets = new Set<string>();
-  const configMaps = new Set<string>();
+  const { secrets, configMaps } = dataReferences(s);
   const services = new Set<string>();
   let namespaceSelectors = false;
-  const addListenerRefs = (
-    ns: string,
-    listeners: Gateway["spec"]["listeners"],
-    owner: "Gateway" | "ListenerSet",
-  ): void => {
+  const addListenerRefs = (ns: string, listeners: Gateway["spec"]["listeners"]): void => {
     for (const l of listeners ?? []) {
-      for (const ref of l.tls?.certificateRefs ?? [])
-        secrets.add(`${ref.namespace ?? ns}/${ref.name}`);
-      // ACME certificates (and HTTP-01 answers) are a Gateway's own listeners' only.
-      if (owner === "Gateway" && acmeIssuerOf(l) !== undefined && l.hostname)
-        secrets.add(`${ns}/${acmeSecretName(l.hostname)}`);
       if (l.allowedRoutes?.namespaces?.from === "Selector") namespaceSelectors = true;
       // Pre-routing filters' authorization Services (translate/listenerfilters.ts).
       for (const f of l.filters?.requests ?? []) {
@@ -290,21 +284,11 @@ function buildIndex(s: Snapshot): ReferenceIndex {
   };
   for (const gw of s.objects.Gateway.values()) {
     if (!ourClasses.has(gw.spec?.gatewayClassName)) continue;
-    const gwNs = gw.metadata.namespace ?? "";
-    addListenerRefs(gwNs, gw.spec.listeners, "Gateway");
-    const tls = gw.spec.tls;
-    const client = tls?.backend?.clientCertificateRef;
-    if (client) secrets.add(`${client.namespace ?? gwNs}/${client.name}`);
-    for (const v of [
-      tls?.frontend?.default?.validation,
-      ...(tls?.frontend?.perPort ?? []).map(p => p.tls?.validation),
-    ])
-      for (const ref of v?.caCertificateRefs ?? [])
-        if (ref.kind === "ConfigMap") configMaps.add(`${ref.namespace ?? gwNs}/${ref.name}`);
+    addListenerRefs(gw.metadata.namespace ?? "", gw.spec.listeners);
     if (gw.spec.allowedListeners?.namespaces?.from === "Selector") namespaceSelectors = true;
   }
   for (const ls of s.objects.ListenerSet.values()) {
-    addListenerRefs(ls.metadata.namespace ?? "", ls.spec?.listeners, "ListenerSet");
+    addListenerRefs(ls.metadata.namespace ?? "", ls.spec?.listeners);
   }
   // ACME issuers granted by namespace labels (acme/issuers.ts): a label change can grant one.
   if (!namespaceSelectors) namespaceSelectors = acmeSelectorGrants(s);
@@ -324,22 +308,11 @@ function buildIndex(s: Snapshot): ReferenceIndex {
       }
     }
   }
-  for (const p of s.objects.BackendTLSPolicy.values()) {
-    const ns = p.metadata.namespace ?? "";
-    for (const ref of p.spec?.validation?.caCertificateRefs ?? []) {
-      if (ref.kind === "Secret") secrets.add(`${ns}/${ref.name}`);
-      else configMaps.add(`${ns}/${ref.name}`);
-    }
-  }
-  // XBackends (translate/xbackend.ts): their CA ConfigMaps; an EndpointSelector resolves
-  // through the Services (and so EndpointSlices) of its namespace.
+  // XBackends (translate/xbackend.ts): an EndpointSelector resolves through the Services (and
+  // so EndpointSlices) of its namespace.
   const selectorNamespaces = new Set<string>();
-  for (const xb of s.objects.XBackend.values()) {
-    const ns = xb.metadata.namespace ?? "";
-    for (const ref of xb.spec?.tls?.validation?.caCertificateRefs ?? [])
-      if (ref.kind === "ConfigMap") configMaps.add(`${ns}/${ref.name}`);
-    if (xb.spec?.type === "EndpointSelector") selectorNamespaces.add(ns);
-  }
+  for (const xb of s.objects.XBackend.values())
+    if (xb.spec?.type === "EndpointSelector") selectorNamespaces.add(xb.metadata.namespace ?? "");
   return {
     ourClasses,
     ourGateways,
@@ -349,6 +322,137 @@ function buildIndex(s: Snapshot): ReferenceIndex {
     namespaceSelectors,
     selectorNamespaces,
   };
+}
+
+/** The Secrets and ConfigMaps ("namespace/name") the Gateway API objects of a snapshot reference. */
+export interface DataReferences {
+  readonly secrets: ReadonlySet<string>;
+  readonly configMaps: ReadonlySet<string>;
+}
+
+const dataCache = new WeakMap<
+  object,
+  WeakMap<object, WeakMap<object, WeakMap<object, WeakMap<object, DataReferences>>>>
+>();
+
+/**
+ * Every Secret and ConfigMap the translator reads through a reference: listener
+ * `certificateRefs` (our Gateways' listeners and every ListenerSet's), ACME certificate Secrets
+ * (a Gateway's own listeners only), a Gateway's backend client certificate and frontend CA
+ * ConfigMaps, and the CA references of BackendTLSPolicies and XBackends. Routes reference none, so the answer is cached
+ * on the maps of the kinds that can (a route change never recomputes it).
+ */
+export function dataReferences(s: Snapshot): DataReferences {
+  const keys = [
+    s.objects.GatewayClass,
+    s.objects.Gateway,
+    s.objects.ListenerSet,
+    s.objects.BackendTLSPolicy,
+    s.objects.XBackend,
+  ] as const;
+  let a = dataCache.get(keys[0]);
+  if (!a) dataCache.set(keys[0], (a = new WeakMap()));
+  let b = a.get(keys[1]);
+  if (!b) a.set(keys[1], (b = new WeakMap()));
+  let c = b.get(keys[2]);
+  if (!c) b.set(keys[2], (c = new WeakMap()));
+  let d = c.get(keys[3]);
+  if (!d) c.set(keys[3], (d = new WeakMap()));
+  let refs = d.get(keys[4]);
+  if (!refs) d.set(keys[4], (refs = collectDataReferences(s)));
+  return refs;
+}
+
+/**
+ * May an object of ours (`from`) read the Secret or ConfigMap `to` of another namespace? The
+ * caller's ReferenceGrant check (translate/refs.ts); without one every reference counts.
+ */
+export type DataPermitted = (
+  from: { readonly kind: "Gateway" | "ListenerSet"; readonly namespace: string },
+  to: { readonly kind: "Secret" | "ConfigMap"; readonly namespace: string; readonly name: string },
+) => boolean;
+
+/**
+ * The references of `dataReferences`, uncached: of our Gateways and the ListenerSets attached to
+ * them, of every BackendTLSPolicy and XBackend (their references stay in their namespace), and
+ * only to core Secrets and ConfigMaps; a reference to another namespace only when `permitted`.
+ */
+export function collectDataReferences(s: Snapshot, permitted?: DataPermitted): DataReferences {
+  const { ourClasses, ourGateways } = ownIndex(s);
+  const secrets = new Set<string>();
+  const configMaps = new Set<string>();
+  type Ref = {
+    readonly group?: string;
+    readonly kind?: string;
+    readonly name: string;
+    readonly namespace?: string;
+  };
+  const add = (
+    from: Parameters<DataPermitted>[0],
+    kind: "Secret" | "ConfigMap",
+    ref: Ref,
+    defaultKind?: string,
+  ): void => {
+    if ((ref.group ?? "") !== "" || (ref.kind ?? defaultKind) !== kind) return;
+    const namespace = ref.namespace ?? from.namespace;
+    if (
+      namespace !== from.namespace &&
+      permitted &&
+      !permitted(from, { kind, namespace, name: ref.name })
+    )
+      return;
+    (kind === "Secret" ? secrets : configMaps).add(`${namespace}/${ref.name}`);
+  };
+  const addListenerRefs = (
+    from: Parameters<DataPermitted>[0],
+    listeners: Gateway["spec"]["listeners"],
+  ): void => {
+    for (const l of listeners ?? []) {
+      for (const ref of l.tls?.certificateRefs ?? []) add(from, "Secret", ref, "Secret");
+      // ACME certificates (and HTTP-01 answers) are a Gateway's own listeners' only.
+      if (from.kind === "Gateway" && acmeIssuerOf(l) !== undefined && l.hostname)
+        secrets.add(`${from.namespace}/${acmeSecretName(l.hostname)}`);
+    }
+  };
+  for (const gw of s.objects.Gateway.values()) {
+    if (!ourClasses.has(gw.spec?.gatewayClassName)) continue;
+    const from = { kind: "Gateway", namespace: gw.metadata.namespace ?? "" } as const;
+    addListenerRefs(from, gw.spec.listeners);
+    const tls = gw.spec.tls;
+    const client = tls?.backend?.clientCertificateRef;
+    if (client) add(from, "Secret", client, "Secret");
+    for (const v of [
+      tls?.frontend?.default?.validation,
+      ...(tls?.frontend?.perPort ?? []).map(p => p.tls?.validation),
+    ])
+      for (const ref of v?.caCertificateRefs ?? []) add(from, "ConfigMap", ref);
+  }
+  for (const ls of s.objects.ListenerSet.values()) {
+    const ns = ls.metadata.namespace ?? "";
+    const parent = ls.spec?.parentRef;
+    if (
+      !parent ||
+      (parent.group ?? GATEWAY_GROUP) !== GATEWAY_GROUP ||
+      (parent.kind ?? "Gateway") !== "Gateway" ||
+      !ourGateways.has(`${parent.namespace ?? ns}/${parent.name}`)
+    )
+      continue;
+    addListenerRefs({ kind: "ListenerSet", namespace: ns }, ls.spec?.listeners);
+  }
+  for (const p of s.objects.BackendTLSPolicy.values()) {
+    const ns = p.metadata.namespace ?? "";
+    for (const ref of p.spec?.validation?.caCertificateRefs ?? []) {
+      if (ref.kind === "Secret") secrets.add(`${ns}/${ref.name}`);
+      else configMaps.add(`${ns}/${ref.name}`);
+    }
+  }
+  // XBackends (translate/xbackend.ts): their CA ConfigMaps.
+  for (const xb of s.objects.XBackend.values()) {
+    const ns = xb.metadata.namespace ?? "";
+    for (const ref of xb.spec?.tls?.validation?.caCertificateRefs ?? [])
+      if (ref.kind === "ConfigMap") configMaps.add(`${ns}/${ref.name}`);
+  }
+  return { secrets, configMaps };
 }
 
 /** Whether some KengineParameters grants an ACME issuer by namespace labels. */

@@ -37,3 +37,23 @@ export function stripForIngest<T extends KubeObject>(o: T): T {
   }
   return { ...o, metadata: kept };
 }
+
+/**
+ * Secrets and ConfigMaps no object of ours references are kept as their metadata only (the
+ * API server's PartialObjectMetadata: `apiVersion: meta.k8s.io/v1`, `kind:
+ * PartialObjectMetadata`), never their data (reconcile/referenced-data.ts).
+ */
+export const PARTIAL_METADATA_KIND = "PartialObjectMetadata";
+
+/** Whether the object is the metadata of one only (its data was never read or was dropped). */
+export const metadataOnly = (o: { readonly kind?: string }): boolean =>
+  o.kind === PARTIAL_METADATA_KIND;
+
+/** The object's metadata alone (managedFields and the last-applied annotation stripped too). */
+export function asMetadataOnly(o: KubeObject): KubeObject {
+  return {
+    apiVersion: "meta.k8s.io/v1",
+    kind: PARTIAL_METADATA_KIND,
+    metadata: stripForIngest(o).metadata,
+  } as KubeObject;
+}

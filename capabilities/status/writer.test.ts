@@ -137,3 +137,25 @@ describe("failedWritesSummary", () => {
     expect(JSON.stringify(s).length).toBeLessThan(20 * 2 * 260 + 1000);
   });
 });
+
+describe("StatusWriter memory", () => {
+  it("forgets its copy of an object deleted before the watch caught up (never asked for again)", async () => {
+    const s = store();
+    const w = new StatusWriter({ api: s.api, isLeader: () => true, recompute: () => undefined });
+    const now = jest.spyOn(Date, "now");
+    try {
+      now.mockReturnValue(1_000_000);
+      await w.write([up("HTTPRoute", "gone", 1)]);
+      // our copy answers while the watch has not caught up
+      const stale = { metadata: { name: "gone", resourceVersion: "1" }, status: {} };
+      expect(w.freshest("HTTPRoute", "ns", "gone", stale)?.status).toEqual({ v: 1 });
+      // the route is deleted; later writes of other objects, past the 10 minutes
+      now.mockReturnValue(1_000_000 + 600_001);
+      await w.write([up("HTTPRoute", "other", 1)]);
+      expect(w.freshest("HTTPRoute", "ns", "gone", stale)).toBe(stale);
+    } finally {
+      now.mockRestore();
+      w.close();
+    }
+  });
+});

@@ -194,8 +194,13 @@ export class StatusWriter {
       return { written: 0, conflicts: 0, failed: [], skippedNotLeader: true };
     }
     const now = Date.now();
+    // Forgotten after 10 minutes: an object deleted before the watch caught up with our write
+    // of it is never asked for again, so nothing else would remove its written copy.
     for (const [key, at] of this.#lastWriteAt)
-      if (now - at > 600_000) this.#lastWriteAt.delete(key);
+      if (now - at > 600_000) {
+        this.#lastWriteAt.delete(key);
+        this.#written.delete(key);
+      }
     const due: StatusUpdate[] = [];
     const later = new Map<string, StatusUpdate>();
     for (const u of updates) {

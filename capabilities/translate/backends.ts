@@ -19,6 +19,11 @@ export type BackendResolution =
       readonly backendTLSPolicies?: readonly string[];
       /** An XBackend's sessionPersistence (translate/xbackend.ts). */
       readonly session?: SessionIR;
+      /**
+       * The endpoint is a DNS name a tenant wrote (an ExternalHostname XBackend): whether a
+       * Gateway may dial it is its class's and flavour's decision (translate/egress.ts).
+       */
+      readonly named?: true;
     }
   | { readonly ok: false; readonly id: string; readonly reason: string; readonly message: string };
 
@@ -70,6 +75,8 @@ export function resolveBackend(
       reason: RouteReason.BackendNotFound,
       message: `Service ${namespace}/${ref.name} not found`,
     };
+  // Never dialled by name: an ExternalName Service is no backend (nor are FQDN EndpointSlices,
+  // resolveEndpoints), so the only names the proxy resolves are ExternalHostname XBackends'.
   if (svc.spec?.type === "ExternalName") {
     return {
       ok: false,

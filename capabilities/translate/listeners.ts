@@ -23,7 +23,9 @@ import { problemText } from "../validation/message";
 import { ACME_LISTENERSET_MESSAGE, acmeIssuerOf } from "../validation/acme";
 import { acmeListener } from "./acme";
 import { resolveListenerFilters } from "./listenerfilters";
+import type { EgressPolicy } from "./egress";
 import { DEFAULT_PROXY_FLAVOR, ProxyFlavor } from "../flavor/proxy-flavor";
+import { DEFAULT_LIMITS, Limits } from "../validation/limits";
 
 export type RouteKind = "HTTPRoute" | "GRPCRoute" | "TLSRoute" | "TCPRoute" | "UDPRoute";
 
@@ -133,6 +135,8 @@ export function resolveListeners(
   gw: Gateway,
   listenerSets: readonly ListenerSet[],
   flavor: ProxyFlavor = DEFAULT_PROXY_FLAVOR,
+  limits: Limits = DEFAULT_LIMITS,
+  egress?: EgressPolicy,
 ): ResolvedListener[] {
   const drafts: Draft[] = [];
   const gwOwner: ListenerOwner = {
@@ -142,7 +146,9 @@ export function resolveListeners(
     generation: gw.metadata.generation,
     precedence: 0,
   };
-  (gw.spec.listeners ?? []).forEach((l, i) => drafts.push(draft(s, gw, gwOwner, l, i, flavor)));
+  (gw.spec.listeners ?? []).forEach((l, i) =>
+    drafts.push(draft(s, gw, gwOwner, l, i, flavor, limits, egress)),
+  );
   listenerSets.forEach((ls, i) => {
     const owner: ListenerOwner = {
       kind: "ListenerSet",
@@ -151,7 +157,9 @@ export function resolveListeners(
       generation: ls.metadata.generation,
       precedence: i + 1,
     };
-    (ls.spec?.listeners ?? []).forEach((l, j) => drafts.push(draft(s, gw, owner, l, j, flavor)));
+    (ls.spec?.listeners ?? []).forEach((l, j) =>
+      drafts.push(draft(s, gw, owner, l, j, flavor, limits, egress)),
+    );
   });
   markConflicts(drafts);
   return drafts.map(finish);
@@ -164,6 +172,8 @@ function draft(
   l: Listener,
   listenerIndex: number,
   flavor: ProxyFlavor,
+  limits: Limits,
+  egress: EgressPolicy | undefined,
 ): Draft {
   const d: Draft = {
     owner,
@@ -264,7 +274,7 @@ function draft(
       };
   }
   // Pre-routing filters (translate/listenerfilters.ts).
-  const lf = resolveListenerFilters(s, owner.kind, owner.namespace, l, flavor);
+  const lf = resolveListenerFilters(s, owner.kind, owner.namespace, l, flavor, limits, egress);
   if (lf.ok) {
     if (lf.filters.length > 0) d.filters = lf.filters;
   } else if (lf.condition === "Accepted") {

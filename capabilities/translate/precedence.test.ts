@@ -1,5 +1,6 @@
 import { HTTPMatchIR } from "../ir";
-import { RankedMatch, comparePrecedence } from "./precedence";
+import fc from "fast-check";
+import { RankedMatch, comparePrecedence, literalPrefix } from "./precedence";
 
 const m = (
   name: string,
@@ -46,15 +47,100 @@ describe("comparePrecedence", () => {
       ]),
     ).toEqual(["exact/0/0", "wild/0/0", "wider/0/0", "none/0/0"]);
   });
-  it("orders Exact, RegularExpression, then PathPrefix, longer first", () => {
+  it("orders Exact, then PathPrefix and RegularExpression by (literal) prefix length, the prefix first at equal length", () => {
     expect(
       order([
         m("p-short", { path: { type: "PathPrefix", value: "/a" } }),
         m("re", { path: { type: "RegularExpression", value: "/a.*" } }),
+        m("re-long", { path: { type: "RegularExpression", value: "/a/b/.*" } }),
         m("p-long", { path: { type: "PathPrefix", value: "/a/b" } }),
         m("exact", { path: { type: "Exact", value: "/a" } }),
       ]),
-    ).toEqual(["exact/0/0", "re/0/0", "p-long/0/0", "p-short/0/0"]);
+    ).toEqual(["exact/0/0", "re-long/0/0", "p-long/0/0", "p-short/0/0", "re/0/0"]);
+  });
+  it("puts a GRPCRoute method match before its catch-all", () => {
+    const g = (name: string, path: HTTPMatchIR["path"]) =>
+      m(name, { path, method: "POST", grpc: true });
+    expect(
+      order([
+        g("all", { type: "PathPrefix", value: "/" }),
+        g("method", { type: "RegularExpression", value: "/[^/]+/Get" }),
+        g("service", { type: "PathPrefix", value: "/pkg.Svc" }),
+        g("both", { type: "Exact", value: "/pkg.Svc/Get" }),
+      ]),
+    ).toEqual(["both/0/0", "service/0/0", "method/0/0", "all/0/0"]);
+  });
+  it("is a total order (antisymmetric, transitive) on mixed entries", () => {
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.record({
+            type: fc.constantFrom("Exact", "PathPrefix", "RegularExpression" as const),
+            value: fc.constantFrom(
+              "/",
+              "/a",
+              "/a/b",
+              "/a.*",
+              "/.*",
+              "/a/[0-9]+",
+              "(?i)/a",
+              "/x|/y",
+            ),
+            grpc: fc.boolean(),
+            name: fc.constantFrom("r1", "r2", "r3"),
+          }),
+          { minLength: 3, maxLength: 3 },
+        ),
+        xs => {
+          const [a, b, c] = xs.map(x =>
+            m(x.name, { path: { type: x.type, value: x.value }, ...(x.grpc && { grpc: true }) }),
+          ) as [RankedMatch, RankedMatch, RankedMatch];
+          const sign = (n: number) => Math.sign(n);
+          // a sum, not toBe(-x): Object.is tells 0 from -0
+          expect(sign(comparePrecedence(a, b)) + sign(comparePrecedence(b, a))).toBe(0);
+          if (comparePrecedence(a, b) <= 0 && comparePrecedence(b, c) <= 0)
+            expect(comparePrecedence(a, c)).toBeLessThanOrEqual(0);
+        },
+      ),
+    );
+  });
+  it("reads a regular expression's literal prefix conservatively", () => {
+    expect(literalPrefix("/api/v[0-9]+/.*")).toBe("/api/v");
+    expect(literalPrefix("/.*")).toBe("/");
+    expect(literalPrefix("/ab?c")).toBe("/a");
+    expect(literalPrefix("/ab+c")).toBe("/ab");
+    expect(literalPrefix("/a\\.b/x{2}")).toBe("/a.b/");
+    expect(literalPrefix("/a\\d")).toBe("/a");
+    expect(literalPrefix("(?i)/admin")).toBe("");
+    expect(literalPrefix("/admin|/api")).toBe("");
+  });
+  it("never lets a newer route's regular expression outrank an older route's prefix (issue 28)", () => {
+    // A tenant's `/.*` in another namespace, on the same hostname as the platform's route
+    // with prefixes `/` and `/api`: the platform keeps every path its prefixes match, even `/`.
+    const platform = (path: string, idx: number) => ({
+      ...m(
+        "platform",
+        { hostname: "shop.example.com", path: { type: "PathPrefix", value: path } },
+        "2025-01-01T00:00:00Z",
+        0,
+        idx,
+      ),
+    });
+    const tenant: RankedMatch = {
+      match: {
+        hostname: "shop.example.com",
+        path: { type: "RegularExpression", value: "/.*" },
+        headers: [],
+        queryParams: [],
+      },
+      route: { kind: "HTTPRoute", namespace: "tenant", name: "grab", rule: 0, match: 0 },
+      created: "2026-06-01T00:00:00Z",
+    };
+    expect(order([tenant, platform("/", 0), platform("/api", 1)])).toEqual([
+      "platform/0/1",
+      "platform/0/0",
+      "grab/0/0",
+    ]);
   });
   it("then method, header count, query count", () => {
     const h = { type: "Exact" as const, name: "x", value: "1" };

@@ -241,6 +241,8 @@ function compile<R extends HTTPRoute | GRPCRoute>(
         ...(ops.request && { requestHeaders: ops.request }),
         ...(ops.response && { responseHeaders: ops.response }),
         ...(rewrite && { rewrite }),
+        // Filled (or refused) per Gateway: translate/egress.ts.
+        ...(r.named && { egressGuard: { deny: [] } }),
       });
     }
     const mirrors: MirrorIR[] = [];
@@ -374,6 +376,7 @@ function mirrorIR(
       id: r.id,
       endpoints: r.endpoints,
       ...(numerator < denominator && { fraction: { numerator, denominator } }),
+      ...(r.named && { egressGuard: { deny: [] } }),
     },
   };
 }

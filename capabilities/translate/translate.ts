@@ -40,10 +40,20 @@ import {
   condition,
 } from "./conditions";
 import {
+  classEgress,
   gatewayParametersProblem,
   parametersRefProblem,
   resolveSettings,
 } from "../provision/parameters";
+import {
+  EgressPolicy,
+  egressProblem,
+  gatedBackends,
+  gatedEndpoints,
+  gatedMirrors,
+  proxyAddresses,
+  ruleTargets,
+} from "./egress";
 import {
   DEFAULT_PROXY_FLAVOR,
   ProxyFlavor,
@@ -52,6 +62,7 @@ import {
   supportedFeaturesOf,
 } from "../flavor/proxy-flavor";
 import { SUPPORTED_ADDRESS_TYPES } from "../provision/addresses";
+import { DEFAULT_LIMITS, Limits } from "../validation/limits";
 import { compareHostSpecificity, intersectHostnames } from "./hostnames";
 import {
   ResolvedListener,
@@ -144,6 +155,10 @@ interface GatewayContext {
   readonly attachments: Map<string, Attachment[]>;
   /** What the Gateway's proxies run (class parameters, then the Gateway's). */
   readonly flavor: ProxyFlavor;
+  /** The class's KengineParameters spec.limits, defaulted (validation/limits.ts). */
+  readonly limits: Limits;
+  /** Where its proxies may connect for tenants (egress.ts); the same object while equal. */
+  readonly egress: EgressPolicy;
   /** spec.tls.backend.clientCertificateRef, resolved (undefined: none set). */
   readonly backendClientCertificate?: BackendClientCertificateResult;
   /** What this Gateway's proxies refused. */
@@ -259,6 +274,7 @@ function worldOf(
       ctx.gateway,
       ctx.listeners,
       ctx.flavor,
+      ctx.egress,
       ctx.listenerSets.length,
       ...ctx.listenerSets,
       ctx.refusedListenerSets.length,
@@ -276,6 +292,14 @@ function worldOf(
   worlds.unshift({ token: {}, parts });
   worlds.length = Math.min(worlds.length, MAX_WORLDS);
   return worlds[0]!.token;
+}
+
+/** Per Gateway object, the owner of its EgressPolicy's stable identity (stableData). */
+const egressOwners = new WeakMap<Gateway, object>();
+function egressOwner(gw: Gateway): object {
+  let o = egressOwners.get(gw);
+  if (!o) egressOwners.set(gw, (o = {}));
+  return o;
 }
 
 export function translate(s: Snapshot, options: TranslateOptions = {}): TranslateResult {
@@ -321,19 +345,30 @@ export function translate(s: Snapshot, options: TranslateOptions = {}): Translat
   // a Gateway changed only by our status write is translated as the object it was (status-echo.ts)
   for (const gw of options.statusEchoes ? options.statusEchoes.stable(ours) : ours) {
     const { allowed, refused } = listenerSetsOf(s, gw);
-    const flavor = resolveSettings(s, classByName.get(gw.spec.gatewayClassName), gw).settings
-      .flavor;
+    const gc = classByName.get(gw.spec.gatewayClassName);
+    const settings = resolveSettings(s, gc, gw).settings;
+    const flavor = settings.flavor;
+    const limits = settings.limits ?? DEFAULT_LIMITS;
     const refusals = new Refusals(keyOf(gw), options.refused ?? []);
+    const egress = stableData(egressOwner(gw), {
+      gatewayClass: gw.spec.gatewayClassName,
+      gateway: keyOf(gw),
+      flavor,
+      settings: classEgress(s, gc),
+      proxyAddresses: proxyAddresses(s, gw),
+    });
     contexts.set(keyOf(gw), {
       gateway: gw,
       listenerSets: allowed,
       refusedListenerSets: refused,
       listeners: stableData(
         gw,
-        withoutRefusedListeners(resolveListeners(s, gw, allowed, flavor), refusals),
+        withoutRefusedListeners(resolveListeners(s, gw, allowed, flavor, limits, egress), refusals),
       ),
       attachments: new Map(),
       flavor,
+      limits,
+      egress,
       backendClientCertificate: backendClientCertificate(s, gw),
       refusals,
     });
@@ -716,6 +751,7 @@ function routeOutcome(
           target.ctx.gateway,
           target.ctx.listeners,
           target.ctx.flavor,
+          target.ctx.egress,
           target.type === "listenerSet" ? target.listenerSet : undefined,
           target.type === "listenerSet" && target.refused,
           s.objects.Namespace,
@@ -1041,6 +1077,11 @@ function attach(
     controllerName: CONTROLLER_NAME,
     conditions,
   });
+  // What this Gateway's egress rules leave out (egress.ts) is reported after what does not
+  // resolve at all.
+  const egressRefused = route.refProblem
+    ? undefined
+    : egressProblem(ctx.egress, route.l4 ? route.backends : ruleTargets(route.rules));
   const resolved = route.refProblem
     ? condition(
         ConditionType.ResolvedRefs,
@@ -1049,13 +1090,21 @@ function attach(
         route.refProblem.message,
         generation,
       )
-    : condition(
-        ConditionType.ResolvedRefs,
-        true,
-        RouteReason.ResolvedRefs,
-        "all references resolved",
-        generation,
-      );
+    : egressRefused
+      ? condition(
+          ConditionType.ResolvedRefs,
+          false,
+          RouteReason.RefNotPermitted,
+          egressRefused,
+          generation,
+        )
+      : condition(
+          ConditionType.ResolvedRefs,
+          true,
+          RouteReason.ResolvedRefs,
+          "all references resolved",
+          generation,
+        );
   const reject = (reason: string, message: string): RouteParentStatusResult =>
     status([condition(ConditionType.Accepted, false, reason, message, generation), resolved]);
 
@@ -1389,7 +1438,9 @@ function buildIR(ctx: GatewayContext): GatewayIR {
               b.listener.hostname?.toLowerCase(),
             ) || (a.id < b.id ? -1 : 1),
         )
-        .map(l => httpListenerIR(l, ctx.attachments.get(l.id) ?? [], ctx.flavor, ctx.gateway));
+        .map(l =>
+          httpListenerIR(l, ctx.attachments.get(l.id) ?? [], ctx.flavor, ctx.egress, ctx.gateway),
+        );
       const clientValidation = http.find(l => l.clientValidation)?.clientValidation;
       httpServers.push({
         port,
@@ -1411,7 +1462,10 @@ function buildIR(ctx: GatewayContext): GatewayIR {
             route: { kind: r.kind, namespace: r.namespace, name: r.name },
             serverNames: protocol === "TLS" ? a.hostnames : undefined,
             ...(terminate && { terminate: { certificateIds: l.certificates.map(c => c.id) } }),
-            backends: l4BackendsIR(r.backends, terminate),
+            backends: l4BackendsIR(
+              r.backends.map(b => ({ ...b, endpoints: gatedEndpoints(ctx.egress, b.endpoints) })),
+              terminate,
+            ),
             created: r.created,
             origin: routeHostnameOf(l.listener.hostname, r.hostnames, a.hostnames?.[0]),
           });
@@ -1446,6 +1500,13 @@ function buildIR(ctx: GatewayContext): GatewayIR {
     name: ctx.gateway.metadata.name,
     gatewayClassName: ctx.gateway.spec.gatewayClassName,
     ...(ctx.flavor !== DEFAULT_PROXY_FLAVOR && { flavor: ctx.flavor }),
+    ...(!sameTimeouts(ctx.limits, DEFAULT_LIMITS) && {
+      limits: {
+        requestHeaderTimeout: ctx.limits.requestHeaderTimeout,
+        requestBodyTimeout: ctx.limits.requestBodyTimeout,
+        idleTimeout: ctx.limits.idleTimeout,
+      },
+    }),
     httpServers,
     l4Servers,
     certificates: [...certs.values()].sort((a, b) => (a.id < b.id ? -1 : 1)),
@@ -1459,6 +1520,11 @@ function buildIR(ctx: GatewayContext): GatewayIR {
       }),
   };
 }
+
+const sameTimeouts = (a: Limits, b: Limits): boolean =>
+  a.requestHeaderTimeout === b.requestHeaderTimeout &&
+  a.requestBodyTimeout === b.requestBodyTimeout &&
+  a.idleTimeout === b.idleTimeout;
 
 /**
  * The most specific of a route's own hostnames whose intersection with the listener's
@@ -1487,6 +1553,7 @@ function httpListenerIR(
   l: ResolvedListener,
   attachments: readonly Attachment[],
   flavor: ProxyFlavor,
+  egress: EgressPolicy,
   gateway: Gateway,
 ): HTTPListenerIR {
   const groups: RankedGroup[] = [];
@@ -1497,6 +1564,7 @@ function httpListenerIR(
     l.listener.protocol,
     l.listener.port,
     flavor,
+    egress,
   ]);
   for (const a of attachments) {
     if (a.route.l4) continue;
@@ -1507,7 +1575,9 @@ function httpListenerIR(
     }
     const route = a.route;
     const key = `${listenerKey}${a.hostnames ? `[${a.hostnames.join(",")}]` : "*"}`;
-    const group = rankedGroup(route, key, () => attachmentEntries(route, a.hostnames, l, flavor));
+    const group = rankedGroup(route, key, () =>
+      attachmentEntries(route, a.hostnames, l, flavor, egress),
+    );
     groupOfAttachment.set(a, { listenerKey, group });
     groups.push(group);
   }
@@ -1526,12 +1596,14 @@ function attachmentEntries(
   hostnames: readonly string[] | undefined,
   l: ResolvedListener,
   flavor: ProxyFlavor,
+  egress: EgressPolicy,
 ): Ranked[] {
   const ranked: Ranked[] = [];
   for (const hostname of hostnames ?? [undefined]) {
     const origin = routeHostnameOf(l.listener.hostname, route.hostnames, hostname);
     for (const rule of route.rules) {
       if (!runnable(rule, flavor)) continue;
+      const mirrors = gatedMirrors(egress, rule.mirrors);
       rule.matches.forEach((m, j) => {
         const match = { ...m, hostname };
         const ref = {
@@ -1547,7 +1619,7 @@ function attachmentEntries(
             ? { type: "respond", status: 500, body: "" }
             : {
                 type: "forward",
-                backends: runnableBackends(rule.backends, flavor),
+                backends: runnableBackends(gatedBackends(egress, rule.backends), flavor),
                 ...(rule.timeouts && { timeouts: rule.timeouts }),
                 ...(rule.retry && { retry: rule.retry }),
                 ...(rule.session && { session: rule.session }),
@@ -1559,7 +1631,7 @@ function attachmentEntries(
           ...(rule.requestHeaders && { requestHeaders: rule.requestHeaders }),
           ...(rule.responseHeaders && { responseHeaders: rule.responseHeaders }),
           ...(rule.rewrite && { rewrite: rule.rewrite }),
-          ...(rule.mirrors && { mirrors: rule.mirrors }),
+          ...(mirrors && { mirrors }),
           action,
         };
         ranked.push({ match, route: ref, created: route.created, origin, entry });

@@ -141,7 +141,7 @@ describe("resolveBackend: XBackend", () => {
     });
   });
 
-  it("protocols: H2C and cleartext GRPC are h2c; TCP only behind L4 routes; none behind UDPRoute", () => {
+  it("protocols: H2C and cleartext GRPC are h2c; TCP only behind L4 routes (never a name); none behind UDPRoute", () => {
     const mk = (protocol: string) =>
       snapshotOf([
         xbackend("b", {
@@ -164,7 +164,12 @@ describe("resolveBackend: XBackend", () => {
       ok: false,
       reason: "UnsupportedProtocol",
     });
-    expect(resolveBackend(mk("TCP"), "TCPRoute", "default", ref("b"))).toMatchObject({ ok: true });
+    // A name is never dialled by the layer-4 proxy: it has no dial guard (egress.ts).
+    expect(resolveBackend(mk("TCP"), "TCPRoute", "default", ref("b"))).toMatchObject({
+      ok: false,
+      reason: "RefNotPermitted",
+      message: expect.stringContaining("not supported behind TCPRoutes"),
+    });
     expect(resolveBackend(mk("TCP"), "UDPRoute", "default", ref("b"))).toMatchObject({
       ok: false,
       reason: "UnsupportedProtocol",

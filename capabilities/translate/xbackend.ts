@@ -5,7 +5,9 @@
  * (shared with admission), what other objects say is decided here:
  *
  * - `ExternalHostname`: one upstream `hostname:port`; the proxy resolves the name (DNS) when
- *   it connects.
+ *   it connects, through its dial guard. Whether a Gateway may use it at all is its class's
+ *   and flavour's decision (translate/egress.ts); never behind TCPRoute or TLSRoute
+ *   (RefNotPermitted: caddy-l4 has no dial guard).
  * - `EndpointSelector`: the controller sees pods only through EndpointSlices, so the selector
  *   resolves through the Services of the XBackend's namespace whose `spec.selector` is exactly
  *   `matchLabels` (such a Service selects the same pods); their ready endpoints' addresses
@@ -86,6 +88,13 @@ export function resolveXBackend(
       RouteReason.UnsupportedProtocol,
       `${id}: TLS to the backend is not supported behind a TCPRoute`,
     );
+  // The layer-4 proxy (caddy-l4) has no dial guard (translate/egress.ts): a name a tenant
+  // wrote is never dialled behind a TCPRoute or TLSRoute, whatever the class allows.
+  if (l4 && x.target.type === "ExternalHostname")
+    return fail(
+      RouteReason.RefNotPermitted,
+      `${id}: ExternalHostname backends are not supported behind ${routeKind}s (the layer-4 proxy cannot check the addresses a name resolves to)`,
+    );
   if (!l4 && x.protocol === "TCP")
     return fail(
       RouteReason.UnsupportedProtocol,
@@ -125,6 +134,7 @@ export function resolveXBackend(
     ...(h2c && { appProtocol: "kubernetes.io/h2c" }),
     ...(backendTLS && { backendTLS }),
     ...(x.session && { session: x.session }),
+    ...(x.target.type === "ExternalHostname" && { named: true as const }),
   };
 }
 

@@ -8,12 +8,39 @@
  */
 import { Collector, items } from "./budget";
 import { FieldProblem, display } from "./regex";
+import { MAX_EXTERNAL_AUTH_BODY_BYTES } from "./limits";
 
 export interface ListenerFiltersLike {
   readonly requests?: readonly {
     readonly type?: string;
-    readonly externalAuth?: { readonly protocol?: string };
+    readonly externalAuth?: {
+      readonly protocol?: string;
+      readonly forwardBody?: { readonly maxSize?: number };
+    };
   }[];
+}
+
+/**
+ * Why an ExternalAuth filter at `at` (`…filters.requests[i]`) may not forward `maxSize` bytes
+ * of the body: above `limit`, the class's KengineParameters spec.limits.externalAuthMaxBodyBytes
+ * (default 65536), never above 16 MiB. Admission checks the class's limit when it can read it;
+ * translation always does (translate/listenerfilters.ts), and the rendered handler never
+ * forwards more.
+ */
+export function externalAuthBodyProblem(
+  at: string,
+  maxSize: unknown,
+  limit: number = MAX_EXTERNAL_AUTH_BODY_BYTES,
+): FieldProblem | undefined {
+  if (typeof maxSize !== "number" || maxSize <= limit) return undefined;
+  return {
+    path: `${at}.externalAuth.forwardBody.maxSize`,
+    value: String(maxSize),
+    message:
+      limit >= MAX_EXTERNAL_AUTH_BODY_BYTES
+        ? `is above ${MAX_EXTERNAL_AUTH_BODY_BYTES} bytes (16 MiB), the most the proxy reads into memory for an authorization request`
+        : `is above ${limit} bytes, the limit of the GatewayClass's parameters (KengineParameters spec.limits.externalAuthMaxBodyBytes)`,
+  };
 }
 
 /** Protocols whose listeners can have pre-routing filters (the request phase needs HTTP). */
@@ -52,6 +79,8 @@ export function listenerFilterProblems(
       ]);
       return;
     }
+    const body = externalAuthBodyProblem(path, f.externalAuth?.forwardBody?.maxSize);
+    if (body) c.add([body]);
     const protocolOf = f.externalAuth?.protocol;
     if (protocolOf !== "HTTP")
       c.add([
@@ -64,4 +93,26 @@ export function listenerFilterProblems(
       ]);
   });
   return c.problems();
+}
+
+/**
+ * The ExternalAuth filters of `listeners` (a Gateway's or ListenerSet's spec.listeners) that
+ * forward more body than `limit`, the class's externalAuthMaxBodyBytes. Above 16 MiB is
+ * listenerFilterProblems' (no look-up needed), so not repeated here.
+ */
+export function externalAuthLimitProblems(
+  listeners: readonly { readonly filters?: ListenerFiltersLike }[] | undefined,
+  limit: number,
+): FieldProblem[] {
+  if (limit >= MAX_EXTERNAL_AUTH_BODY_BYTES) return [];
+  return items(listeners).flatMap((l, li) =>
+    items(l?.filters?.requests).flatMap((f, i) => {
+      const size = f?.externalAuth?.forwardBody?.maxSize;
+      const p =
+        typeof size === "number" && size <= MAX_EXTERNAL_AUTH_BODY_BYTES
+          ? externalAuthBodyProblem(`spec.listeners[${li}].filters.requests[${i}]`, size, limit)
+          : undefined;
+      return p ? [p] : [];
+    }),
+  );
 }

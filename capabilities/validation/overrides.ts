@@ -4,9 +4,10 @@
  * only from the parameters a GatewayClass references (`spec.parametersRef`, owned by whoever
  * may write GatewayClasses), never from a Gateway's own `spec.infrastructure.parametersRef`,
  * which names a KengineParameters in the Gateway's namespace that any tenant there may write,
- * unless the class's parameters list the field in `spec.allowGatewayOverrides`. ACME issuers
- * (`spec.acme`) are class-only with no override: the class's parameters grant each issuer to
- * namespaces instead (validation/acme.ts).
+ * unless the class's parameters list the field in `spec.allowGatewayOverrides`. `spec.egress`
+ * (validation/egress.ts) is class-level only, with no override. ACME issuers (`spec.acme`) are
+ * class-only with no override too: the class's parameters grant each issuer to namespaces
+ * instead (validation/acme.ts).
  *
  * One rule for every stage: admission refuses a Gateway whose parameters break it (when the
  * class and both parameters objects can be read), and the translator and provisioning
@@ -14,6 +15,8 @@
  * no proxies, whatever admission saw.
  */
 import { FieldProblem, display, truncate } from "./regex";
+import { gatewayLimitsProblems } from "./limits";
+import { gatewayEgressProblems } from "./egress";
 import { acmeGatewayParametersProblems } from "./acme";
 
 /** spec.proxy fields only class-level parameters may set (or allow). */
@@ -32,6 +35,8 @@ export const ALLOW_OVERRIDES_FIELD = "allowGatewayOverrides";
 export interface ParametersSpecLike {
   readonly proxy?: unknown;
   readonly allowGatewayOverrides?: unknown;
+  readonly limits?: unknown;
+  readonly egress?: unknown;
   /** ACME issuers: class level only, never overridable (validation/acme.ts). */
   readonly acme?: unknown;
 }
@@ -53,7 +58,7 @@ export function gatewayOverrideProblems(
   gatewaySpec: ParametersSpecLike | undefined,
   classSpec: ParametersSpecLike | undefined,
 ): FieldProblem[] {
-  const problems: FieldProblem[] = [];
+  const problems: FieldProblem[] = [...gatewayEgressProblems(gatewaySpec)];
   if (gatewaySpec?.allowGatewayOverrides !== undefined)
     problems.push({
       path: `spec.${ALLOW_OVERRIDES_FIELD}`,
@@ -61,6 +66,7 @@ export function gatewayOverrideProblems(
       message:
         "has effect only in the parameters a GatewayClass references; a Gateway's own parameters cannot grant overrides",
     });
+  problems.push(...gatewayLimitsProblems(gatewaySpec));
   problems.push(...acmeGatewayParametersProblems(gatewaySpec));
   const proxy = gatewaySpec?.proxy;
   if (typeof proxy !== "object" || proxy === null) return problems;

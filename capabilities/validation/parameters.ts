@@ -16,6 +16,8 @@ import { PROXY_FLAVORS } from "../flavor/proxy-flavor";
 import { acmeParametersProblems } from "./acme";
 import { FieldProblem, display, truncate } from "./regex";
 import { allowOverridesShapeProblems } from "./overrides";
+import { limitsProblems } from "./limits";
+import { egressParametersProblems } from "./egress";
 
 /** spec.proxy.replicas: the range the CRD declares too (a unit test keeps them equal). */
 export const REPLICAS = { min: 0, max: 1000 } as const;
@@ -27,6 +29,8 @@ export interface KengineParametersLike {
     readonly addresses?: unknown;
     readonly allowGatewayOverrides?: unknown;
     readonly acme?: unknown;
+    readonly limits?: unknown;
+    readonly egress?: unknown;
   };
 }
 
@@ -135,6 +139,8 @@ export function kengineParametersProblems(
   if (spec.addresses !== undefined) addressesProblems(c, spec.addresses);
   c.add(allowOverridesShapeProblems(spec.allowGatewayOverrides));
   c.add(acmeParametersProblems(spec.acme));
+  c.add(limitsProblems(spec.limits));
+  c.add(egressParametersProblems(spec.egress));
   const service = spec.service;
   if (service !== undefined) {
     if (!isObject(service))

@@ -18,6 +18,10 @@ import { referenceGrantProblems } from "./referencegrant";
 import { denialMessage } from "./message";
 import { kengineParametersProblems } from "./parameters";
 import { FieldProblem } from "./regex";
+import { LOOPBACK_NAMES } from "./egress";
+import { xbackendProblems } from "./xbackend";
+import { CONTROLLER_NAME, snapshotOf } from "../snapshot";
+import { translate } from "../translate";
 
 /* ------------------------------------------------------------------ field paths */
 
@@ -635,5 +639,181 @@ describe("validators on random objects (fast-check)", () => {
       }),
       { numRuns: 500 },
     );
+  });
+});
+
+/* ------------------------------------------------------------------ egress: hostile hostnames */
+
+/** inet_aton (glibc): 1 to 4 parts, decimal, octal (leading 0) or 0x-hex; the last fills the rest. */
+function inetAton(name: string): number | undefined {
+  const parts = name.split(".");
+  if (parts.length > 4) return undefined;
+  const values: number[] = [];
+  for (const p of parts) {
+    let v: number;
+    if (/^0x[0-9a-f]*$/i.test(p)) v = p.length === 2 ? 0 : parseInt(p.slice(2), 16);
+    else if (/^0[0-7]*$/.test(p)) v = parseInt(p, 8);
+    else if (/^[1-9][0-9]*$/.test(p)) v = parseInt(p, 10);
+    else return undefined;
+    values.push(v);
+  }
+  const last = values.pop()!;
+  if (values.some(v => v > 255) || last >= 2 ** (8 * (4 - values.length))) return undefined;
+  return values.reduce((n, v, i) => n + v * 2 ** (8 * (3 - i)), 0) + last;
+}
+
+/** A label the XBackend CRD's pattern allows. */
+const dnsLabel = fc.stringMatching(/^[a-z0-9]([-a-z0-9]{0,8}[a-z0-9])?$/);
+/** One number as C spells it: decimal, octal or hexadecimal. */
+const cNumber = (max: number): fc.Arbitrary<string> =>
+  fc
+    .tuple(fc.integer({ min: 0, max }), fc.constantFrom("dec", "oct", "hex"))
+    .map(([n, base]) =>
+      base === "dec" ? String(n) : base === "oct" ? `0${n.toString(8)}` : `0x${n.toString(16)}`,
+    );
+/** Every spelling the CRD pattern allows of a name that is loopback or an IPv4 address. */
+const hostileName = fc.oneof(
+  fc.constantFrom(...LOOPBACK_NAMES),
+  fc.array(dnsLabel, { minLength: 1, maxLength: 3 }).map(ls => [...ls, "localhost"].join(".")),
+  // 127.0.0.1 and the rest of 127/8 (and 0/8, the unspecified network) in 1 to 4 parts
+  fc.constantFrom(127, 0).chain(first =>
+    fc.oneof(
+      fc.integer({ min: 0, max: 2 ** 24 - 1 }).map(n => String(first * 2 ** 24 + n)),
+      fc.integer({ min: 0, max: 2 ** 24 - 1 }).map(n => `0x${(first * 2 ** 24 + n).toString(16)}`),
+      fc.tuple(cNumber(first), cNumber(2 ** 24 - 1)).map(p => p.join(".")),
+      fc.tuple(cNumber(first), cNumber(255), cNumber(65535)).map(p => p.join(".")),
+      fc.tuple(cNumber(first), cNumber(255), cNumber(255), cNumber(255)).map(p => p.join(".")),
+    ),
+  ),
+  // 169.254.169.254 (cloud metadata) and any address in dotted C spellings
+  fc.tuple(cNumber(255), cNumber(255), cNumber(255), cNumber(255)).map(p => p.join(".")),
+);
+/** The same names as a cluster without the CRD's rules may store them: any case, trailing dots. */
+const anyCase = (name: fc.Arbitrary<string>): fc.Arbitrary<string> =>
+  fc
+    .tuple(name, fc.array(fc.boolean(), { maxLength: 64 }), fc.integer({ min: 0, max: 2 }))
+    .map(
+      ([n, upper, dots]) =>
+        [...n].map((ch, i) => (upper[i] ? ch.toUpperCase() : ch)).join("") + ".".repeat(dots),
+    );
+/** Ordinary DNS names (a few of which end in a numeric label by chance). */
+const dnsName = fc.array(dnsLabel, { minLength: 1, maxLength: 4 }).map(ls => ls.join("."));
+
+/** A class that allows external hostnames (Bundled), a Gateway and a route to XBackend `x`. */
+function egressSnapshot(hostname: string) {
+  const objects = [
+    { apiVersion: "v1", kind: "Namespace", metadata: { name: "t" } },
+    {
+      apiVersion: "gateway.networking.k8s.io/v1",
+      kind: "GatewayClass",
+      metadata: { name: "c" },
+      spec: {
+        controllerName: CONTROLLER_NAME,
+        parametersRef: {
+          group: "gateway.kengine.io",
+          kind: "KengineParameters",
+          name: "p",
+          namespace: "t",
+        },
+      },
+    },
+    {
+      apiVersion: "gateway.kengine.io/v1alpha1",
+      kind: "KengineParameters",
+      metadata: { name: "p", namespace: "t" },
+      spec: { egress: { externalHostnames: "Allowed" } },
+    },
+    {
+      apiVersion: "gateway.networking.k8s.io/v1",
+      kind: "Gateway",
+      metadata: { name: "gw", namespace: "t" },
+      spec: { gatewayClassName: "c", listeners: [{ name: "http", port: 80, protocol: "HTTP" }] },
+    },
+    {
+      apiVersion: "gateway.networking.x-k8s.io/v1alpha1",
+      kind: "XBackend",
+      metadata: { name: "x", namespace: "t" },
+      spec: { type: "ExternalHostname", externalHostname: { hostname }, port: { number: 2019 } },
+    },
+    {
+      apiVersion: "gateway.networking.k8s.io/v1",
+      kind: "HTTPRoute",
+      metadata: { name: "r", namespace: "t" },
+      spec: {
+        parentRefs: [{ name: "gw" }],
+        rules: [
+          {
+            filters: [
+              {
+                type: "RequestMirror",
+                requestMirror: {
+                  backendRef: { group: "gateway.networking.x-k8s.io", kind: "XBackend", name: "x" },
+                },
+              },
+            ],
+            backendRefs: [{ group: "gateway.networking.x-k8s.io", kind: "XBackend", name: "x" }],
+          },
+        ],
+      },
+    },
+  ];
+  return snapshotOf(objects as never);
+}
+
+/** Whether admission refuses the XBackend; whether translation dials the name (and how). */
+function verdicts(hostname: string): { admission: boolean; dialled: boolean; guarded: boolean } {
+  const xb = egressSnapshot(hostname).objects.XBackend.get("t/x")!;
+  const admission = xbackendProblems(xb).length > 0;
+  const result = translate(egressSnapshot(hostname));
+  const entries = result.gateways[0]?.httpServers[0]?.listeners[0]?.routes ?? [];
+  let dialled = false;
+  let guarded = true;
+  for (const e of entries) {
+    const targets = [
+      ...(e.action.type === "forward" ? e.action.backends : []),
+      ...(e.mirrors ?? []).map(m => ({ ...m, type: "service" as const })),
+    ];
+    for (const t of targets)
+      if (t.type === "service" && t.endpoints.some(ep => ep.address === hostname)) {
+        dialled = true;
+        guarded &&= t.egressGuard !== undefined;
+      }
+  }
+  const resolved = result.statuses.routes[0]?.parents[0]?.conditions.find(
+    c => c.type === "ResolvedRefs",
+  );
+  // The route says what translation did.
+  expect(resolved?.status).toBe(dialled ? "True" : "False");
+  return { admission, dialled, guarded };
+}
+
+describe("egress: hostile hostnames (fast-check)", () => {
+  it("every loopback or numeric spelling is refused by admission and never dialled", () => {
+    fc.assert(
+      fc.property(fc.oneof(hostileName, anyCase(hostileName)), h => {
+        expect(verdicts(h)).toEqual({ admission: true, dialled: false, guarded: true });
+      }),
+      { numRuns: 400 },
+    );
+  });
+
+  it("admission and translation agree on any DNS name; a dialled name is always guarded", () => {
+    fc.assert(
+      fc.property(fc.oneof(dnsName, anyCase(dnsName)), h => {
+        const v = verdicts(h);
+        expect(v.dialled).toBe(!v.admission);
+        expect(v.guarded).toBe(true);
+        // What a C resolver reads as an address is refused.
+        if (inetAton(h.toLowerCase().replace(/\.+$/, "")) !== undefined)
+          expect(v.admission).toBe(true);
+      }),
+      { numRuns: 400 },
+    );
+  });
+
+  it("the oracle reads the classic spellings of 127.0.0.1", () => {
+    for (const h of ["2130706433", "0x7f000001", "127.1", "0177.0.0.1", "0x7f.0.0.1", "127.0.1"])
+      expect(inetAton(h)).toBe(0x7f000001);
+    expect(inetAton("example.com")).toBeUndefined();
   });
 });

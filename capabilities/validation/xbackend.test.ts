@@ -136,6 +136,28 @@ describe("readXBackend", () => {
     ).toEqual(["spec.endpointSelector.matchLabels"]);
   });
 
+  it("refuses an ExternalHostname the proxy would read as itself, naming field and reason", () => {
+    for (const [hostname, why] of [
+      ["localhost", /loopback name/],
+      ["admin.localhost.", /loopback name/],
+      ["IP6-LOOPBACK", /loopback name/],
+      ["2130706433", /read as an IP address/],
+      ["0x7f000001", /read as an IP address/],
+      ["127.1", /read as an IP address/],
+    ] as const) {
+      const problems = xbackendProblems(
+        xb({ type: "ExternalHostname", externalHostname: { hostname }, port: { number: 2019 } }),
+      );
+      expect(problems).toEqual([
+        {
+          path: "spec.externalHostname.hostname",
+          value: hostname,
+          message: expect.stringMatching(why),
+        },
+      ]);
+    }
+  });
+
   it("never throws on any shape; a refusal always names a problem", () => {
     const field = fc.oneof(fc.anything(), fc.string(), fc.constant(undefined));
     fc.assert(

@@ -8,7 +8,8 @@
  * - `tls.mode: ClientAndServer`: a proxy presents one client certificate per Gateway
  *   (Gateway `spec.tls.backend.clientCertificateRef`), not one per backend;
  * - `tls.validation.wellKnownCACertificates` other than `System` (the proxy's system trust);
- * - `externalHostname.hostname` that is an IP address (the spec forbids it; SNI needs a name);
+ * - `externalHostname.hostname` that is an IP address (the spec forbids it; SNI needs a name),
+ *   a loopback name or one a C resolver reads as an address (validation/egress.ts);
  * - `protocol: MCP` and `protocol: TCP` on HTTP routes are decided per route (translation);
  * - `sessionPersistence` the proxy cannot run (the route rule's rules, validation/session.ts).
  * What the CRD's own rules refuse (a type without its field, WSS/HTTP2 without TLS, H2C with
@@ -20,6 +21,7 @@ import { SessionIR } from "../ir";
 import type { XBackend } from "../snapshot";
 import { FieldProblem, display } from "./regex";
 import { readSessionPersistence } from "./session";
+import { hostnameEgressProblem } from "./egress";
 
 export type XBackendProtocol = "HTTP" | "HTTP11" | "HTTP2" | "H2C" | "GRPC" | "MCP" | "TCP" | "WSS";
 const PROTOCOLS: readonly string[] = [
@@ -90,6 +92,8 @@ export function readXBackend(xb: XBackend, defaultCookieName = "x"): XBackendRes
         hostname,
         "must be a DNS name, not an IP address (the spec forbids addresses here)",
       );
+    else if (hostnameEgressProblem(hostname))
+      bad("spec.externalHostname.hostname", hostname, hostnameEgressProblem(hostname)!);
     else target = { type, hostname };
     if (spec.endpointSelector !== undefined)
       bad("spec.endpointSelector", spec.endpointSelector, "must be unset for ExternalHostname");

@@ -1,9 +1,11 @@
 package extauth
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -105,9 +107,10 @@ func TestGoldenListenerFiltersOnRealCaddy(t *testing.T) {
 		`"127.0.0.25:3000"`, fmt.Sprintf("%q", auth2.addr()),
 		`"kengine-http/:80"`, fmt.Sprintf("%q", http80),
 		`"kengine-http/:81"`, fmt.Sprintf("%q", http81),
-		`"localhost:2019"`, fmt.Sprintf(`"127.0.0.1:%d"`, caddytest.FreePort(t)),
 	).Replace(string(goldens["default/gw"]))
-	if err := caddy.Load([]byte(config), true); err != nil {
+	// The admin API on a unix socket of the test's, never on TCP (contract C3).
+	adminAPI := caddytest.AdminSocket(t)
+	if err := caddy.Load(caddytest.WithAdmin(t, []byte(config), adminAPI.Listen), true); err != nil {
 		t.Fatalf("Caddy refused the golden: %v", err)
 	}
 	t.Cleanup(func() { _ = caddy.Stop() })
@@ -200,5 +203,70 @@ func TestGoldenListenerFiltersOnRealCaddy(t *testing.T) {
 	}
 	if w, _ := web.seen("/lf/down"); len(w) != 0 {
 		t.Fatal("a request got through an authorization Service without endpoints")
+	}
+}
+
+// A real Caddy: the authorization server refuses /admin and what is under it; routing sends
+// /admin to the admin backend. Every spelling of a path that routing reads as /admin is asked
+// as /admin and refused, and the backends get the path routing used.
+func TestAuthSeesThePathRoutingUses(t *testing.T) {
+	web := newRecorder(t, func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "web "+r.RequestURI) })
+	admin := newRecorder(t, func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "admin "+r.RequestURI) })
+	auth := newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
+		if p := strings.TrimPrefix(r.URL.RawPath, "/check"); strings.HasPrefix(r.URL.Path, "/check/admin") || strings.HasPrefix(p, "/admin") {
+			w.WriteHeader(http.StatusForbidden)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	httpAddr := fmt.Sprintf("127.0.0.1:%d", caddytest.FreePort(t))
+	adminAPI := caddytest.AdminSocket(t)
+	config := fmt.Sprintf(`{"admin": {"listen": %q}, "apps": {"http": {"servers": {"s": {
+	  "listen": [%q], "automatic_https": {"disable": true},
+	  "routes": [
+	    {"handle": [{"handler": "kengine_ext_auth", "dial": [%q], "path_prefix": "/check"}]},
+	    {"match": [{"path_regexp": {"pattern": "^/admin(?:/.*)?$"}}], "handle": [{"handler": "reverse_proxy", "upstreams": [{"dial": %q}]}], "terminal": true},
+	    {"handle": [{"handler": "reverse_proxy", "upstreams": [{"dial": %q}]}]}
+	  ]}}}}}`, adminAPI.Listen, httpAddr, auth.addr(), admin.addr(), web.addr())
+	if err := caddy.Load([]byte(config), true); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = caddy.Stop() })
+	// A raw request line: Go's client would send these paths as written too, but this way
+	// nothing in between can change them.
+	send := func(target string) (int, string) {
+		t.Helper()
+		conn, err := net.Dial("tcp", httpAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: app.example.com\r\nConnection: close\r\n\r\n", target)
+		res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", target, err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	for _, target := range []string{"/admin", "/public/../admin", "/public/%2e%2e/admin", "/public/%2E%2e/admin/users",
+		"/public%2F..%2Fadmin", "//admin", "/./admin", "/public/./../admin/", "/%61dmin", "/public/../../admin"} {
+		if code, body := send(target); code != http.StatusForbidden {
+			t.Errorf("%s: %d %q, want 403", target, code, body)
+		}
+	}
+	if reqs, _ := admin.seen(""); len(reqs) != 0 {
+		t.Fatalf("the admin backend was reached %d times", len(reqs))
+	}
+	for target, want := range map[string]string{
+		"/public/x":             "web /public/x",
+		"/public/a/../b":        "web /public/b",
+		"/public//x/./y?q=../a": "web /public/x/y?q=../a",
+		"/public%2Fx":           "web /public/x",
+	} {
+		if code, body := send(target); code != http.StatusOK || body != want {
+			t.Errorf("%s: %d %q, want %q", target, code, body, want)
+		}
 	}
 }

@@ -15,27 +15,44 @@
 //	 "path_prefix": "/auth",
 //	 "allowed_request_headers": ["X-Tenant"],
 //	 "allowed_response_headers": ["X-User"],
-//	 "max_body_bytes": 0}
+//	 "max_body_bytes": 0, "body_timeout": "10s", "timeout": "10s", "status_on_error": 403,
+//	 "egress_guard": {"deny": ["10.96.0.0/12"]}}
 //
-// The authorization request has the client request's method, the path prefix followed by the
-// request's path and query, its Host, and only these headers: Authorization and the allowed
+// One path for everyone: before anything else, the request's path becomes the path routing
+// matches on (Caddy's path matchers clean the percent-decoded path: %2e%2e is "..", %2F is "/",
+// then "//", "/./" and "/../" are resolved, a trailing slash kept), written in its canonical
+// escaping. So `/public/../admin`, `/public/%2e%2e/admin` and `/public%2F..%2Fadmin` are asked
+// as `/admin`, routed as `/admin` and sent to the backend as `/admin`; an encoded slash inside
+// a segment reaches the backend decoded, as routing saw it.
+//
+// The authorization request has the client request's method, the path prefix followed by that
+// path and the query, its Host, and only these headers: Authorization and the allowed
 // request headers (HTTPAuthConfig.allowedHeaders), plus a Content-Length that counts the
 // body bytes sent: the first max_body_bytes of the client's body (ForwardBody.maxSize,
 // truncated beyond it), none when it is 0. The client's body stays whole for the backend.
+// max_body_bytes is at most 16 MiB (Validate), which bounds the memory one request holds; the
+// client must send those bytes (or its whole body, if shorter) within body_timeout (default
+// 10s), or it gets 408 Request Timeout and its connection is closed.
 //
-// A 200 answer grants: its allowed response headers (every header when the list is empty,
-// except Host and :authority, which a pre-routing filter must not change, hop-by-hop headers,
-// and the headers that describe the answer's own body: Content-Length, Content-Type,
-// Content-Encoding, Date, Server) replace the request's headers of those names, then the next
-// handler (the listener's route matching) runs. Any other status is a refusal: that status,
-// the answer's headers and body go to the client. An authorization server that cannot be
-// reached or does not answer within the timeout (default 10s), or that has no endpoints, is a
-// refusal with status_on_error (default 403, as Envoy's ext_authz).
+// A 200 answer grants. With allowed_response_headers, the client's own copies of those headers
+// are removed from the request first, then the answer's values of them are copied: a client
+// cannot send `X-User: admin` past an authorization server that sets no X-User. With an empty
+// list, every header of the answer is granted (replacing the request's of that name), except
+// Host and :authority, which a pre-routing filter must not change, hop-by-hop headers, and the
+// headers that describe the answer's own body: Content-Length, Content-Type, Content-Encoding,
+// Date, Server; the set of granted names is then not known in advance, so no client header is
+// removed beforehand (only those the answer sets are replaced). Then the next handler (the
+// listener's route matching) runs. Any other status is a refusal: that status, the answer's
+// headers and body go to the client. An authorization server that cannot be reached or does not
+// answer within the timeout (default 10s), that has no endpoints, or whose destination the
+// egress guard refuses (contract C1, package internal/egress; logged), is a refusal with
+// status_on_error (default 403, as Envoy's ext_authz).
 package extauth
 
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -47,6 +64,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
+	"kengine.io/gateway/proxy/internal/egress"
 	"kengine.io/gateway/proxy/internal/outbound"
 )
 
@@ -54,16 +72,24 @@ func init() {
 	caddy.RegisterModule(ExtAuth{})
 }
 
+// MaxBodyBytesCeiling is the most of a client's body max_body_bytes may forward (16 MiB, the
+// class limit's maximum in KengineParameters spec.limits.externalAuthMaxBodyBytes).
+const MaxBodyBytesCeiling = 16 << 20
+
 // ExtAuth is the handler.
 type ExtAuth struct {
 	// Endpoints (host:port) of the authorization server; one is picked per request.
-	Dial                   []string       `json:"dial"`
-	PathPrefix             string         `json:"path_prefix,omitempty"`
-	AllowedRequestHeaders  []string       `json:"allowed_request_headers,omitempty"`
-	AllowedResponseHeaders []string       `json:"allowed_response_headers,omitempty"`
-	MaxBodyBytes           int64          `json:"max_body_bytes,omitempty"`
-	Timeout                caddy.Duration `json:"timeout,omitempty"`
-	StatusOnError          int            `json:"status_on_error,omitempty"`
+	Dial                   []string `json:"dial"`
+	PathPrefix             string   `json:"path_prefix,omitempty"`
+	AllowedRequestHeaders  []string `json:"allowed_request_headers,omitempty"`
+	AllowedResponseHeaders []string `json:"allowed_response_headers,omitempty"`
+	MaxBodyBytes           int64    `json:"max_body_bytes,omitempty"`
+	// How long the client may take to send the first max_body_bytes of its body (default 10s).
+	BodyTimeout   caddy.Duration `json:"body_timeout,omitempty"`
+	Timeout       caddy.Duration `json:"timeout,omitempty"`
+	StatusOnError int            `json:"status_on_error,omitempty"`
+	// EgressGuard, when present, checks the authorization server's address at dial time.
+	EgressGuard *egress.Config `json:"egress_guard,omitempty"`
 
 	client *http.Client
 	logger *zap.Logger
@@ -86,16 +112,29 @@ func (a *ExtAuth) Provision(ctx caddy.Context) error {
 	if a.StatusOnError == 0 {
 		a.StatusOnError = http.StatusForbidden
 	}
-	a.client = outbound.Client(time.Duration(a.Timeout), 64)
+	if a.BodyTimeout == 0 {
+		a.BodyTimeout = caddy.Duration(10 * time.Second)
+	}
+	var guard *egress.Guard
+	if a.EgressGuard != nil {
+		var err error
+		if guard, err = egress.New(*a.EgressGuard, a.logger); err != nil {
+			return err
+		}
+	}
+	a.client = outbound.Client(time.Duration(a.Timeout), 64, guard)
 	return nil
 }
 
-// Validate refuses negative limits, a status_on_error that is no error and a relative prefix.
-// No endpoints is valid (the authorization Service has no ready pod): every request is
-// refused with status_on_error.
+// Validate refuses negative limits, a max_body_bytes above the ceiling, a status_on_error that
+// is no error and a relative prefix. No endpoints is valid (the authorization Service has no
+// ready pod): every request is refused with status_on_error.
 func (a *ExtAuth) Validate() error {
-	if a.MaxBodyBytes < 0 || a.Timeout < 0 {
-		return fmt.Errorf("max_body_bytes and timeout must not be negative")
+	if a.MaxBodyBytes < 0 || a.Timeout < 0 || a.BodyTimeout < 0 {
+		return fmt.Errorf("max_body_bytes, timeout and body_timeout must not be negative")
+	}
+	if a.MaxBodyBytes > MaxBodyBytesCeiling {
+		return fmt.Errorf("max_body_bytes %d is above the ceiling of %d (16 MiB)", a.MaxBodyBytes, MaxBodyBytesCeiling)
 	}
 	if a.StatusOnError < 0 || a.StatusOnError > 599 || (a.StatusOnError != 0 && a.StatusOnError < 400) {
 		return fmt.Errorf("status_on_error %d is not an error status", a.StatusOnError)
@@ -117,21 +156,30 @@ func (a *ExtAuth) Cleanup() error {
 // ServeHTTP asks the authorization server; on 200 the request continues with the granted
 // headers, otherwise the server's answer (or status_on_error) is the response.
 func (a *ExtAuth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	cleanRequestPath(r)
 	if len(a.Dial) == 0 {
 		w.WriteHeader(a.StatusOnError)
 		return nil
 	}
 	var body []byte
 	if a.MaxBodyBytes > 0 && r.Body != nil && r.Body != http.NoBody {
-		read, err := io.ReadAll(io.LimitReader(r.Body, a.MaxBodyBytes))
+		// The backend gets back exactly what was read followed by the rest.
+		read, rest, err := outbound.ReadPrefix(r.Body, a.MaxBodyBytes, time.Duration(a.BodyTimeout))
+		r.Body = rest
+		if errors.Is(err, outbound.ErrBodyTimeout) {
+			// The request ends here: a past read deadline ends the read still under way, and
+			// the connection is not reused.
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+			if r.ProtoMajor == 1 {
+				w.Header().Set("Connection", "close")
+			}
+			a.logger.Debug("request body not received within body_timeout", zap.Duration("body_timeout", time.Duration(a.BodyTimeout)))
+			w.WriteHeader(http.StatusRequestTimeout)
+			return nil
+		}
 		if err != nil {
 			return caddyhttp.Error(http.StatusBadRequest, err)
 		}
-		// The backend gets back exactly what was read followed by the rest.
-		r.Body = struct {
-			io.Reader
-			io.Closer
-		}{io.MultiReader(bytes.NewReader(read), r.Body), r.Body}
 		body = read
 	}
 	req, err := a.authRequest(r, body)
@@ -160,6 +208,26 @@ func (a *ExtAuth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	}
 	a.grant(r.Header, res.Header)
 	return next.ServeHTTP(w, r)
+}
+
+// cleanRequestPath makes the request's path the one routing matches on (Caddy's path and
+// path_regexp matchers: the decoded path cleaned, slashes merged, a trailing slash kept),
+// in canonical escaping, so that the authorization server, routing and the backend see one
+// path.
+func cleanRequestPath(r *http.Request) {
+	p := r.URL.Path
+	if !strings.HasPrefix(p, "/") {
+		return
+	}
+	cleaned := caddyhttp.CleanPath(p, true)
+	if cleaned == p && r.URL.RawPath == "" {
+		return
+	}
+	r.URL.Path = cleaned
+	r.URL.RawPath = ""
+	if strings.HasPrefix(r.RequestURI, "/") {
+		r.RequestURI = r.URL.RequestURI()
+	}
 }
 
 func (a *ExtAuth) authRequest(r *http.Request, body []byte) (*http.Request, error) {
@@ -193,13 +261,15 @@ func copyHeader(dst, src http.Header, name string) {
 	}
 }
 
-// grant copies the granted response headers into the request's.
+// grant copies the granted response headers into the request's (see the package doc).
 func (a *ExtAuth) grant(request, response http.Header) {
 	if len(a.AllowedResponseHeaders) > 0 {
 		for _, name := range a.AllowedResponseHeaders {
-			if isAuthority(name) || response.Values(name) == nil {
+			if isAuthority(name) {
 				continue
 			}
+			// Only the authorization server may set these: the client's own copies go.
+			request.Del(name)
 			copyHeader(request, response, name)
 		}
 		return

@@ -26,15 +26,15 @@ func staticRoutes(body string) string {
 	return fmt.Sprintf(`[{"handle":[{"handler":"static_response","status_code":200,"body":%q}]}]`, body)
 }
 
-// A real Caddy (caddy.Load, in-process) with the handler on a loopback port: deltas through the
-// admin API take effect at once on the same TCP connection, a reverse_proxy added by a delta
+// A real Caddy (caddy.Load, in-process) with the handler on a loopback port and its admin API on
+// a unix socket (as in the product, contract C3): deltas through the admin API take effect at once on the same TCP connection, a reverse_proxy added by a delta
 // proxies, and a config load that replaces the handler brings back the config's table.
 func TestEndToEndDeltasThroughTheAdminAPI(t *testing.T) {
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "backend saw "+r.Host)
 	}))
 	defer backend.Close()
-	adminAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	admin := caddytest.AdminSocket(t)
 	httpAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	config := fmt.Sprintf(`{
 	  "admin": {"listen": %q},
@@ -43,7 +43,7 @@ func TestEndToEndDeltasThroughTheAdminAPI(t *testing.T) {
 	    "routes": [
 	      {"handle": [{"handler": "kengine_route_table", "id": "e2e/s", "hosts": {"old.test": %s}}]},
 	      {"handle": [{"handler": "static_response", "status_code": 404, "body": "no route"}]}
-	    ]}}}}}`, adminAddr, httpAddr, staticRoutes("old"))
+	    ]}}}}}`, admin.Listen, httpAddr, staticRoutes("old"))
 	if err := caddy.Load([]byte(config), true); err != nil {
 		t.Fatal(err)
 	}
@@ -68,11 +68,10 @@ func TestEndToEndDeltasThroughTheAdminAPI(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(body)
 	}
-	adminClient := &http.Client{}
 	call := func(method, path, body string) (int, string) {
 		t.Helper()
-		req, _ := http.NewRequest(method, "http://"+adminAddr+AdminPrefix+path, strings.NewReader(body))
-		resp, err := adminClient.Do(req)
+		req, _ := http.NewRequest(method, admin.URL+AdminPrefix+path, strings.NewReader(body))
+		resp, err := admin.Client.Do(req)
 		if err != nil {
 			t.Fatalf("%s %s: %v", method, path, err)
 		}

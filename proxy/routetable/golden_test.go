@@ -17,6 +17,7 @@ import (
 
 	_ "kengine.io/gateway/proxy/deadline"
 	_ "kengine.io/gateway/proxy/extauth"
+	"kengine.io/gateway/proxy/internal/caddytest"
 	_ "kengine.io/gateway/proxy/mirror"
 	_ "kengine.io/gateway/proxy/santls"
 	_ "kengine.io/gateway/proxy/session"
@@ -166,7 +167,7 @@ func TestGoldenServersAnswerAlikeFromTheTable(t *testing.T) {
 		t.Fatal("no goldens found")
 	}
 	// Routes with reverse_proxy need a loaded config (they look up the tls app).
-	if err := caddy.Load([]byte(fmt.Sprintf(`{"admin":{"listen":"127.0.0.1:%d"}}`, freePort(t))), true); err != nil {
+	if err := caddy.Load([]byte(fmt.Sprintf(`{"admin":{"listen":%q}}`, caddytest.AdminSocket(t).Listen)), true); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = caddy.Stop() }()

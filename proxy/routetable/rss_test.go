@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"kengine.io/gateway/proxy/internal/caddytest"
 )
 
 // The Bundled proxy's memory with 5,000 routes in a route table, measured on a real process:
@@ -31,9 +33,9 @@ func TestBundledProxyRSS(t *testing.T) {
 		t.Skip("KG_CADDY_BIN not set")
 	}
 	const hosts = 5000
-	adminAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	admin := caddytest.AdminSocket(t)
 	httpAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	boot := fmt.Sprintf(`{"admin":{"listen":%q}}`, adminAddr)
+	boot := fmt.Sprintf(`{"admin":{"listen":%q}}`, admin.Listen)
 	dir := t.TempDir()
 	if err := os.WriteFile(dir+"/boot.json", []byte(boot), 0o600); err != nil {
 		t.Fatal(err)
@@ -45,11 +47,12 @@ func TestBundledProxyRSS(t *testing.T) {
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 
-	client := &http.Client{Timeout: 5 * time.Minute}
+	client := admin.Client
+	client.Timeout = 5 * time.Minute
 	do := func(method, path string, body []byte) {
 		t.Helper()
 		for range 100 {
-			req, _ := http.NewRequest(method, "http://"+adminAddr+path, bytes.NewReader(body))
+			req, _ := http.NewRequest(method, admin.URL+path, bytes.NewReader(body))
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Cache-Control", "must-revalidate")
 			resp, err := client.Do(req)
@@ -86,7 +89,7 @@ func TestBundledProxyRSS(t *testing.T) {
 	}
 	server := func(routes string) []byte {
 		return []byte(fmt.Sprintf(`{"admin":{"listen":%q},"apps":{"http":{"servers":{"http-80":{"listen":[%q],"automatic_https":{"disable":true},"routes":[%s,%s]}}}}}`,
-			adminAddr, httpAddr, routes, strings.Join(backendRoutes, ",")))
+			admin.Listen, httpAddr, routes, strings.Join(backendRoutes, ",")))
 	}
 	table := map[string]json.RawMessage{AnyHost: json.RawMessage(defaultRoutes)}
 	var linear []string

@@ -11,21 +11,36 @@
 // client_certificate set, this transport presents the PEM certificate (chain) and key given in
 // the config (Gateway spec.tls.backend.clientCertificateRef) when a backend asks for one.
 //
+// With egress_guard set (contract C1, package internal/egress), every connection the transport
+// opens (requests, h2c, TLS with a placeholder server name, PROXY protocol, active health
+// checks) goes through the guard: the upstream's host is resolved once, its addresses checked,
+// and Caddy's dialer is handed a checked literal address. A refused destination is a dial error
+// (502 once no other upstream answers). Forward proxies are off under the guard (the
+// environment's HTTP_PROXY included): a proxy would dial the destination unchecked; for the
+// same reason the guard refuses to be combined with network_proxy, forward_proxy_url, resolver
+// and HTTP/3 (versions ["3"], which dials over QUIC outside the transport's dialer).
+//
 // Config (JSON): every field of the `http` transport, and
 //
 //	"subject_alt_names": {"dns": ["abc.example.com"], "uri": ["spiffe://abc.example.com/id"]},
-//	"client_certificate": {"certificate": "-----BEGIN CERTIFICATE-----...", "key": "-----BEGIN ..."}
+//	"client_certificate": {"certificate": "-----BEGIN CERTIFICATE-----...", "key": "-----BEGIN ..."},
+//	"egress_guard": {"deny": ["10.96.0.0/12"]}
 package santls
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
+	"slices"
 	"strings"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
+
+	"kengine.io/gateway/proxy/internal/egress"
 )
 
 func init() {
@@ -50,6 +65,10 @@ type Transport struct {
 	reverseproxy.HTTPTransport
 	SubjectAltNames   *SubjectAltNames   `json:"subject_alt_names,omitempty"`
 	ClientCertificate *ClientCertificate `json:"client_certificate,omitempty"`
+	// EgressGuard, when present, checks every destination at dial time (see the package doc).
+	EgressGuard *egress.Config `json:"egress_guard,omitempty"`
+
+	guard *egress.Guard
 }
 
 // CaddyModule returns the module's information.
@@ -60,9 +79,24 @@ func (Transport) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-// Provision sets up the `http` transport, then replaces its server-name check by the SAN check
-// and adds the client certificate.
+// Provision sets up the `http` transport, then replaces its server-name check by the SAN check,
+// adds the client certificate and puts the egress guard in front of its dialer.
 func (t *Transport) Provision(ctx caddy.Context) error {
+	if t.EgressGuard != nil {
+		if err := t.guardable(); err != nil {
+			return err
+		}
+	}
+	if err := t.provisionTLS(ctx); err != nil {
+		return err
+	}
+	if t.EgressGuard != nil {
+		return t.guardDials(ctx)
+	}
+	return nil
+}
+
+func (t *Transport) provisionTLS(ctx caddy.Context) error {
 	sans := t.SubjectAltNames
 	withSANs := sans != nil && len(sans.DNS)+len(sans.URI) > 0
 	var cert *tls.Certificate
@@ -101,6 +135,71 @@ func (t *Transport) Provision(ctx caddy.Context) error {
 		cfg.VerifyConnection = Verifier(cfg.RootCAs, *sans)
 	}
 	return nil
+}
+
+// guardable refuses the settings under which a connection would leave the guard's hands.
+func (t *Transport) guardable() error {
+	switch {
+	case len(t.NetworkProxyRaw) > 0 || t.ForwardProxyURL != "":
+		return errors.New("egress_guard cannot be combined with network_proxy or forward_proxy_url (the proxy would dial unchecked)")
+	case t.Resolver != nil:
+		return errors.New("egress_guard cannot be combined with resolver (the guard resolves)")
+	case slices.Contains(t.Versions, "3"):
+		return errors.New("egress_guard cannot guard HTTP/3 (versions: 3)")
+	}
+	return nil
+}
+
+// dialInfoKey is the context key under which reverse_proxy hands its transport the upstream to
+// dial (reverseproxy.GetDialInfo reads it; Caddy's dialer prefers it to the address argument).
+const dialInfoKey caddy.CtxKey = "reverse_proxy.dial_info"
+
+// guardDials builds the guard and wraps the provisioned transport's dial functions with it.
+func (t *Transport) guardDials(ctx caddy.Context) error {
+	g, err := egress.New(*t.EgressGuard, ctx.Logger())
+	if err != nil {
+		return err
+	}
+	t.guard = g
+	rt := t.Transport
+	if rt == nil {
+		return errors.New("kengine_http: the http transport has no HTTP transport")
+	}
+	rt.Proxy = nil
+	rt.DialContext = guarded(g, rt.DialContext)
+	if rt.DialTLSContext != nil {
+		rt.DialTLSContext = guarded(g, rt.DialTLSContext)
+	}
+	return nil
+}
+
+// guarded checks the upstream's address with g and calls dial with each allowed literal
+// address in turn, in place of the upstream's own in both the argument and the dial info.
+func guarded(g *egress.Guard, dial egress.DialFunc) egress.DialFunc {
+	return func(ctx context.Context, network, address string) (net.Conn, error) {
+		info, hasInfo := reverseproxy.GetDialInfo(ctx)
+		if hasInfo {
+			network, address = info.Network, info.Address
+		}
+		literal := func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if hasInfo {
+				host, port, _ := net.SplitHostPort(addr)
+				ctx = context.WithValue(ctx, dialInfoKey, reverseproxy.DialInfo{
+					Upstream: info.Upstream, Network: network, Address: addr, Host: host, Port: port,
+				})
+			}
+			return dial(ctx, network, addr)
+		}
+		conn, err := g.Wrap(literal)(ctx, network, address)
+		if err != nil {
+			var dialErr reverseproxy.DialError
+			if !errors.As(err, &dialErr) {
+				err = reverseproxy.NewDialError(err)
+			}
+			return nil, err
+		}
+		return conn, nil
+	}
 }
 
 // Verifier checks a backend's certificate chain against roots (nil: the system's) and that

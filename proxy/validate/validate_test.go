@@ -33,11 +33,11 @@ func (*probe) Cleanup() error                { cleaned.Add(1); return nil }
 
 func init() { caddy.RegisterModule(probe{}) }
 
-// running starts Caddy with only an admin endpoint on loopback and returns its address.
-func running(t *testing.T) string {
+// running starts Caddy with only an admin endpoint, on a unix socket (never TCP, contract C3).
+func running(t *testing.T) caddytest.Admin {
 	t.Helper()
-	admin := fmt.Sprintf("127.0.0.1:%d", caddytest.FreePort(t))
-	cfg := fmt.Sprintf(`{"admin":{"listen":%q,"config":{"persist":false}}}`, admin)
+	admin := caddytest.AdminSocket(t)
+	cfg := fmt.Sprintf(`{"admin":{"listen":%q,"config":{"persist":false}}}`, admin.Listen)
 	if err := caddy.Load([]byte(cfg), true); err != nil {
 		t.Fatal(err)
 	}
@@ -45,9 +45,9 @@ func running(t *testing.T) string {
 	return admin
 }
 
-func post(t *testing.T, admin string, body []byte) (int, string) {
+func post(t *testing.T, admin caddytest.Admin, body []byte) (int, string) {
 	t.Helper()
-	res, err := http.Post("http://"+admin+Path, "application/json", bytes.NewReader(body))
+	res, err := admin.Client.Post(admin.URL+Path, "application/json", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,13 +56,13 @@ func post(t *testing.T, admin string, body []byte) (int, string) {
 	return res.StatusCode, string(b)
 }
 
-func statusOf(t *testing.T, method, url, body string) int {
+func statusOf(t *testing.T, admin caddytest.Admin, method, path, body string) int {
 	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	req, err := http.NewRequest(method, admin.URL+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := admin.Client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,9 +70,9 @@ func statusOf(t *testing.T, method, url, body string) int {
 	return res.StatusCode
 }
 
-func runningConfig(t *testing.T, admin string) string {
+func runningConfig(t *testing.T, admin caddytest.Admin) string {
 	t.Helper()
-	res, err := http.Get("http://" + admin + "/config/")
+	res, err := admin.Client.Get(admin.URL + "/config/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestRefusedConfigAnswers400WithCaddysError(t *testing.T) {
 		t.Errorf("running config changed: %s -> %s", before, after)
 	}
 	// the same config is refused by /load too (validation says what a load would say)
-	if got := statusOf(t, http.MethodPost, "http://"+admin+"/load", server(caddytest.FreePort(t), "no_such_handler")); got != http.StatusBadRequest {
+	if got := statusOf(t, admin, http.MethodPost, "/load", server(caddytest.FreePort(t), "no_such_handler")); got != http.StatusBadRequest {
 		t.Errorf("/load answered %d", got)
 	}
 }
@@ -173,7 +173,7 @@ func TestBodyIsCappedAndOnlyPOSTIsAllowed(t *testing.T) {
 	if status, body := post(t, admin, big); status != http.StatusRequestEntityTooLarge {
 		t.Errorf("status %d: %.200s", status, body)
 	}
-	if got := statusOf(t, http.MethodGet, "http://"+admin+Path, ""); got != http.StatusMethodNotAllowed {
+	if got := statusOf(t, admin, http.MethodGet, Path, ""); got != http.StatusMethodNotAllowed {
 		t.Errorf("GET: status %d", got)
 	}
 }
@@ -195,7 +195,7 @@ func TestConcurrentValidations(t *testing.T) {
 			if i%2 == 1 {
 				handler, want = "no_such_handler", http.StatusBadRequest
 			}
-			res, err := http.Post("http://"+admin+Path, "application/json", strings.NewReader(server(ports[i], handler)))
+			res, err := admin.Client.Post(admin.URL+Path, "application/json", strings.NewReader(server(ports[i], handler)))
 			if err != nil {
 				errs <- err.Error()
 				return

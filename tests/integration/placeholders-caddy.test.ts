@@ -4,7 +4,9 @@
  * with every character the CRDs allow, placeholder-like values) is loaded into the bundled
  * proxy (Caddy 2.11.9) and into Caddy 2.8 (translated for the Kengine flavour), and requests
  * must match exactly what the route says, literally: a value `{http.request.host}` sent by a
- * client or written in the route is that text, never the host. Loopback only.
+ * client or written in the route is that text, never the host; CORS fields with `{env.HOME}`
+ * and `{file.…}` (issue 28) arrive as that text, never the proxy's environment or files.
+ * Loopback only.
  */
 import { Server, createServer } from "node:http";
 import { AddressInfo } from "node:net";
@@ -109,5 +111,24 @@ describe.each(["Bundled", "Kengine"] as ProxyFlavor[])("%s flavour", flavor => {
     if (status === 200 && path === "/headers")
       expect(res.headers["x-echo"]).toBe("{http.request.uri}\\{}");
     if (status === 200) expect(text).toMatch(/^echo /);
+  });
+
+  it("CORS allowMethods and exposeHeaders arrive as written, {env.*} and {file.*} unexpanded", async () => {
+    const base = `http://127.0.0.1:${80 + listenerPortOffset()}/cors`;
+    const origin = "https://a.test";
+    const simple = await request(base, { reset: true, headers: { host: HOST, origin } });
+    await simple.body.text();
+    expect(simple.statusCode).toBe(200);
+    expect(simple.headers["access-control-expose-headers"]).toBe(
+      "{env.HOME}, x-{file./etc/hostname}",
+    );
+    const preflight = await request(base, {
+      method: "OPTIONS",
+      reset: true,
+      headers: { host: HOST, origin, "access-control-request-method": "GET" },
+    });
+    await preflight.body.text();
+    expect(preflight.statusCode).toBe(204);
+    expect(preflight.headers["access-control-allow-methods"]).toBe("GET, {env.HOME}");
   });
 });

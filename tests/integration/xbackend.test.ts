@@ -2,16 +2,22 @@
  * XBackend backendRefs (Gateway API v1.7.0 experimental) through a real proxy of each flavour
  * that can run them: the golden `xbackend` is translated as it stands, with its backends moved
  * to servers this test starts on loopback:
- * - the ExternalHostname `external` names `localhost` and an HTTP echo server's port: 200 with
- *   that server's answer (the proxy resolves the name when it connects);
+ * - the ExternalHostname `external` names `localhost` and a live HTTP server's port (the attack
+ *   of issue 28: a tenant's backend on the proxy's own loopback): refused by the rules admission
+ *   applies too (validation/egress.ts) although the golden's class allows external hostnames:
+ *   500, the route's ResolvedRefs=False, and the server never sees a request. An allowed name
+ *   cannot be dialled on this host at all (the guard refuses every address of the proxy's own
+ *   host, and only loopback is available here): proxy/internal/egress's tests and the
+ *   tenant-boundary e2e prove that path;
  * - the EndpointSelector `pods` (cookie `pods-session`) resolves through the Service `web` with
  *   the same selector; its two ready endpoints become servers on 127.0.0.1 and 127.0.0.2 at the
  *   XBackend's port: a session's cookie sticks to one of them (Bundled: our kengine_session
  *   policy; stock Caddy's cookie policy on the Caddy flavour);
- * - the ExternalHostname `wss` (protocol WSS, TLS ServerOnly, CA from the ConfigMap
- *   `echo-ca`) names a node:tls WebSocket echo server whose certificate (for `localhost`) this
- *   test's CA signed: a client's `ws://` upgrade goes through the HTTP listener and on to the
- *   backend over verified TLS; one frame each way;
+ * - the XBackend `wss` (protocol WSS, TLS ServerOnly for `localhost`, CA from the ConfigMap
+ *   `echo-ca`), turned into an EndpointSelector of the pods `pods` selects (a name would be
+ *   refused, above): node:tls WebSocket echo servers on both ready endpoints whose certificate
+ *   (for `localhost`) this test's CA signed: a client's `ws://` upgrade goes through the HTTP
+ *   listener and on to the backend over verified TLS; one frame each way;
  * - XBackends that do not resolve (no ReferenceGrant, ClientAndServer, no Service with the
  *   selector, missing) answer 500.
  * Loopback only (127.0.0.1, 127.0.0.2).
@@ -55,9 +61,13 @@ async function listen(s: Server | TLSServer, host: string, port = 0): Promise<nu
   return (s.address() as AddressInfo).port;
 }
 
+/** Requests each `named` server received. */
+const received = new Map<string, number>();
+
 /** An HTTP server answering every request with `name`. */
 const named = (name: string): Server =>
   createServer((req, res) => {
+    received.set(name, (received.get(name) ?? 0) + 1);
     req.resume();
     req.on("end", () => res.writeHead(200, { "content-type": "text/plain" }).end(name));
   });
@@ -105,10 +115,14 @@ beforeAll(async () => {
   const podPort = await freePort("127.0.0.1");
   await listen(named("pod-1"), "127.0.0.1", podPort);
   await listen(named("pod-2"), "127.0.0.2", podPort);
-  const wssPort = await listen(
-    wssBackend(leaf.value.certificatePem, leaf.value.privateKey.reveal()),
-    "127.0.0.1",
-  );
+  // The WSS backend on both ready endpoints of the pods (same port, like one pod port).
+  const wssPort = await freePort("127.0.0.1");
+  for (const host of ["127.0.0.1", "127.0.0.2"])
+    await listen(
+      wssBackend(leaf.value.certificatePem, leaf.value.privateKey.reveal()),
+      host,
+      wssPort,
+    );
 
   const ips = new Map([
     ["10.244.0.31", "127.0.0.1"],
@@ -131,26 +145,34 @@ beforeAll(async () => {
     }
     if (o.kind !== "XBackend") return o;
     const spec = x.spec as Record<string, unknown>;
-    const at = (port: number, tls?: unknown): KubeObject =>
+    const at = (port: number): KubeObject =>
       ({
         ...x,
         spec: {
           ...spec,
           ...(spec.type === "ExternalHostname" && { externalHostname: { hostname: "localhost" } }),
           port: { number: port },
-          ...(tls !== undefined && { tls }),
         },
       }) as KubeObject;
     if (o.metadata.name === "external") return at(externalPort);
     if (o.metadata.name === "pods") return at(podPort);
     if (o.metadata.name === "wss")
-      return at(wssPort, {
-        mode: "ServerOnly",
-        validation: {
-          hostname: "localhost",
-          caCertificateRefs: [{ group: "", kind: "ConfigMap", name: "echo-ca" }],
+      return {
+        ...x,
+        spec: {
+          type: "EndpointSelector",
+          endpointSelector: { matchLabels: { app: "web" } },
+          port: { number: wssPort },
+          protocol: spec.protocol,
+          tls: {
+            mode: "ServerOnly",
+            validation: {
+              hostname: "localhost",
+              caCertificateRefs: [{ group: "", kind: "ConfigMap", name: "echo-ca" }],
+            },
+          },
         },
-      });
+      } as KubeObject;
     return o;
   });
 });
@@ -187,16 +209,23 @@ async function wsThroughProxy(text: string): Promise<WsRoundTrip> {
 
 describe.each<ProxyFlavor>(["Bundled", "Caddy"])("XBackend on the %s flavour", flavor => {
   let caddy: Caddy | undefined;
+  let result: ReturnType<typeof translate> | undefined;
   beforeAll(async () => {
     caddy = await startCaddy({ name: `xbackend-${flavor.toLowerCase()}`, peer: "caddy" });
-    const result = translate(snapshotOf(withProxyFlavor(objects, flavor)));
+    result = translate(snapshotOf(withProxyFlavor(objects, flavor)));
     expect(result.gateways).toHaveLength(1);
     await loadGateway(caddy, result.gateways[0]!);
   });
   afterAll(() => caddy?.stop());
 
-  it("an ExternalHostname XBackend answers through the proxy", async () => {
-    expect(await get("/external")).toMatchObject({ status: 200, body: "external" });
+  it("an ExternalHostname naming the proxy's own host is never dialled: 500, and the route says why", async () => {
+    for (let i = 0; i < 5; i++) expect(await get("/external")).toMatchObject({ status: 500 });
+    expect(received.get("external") ?? 0).toBe(0);
+    const route = result!.statuses.routes.find(r => r.name === "xbackends");
+    expect(route?.parents[0]?.conditions.find(c => c.type === "ResolvedRefs")).toMatchObject({
+      status: "False",
+      message: expect.stringContaining("loopback name"),
+    });
   });
 
   it("an EndpointSelector XBackend's cookie session sticks to one pod", async () => {

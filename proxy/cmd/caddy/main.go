@@ -2,7 +2,9 @@
 // stock Caddy with its standard modules, the layer-4 app from caddy-l4 (TLS, TCP and UDP
 // routes) and our modules in proxy/, one import line each (kengine_mirror: RequestMirror;
 // listener: the kengine-http / kengine-tcp networks, sockets kept across reloads; santls: the
-// reverse_proxy transport kengine_http, BackendTLSPolicy subjectAltNames; routetable: the
+// reverse_proxy transport kengine_http, BackendTLSPolicy subjectAltNames and the egress guard
+// on destinations a tenant named; extauth: kengine_ext_auth, external authorization before
+// routing; deadline: kengine_deadline, a route's request timeout; routetable: the
 // kengine_route_table handler, a host-indexed route table changed per host over the admin API;
 // validate: the admin route POST /kengine/validate, a config checked without loading it;
 // session: the selection policy kengine_session, session persistence by cookie or header).

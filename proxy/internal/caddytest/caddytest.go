@@ -1,11 +1,15 @@
 // Package caddytest holds what the Go tests of our Caddy modules share: running a package's
-// tests with Caddy's data in a temporary directory, and free loopback ports.
+// tests with Caddy's data in a temporary directory, free loopback ports, and Caddy's admin API
+// on a unix socket (the product never serves it on TCP, design contract C3).
 package caddytest
 
 import (
 	"context"
+	"encoding/json"
 	"net"
+	"net/http"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/caddyserver/caddy/v2"
@@ -58,4 +62,59 @@ func Provisioned[M Module](t testing.TB, m M) M {
 	}
 	t.Cleanup(func() { _ = m.Cleanup() })
 	return m
+}
+
+// Admin is Caddy's admin API on a unix socket in a temporary directory of the test's.
+type Admin struct {
+	// Listen is the admin "listen" value: "unix/<dir>/admin.sock".
+	Listen string
+	// Client sends every request to the socket, whatever the URL's host.
+	Client *http.Client
+	// URL is the base URL to use with Client ("http://caddy-admin").
+	URL string
+}
+
+// AdminSocket makes a fresh socket path for Caddy's admin API and a client dialing it. The
+// directory is short (os.MkdirTemp, not t.TempDir) to keep the path under the 108 bytes a unix
+// socket address may have.
+func AdminSocket(t testing.TB) Admin {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "kg-admin-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "admin.sock")
+	return Admin{
+		Listen: "unix/" + sock,
+		Client: &http.Client{Transport: &http.Transport{
+			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+			},
+		}},
+		URL: "http://caddy-admin",
+	}
+}
+
+// WithAdmin returns the config with its admin "listen" set to listen (other admin settings
+// kept): a config loaded in a test never opens Caddy's default TCP admin address.
+func WithAdmin(t testing.TB, config []byte, listen string) []byte {
+	t.Helper()
+	var cfg map[string]json.RawMessage
+	if err := json.Unmarshal(config, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	admin := map[string]json.RawMessage{}
+	if raw, ok := cfg["admin"]; ok {
+		if err := json.Unmarshal(raw, &admin); err != nil {
+			t.Fatal(err)
+		}
+	}
+	admin["listen"], _ = json.Marshal(listen)
+	cfg["admin"], _ = json.Marshal(admin)
+	out, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
