@@ -65,6 +65,7 @@ import { parametersRefShapeProblem } from "./validation/parametersref";
 import { gatewayClassProblems } from "./validation/gatewayclass";
 import { referenceGrantProblems } from "./validation/referencegrant";
 import { gatewayProblems, gatewayTLSWarnings } from "./validation/gateway";
+import { listenerSetAcmeWarnings } from "./validation/acme";
 import { grpcRouteProblems } from "./validation/grpcroute";
 import { httpRouteProblems } from "./validation/httproute";
 import { l4RouteProblems } from "./validation/l4route";
@@ -364,7 +365,7 @@ export const validateListenerSet = (req: PeprValidateRequest<ListenerSet>) =>
         : Promise.resolve(false);
     },
     gatewayProblems,
-    undefined,
+    listenerSetAcmeWarnings,
     (ls, ns) => {
       const ref = ls.spec?.parentRef;
       return externalAuthLimitDenials(

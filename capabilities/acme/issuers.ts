@@ -1,12 +1,31 @@
 /**
  * Which names the fleet needs certificates for, and from which issuer: ACME listeners of our
- * Gateways (validation/acme.ts) and the issuers of their KengineParameters
- * (`spec.acme.issuers`, class level, a Gateway's own parameters add or replace by name).
- * Pure: reads the snapshot only.
+ * Gateways' own spec (validation/acme.ts; never a ListenerSet's) and the issuers of their
+ * GatewayClass's KengineParameters (`spec.acme.issuers`), each granted to the namespaces its
+ * `allowedNamespaces` names. A Gateway's own parameters declare no issuers (they are refused
+ * when they try: validation/overrides.ts). Pure: reads the snapshot only.
  */
 import { isOurClass } from "../ownership";
-import { KengineParameters, Snapshot, keyOf } from "../snapshot";
-import { AcmeAnnotation, acmeIssuerOf, acmeNameProblem, acmeSecretName } from "../validation/acme";
+import { gatewayParametersProblem, parametersRefProblem } from "../provision/parameters";
+import {
+  Gateway,
+  GatewayClass,
+  KengineParameters,
+  Snapshot,
+  keyOf,
+  selectorMatches,
+} from "../snapshot";
+import {
+  AcmeAnnotation,
+  AcmeGrant,
+  acmeGrantOf,
+  acmeGrantText,
+  acmeIssuerOf,
+  acmeNameProblem,
+  acmeSecretName,
+  isCertificateSecretFor,
+  writtenByController,
+} from "../validation/acme";
 
 export interface IssuerSpec {
   readonly name: string;
@@ -24,17 +43,19 @@ export interface IssuerSpec {
   readonly challenge?: string;
   /** Namespace of the KengineParameters that declared it (its EAB Secret lives there). */
   readonly namespace: string;
+  /** `namespace/name` of the KengineParameters that declared it (the account is per declaration). */
+  readonly parameters: string;
+  /** Which Gateway namespaces may use it. */
+  readonly grant: AcmeGrant;
 }
 
 export interface WantedName {
-  /** The certificate Secret's namespace (the listener's). */
+  /** The certificate Secret's namespace (the Gateway's). */
   readonly namespace: string;
   readonly name: string;
   readonly secretName: string;
   readonly issuerName: string;
-  /** Undefined when the issuer is not declared (or cannot be used): `problem` says why. */
-  readonly issuer?: IssuerSpec;
-  readonly problem?: string;
+  readonly issuer: IssuerSpec;
   /** Gateways (namespace/name) whose listeners want this name, and the listeners. */
   readonly listeners: readonly { readonly gateway: string; readonly listener: string }[];
   /** Addresses of those Gateways (status.addresses), for the pre-validation self check. */
@@ -45,11 +66,12 @@ export interface WantedName {
 
 const str = (v: unknown): string | undefined => (typeof v === "string" && v !== "" ? v : undefined);
 
-function issuersOf(p: KengineParameters | undefined): IssuerSpec[] {
-  const acme = p?.spec?.["acme"] as { issuers?: unknown } | undefined;
-  if (!p || !Array.isArray(acme?.issuers)) return [];
+function issuersOf(p: KengineParameters): IssuerSpec[] {
+  const acme = p.spec?.["acme"] as { issuers?: unknown } | undefined;
+  if (!Array.isArray(acme?.issuers)) return [];
+  const namespace = p.metadata.namespace ?? "";
   return (acme.issuers as unknown[]).flatMap(raw => {
-    const i = raw as Record<string, unknown>;
+    const i = (raw ?? {}) as Record<string, unknown>;
     const name = str(i["name"]);
     const server = str(i["server"]);
     if (!name || !server) return [];
@@ -62,7 +84,9 @@ function issuersOf(p: KengineParameters | undefined): IssuerSpec[] {
       {
         name,
         server,
-        namespace: p.metadata.namespace ?? "",
+        namespace,
+        parameters: `${namespace}/${p.metadata.name}`,
+        grant: acmeGrantOf(i),
         ...(str(i["email"]) && { email: str(i["email"]) }),
         ...(str(i["caBundle"]) && { caBundle: str(i["caBundle"]) }),
         ...(str(i["challenge"]) && { challenge: str(i["challenge"]) }),
@@ -81,26 +105,103 @@ function issuersOf(p: KengineParameters | undefined): IssuerSpec[] {
   });
 }
 
-type Ref = { group?: string; kind?: string; name?: string; namespace?: string } | undefined;
-const paramsAt = (s: Snapshot, ref: Ref, ns: string | undefined): KengineParameters | undefined =>
-  ref && ref.kind === "KengineParameters" && ref.name && ns
-    ? s.objects.KengineParameters.get(`${ns}/${ref.name}`)
-    : undefined;
+/** A class's issuers, or why it has none: read once per class and parameters map. */
+type ClassIssuers =
+  | { readonly issuers: ReadonlyMap<string, IssuerSpec>; readonly parameters: string }
+  | { readonly problem: string };
+const classIssuersCache = new WeakMap<object, WeakMap<object, ClassIssuers>>();
 
-/** Every name our Gateways' ACME listeners want, one entry per (namespace, name). */
+function classIssuers(s: Snapshot, gc: GatewayClass): ClassIssuers {
+  let byParams = classIssuersCache.get(gc);
+  if (!byParams) classIssuersCache.set(gc, (byParams = new WeakMap()));
+  const cached = byParams.get(s.objects.KengineParameters);
+  if (cached) return cached;
+  const ref = gc.spec?.parametersRef;
+  const where = `GatewayClass ${gc.metadata.name} parametersRef`;
+  let result: ClassIssuers;
+  if (!ref)
+    result = { problem: `GatewayClass ${gc.metadata.name} references no KengineParameters` };
+  else {
+    const problem = parametersRefProblem(s, ref, ref.namespace, where);
+    const params = s.objects.KengineParameters.get(`${ref.namespace}/${ref.name}`);
+    result =
+      problem || !params
+        ? {
+            problem:
+              problem ?? `${where}: KengineParameters ${ref.namespace}/${ref.name} not found`,
+          }
+        : {
+            issuers: new Map(issuersOf(params).map(i => [i.name, i])),
+            parameters: `${ref.namespace}/${ref.name}`,
+          };
+  }
+  byParams.set(s.objects.KengineParameters, result);
+  return result;
+}
+
+/** Why a Gateway's listener gets no issuer; `NotGranted` is the grant's doing, the rest config. */
+export type IssuerResolution =
+  | { readonly ok: true; readonly issuer: IssuerSpec }
+  | {
+      readonly ok: false;
+      readonly reason: "NotDeclared" | "NotGranted" | "Unsupported";
+      readonly message: string;
+    };
+
+/**
+ * The issuer `issuerName` for a listener of `gw`: declared in its GatewayClass's parameters and
+ * granted to the Gateway's namespace, with a challenge we build. The one rule the translator
+ * (listener status, HTTP-01 answers) and the manager (what to order) share.
+ */
+export function issuerFor(s: Snapshot, gw: Gateway, issuerName: string): IssuerResolution {
+  const className = gw.spec?.gatewayClassName ?? "";
+  const gc = s.objects.GatewayClass.get(className);
+  const fail = (reason: "NotDeclared" | "NotGranted" | "Unsupported", message: string) =>
+    ({ ok: false, reason, message }) as const;
+  if (!gc)
+    return fail("NotDeclared", `ACME issuer ${issuerName}: GatewayClass ${className} not found`);
+  const fromClass = classIssuers(s, gc);
+  if ("problem" in fromClass)
+    return fail(
+      "NotDeclared",
+      `ACME issuer ${issuerName} is not declared: ${fromClass.problem} (issuers come only from the GatewayClass's parameters, spec.acme.issuers)`,
+    );
+  const issuer = fromClass.issuers.get(issuerName);
+  if (!issuer)
+    return fail(
+      "NotDeclared",
+      `ACME issuer ${issuerName} is not declared in KengineParameters ${fromClass.parameters} of GatewayClass ${className} (spec.acme.issuers)`,
+    );
+  const ns = gw.metadata.namespace ?? "";
+  const granted =
+    issuer.grant.from === "All" ||
+    (issuer.grant.from === "Same" && ns === issuer.namespace) ||
+    (issuer.grant.from === "Selector" &&
+      selectorMatches(issuer.grant.selector, s.objects.Namespace.get(ns)?.metadata.labels ?? {}));
+  if (!granted)
+    return fail(
+      "NotGranted",
+      `ACME issuer ${issuerName} of KengineParameters ${fromClass.parameters} is not granted to namespace ${ns} (allowedNamespaces ${acmeGrantText(issuer.grant, issuer.namespace)}): reference a certificate, or ask the platform team to grant the issuer`,
+    );
+  if ((issuer.challenge ?? "http-01") !== "http-01")
+    return fail(
+      "Unsupported",
+      `challenge ${issuer.challenge} of ACME issuer ${issuerName} is not supported: only http-01 is built`,
+    );
+  return { ok: true, issuer };
+}
+
+/** Every name our Gateways' own ACME listeners want, one entry per (namespace, name). */
 export function wantedNames(s: Snapshot): WantedName[] {
   const byKey = new Map<string, { -readonly [K in keyof WantedName]: WantedName[K] }>();
   for (const gw of [...s.objects.Gateway.values()].sort((a, b) => (keyOf(a) < keyOf(b) ? -1 : 1))) {
     const gc = s.objects.GatewayClass.get(gw.spec?.gatewayClassName ?? "");
     if (!isOurClass(gc)) continue;
-    const ns = gw.metadata.namespace ?? "";
-    const classRef = gc.spec.parametersRef as Ref;
-    const gwRef = (gw.spec as { infrastructure?: { parametersRef?: Ref } }).infrastructure
-      ?.parametersRef;
-    const issuers = new Map<string, IssuerSpec>();
-    for (const i of issuersOf(paramsAt(s, classRef, classRef?.namespace))) issuers.set(i.name, i);
-    for (const i of issuersOf(paramsAt(s, gwRef, ns))) issuers.set(i.name, i);
     const listeners = gw.spec.listeners ?? [];
+    if (!listeners.some(l => acmeIssuerOf(l) !== undefined)) continue;
+    // Parameters that cannot be used leave the Gateway without proxies: nothing to validate on.
+    if (gatewayParametersProblem(s, gc, gw)) continue;
+    const ns = gw.metadata.namespace ?? "";
     const http01Port = listeners.some(l => l.protocol === "HTTP" && l.port === 80);
     const addresses = (
       (gw as { status?: { addresses?: { value?: string }[] } }).status?.addresses ?? []
@@ -108,20 +209,19 @@ export function wantedNames(s: Snapshot): WantedName[] {
     for (const l of listeners) {
       const issuerName = acmeIssuerOf(l);
       if (issuerName === undefined || acmeNameProblem(l) || !l.hostname) continue;
+      // Not ordered: the listener's status says why (translate/acme.ts).
+      const resolved = issuerFor(s, gw, issuerName);
+      if (!resolved.ok) continue;
+      const secretName = acmeSecretName(l.hostname);
+      const secret = s.objects.Secret.get(`${ns}/${secretName}`);
+      if (secret && !isCertificateSecretFor(secret, l.hostname)) continue;
       const key = `${ns}/${l.hostname}`;
-      const issuer = issuers.get(issuerName);
-      const problem = !issuer
-        ? `issuer ${issuerName} is not declared in the KengineParameters of this Gateway or its class (spec.acme.issuers)`
-        : (issuer.challenge ?? "http-01") !== "http-01"
-          ? `challenge ${issuer.challenge} of issuer ${issuerName} is not supported: only http-01 is built`
-          : undefined;
       const entry = byKey.get(key) ?? {
         namespace: ns,
         name: l.hostname,
-        secretName: acmeSecretName(l.hostname),
+        secretName,
         issuerName,
-        ...(issuer && !problem ? { issuer } : {}),
-        ...(problem ? { problem } : {}),
+        issuer: resolved.issuer,
         listeners: [],
         addresses: [],
         http01Port: false,
@@ -153,8 +253,10 @@ const date = (v: string | undefined): Date | undefined => {
   return Number.isNaN(d.getTime()) ? undefined : d;
 };
 
+/** The order state in the name's Secret; a Secret the manager did not write says nothing. */
 export function storedState(s: Snapshot, namespace: string, secretName: string): StoredState {
-  const secret = s.objects.Secret.get(`${namespace}/${secretName}`);
+  const found = s.objects.Secret.get(`${namespace}/${secretName}`);
+  const secret = writtenByController(found, "certificate") ? found : undefined;
   const a = secret?.metadata.annotations ?? {};
   const crt = secret?.data?.["tls.crt"];
   return {

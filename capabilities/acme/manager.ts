@@ -15,7 +15,14 @@ import {
 import { request as httpRequest } from "node:http";
 import { KubeClient, statusOf } from "../kube/client";
 import { Snapshot } from "../snapshot";
-import { ACME_LABEL, AcmeAnnotation, HTTP01_PREFIX } from "../validation/acme";
+import {
+  ACME_LABEL,
+  ACME_MANAGED_BY,
+  AcmeAnnotation,
+  HTTP01_PREFIX,
+  acmeSecretLabels,
+  writtenByController,
+} from "../validation/acme";
 import { AcmeClient, AcmeProblem, Http, Order, httpsTransport, problemText } from "./client";
 import { certificationRequest } from "./csr";
 import { keyAuthorization } from "./jws";
@@ -90,7 +97,7 @@ export class AcmeManager {
       const key = `${w.namespace}/${w.name}`;
       if (this.#inFlight.has(key)) continue;
       // HTTP-01 reaches the Gateway at its address: none yet, nothing to validate against
-      if (!w.problem && w.http01Port && w.addresses.length === 0) continue;
+      if (w.http01Port && w.addresses.length === 0) continue;
       const mine = this.#written.get(key);
       const state =
         mine && mine.at > now.getTime() - 60_000
@@ -137,11 +144,6 @@ export class AcmeManager {
     const log = { name: w.name, namespace: w.namespace, issuer: w.issuerName };
     try {
       // settings that cannot work fail like a CA error: reported, retried with back-off
-      if (!w.issuer || w.problem)
-        throw new OrderFailed({
-          type: "config",
-          detail: w.problem ?? `issuer ${w.issuerName} is not usable`,
-        });
       if (!w.http01Port)
         throw new OrderFailed({
           type: "config",
@@ -313,7 +315,7 @@ export class AcmeManager {
   }
 
   #client(issuer: IssuerSpec): Promise<AcmeClient> {
-    const id = `${issuer.server} ${issuer.email ?? ""} ${issuer.externalAccountBinding?.keyID ?? ""}`;
+    const id = accountIdentity(issuer);
     let c = this.#clients.get(id);
     if (!c) {
       c = this.#account(issuer);
@@ -323,85 +325,100 @@ export class AcmeManager {
     return c;
   }
 
-  /** The account key lives in a Secret of the controller's namespace, one per issuer. */
+  /**
+   * The issuer's account: a random key (node:crypto), created once and stored in a Secret of
+   * the controller's namespace, which tenants can neither read nor write; one per issuer
+   * declaration. A Secret of that name that the manager did not write (its labels, and the
+   * declaration it was made for) is not used: the issuer fails with that said.
+   */
   async #account(issuer: IssuerSpec): Promise<AcmeClient> {
-    const name = `kengine-acme-account-${createHash("sha256")
-      .update(
-        `${issuer.server} ${issuer.email ?? ""} ${issuer.externalAccountBinding?.keyID ?? ""}`,
-      )
-      .digest("hex")
-      .slice(0, 16)}`;
+    const name = accountSecretName(issuer);
+    const id = accountIdentity(issuer);
     const http = (this.o.transport ?? (i => httpsTransport(i.caBundle ? [i.caBundle] : undefined)))(
       issuer,
     );
-    let key: KeyObject;
-    let url: string | undefined;
-    const existing = await this.o.kube
-      .request<{
-        data?: Record<string, string>;
-        metadata: { annotations?: Record<string, string> };
-      }>("GET", secretsPath(this.o.namespace, name))
-      .catch((e: unknown) => {
-        if (statusOf(e) === 404) return undefined;
-        throw e;
-      });
-    if (existing?.data?.["account.key"]) {
-      key = createPrivateKey(Buffer.from(existing.data["account.key"], "base64").toString("utf8"));
-      url = existing.metadata.annotations?.["gateway.kengine.io/acme-account"];
-    } else {
-      key = generateKeyPairSync("ec", { namedCurve: "prime256v1" }).privateKey;
-    }
-    const client = new AcmeClient(issuer.server, key, http, url);
-    // newAccount with a known key returns its account (RFC 8555 §7.3.1): asked once per
-    // process, so a CA that lost its accounts (a test CA restarted) gets it registered again
-    {
-      let eab: { keyId: string; hmacKey: string } | undefined;
-      if (issuer.externalAccountBinding) {
-        const ref = issuer.externalAccountBinding.hmacKeySecretRef;
-        const s = await this.o.kube.request<{ data?: Record<string, string> }>(
-          "GET",
-          secretsPath(issuer.namespace, ref.name),
-        );
-        const raw = s.data?.[ref.key ?? "secret"];
-        if (!raw)
-          throw new OrderFailed({
-            type: "config",
-            detail: `Secret ${issuer.namespace}/${ref.name} has no key ${ref.key ?? "secret"} (the EAB MAC key)`,
-          });
-        eab = {
-          keyId: issuer.externalAccountBinding.keyID,
-          hmacKey: Buffer.from(raw, "base64").toString("utf8").trim(),
-        };
-      }
-      url = must(
-        await client.account({ ...(issuer.email && { email: issuer.email }), ...(eab && { eab }) }),
-      );
+    type Stored = {
+      data?: Record<string, string>;
+      metadata: { labels?: Record<string, string>; annotations?: Record<string, string> };
+    };
+    const read = () =>
+      this.o.kube
+        .request<Stored>("GET", secretsPath(this.o.namespace, name))
+        .catch((e: unknown) => {
+          if (statusOf(e) === 404) return undefined;
+          throw e;
+        });
+    const trusted = (s: Stored): Stored => {
+      if (
+        !writtenByController(s, "account") ||
+        s.metadata.annotations?.[ACCOUNT_OF] !== id ||
+        !s.data?.["account.key"]
+      )
+        throw new OrderFailed({
+          type: "config",
+          detail: `Secret ${this.o.namespace}/${name} was not written by the controller for ACME issuer ${issuer.name} of KengineParameters ${issuer.parameters} (labels ${ACME_LABEL}: account, app.kubernetes.io/managed-by: ${ACME_MANAGED_BY}; annotation ${ACCOUNT_OF}): its key is not used; delete it to let the controller create the account`,
+        });
+      return s;
+    };
+    let stored = await read();
+    if (!stored) {
+      // Created once, before the CA sees the key: a restart finds the same key.
+      const key = generateKeyPairSync("ec", { namedCurve: "prime256v1" }).privateKey;
       const body = {
         apiVersion: "v1",
         kind: "Secret",
         metadata: {
           name,
           namespace: this.o.namespace,
-          labels: { [ACME_LABEL]: "account", "app.kubernetes.io/managed-by": "kengine-gateway" },
-          annotations: {
-            "gateway.kengine.io/acme-account": url,
-            "gateway.kengine.io/acme-server": issuer.server,
-          },
+          labels: acmeSecretLabels("account"),
+          annotations: { [ACCOUNT_OF]: id, "gateway.kengine.io/acme-server": issuer.server },
         },
         type: "Opaque",
         stringData: { "account.key": key.export({ type: "pkcs8", format: "pem" }).toString() },
       };
-      if (existing && existing.metadata.annotations?.["gateway.kengine.io/acme-account"] === url)
-        return client;
-      if (existing)
-        await this.o.kube.request(
-          "PATCH",
-          secretsPath(this.o.namespace, name),
-          body,
-          "application/merge-patch+json",
-        );
-      else await this.o.kube.request("POST", secretsPath(this.o.namespace), body);
+      await this.o.kube.request("POST", secretsPath(this.o.namespace), body).catch((e: unknown) => {
+        if (statusOf(e) !== 409) throw e;
+      });
+      stored = await read();
+      if (!stored)
+        throw new Error(`Secret ${this.o.namespace}/${name} vanished after its creation`);
     }
+    const account = trusted(stored);
+    const key: KeyObject = createPrivateKey(
+      Buffer.from(account.data!["account.key"]!, "base64").toString("utf8"),
+    );
+    const known = account.metadata.annotations?.[ACCOUNT_URL];
+    const client = new AcmeClient(issuer.server, key, http, known);
+    // newAccount with a known key returns its account (RFC 8555 §7.3.1): asked once per
+    // process, so a CA that lost its accounts (a test CA restarted) gets it registered again
+    let eab: { keyId: string; hmacKey: string } | undefined;
+    if (issuer.externalAccountBinding) {
+      const ref = issuer.externalAccountBinding.hmacKeySecretRef;
+      const s = await this.o.kube.request<{ data?: Record<string, string> }>(
+        "GET",
+        secretsPath(issuer.namespace, ref.name),
+      );
+      const raw = s.data?.[ref.key ?? "secret"];
+      if (!raw)
+        throw new OrderFailed({
+          type: "config",
+          detail: `Secret ${issuer.namespace}/${ref.name} has no key ${ref.key ?? "secret"} (the EAB MAC key)`,
+        });
+      eab = {
+        keyId: issuer.externalAccountBinding.keyID,
+        hmacKey: Buffer.from(raw, "base64").toString("utf8").trim(),
+      };
+    }
+    const url = must(
+      await client.account({ ...(issuer.email && { email: issuer.email }), ...(eab && { eab }) }),
+    );
+    if (url !== known)
+      await this.o.kube.request(
+        "PATCH",
+        secretsPath(this.o.namespace, name),
+        { metadata: { annotations: { [ACCOUNT_URL]: url } } },
+        "application/merge-patch+json",
+      );
     return client;
   }
 
@@ -439,10 +456,7 @@ export class AcmeManager {
         metadata: {
           name: w.secretName,
           namespace: w.namespace,
-          labels: {
-            [ACME_LABEL]: "certificate",
-            "app.kubernetes.io/managed-by": "kengine-gateway",
-          },
+          labels: acmeSecretLabels("certificate"),
           annotations: Object.fromEntries(
             Object.entries(annotations).filter(([, v]) => v !== null),
           ),
@@ -455,6 +469,18 @@ export class AcmeManager {
 }
 
 const orderUrlOf = (s: StoredState | undefined): string | undefined => s?.order;
+
+/** Annotations of an account Secret: the declaration it belongs to, and the CA's account URL. */
+const ACCOUNT_OF = "gateway.kengine.io/acme-account-of";
+const ACCOUNT_URL = "gateway.kengine.io/acme-account";
+
+/** One account per issuer declaration: its parameters, name, directory, email and EAB key id. */
+const accountIdentity = (i: IssuerSpec): string =>
+  `${i.parameters}/${i.name} ${i.server} ${i.email ?? ""} ${i.externalAccountBinding?.keyID ?? ""}`;
+
+/** The account Secret's name in the controller's namespace. */
+export const accountSecretName = (i: IssuerSpec): string =>
+  `kengine-acme-account-${createHash("sha256").update(accountIdentity(i)).digest("hex").slice(0, 16)}`;
 
 /** GET http://address:80/path with the given Host; the body (≤ 4 KiB) or undefined. */
 function getText(address: string, host: string, path: string): Promise<string | undefined> {

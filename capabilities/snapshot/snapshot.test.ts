@@ -210,6 +210,51 @@ describe("snapshot", () => {
     ]);
     expect(apply(sel, { type: "upsert", kind: "Namespace", object: ns }).relevant).toBe(true);
   });
+
+  it("cares about Namespace labels when an ACME issuer is granted by selector", () => {
+    const ns = { kind: "Namespace", metadata: { name: "team", labels: { a: "1" } } } as KubeObject;
+    const params = (allowedNamespaces: object) =>
+      obj(
+        "KengineParameters",
+        "p",
+        { spec: { acme: { issuers: [{ name: "le", server: "https://x/d", allowedNamespaces }] } } },
+        "infra",
+      );
+    const all = snapshotOf([...base(), params({ from: "All" })]);
+    expect(apply(all, { type: "upsert", kind: "Namespace", object: ns }).relevant).toBe(false);
+    const sel = snapshotOf([
+      ...base(),
+      params({ from: "Selector", selector: { matchLabels: { a: "1" } } }),
+    ]);
+    expect(apply(sel, { type: "upsert", kind: "Namespace", object: ns }).relevant).toBe(true);
+  });
+
+  it("ignores the ACME Secret name in a ListenerSet's namespace; minds it in a Gateway's", () => {
+    const acme = {
+      name: "a",
+      port: 443,
+      protocol: "HTTPS",
+      hostname: "shop.example.com",
+      tls: { options: { "kengine.io/acme-issuer": "le" } },
+    };
+    const s = snapshotOf([
+      ...base(),
+      obj("Gateway", "own", { spec: { gatewayClassName: "k", listeners: [acme] } }, "shop"),
+      obj(
+        "ListenerSet",
+        "ls",
+        { spec: { parentRef: { name: "gw", namespace: "default" }, listeners: [acme] } },
+        "team",
+      ),
+    ]);
+    const secret = (ns: string) => obj("Secret", "kengine-acme-shop.example.com", { data: {} }, ns);
+    expect(apply(s, { type: "upsert", kind: "Secret", object: secret("team") }).relevant).toBe(
+      false,
+    );
+    expect(apply(s, { type: "upsert", kind: "Secret", object: secret("shop") }).relevant).toBe(
+      true,
+    );
+  });
 });
 
 describe("batching", () => {

@@ -18,7 +18,7 @@ import {
 /** The controllerName our GatewayClasses carry (defined once, in ownership/). */
 export { CONTROLLER_NAME } from "../ownership";
 import { isOurClass } from "../ownership";
-import { acmeIssuerOf, acmeSecretName } from "../validation/acme";
+import { acmeGrantOf, acmeIssuerOf, acmeSecretName } from "../validation/acme";
 import { metadataOnly } from "./strip";
 
 export type ObjectMapOf<K extends Kind> = ReadonlyMap<string, KindMap[K]>;
@@ -234,7 +234,7 @@ const ROUTE_KINDS: ReadonlySet<Kind> = new Set([
 ]);
 
 export function referenceIndex(s: Snapshot): ReferenceIndex {
-  // The index depends only on Gateway API kinds; cache it on the tuple of their maps.
+  // The index depends only on these kinds; cache it on the tuple of their maps.
   const keyMaps = [
     s.objects.GatewayClass,
     s.objects.Gateway,
@@ -246,6 +246,8 @@ export function referenceIndex(s: Snapshot): ReferenceIndex {
     s.objects.UDPRoute,
     s.objects.BackendTLSPolicy,
     s.objects.XBackend,
+    // ACME issuer grants by namespace labels
+    s.objects.KengineParameters,
   ];
   let level: WeakMap<object, unknown> = indexCache as WeakMap<object, unknown>;
   for (let i = 0; i < keyMaps.length - 1; i++) {
@@ -288,6 +290,8 @@ function buildIndex(s: Snapshot): ReferenceIndex {
   for (const ls of s.objects.ListenerSet.values()) {
     addListenerRefs(ls.metadata.namespace ?? "", ls.spec?.listeners);
   }
+  // ACME issuers granted by namespace labels (acme/issuers.ts): a label change can grant one.
+  if (!namespaceSelectors) namespaceSelectors = acmeSelectorGrants(s);
   const routeKinds = ["HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute"] as const;
   for (const kind of routeKinds) {
     for (const r of s.objects[kind].values()) {
@@ -333,9 +337,9 @@ const dataCache = new WeakMap<
 
 /**
  * Every Secret and ConfigMap the translator reads through a reference: listener
- * `certificateRefs` and ACME certificate Secrets (our Gateways' listeners and every
- * ListenerSet's), a Gateway's backend client certificate and frontend CA ConfigMaps, and the CA
- * references of BackendTLSPolicies and XBackends. Routes reference none, so the answer is cached
+ * `certificateRefs` (our Gateways' listeners and every ListenerSet's), ACME certificate Secrets
+ * (a Gateway's own listeners only), a Gateway's backend client certificate and frontend CA
+ * ConfigMaps, and the CA references of BackendTLSPolicies and XBackends. Routes reference none, so the answer is cached
  * on the maps of the kinds that can (a route change never recomputes it).
  */
 export function dataReferences(s: Snapshot): DataReferences {
@@ -405,7 +409,8 @@ export function collectDataReferences(s: Snapshot, permitted?: DataPermitted): D
   ): void => {
     for (const l of listeners ?? []) {
       for (const ref of l.tls?.certificateRefs ?? []) add(from, "Secret", ref, "Secret");
-      if (acmeIssuerOf(l) !== undefined && l.hostname)
+      // ACME certificates (and HTTP-01 answers) are a Gateway's own listeners' only.
+      if (from.kind === "Gateway" && acmeIssuerOf(l) !== undefined && l.hostname)
         secrets.add(`${from.namespace}/${acmeSecretName(l.hostname)}`);
     }
   };
@@ -448,6 +453,16 @@ export function collectDataReferences(s: Snapshot, permitted?: DataPermitted): D
       if (ref.kind === "ConfigMap") configMaps.add(`${ns}/${ref.name}`);
   }
   return { secrets, configMaps };
+}
+
+/** Whether some KengineParameters grants an ACME issuer by namespace labels. */
+function acmeSelectorGrants(s: Snapshot): boolean {
+  for (const p of s.objects.KengineParameters.values()) {
+    const issuers = (p.spec?.["acme"] as { issuers?: unknown } | undefined)?.issuers;
+    if (Array.isArray(issuers) && issuers.some(i => acmeGrantOf(i).from === "Selector"))
+      return true;
+  }
+  return false;
 }
 
 function parentIsOurs(

@@ -1,17 +1,23 @@
 /**
- * Listeners with an automatic certificate (validation/acme.ts): the certificate comes from the
- * Secret the ACME manager keeps for the listener's hostname, and the listener's status says
- * what the manager last wrote there (pending, the CA's error word for word, renewal time).
+ * Listeners with an automatic certificate (validation/acme.ts): the issuer comes from the
+ * GatewayClass's parameters when granted to the Gateway's namespace (acme/issuers.ts), the
+ * certificate from the Secret the ACME manager keeps for the listener's hostname in the
+ * Gateway's namespace, and the listener's status says what the manager last wrote there
+ * (pending, the CA's error word for word, renewal time). Only the Gateway's own listeners get
+ * either, and HTTP-01 answers are read only from the Secrets the manager writes.
  * Pure: everything comes from the snapshot.
  */
+import { issuerFor } from "../acme/issuers";
 import { CertificateIR, GatewayIR, HTTPRouteEntryIR } from "../ir";
-import { Listener, Secret, Snapshot } from "../snapshot";
+import { Gateway, Listener, Secret, Snapshot } from "../snapshot";
 import {
   AcmeAnnotation,
   HTTP01_PREFIX,
   acmeIssuerOf,
   acmeNameProblem,
   acmeSecretName,
+  foreignSecretMessage,
+  isCertificateSecretFor,
   storedChallenges,
 } from "../validation/acme";
 import { checkKeyPair } from "../validation/keypair";
@@ -29,9 +35,10 @@ export interface AcmeListenerResult {
 const decode = (b64: string | undefined): string =>
   b64 === undefined ? "" : Buffer.from(b64, "base64").toString("utf8");
 
+/** A listener of `gw`'s own spec that names `issuer` (ListenerSet listeners get none). */
 export function acmeListener(
   s: Snapshot,
-  namespace: string,
+  gw: Gateway,
   l: Listener,
   issuer: string,
   into: CertificateIR[],
@@ -39,9 +46,27 @@ export function acmeListener(
   const problem = acmeNameProblem(l);
   if (problem)
     return { resolvedRefs: { reason: ListenerReason.InvalidCertificateRef, message: problem } };
+  const resolved = issuerFor(s, gw, issuer);
+  if (!resolved.ok)
+    return {
+      resolvedRefs: {
+        reason:
+          resolved.reason === "NotGranted"
+            ? ListenerReason.RefNotPermitted
+            : ListenerReason.InvalidCertificateRef,
+        message: resolved.message,
+      },
+    };
   const name = l.hostname!;
-  const id = `${namespace}/${acmeSecretName(name)}`;
+  const id = `${gw.metadata.namespace ?? ""}/${acmeSecretName(name)}`;
   const secret: Secret | undefined = s.objects.Secret.get(id);
+  if (secret && !isCertificateSecretFor(secret, name))
+    return {
+      resolvedRefs: {
+        reason: ListenerReason.InvalidCertificateRef,
+        message: foreignSecretMessage(id),
+      },
+    };
   const a = secret?.metadata.annotations ?? {};
   const state = a[AcmeAnnotation.state];
   const said = a[AcmeAnnotation.message];
@@ -88,25 +113,33 @@ const covers = (listenerHost: string | undefined, name: string): boolean =>
 /**
  * The HTTP-01 answers of the Gateway's ACME names, first on every port-80 HTTP listener that
  * covers the name: the CA reaches whichever proxy its connection lands on, so every proxy of
- * the fleet gets them in the config it is pushed.
+ * the fleet gets them in the config it is pushed. Answers come only for hostnames of the
+ * Gateway's own listeners whose issuer is granted, and only from the Secret the manager writes
+ * for that hostname in the Gateway's namespace (labels and name annotation checked): a
+ * ListenerSet's listener or another namespace's Secret never puts an answer on the proxies.
  */
 export function withHttp01Answers(
   s: Snapshot,
+  gw: Gateway,
   listeners: readonly {
-    readonly owner: { readonly namespace: string };
+    readonly owner: { readonly kind: string };
     readonly listener: Listener;
   }[],
   ir: GatewayIR,
 ): GatewayIR {
+  const namespace = gw.metadata.namespace ?? "";
   const answers: { name: string; token: string; keyAuthorization: string }[] = [];
   const seen = new Set<string>();
   for (const { owner, listener } of listeners) {
-    const namespace = owner.namespace;
+    if (owner.kind !== "Gateway") continue;
     const name = listener.hostname;
-    if (acmeIssuerOf(listener) === undefined) continue;
-    if (!name || acmeNameProblem(listener) || seen.has(`${namespace}/${name}`)) continue;
-    seen.add(`${namespace}/${name}`);
+    const issuer = acmeIssuerOf(listener);
+    if (issuer === undefined || !name || acmeNameProblem(listener)) continue;
+    if (seen.has(name.toLowerCase())) continue;
+    seen.add(name.toLowerCase());
+    if (!issuerFor(s, gw, issuer).ok) continue;
     const secret = s.objects.Secret.get(`${namespace}/${acmeSecretName(name)}`);
+    if (!isCertificateSecretFor(secret, name)) continue;
     for (const [token, keyAuthorization] of storedChallenges(secret?.metadata.annotations))
       answers.push({ name, token, keyAuthorization });
   }

@@ -233,14 +233,15 @@ function draft(
     const refs = l.tls?.certificateRefs ?? [];
     const issuer = acmeIssuerOf(l);
     if (issuer !== undefined && owner.kind === "ListenerSet") {
-      // The ACME manager orders for a Gateway's own listeners only (acme/issuers.ts): the
-      // platform's issuer account is not spent on names a tenant's ListenerSet asks for.
+      // The ACME manager orders for a Gateway's own listeners only (acme/issuers.ts), and
+      // HTTP-01 is answered only for those (translate/acme.ts): a tenant's ListenerSet never
+      // spends the platform's issuer account nor answers a challenge for the platform's name.
       d.resolvedRefs = {
         reason: ListenerReason.InvalidCertificateRef,
         message: ACME_LISTENERSET_MESSAGE,
       };
     } else if (issuer !== undefined) {
-      const r = acmeListener(s, owner.namespace, l, issuer, d.certificates);
+      const r = acmeListener(s, gw, l, issuer, d.certificates);
       if (r.resolvedRefs) d.resolvedRefs = r.resolvedRefs;
       if (r.pending !== undefined) d.pending = r.pending;
       if (r.note !== undefined) d.resolvedNote = r.note;

@@ -416,7 +416,7 @@ export function translate(s: Snapshot, options: TranslateOptions = {}): Translat
       try {
         gateways.push(
           withTracing(
-            withHttp01Answers(s, ctx.listeners, buildIR(ctx)),
+            withHttp01Answers(s, gw, ctx.listeners, buildIR(ctx)),
             tele.tracing.get(keyOf(gw)),
           ),
         );

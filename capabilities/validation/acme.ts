@@ -5,6 +5,7 @@
  * ACME manager (what to order).
  */
 import { createHash } from "node:crypto";
+import { FieldProblem, display, truncate } from "./regex";
 
 /** The listener's `tls.options` key that names the issuer (KengineParameters spec.acme.issuers). */
 export const ACME_ISSUER_OPTION = "kengine.io/acme-issuer";
@@ -28,8 +29,46 @@ export const AcmeAnnotation = {
   failures: "gateway.kengine.io/acme-failures",
 } as const;
 
-/** Label of every Secret the ACME manager writes. */
+/** Label of every Secret the ACME manager writes: `certificate` or `account`. */
 export const ACME_LABEL = "gateway.kengine.io/acme";
+/** The `app.kubernetes.io/managed-by` value on every Secret the ACME manager writes. */
+export const ACME_MANAGED_BY = "kengine-gateway";
+
+/** The labels the ACME manager puts on the Secrets it writes. */
+export const acmeSecretLabels = (role: "certificate" | "account"): Record<string, string> => ({
+  [ACME_LABEL]: role,
+  "app.kubernetes.io/managed-by": ACME_MANAGED_BY,
+});
+
+interface SecretLike {
+  readonly metadata?: {
+    readonly labels?: Readonly<Record<string, string>>;
+    readonly annotations?: Readonly<Record<string, string>>;
+  };
+}
+
+/** Whether a Secret carries the labels the ACME manager writes for `role`. */
+export const writtenByController = (
+  secret: SecretLike | undefined,
+  role: "certificate" | "account",
+): boolean =>
+  secret?.metadata?.labels?.[ACME_LABEL] === role &&
+  secret.metadata.labels["app.kubernetes.io/managed-by"] === ACME_MANAGED_BY;
+
+/**
+ * Whether `secret` is the one the ACME manager keeps for `hostname`: its labels and the name
+ * annotation it writes. Callers read it only at `<Gateway namespace>/acmeSecretName(hostname)`,
+ * so the namespace and the exact name are checked by where it is looked up.
+ */
+export const isCertificateSecretFor = (secret: SecretLike | undefined, hostname: string): boolean =>
+  writtenByController(secret, "certificate") &&
+  secret?.metadata?.annotations?.[AcmeAnnotation.name]?.toLowerCase() === hostname.toLowerCase();
+
+/** Why a certificate Secret found at the name's place is not used (it is not the manager's). */
+export const foreignSecretMessage = (id: string): string =>
+  `Secret ${id} exists but was not written by the controller (no labels ${ACME_LABEL}: certificate, ` +
+  `app.kubernetes.io/managed-by: ${ACME_MANAGED_BY}): it is neither served nor overwritten; ` +
+  "delete it to let the controller order the name";
 
 export const HTTP01_PREFIX = "/.well-known/acme-challenge/";
 
@@ -91,6 +130,97 @@ export function storedChallenges(
   }
 }
 
+/**
+ * Which Gateway namespaces may use an issuer (`spec.acme.issuers[].allowedNamespaces`): `Same`
+ * (the default) is the namespace of the KengineParameters that declares it, `All` every
+ * namespace, `Selector` the namespaces whose labels match `selector`.
+ */
+export const ACME_GRANT_FROM = ["Same", "All", "Selector"] as const;
+export type AcmeGrantFrom = (typeof ACME_GRANT_FROM)[number];
+
+export interface AcmeGrant {
+  readonly from: AcmeGrantFrom;
+  readonly selector?: {
+    readonly matchLabels?: Readonly<Record<string, string>>;
+    readonly matchExpressions?: readonly {
+      readonly key: string;
+      readonly operator: string;
+      readonly values?: readonly string[];
+    }[];
+  };
+}
+
+/**
+ * The grant an issuer declares. Anything but a well-formed `All` or `Selector` (admission
+ * refuses the rest) reads as `Same`: a malformed grant never widens who may use the issuer.
+ */
+export function acmeGrantOf(issuer: unknown): AcmeGrant {
+  const g = (issuer as { allowedNamespaces?: unknown } | undefined)?.allowedNamespaces as
+    | { from?: unknown; selector?: unknown }
+    | undefined;
+  if (g?.from === "All") return { from: "All" };
+  if (g?.from === "Selector" && typeof g.selector === "object" && g.selector !== null)
+    return { from: "Selector", selector: g.selector as AcmeGrant["selector"] };
+  return { from: "Same" };
+}
+
+/** The grant in words, for the listener message of a namespace it leaves out. */
+export function acmeGrantText(grant: AcmeGrant, parametersNamespace: string): string {
+  if (grant.from === "Same") return `from: Same, namespace ${parametersNamespace} only`;
+  if (grant.from === "All") return "from: All";
+  return `from: Selector, ${JSON.stringify(grant.selector ?? {})}`;
+}
+
+const SELECTOR_OPERATORS = ["In", "NotIn", "Exists", "DoesNotExist"];
+
+function grantProblems(at: string, raw: unknown): FieldProblem[] {
+  if (raw === undefined) return [];
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw))
+    return [{ path: at, value: truncate(display(raw)), message: "must be an object" }];
+  const g = raw as { from?: unknown; selector?: unknown };
+  const problems: FieldProblem[] = [];
+  const from = g.from ?? "Same";
+  if (!(ACME_GRANT_FROM as readonly unknown[]).includes(from))
+    problems.push({
+      path: `${at}.from`,
+      value: truncate(display(from)),
+      message: `accepted: ${ACME_GRANT_FROM.join(", ")}`,
+    });
+  if (from === "Selector") {
+    const sel = g.selector as { matchLabels?: unknown; matchExpressions?: unknown } | undefined;
+    if (typeof sel !== "object" || sel === null || Array.isArray(sel))
+      problems.push({
+        path: `${at}.selector`,
+        value: truncate(display(sel)),
+        message: "from: Selector needs a label selector (matchLabels and/or matchExpressions)",
+      });
+    else {
+      const exprs = Array.isArray(sel.matchExpressions) ? sel.matchExpressions : [];
+      if (Object.keys(sel.matchLabels ?? {}).length === 0 && exprs.length === 0)
+        problems.push({
+          path: `${at}.selector`,
+          value: "{}",
+          message: "an empty selector would select every namespace: say from: All if that is meant",
+        });
+      exprs.forEach((e: unknown, j) => {
+        const op = (e as { operator?: unknown } | null)?.operator;
+        if (!SELECTOR_OPERATORS.includes(op as string))
+          problems.push({
+            path: `${at}.selector.matchExpressions[${j}].operator`,
+            value: truncate(display(op)),
+            message: `accepted: ${SELECTOR_OPERATORS.join(", ")}`,
+          });
+      });
+    }
+  } else if (g.selector !== undefined)
+    problems.push({
+      path: `${at}.selector`,
+      value: truncate(display(g.selector)),
+      message: `applies only with from: Selector (from is ${String(from)})`,
+    });
+  return problems;
+}
+
 /** What admission refuses in KengineParameters `spec.acme` beyond the CRD's schema. */
 export function acmeParametersProblems(
   acme: unknown,
@@ -133,6 +263,7 @@ export function acmeParametersProblems(
           message: "must be an https:// URL (the ACME directory)",
         });
     }
+    problems.push(...grantProblems(`${at}.allowedNamespaces`, it["allowedNamespaces"]));
     const bundle = it["caBundle"];
     if (typeof bundle === "string" && !bundle.includes("-----BEGIN CERTIFICATE-----"))
       problems.push({
@@ -146,5 +277,44 @@ export function acmeParametersProblems(
 
 /** Why a ListenerSet listener naming an ACME issuer gets no certificate (translate/listeners.ts). */
 export const ACME_LISTENERSET_MESSAGE =
-  "automatic certificates are ordered only for a Gateway's own listeners, not a ListenerSet's: " +
-  "reference a certificate (tls.certificateRefs) or move the listener to the Gateway";
+  "automatic certificates are ordered (and HTTP-01 answered) only for a Gateway's own listeners, not a ListenerSet's: " +
+  "reference a certificate (tls.certificateRefs) or ask the Gateway's owner for the listener";
+
+/**
+ * The kubectl warnings of a ListenerSet whose listeners name an ACME issuer: stored (the spec
+ * answers in status), with what the listener's status will say.
+ */
+export function listenerSetAcmeWarnings(ls: {
+  readonly spec?: { readonly listeners?: readonly unknown[] };
+}): string[] {
+  const listeners = Array.isArray(ls?.spec?.listeners) ? ls.spec.listeners : [];
+  return listeners.slice(0, 64).flatMap((raw, i) => {
+    const l = raw as ListenerLike;
+    return typeof l?.protocol === "string" && acmeIssuerOf(l) !== undefined
+      ? [
+          `spec.listeners[${i}].tls.options["${ACME_ISSUER_OPTION}"]: ${ACME_LISTENERSET_MESSAGE}; stored, its status will say ResolvedRefs=False/InvalidCertificateRef`,
+        ]
+      : [];
+  });
+}
+
+/**
+ * ACME issuers are platform-owned: only the parameters a GatewayClass references declare them
+ * (and grant them to namespaces). A Gateway's own parameters (spec.infrastructure.parametersRef,
+ * writable by the Gateway's namespace) that set `spec.acme` are refused whole, like other
+ * class-only fields (validation/overrides.ts).
+ */
+export function acmeGatewayParametersProblems(
+  gatewaySpec: { readonly acme?: unknown } | undefined,
+): FieldProblem[] {
+  const acme = gatewaySpec?.acme;
+  if (acme === undefined) return [];
+  return [
+    {
+      path: "spec.acme",
+      value: truncate(display(acme)),
+      message:
+        "is platform-owned: ACME issuers come only from the GatewayClass's parameters, which grant each issuer to namespaces (spec.acme.issuers[].allowedNamespaces); remove spec.acme here",
+    },
+  ];
+}

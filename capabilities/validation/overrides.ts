@@ -5,7 +5,9 @@
  * may write GatewayClasses), never from a Gateway's own `spec.infrastructure.parametersRef`,
  * which names a KengineParameters in the Gateway's namespace that any tenant there may write,
  * unless the class's parameters list the field in `spec.allowGatewayOverrides`. `spec.egress`
- * (validation/egress.ts) is class-level only, with no override.
+ * (validation/egress.ts) is class-level only, with no override. ACME issuers (`spec.acme`) are
+ * class-only with no override too: the class's parameters grant each issuer to namespaces
+ * instead (validation/acme.ts).
  *
  * One rule for every stage: admission refuses a Gateway whose parameters break it (when the
  * class and both parameters objects can be read), and the translator and provisioning
@@ -15,6 +17,7 @@
 import { FieldProblem, display, truncate } from "./regex";
 import { gatewayLimitsProblems } from "./limits";
 import { gatewayEgressProblems } from "./egress";
+import { acmeGatewayParametersProblems } from "./acme";
 
 /** spec.proxy fields only class-level parameters may set (or allow). */
 export const PLATFORM_FIELDS = [
@@ -34,6 +37,8 @@ export interface ParametersSpecLike {
   readonly allowGatewayOverrides?: unknown;
   readonly limits?: unknown;
   readonly egress?: unknown;
+  /** ACME issuers: class level only, never overridable (validation/acme.ts). */
+  readonly acme?: unknown;
 }
 
 const isPlatformField = (f: unknown): f is PlatformField =>
@@ -62,6 +67,7 @@ export function gatewayOverrideProblems(
         "has effect only in the parameters a GatewayClass references; a Gateway's own parameters cannot grant overrides",
     });
   problems.push(...gatewayLimitsProblems(gatewaySpec));
+  problems.push(...acmeGatewayParametersProblems(gatewaySpec));
   const proxy = gatewaySpec?.proxy;
   if (typeof proxy !== "object" || proxy === null) return problems;
   const allowed = allowedOverrides(classSpec);

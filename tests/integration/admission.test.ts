@@ -307,6 +307,61 @@ describe("admission through kubectl", () => {
     kubectlOk(["apply", "-f", "-"], withParameters("tenant-foreign", theirs));
   });
 
+  it("denies a Gateway whose own parameters declare ACME issuers; stores an ACME ListenerSet listener with a warning", () => {
+    kubectlOk(
+      ["apply", "-f", "-"],
+      yaml({
+        apiVersion: "gateway.kengine.io/v1alpha1",
+        kind: "KengineParameters",
+        metadata: { name: "tenant-acme", namespace: ns },
+        spec: { acme: { issuers: [{ name: "mine", server: "https://127.0.0.1:9/dir" }] } },
+      }),
+    );
+    denied(
+      yaml({
+        apiVersion: "gateway.networking.k8s.io/v1",
+        kind: "Gateway",
+        metadata: { name: "tenant-acme", namespace: ns },
+        spec: {
+          gatewayClassName: ours,
+          infrastructure: {
+            parametersRef: {
+              group: "gateway.kengine.io",
+              kind: "KengineParameters",
+              name: "tenant-acme",
+            },
+          },
+          listeners: [{ name: "http", port: 80, protocol: "HTTP" }],
+        },
+      }),
+      `spec.infrastructure.parametersRef (KengineParameters ${ns}/tenant-acme spec.acme): is platform-owned: ACME issuers come only from the GatewayClass's parameters`,
+    );
+    const stored = kubectl(
+      ["apply", "-f", "-"],
+      yaml({
+        apiVersion: "gateway.networking.k8s.io/v1",
+        kind: "ListenerSet",
+        metadata: { name: "acme-ls", namespace: ns },
+        spec: {
+          parentRef: { name: "gw" },
+          listeners: [
+            {
+              name: "take",
+              port: 8443,
+              protocol: "HTTPS",
+              hostname: "app.example.com",
+              tls: { mode: "Terminate", options: { "kengine.io/acme-issuer": "anything" } },
+            },
+          ],
+        },
+      }),
+    );
+    expect(stored.code).toBe(0);
+    expect(stored.stderr).toContain(
+      `Warning: ListenerSet ${ns}/acme-ls: spec.listeners[0].tls.options["kengine.io/acme-issuer"]: automatic certificates are ordered (and HTTP-01 answered) only for a Gateway's own listeners, not a ListenerSet's`,
+    );
+  });
+
   const backendTLSPolicy = (name: string, service: string, validation: object) =>
     yaml({
       apiVersion: "gateway.networking.k8s.io/v1",
