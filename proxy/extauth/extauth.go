@@ -60,7 +60,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -83,16 +82,7 @@ const MaxBodyBytesCeiling = 16 << 20
 // holds at once (each request's, up to max_body_bytes, until the request ends).
 const ProcessMaxBodyBytes = 256 << 20
 
-var processBodyBytes atomic.Int64
-
-// reserveBody takes n bytes of the process's budget, if they are free.
-func reserveBody(n int64) bool {
-	if processBodyBytes.Add(n) > ProcessMaxBodyBytes {
-		processBodyBytes.Add(-n)
-		return false
-	}
-	return true
-}
+var processBodyBytes = outbound.NewBudget(ProcessMaxBodyBytes)
 
 // ExtAuth is the handler.
 type ExtAuth struct {
@@ -185,17 +175,17 @@ func (a *ExtAuth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		// them back), under one budget for the whole proxy: past it the request waits for
 		// nothing and is answered 503.
 		held := a.MaxBodyBytes
-		if !reserveBody(held) {
+		if !processBodyBytes.Reserve(held) {
 			a.logger.Debug("bodies held for authorization fill the proxy's budget", zap.Int64("process_max_body_bytes", ProcessMaxBodyBytes))
 			w.Header().Set("Retry-After", "1")
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return nil
 		}
-		defer func() { processBodyBytes.Add(-held) }()
+		defer func() { processBodyBytes.Release(held) }()
 		// The backend gets back exactly what was read followed by the rest.
 		read, rest, err := outbound.ReadPrefix(r.Body, a.MaxBodyBytes, time.Duration(a.BodyTimeout))
 		r.Body = rest
-		processBodyBytes.Add(int64(len(read)) - held)
+		processBodyBytes.Release(held - int64(len(read)))
 		held = int64(len(read))
 		if errors.Is(err, outbound.ErrBodyTimeout) {
 			// The request ends here: a past read deadline ends the read still under way, and

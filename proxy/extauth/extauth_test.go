@@ -362,8 +362,8 @@ func TestMaxBodyBytesCeiling(t *testing.T) {
 // The process-wide budget: a request whose body would not fit is answered 503 before its body
 // is read, and bytes held by finished requests are free again.
 func TestBodyBudgetFullAnswers503(t *testing.T) {
-	processBodyBytes.Add(ProcessMaxBodyBytes)
-	defer processBodyBytes.Add(-ProcessMaxBodyBytes)
+	processBodyBytes.Reserve(ProcessMaxBodyBytes)
+	defer processBodyBytes.Release(ProcessMaxBodyBytes)
 	a := provisioned(t, &ExtAuth{Dial: []string{"127.0.0.1:1"}, MaxBodyBytes: 16})
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader("payload"))

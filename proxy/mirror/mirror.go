@@ -165,7 +165,7 @@ func (m *Mirror) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhtt
 		// Read at most MaxBodyBytes+1: a larger body is not mirrored, and the original request
 		// gets back exactly what was read followed by the rest.
 		held = m.MaxBodyBytes + 1
-		if !reserveBody(held) {
+		if !processBodyBytes.Reserve(held) {
 			m.inFlight.Add(-int64(len(chosen)))
 			m.logger.Debug("mirrored bodies fill the proxy's budget: not mirrored", zap.Int64("process_max_body_bytes", ProcessMaxBodyBytes))
 			return next.ServeHTTP(w, r)
@@ -174,22 +174,22 @@ func (m *Mirror) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhtt
 		r.Body = rest
 		switch {
 		case errors.Is(err, outbound.ErrBodyTimeout):
-			processBodyBytes.Add(-held)
+			processBodyBytes.Release(held)
 			m.inFlight.Add(-int64(len(chosen)))
 			m.logger.Debug("request body not received within body_timeout: not mirrored", zap.Duration("body_timeout", time.Duration(m.BodyTimeout)))
 			return next.ServeHTTP(w, r)
 		case err != nil:
-			processBodyBytes.Add(-held)
+			processBodyBytes.Release(held)
 			m.inFlight.Add(-int64(len(chosen)))
 			return caddyhttp.Error(http.StatusBadRequest, err)
 		case int64(len(read)) > m.MaxBodyBytes:
-			processBodyBytes.Add(-held)
+			processBodyBytes.Release(held)
 			m.inFlight.Add(-int64(len(chosen)))
 			m.logger.Debug("request body too large to mirror", zap.Int64("max_body_bytes", m.MaxBodyBytes))
 			return next.ServeHTTP(w, r)
 		}
 		// Held from now on at its real size, until the request's last copy is sent.
-		processBodyBytes.Add(int64(len(read)) - held)
+		processBodyBytes.Release(held - int64(len(read)))
 		held = int64(len(read))
 		body = read
 	}
@@ -211,7 +211,7 @@ func (m *Mirror) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhtt
 		go func() {
 			m.send(out)
 			if copies.Add(-1) == 0 {
-				processBodyBytes.Add(-held)
+				processBodyBytes.Release(held)
 			}
 		}()
 	}
@@ -222,16 +222,7 @@ func (m *Mirror) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhtt
 // holds for copies at once.
 const ProcessMaxBodyBytes = 64 << 20
 
-var processBodyBytes atomic.Int64
-
-// reserveBody takes n bytes of the process's budget for mirrored bodies, if they are free.
-func reserveBody(n int64) bool {
-	if processBodyBytes.Add(n) > ProcessMaxBodyBytes {
-		processBodyBytes.Add(-n)
-		return false
-	}
-	return true
-}
+var processBodyBytes = outbound.NewBudget(ProcessMaxBodyBytes)
 
 // acquire takes one of the max_in_flight slots, if one is free.
 func (m *Mirror) acquire() bool {

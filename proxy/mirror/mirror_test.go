@@ -74,10 +74,10 @@ func TestMirrorsEveryRequestAndLeavesTheOriginalAlone(t *testing.T) {
 	}
 	// The body held for the two copies is given back once both are sent.
 	deadline := time.Now().Add(10 * time.Second)
-	for processBodyBytes.Load() != 0 && time.Now().Before(deadline) {
+	for processBodyBytes.Used() != 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if n := processBodyBytes.Load(); n != 0 {
+	if n := processBodyBytes.Used(); n != 0 {
 		t.Fatalf("mirrored bodies still hold %d bytes of the process budget", n)
 	}
 }
@@ -288,17 +288,17 @@ func TestValidateRefusesNegativeBodyTimeout(t *testing.T) {
 // The process-wide body budget: reservations beyond ProcessMaxBodyBytes are refused whatever
 // handler asks, and released bytes are free again.
 func TestProcessBodyBudget(t *testing.T) {
-	if !reserveBody(ProcessMaxBodyBytes - 10) {
+	if !processBodyBytes.Reserve(ProcessMaxBodyBytes - 10) {
 		t.Fatal("an empty budget refused a reservation within it")
 	}
-	if reserveBody(11) {
+	if processBodyBytes.Reserve(11) {
 		t.Fatal("a reservation past the budget was granted")
 	}
-	if !reserveBody(10) {
+	if !processBodyBytes.Reserve(10) {
 		t.Fatal("the budget's last bytes were refused")
 	}
-	processBodyBytes.Add(-ProcessMaxBodyBytes)
-	if processBodyBytes.Load() != 0 {
-		t.Fatalf("budget holds %d after release", processBodyBytes.Load())
+	processBodyBytes.Release(ProcessMaxBodyBytes)
+	if processBodyBytes.Used() != 0 {
+		t.Fatalf("budget holds %d after release", processBodyBytes.Used())
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"kengine.io/gateway/proxy/internal/egress"
@@ -120,3 +121,30 @@ func (p *pending) Read(b []byte) (int, error) {
 }
 
 func (p *pending) Close() error { return p.body.Close() }
+
+// Budget bounds the bytes that every handler of one kind holds at once in the process (bodies
+// read for mirror copies or authorization requests): a reservation that does not fit is
+// refused and the caller serves the request without holding more.
+type Budget struct {
+	max  int64
+	used atomic.Int64
+}
+
+// NewBudget is a budget of max bytes.
+func NewBudget(max int64) *Budget { return &Budget{max: max} }
+
+// Reserve takes n bytes if they fit.
+func (b *Budget) Reserve(n int64) bool {
+	if b.used.Add(n) > b.max {
+		b.used.Add(-n)
+		return false
+	}
+	return true
+}
+
+// Release gives back n bytes (negative n takes more, as when a reservation is adjusted to
+// what was really read).
+func (b *Budget) Release(n int64) { b.used.Add(-n) }
+
+// Used is how many bytes are held now.
+func (b *Budget) Used() int64 { return b.used.Load() }
