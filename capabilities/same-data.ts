@@ -1,5 +1,5 @@
 /**
- * Structural equality of JSON-like data, fast enough for the build's hot path (issue 16): the
+ * Structural equality of JSON-like data, fast enough for the build's hot path: the
  * IR reuse (reconcile/reuse.ts) and the status memo (status/compute.ts) compare each build's
  * results with the previous build's.
  */

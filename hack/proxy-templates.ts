@@ -1,5 +1,5 @@
 /**
- * Bring-your-own proxy manifests (design §4), made by the same functions that provision managed
+ * Bring-your-own proxy manifests (docs/proxies.md), made by the same functions that provision managed
  * proxies (capabilities/provision, capabilities/proxies): one source of truth for the container,
  * its probes, volumes, ports, anti-affinity and the bootstrap config with the mTLS management
  * listener. Pure; hack/templates.ts writes them.
@@ -40,7 +40,7 @@ import {
   proxyWorkload,
 } from "../capabilities/provision";
 
-/** design §4: the label that ties bring-your-own proxy Services to their Gateway. */
+/** docs/proxies.md: the label that ties bring-your-own proxy Services to their Gateway. */
 export const OWNING_GATEWAY_LABEL = "gateway.kengine.io/owning-gateway";
 /** Labels of the controller's (Pepr watcher's) pods: the only clients of the management port. */
 export const CONTROLLER_POD_LABELS = DEFAULT_CONTROLLER_PEERS.podLabels;

@@ -16,7 +16,7 @@ describe("hexBelow (weighted backend choice from the request UUID)", () => {
   });
 });
 
-describe("celString / celPlaceholder (user strings in CEL expressions, issue 15)", () => {
+describe("celString / celPlaceholder (user strings in CEL expressions)", () => {
   it("property: the literal holds no brace and decodes to the string itself", () => {
     fc.assert(
       fc.property(fc.string({ unit: "grapheme" }), s => {
@@ -139,7 +139,7 @@ describe("misdirected HTTPS requests (the client's server name in CEL)", () => {
   });
 });
 
-describe("egress_guard (contract C1)", () => {
+describe("egress_guard", () => {
   const guarded = (flavor: "Bundled" | "Kengine", withInvalid: boolean): GatewayIR => {
     const base = gatewayWithQueries([], flavor);
     const l = base.httpServers[0]!.listeners[0]!;

@@ -76,7 +76,7 @@ import {
 import { MergeRules, listenerState } from "./listener-memo";
 
 export interface CaddyOptions {
-  /** The management server fragment and admin address (proxy fleet, design §6). */
+  /** The management server fragment and admin address (proxy fleet, docs/operations.md §7). */
   readonly management?: ManagementServerConfig;
   /** Host part of every listener address; default: all interfaces. */
   readonly bindHost?: string;
@@ -1054,7 +1054,7 @@ function mirror(mirrors: readonly MirrorIR[]): CaddyHandler {
 }
 
 /**
- * `egress_guard` (contract C1) for upstreams that are names tenants wrote: every CIDR any of
+ * `egress_guard` for upstreams that are names tenants wrote: every CIDR any of
  * them denies (one Gateway's are the same list); `{}` still switches the guard on.
  */
 export function egressGuardOf(

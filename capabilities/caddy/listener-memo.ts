@@ -1,6 +1,6 @@
 /**
- * A listener's route list made from the last render's by the entries that changed (issue 16,
- * item 3): the translator keeps unchanged route entries as the same objects in the same
+ * A listener's route list made from the last render's by the entries that changed: the
+ * translator keeps unchanged route entries as the same objects in the same
  * order, so the entries removed and added are found by identity (one walk of pointer
  * compares), only the added ones are rendered, and the merge of host catch-alls
  * (config.ts `mergeHostCatchAlls`) is patched by the hostnames of the routes that changed.

@@ -1,5 +1,5 @@
 /**
- * Placeholders (issue 28, build item 5): whatever text a tenant stores in a field that reaches
+ * Placeholders: whatever text a tenant stores in a field that reaches
  * the Caddy config, the rendered config expands no placeholder but the controller's own. A
  * tenant's `{env.*}` or `{file.*}` in a header value, a span name or a response body would read
  * the proxy's environment or files into a response. The check reads every string of the config

@@ -1,5 +1,5 @@
 /**
- * What rendering keeps from one build to the next (issue 16, item 3), so that a route change
+ * What rendering keeps from one build to the next, so that a route change
  * costs about that route: the translator keeps an unchanged route's IR entries as the same
  * objects, and this keeps what was rendered from them.
  *

@@ -32,7 +32,7 @@ export type CaddyHeaderOps = {
   readonly deferred?: boolean;
 };
 
-/** Our dial guard (contract C1, proxy/internal/egress): present, even `{}`, switches it on. */
+/** Our dial guard (proxy/internal/egress): present, even `{}`, switches it on. */
 export type CaddyEgressGuard = { readonly deny?: readonly string[] };
 
 export type CaddyHandler =
@@ -222,7 +222,7 @@ export interface CaddyConfig {
 }
 
 /**
- * The proxy-fleet hook (design §6): the mTLS management listener that forwards to the
+ * The proxy-fleet hook (docs/operations.md §7): the mTLS management listener that forwards to the
  * local admin endpoint. Filled by `capabilities/proxies/`; every config we render keeps it.
  */
 export interface ManagementServerConfig {

@@ -1,7 +1,7 @@
 /**
  * Proxy flavours: which proxy binary a Gateway's pods run (KengineParameters
  * `spec.proxy.flavor`), and what each can do. The one place that maps a flavour to its
- * capabilities and a capability to the Gateway API features that need it (design §5b): the
+ * capabilities and a capability to the Gateway API features that need it (docs/features.md): the
  * translator emits, the GatewayClass advertises, and a route is refused only from here. Pure.
  */
 import { SUPPORTED_FEATURES } from "./features";

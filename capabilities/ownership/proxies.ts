@@ -7,7 +7,7 @@
 export const GATEWAY_NAME_LABEL = "gateway.networking.k8s.io/gateway-name";
 export const MANAGED_BY_LABEL = "app.kubernetes.io/managed-by";
 export const MANAGED_BY = "kengine-gateway";
-/** On a bring-your-own proxies' Service (design §4): the name of the Gateway, in the same namespace. */
+/** On a bring-your-own proxies' Service (docs/proxies.md): the name of the Gateway, in the same namespace. */
 export const OWNING_GATEWAY_LABEL = "gateway.kengine.io/owning-gateway";
 
 interface Labelled {

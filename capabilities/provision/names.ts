@@ -1,4 +1,4 @@
-/** Names and labels of what the controller provisions for a Gateway (design §4, managed proxies). */
+/** Names and labels of what the controller provisions for a Gateway (docs/proxies.md, managed proxies). */
 import { createHash } from "node:crypto";
 
 // The labels that make an object ours are defined with the test of it (ownership/proxies.ts).

@@ -30,7 +30,7 @@ export interface ExternalProxySettings {
 }
 
 export interface ProxySettings {
-  /** Managed (default): the controller provisions the proxies. External: bring your own (design §4). */
+  /** Managed (default): the controller provisions the proxies. External: bring your own (docs/proxies.md). */
   readonly mode: ProxyMode;
   readonly external?: ExternalProxySettings;
   /** Deployment (default) or DaemonSet (one proxy per node). */

@@ -70,7 +70,7 @@ export interface AdminClientOptions {
 }
 
 /**
- * The most the controller reads of a proxy's answer, by request (design §8: every response read
+ * The most the controller reads of a proxy's answer, by request (docs/architecture.md §4: every response read
  * from a proxy has a size cap). Past the cap the body is not read any further and the connection
  * is dropped: a proxy (or whatever answers on its address) cannot make the controller buffer
  * more than this.

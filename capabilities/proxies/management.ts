@@ -1,5 +1,5 @@
 /**
- * The proxy's management channel in Caddy JSON (design §6): an `apps.http` server on the
+ * The proxy's management channel in Caddy JSON (docs/operations.md §7): an `apps.http` server on the
  * pod IP that requires a client certificate from the controller CA and forwards to the
  * admin endpoint, a unix socket. Every config a proxy runs carries it — the bootstrap config,
  * and each pushed config, which `sealConfig` checks before anything can be pushed. No config

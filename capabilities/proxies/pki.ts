@@ -1,5 +1,5 @@
 /**
- * Certificates for the proxy admin channel (design §6): one controller CA, a serving
+ * Certificates for the proxy admin channel (docs/operations.md §7): one controller CA, a serving
  * certificate per proxy Service (every pod of a Gateway presents it), and the controller's
  * client certificate. Keys are ECDSA P-256; certificates are X.509 v3 signed with
  * ecdsa-with-SHA256, built with ./der and signed by node:crypto.
@@ -81,7 +81,7 @@ export function generateKeyPair(): KeyPair {
   return generateKeyPairSync("ec", { namedCurve: "prime256v1" });
 }
 
-/** The name the controller dials a proxy pod with (SNI and Host; design §6). */
+/** The name the controller dials a proxy pod with (SNI and Host; docs/operations.md §7). */
 export const proxyServerName = (podName: string, service: string, namespace: string): string =>
   `${podName}.${service}.${namespace}.svc`;
 

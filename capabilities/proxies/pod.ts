@@ -35,7 +35,7 @@ export const TMP_DIR = "/tmp";
  * from outside only through the mTLS management listener.
  */
 export const ADMIN_SOCKET = DEFAULT_ADMIN_LISTEN;
-/** Management listener on the pod IP (the Service port named `admin`, design §4). */
+/** Management listener on the pod IP (the Service port named `admin`, docs/proxies.md). */
 export const DEFAULT_MANAGEMENT_PORT = 19443;
 /** Readiness listener, present only once the controller's config is loaded. */
 export const DEFAULT_READINESS_PORT = 19080;

@@ -1,5 +1,5 @@
 /**
- * Per-phase timings of the controller's builds (issue 16, item 1): from a watched change's
+ * Per-phase timings of the controller's builds: from a watched change's
  * arrival through the snapshot, translation, rendering, provisioning and the push, to the
  * proxy's acknowledgement and the status writes. Observed as metrics (metrics/build.ts) and
  * returned per build for one debug log line. The clock is injected (tests use a manual one).

@@ -1,5 +1,5 @@
 /**
- * A failure in one Gateway affects that Gateway alone (issue 15): planning each Gateway is
+ * A failure in one Gateway affects that Gateway alone: planning each Gateway is
  * wrapped on its own, and a proxy pod claimed by two Gateways (two bring-your-own Services
  * that select the same pod) stays with the Gateway that claimed it first; the other is told
  * why. Pure: the reconciler applies the outcome (status, pushes).

@@ -1,5 +1,5 @@
 /**
- * Status-only updates held back from the snapshot until it is read (issue 16). Applying one
+ * Status-only updates held back from the snapshot until it is read. Applying one
  * event copies its kind's map (0.5 ms at 3,000 routes), so a storm of status echoes (the 2,000
  * route status writes of a bulk create coming back as watch events) held the watch stream for
  * a second, and a real change queued behind it. Held updates are applied together, in order,

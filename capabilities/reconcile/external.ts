@@ -1,5 +1,5 @@
 /**
- * Bring-your-own proxies (design §4): the proxy pods behind the Services labelled
+ * Bring-your-own proxies (docs/proxies.md): the proxy pods behind the Services labelled
  * `gateway.kengine.io/owning-gateway: <gateway>` in the Gateway's namespace, and the admin-channel
  * credentials their parameters name. Pure functions of the snapshot; a missing or unusable Secret
  * is a problem to report, never a crash.

@@ -1,5 +1,5 @@
 /**
- * Incremental equals full (issue 16, item 3): over random sequences of changes (add, update,
+ * Incremental equals full: over random sequences of changes (add, update,
  * delete of Gateways, routes, Services, EndpointSlices, Secrets…) applied to a snapshot one
  * event at a time, what the controller's build makes incrementally (translation with each
  * unchanged Gateway's IR kept, reconcile/reuse.ts, and the sealed config cached per IR,

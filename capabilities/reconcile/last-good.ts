@@ -1,5 +1,5 @@
 /**
- * Last known good config (issue 15, design §8): per Gateway, a Secret holding the last sealed
+ * Last known good config (docs/architecture.md §4): per Gateway, a Secret holding the last sealed
  * config a proxy of the Gateway accepted, so a pod that starts while no controller runs (or
  * before it pushes) serves that config at once (proxies/pod.ts: `caddy run --resume`).
  *

@@ -1,6 +1,6 @@
 /**
  * Keeps a Gateway's IR object from the previous build when the new translation of that Gateway
- * is equal to it (issue 16, item 3): the sealed-config cache (plan.ts, keyed by IR object) then
+ * is equal to it: the sealed-config cache (plan.ts, keyed by IR object) then
  * hits, so only Gateways a change touched are rendered, sealed and handed to the push engine.
  * Equality is structural over the IR's JSON-like data, so the output is byte-identical to a
  * full build by construction (plan.ts renders only from the IR).

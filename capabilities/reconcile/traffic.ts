@@ -77,7 +77,7 @@ interface RouteLike extends KubeObject {
 
 /**
  * Every Gateway's HTTP and gRPC routes, made in one pass over the routes and kept while the
- * snapshot's route maps are the same objects (each build asks for every Gateway; issue 16).
+ * snapshot's route maps are the same objects (each build asks for every Gateway).
  */
 const byGatewayCache = new WeakMap<
   object,

@@ -152,7 +152,7 @@ const EMPTY: ReadonlySet<string> = new Set();
 const lineage = new WeakMap<ReadonlyMap<string, unknown>, Step>();
 
 /**
- * Remembers which keys of a kind's map an event changed (issue 16: work proportional to the
+ * Remembers which keys of a kind's map an event changed (work proportional to the
  * change), so a stage that worked from an earlier version can find what changed since.
  */
 function recordLineage(

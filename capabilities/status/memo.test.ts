@@ -1,5 +1,5 @@
 /**
- * StatusMemo (issue 16): skipping objects found in place last time gives the same updates as
+ * StatusMemo: skipping objects found in place last time gives the same updates as
  * computing every object, over random snapshots and random changes of the stored objects.
  */
 import fc from "fast-check";

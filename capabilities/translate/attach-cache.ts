@@ -1,5 +1,5 @@
 /**
- * Attachment results kept across builds (issue 16, item 3): a route whose compiled object,
+ * Attachment results kept across builds: a route whose compiled object,
  * parent and parent Gateway's context are the same as last build attaches as it did, without
  * recomputing its conditions; its status result is then the same object, so the status memo
  * (status/compute.ts) stops at the first reference. Pure from the caller's view: a hit needs

@@ -1,5 +1,5 @@
 /**
- * Egress per Gateway (design §9, contract C2): where the Gateway's proxies may connect for its
+ * Egress per Gateway (docs/operations.md §11): where the Gateway's proxies may connect for its
  * tenants. Pure. Compilation (routes.ts, listenerfilters.ts) marks every upstream whose address
  * is a DNS name a tenant wrote (an ExternalHostname XBackend, as a backendRef, a RequestMirror
  * or an ExternalAuth backendRef) with an `egressGuard`; here each Gateway decides:

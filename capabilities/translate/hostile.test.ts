@@ -1,5 +1,5 @@
 /**
- * The pure half of the hostile-object hunt (issue 15; the real-proxy half is
+ * The pure half of the hostile-object hunt (the real-proxy half is
  * tests/integration/property-caddy.test.ts): for tenant objects generated from the CRDs'
  * patterns, next to a healthy route on a shared Gateway, translation never throws, the healthy
  * route keeps its listener, and every object is refused at admission, programmed, or reported

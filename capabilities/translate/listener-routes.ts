@@ -1,5 +1,5 @@
 /**
- * A listener's route entries, built and ordered incrementally (issue 16, item 3): one route
+ * A listener's route entries, built and ordered incrementally: one route
  * changed among thousands should cost that route, not every route of the listener.
  *
  * - Each attachment's ranked entries (one per hostname × rule × match) are kept on the

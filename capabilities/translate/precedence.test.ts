@@ -114,7 +114,7 @@ describe("comparePrecedence", () => {
     expect(literalPrefix("(?i)/admin")).toBe("");
     expect(literalPrefix("/admin|/api")).toBe("");
   });
-  it("never lets a newer route's regular expression outrank an older route's prefix (issue 28)", () => {
+  it("never lets a newer route's regular expression outrank an older route's prefix", () => {
     // A tenant's `/.*` in another namespace, on the same hostname as the platform's route
     // with prefixes `/` and `/api`: the platform keeps every path its prefixes match, even `/`.
     const platform = (path: string, idx: number) => ({

@@ -1,6 +1,6 @@
 /**
  * A Gateway whose update changed only its status (and resourceVersion) is translated as the
- * object it was before (issue 16): translation never reads a Gateway's status, but every cache
+ * object it was before: translation never reads a Gateway's status, but every cache
  * of the translator that depends on a Gateway is keyed by its object (a route's attachment, the
  * listeners, the listener's route order), so each status write of ours, coming back as a new
  * object, made the next build attach and sort every route of that Gateway again (74 ms of

@@ -410,7 +410,7 @@ export function translate(s: Snapshot, options: TranslateOptions = {}): Translat
     // An address of a type we cannot request or recognise: not accepted either (spec:
     // Accepted=False, reason UnsupportedAddress).
     const badAddresses = unsupportedAddressProblem(gw.spec?.addresses);
-    // An exception while building one Gateway's IR fails that Gateway alone (issue 15).
+    // An exception while building one Gateway's IR fails that Gateway alone.
     let irFailure: string | undefined;
     if (!badParameters && !badAddresses)
       try {
@@ -600,7 +600,7 @@ function walkRoutes(
   for (const kind of ROUTE_KINDS) {
     for (const obj of sortedByKey(s.objects[kind])) {
       // An unchanged route in an unchanged world attaches as it did: its attachments are
-      // appended again and its status result is the same object (issue 16, item 3).
+      // appended again and its status result is the same object.
       let replay = replays.get(obj as object);
       if (
         replay === undefined ||
@@ -651,7 +651,7 @@ function removeItem<T>(list: T[], item: T): boolean {
 }
 
 /**
- * The routes of this build from the last build's when only routes changed (issue 16: work
+ * The routes of this build from the last build's when only routes changed (work
  * proportional to the change): the same world (worldOf), the same maps compilation reads, and
  * each route kind's map a later version of the last one with known changed keys (the
  * snapshot's lineage). Each changed route's old contribution (its replay) is taken out of the
@@ -858,7 +858,7 @@ function parentTarget(
 
 /**
  * Each route's compilation, kept while the route object and everything compilation read are
- * the same objects (issue 16: a change to one route compiles that route; the snapshot replaces
+ * the same objects (a change to one route compiles that route; the snapshot replaces
  * a kind's map when one of its objects changes): the maps of BackendTLSPolicies, ConfigMaps
  * and ReferenceGrants (backendtls.ts, refs.ts), and each Service the compilation looked up
  * (reads.ts) with that Service's EndpointSlices, so an endpoint change compiles only the

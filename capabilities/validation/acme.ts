@@ -1,5 +1,5 @@
 /**
- * Automatic HTTPS (issue 19): which listeners ask for an ACME certificate, which names can be
+ * Automatic HTTPS: which listeners ask for an ACME certificate, which names can be
  * ordered, and the Secret that holds each name's certificate and order state. One rule shared
  * by admission (warnings), translation (listener status, certificate, HTTP-01 answers) and the
  * ACME manager (what to order).

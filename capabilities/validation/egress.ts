@@ -1,5 +1,5 @@
 /**
- * Egress: where a tenant's object may make the proxy connect (design §9, issue 28 item 1). The
+ * Egress: where a tenant's object may make the proxy connect (docs/operations.md §11). The
  * one set of rules admission (XBackend, KengineParameters, Gateway), provisioning and
  * translation (translate/egress.ts) share:
  *

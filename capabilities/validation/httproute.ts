@@ -9,7 +9,7 @@
  * backends, backends in other namespaces without a ReferenceGrant, unknown parents or
  * sections, hostname mismatches.
  *
- * Features the proxy cannot run (design §5b) are problems: filters other than the header
+ * Features the proxy cannot run (docs/features.md) are problems: filters other than the header
  * modifiers, RequestRedirect, URLRewrite, CORS and RequestMirror (ExternalAuth, any
  * ExtensionRef). All of them are Extended or implementation-specific in Gateway API v1.6.1
  * and not in our supportedFeatures, so the conformance suite never creates them for us.

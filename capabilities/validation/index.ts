@@ -1,4 +1,4 @@
-/** Single-object rules shared by admission and translation (design §2, style habit 5). */
+/** Single-object rules shared by admission and translation (docs/architecture.md §4). */
 export {
   FieldProblem,
   checkRegex,

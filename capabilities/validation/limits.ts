@@ -1,5 +1,5 @@
 /**
- * KengineParameters `spec.limits`: what one request may cost the proxy (design §9, "Cost").
+ * KengineParameters `spec.limits`: what one request may cost the proxy (docs/operations.md §11, "Cost").
  * Class level only, like allowGatewayOverrides: the platform team sets them in the parameters a
  * GatewayClass references; a Gateway's own parameters that set them are refused at admission and
  * make the Gateway Accepted=False/InvalidParameters (validation/overrides.ts calls

@@ -1,5 +1,5 @@
 /**
- * Which KengineParameters fields belong to the platform team (design §8, "Privilege"): the
+ * Which KengineParameters fields belong to the platform team (docs/architecture.md §4, "Privilege"): the
  * proxy's image and command (what runs) and its node placement (where it runs). They may come
  * only from the parameters a GatewayClass references (`spec.parametersRef`, owned by whoever
  * may write GatewayClasses), never from a Gateway's own `spec.infrastructure.parametersRef`,

@@ -1,5 +1,5 @@
 /**
- * Heap kept per kubernetes-fluent-client request (issue 16, memory): `node --expose-gc --import
+ * Heap kept per kubernetes-fluent-client request: `node --expose-gc --import
  * tsx hack/bench/heap-kfc.ts [requests] [tls|plain] [ours]` answers `K8s(Lease).Get` (with `ours`:
  * the election's Lease store, election/kube-store.ts) from a loopback API stand-in (HTTPS with a
  * CA of its own when `tls`) and prints the heap used after full garbage

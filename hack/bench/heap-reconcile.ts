@@ -1,5 +1,5 @@
 /**
- * Heap held by the real controller loop as one Gateway grows route by route (issue 16, memory):
+ * Heap held by the real controller loop as one Gateway grows route by route:
  * `node --expose-gc --import tsx hack/bench/heap-reconcile.ts [routes] [checkpoints] [snapshotDir]`
  * runs the Reconciler (ingest → dirty set → translate → render → push → status queue) against
  * an in-process API server: list/watch answered from memory, provisioning applies and status

@@ -1,5 +1,5 @@
 /**
- * Heap held per stage of the controller's pure pipeline (issue 16, memory): `node
+ * Heap held per stage of the controller's pure pipeline: `node
  * --expose-gc --import tsx hack/bench/heap.ts [routes] [gateways]` ingests the bench workload
  * (HTTPRoutes with the two managedFields entries the API server records, stripped on ingest as
  * the controller does), translates it (IncrementalTranslator), renders and seals each Gateway's

@@ -1,5 +1,5 @@
 /**
- * Ad-hoc driver for profiling the pure part of an incremental build (issue 16): the snapshot
+ * Ad-hoc driver for profiling the pure part of an incremental build: the snapshot
  * event, translation and status of one changed route (or EndpointSlice) among N routes, many
  * times, without rendering. `node --cpu-prof --import tsx hack/bench/incremental-loop.ts
  * [routes] [gateways] [changes] [route|route+status|slice]` prints CPU per phase (medians, ms);

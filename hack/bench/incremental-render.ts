@@ -1,5 +1,5 @@
 /**
- * Ad-hoc driver for profiling the render half of an incremental build (issue 16): one changed
+ * Ad-hoc driver for profiling the render half of an incremental build: one changed
  * route among N per build, translated incrementally (reconcile/reuse.ts) and then rendered and
  * sealed (reconcile/plan.ts `sealedFor`), many times. `node --cpu-prof --expose-gc --import tsx
  * hack/bench/incremental-render.ts [routes] [gateways] [changes]` prints the render's CPU per

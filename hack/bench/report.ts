@@ -15,7 +15,7 @@ export interface Row {
 type R = Record<string, unknown>;
 const fmt = (ms: number): string => (ms >= 10000 ? `${(ms / 1000).toFixed(1)} s` : `${ms} ms`);
 
-/** Issue 16's targets: each is a row, measured or not. */
+/** The benchmark targets: each is a row, measured or not. */
 const T = {
   PROPAGATION_BUNDLED: "3,000 routes, Bundled: p50 ≤ 50 ms, p99 ≤ 150 ms (API answer → first 200)",
   PROPAGATION_CADDY: "3,000 routes, stock Caddy: p50 ≤ its own /load + 30 ms",

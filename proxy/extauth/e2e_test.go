@@ -108,7 +108,7 @@ func TestGoldenListenerFiltersOnRealCaddy(t *testing.T) {
 		`"kengine-http/:80"`, fmt.Sprintf("%q", http80),
 		`"kengine-http/:81"`, fmt.Sprintf("%q", http81),
 	).Replace(string(goldens["default/gw"]))
-	// The admin API on a unix socket of the test's, never on TCP (contract C3).
+	// The admin API on a unix socket of the test's, never on TCP.
 	adminAPI := caddytest.AdminSocket(t)
 	if err := caddy.Load(caddytest.WithAdmin(t, []byte(config), adminAPI.Listen), true); err != nil {
 		t.Fatalf("Caddy refused the golden: %v", err)

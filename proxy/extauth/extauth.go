@@ -47,7 +47,7 @@
 // listener's route matching) runs. Any other status is a refusal: that status, the answer's
 // headers and body go to the client. An authorization server that cannot be reached or does not
 // answer within the timeout (default 10s), that has no endpoints, or whose destination the
-// egress guard refuses (contract C1, package internal/egress; logged), is a refusal with
+// egress guard refuses (package internal/egress; logged), is a refusal with
 // status_on_error (default 403, as Envoy's ext_authz).
 package extauth
 

@@ -1,5 +1,5 @@
 // Package mirror is the Caddy HTTP handler `kengine_mirror`: Gateway API RequestMirror for
-// the Kengine/Caddy proxy. Stock Caddy has no request mirroring (design §5b); this handler
+// the Kengine/Caddy proxy. Stock Caddy has no request mirroring (docs/features.md); this handler
 // sends a copy of each request (or a fraction of them) to other backends and ignores their
 // answers, then lets the request continue down the route unchanged.
 //
@@ -29,7 +29,7 @@
 // of the request is sent) stay under ProcessMaxBodyBytes (64 MiB): however many routes
 // mirror, a request that finds no room is served unmirrored and its body is not read here.
 //
-// With egress_guard (contract C1, package internal/egress), each copy's destination is
+// With egress_guard (package internal/egress), each copy's destination is
 // resolved and checked at dial time; a refused one is logged and the copy dropped.
 package mirror
 

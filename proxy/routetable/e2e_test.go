@@ -27,7 +27,7 @@ func staticRoutes(body string) string {
 }
 
 // A real Caddy (caddy.Load, in-process) with the handler on a loopback port and its admin API on
-// a unix socket (as in the product, contract C3): deltas through the admin API take effect at once on the same TCP connection, a reverse_proxy added by a delta
+// a unix socket (as in the product): deltas through the admin API take effect at once on the same TCP connection, a reverse_proxy added by a delta
 // proxies, and a config load that replaces the handler brings back the config's table.
 func TestEndToEndDeltasThroughTheAdminAPI(t *testing.T) {
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -1,6 +1,6 @@
 // Package routetable is the Caddy HTTP handler `kengine_route_table`: a server's HTTP route
 // table indexed by host, changed per host over the admin API without re-provisioning the
-// config (issue 16, build item 5). See README.md for the API and the lifetimes.
+// config. See README.md for the API and the lifetimes.
 //
 // Config (JSON, as a controller renders it; each key's value is the ordered route list Caddy
 // runs for that host, the JSON of a `subroute`'s "routes"):

@@ -11,7 +11,7 @@
 // client_certificate set, this transport presents the PEM certificate (chain) and key given in
 // the config (Gateway spec.tls.backend.clientCertificateRef) when a backend asks for one.
 //
-// With egress_guard set (contract C1, package internal/egress), every connection the transport
+// With egress_guard set (package internal/egress), every connection the transport
 // opens (requests, h2c, TLS with a placeholder server name, PROXY protocol, active health
 // checks) goes through the guard: the upstream's host is resolved once, its addresses checked,
 // and Caddy's dialer is handed a checked literal address. A refused destination is a dial error

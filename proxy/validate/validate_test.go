@@ -33,7 +33,7 @@ func (*probe) Cleanup() error                { cleaned.Add(1); return nil }
 
 func init() { caddy.RegisterModule(probe{}) }
 
-// running starts Caddy with only an admin endpoint, on a unix socket (never TCP, contract C3).
+// running starts Caddy with only an admin endpoint, on a unix socket (never TCP).
 func running(t *testing.T) caddytest.Admin {
 	t.Helper()
 	admin := caddytest.AdminSocket(t)

@@ -1,5 +1,5 @@
 /**
- * Blast radius on the local cluster with real Bundled proxies (issue 15, "Done when"): each
+ * Blast radius on the local cluster with real Bundled proxies: each
  * hostile tenant object of tests/support/hostile-regressions.ts (hostile query regexes and
  * names, empty header modifiers, ListenerSets whose TLS Secret is mismatched, on a curve Go
  * cannot load, or keyed for the wrong chain certificate), one at a time, on the shared

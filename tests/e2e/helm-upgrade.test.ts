@@ -1,5 +1,5 @@
 /**
- * An upgrade from the previous build keeps traffic flowing (issue 17, item 6), in deployed mode
+ * An upgrade from the previous build keeps traffic flowing, in deployed mode
  * with the Helm chart: the previous build (the commit in hack/upgrade-from, built by
  * hack/helm.ts's previousBuild and cached) is installed with `helm install`, the sample is
  * served, a client sends a request every 20 ms through the Gateway, and the current build is

@@ -1,5 +1,5 @@
 /**
- * Failure isolation on the local cluster with real Bundled proxies (issue 15, build item 1):
+ * Failure isolation on the local cluster with real Bundled proxies:
  * a shared Gateway (an HTTP and an HTTPS listener) with a healthy route, then one object the
  * proxies refuse although admission and the translator let it through: an HTTPRoute whose
  * Service has a BackendTLSPolicy trusting a CA certificate with a negative serial number

@@ -1,5 +1,5 @@
 /**
- * The tenant boundary on the local cluster (issue 28, "Done when"): a shared Gateway of the
+ * The tenant boundary on the local cluster: a shared Gateway of the
  * platform team (2 real Bundled proxy pods on the local kubelet, an HTTP listener on 80 and an
  * ACME HTTPS listener on 443 certified by a real Pebble) that admits routes and ListenerSets from
  * every namespace (docs/operations.md §11's shared set-up), and a tenant in its own namespace
@@ -76,7 +76,7 @@ const GWAPI = "gateway.networking.k8s.io/v1";
 const XGWAPI = "gateway.networking.x-k8s.io/v1alpha1";
 /** A port a canary holds inside each proxy pod (nothing of ours listens there). */
 const CANARY_PORT = 19181;
-/** Caddy's default admin address (where the admin API listened on loopback TCP before issue 28). */
+/** Caddy's default admin address (where the admin API listened on loopback TCP before it moved to a unix socket). */
 const ADMIN_PORT = 2019;
 /** The proxy pods' own ports: readiness, management (mTLS), the error responder. */
 const OWN_PORTS = [19080, 19443, 10500];
@@ -87,7 +87,7 @@ const BULK_BYTES = 1_000_000;
 const CONTROLLER_RSS_BOUND_MIB = 20;
 const CYCLES = 2000;
 const CYCLES_HEAP_BOUND_MIB = 8;
-/** The silent-watch bound of issue 28, and what a re-list, build and push may add to it. */
+/** The silent-watch bound (KENGINE_WATCH_SILENCE), and what a re-list, build and push may add to it. */
 const SILENT_WATCH_BOUND_S = 60;
 const RELIST_AND_PUSH_S = 20;
 
@@ -1197,7 +1197,7 @@ describe("the tenant boundary: no tenant object turns a shared Gateway against i
           },
         });
         // The largest cap the tenant gets admitted: the CRD's maximum, else the class limit's
-        // maximum, else the default class limit (contract C4).
+        // maximum, else the default class limit.
         const tried: { maxSize: number; verdict: string }[] = [];
         let admitted: number | undefined;
         for (const maxSize of [2 ** 31 - 1, 16 * 1024 * 1024, 65536]) {

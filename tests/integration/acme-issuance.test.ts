@@ -4,7 +4,7 @@
  * controller orders the name once for the whole fleet, the proxies answer Pebble's HTTP-01
  * request on port 80, the certificate lands in a Secret and every proxy serves it (checked
  * against Pebble's root, pod by pod); a restarted proxy pod serves it at once; a restarted
- * controller does not order again. Then the tenant boundary (issue 28): a tenant's ListenerSet
+ * controller does not order again. Then the tenant boundary: a tenant's ListenerSet
  * listener for the platform's name plus a tenant Secret carrying a challenge answer puts no
  * answer on the proxies; a Gateway whose own parameters declare an issuer is not accepted and
  * its issuer URL is never fetched; a Gateway in a namespace the issuer is not granted to gets

@@ -9,7 +9,7 @@
  * The manifests name their GatewayClass through the suite's template `{GATEWAY_CLASS_NAME}`
  * (and `{GATEWAY_CONTROLLER_NAME}`); here both become ours, so admission really judges every
  * Gateway, ListenerSet and route. A route is judged only when its parent Gateway exists
- * (design §2), so the namespaces, Gateways and ListenerSets are created for real — in
+ * (docs/architecture.md §4), so the namespaces, Gateways and ListenerSets are created for real — in
  * namespaces renamed with a unique prefix, each Gateway given a parametersRef that does not
  * resolve, so the controller reports it Accepted=False/InvalidParameters and provisions no
  * proxies. A BackendTLSPolicy is judged only when a Service it targets is a backend of a route

@@ -1,5 +1,5 @@
 /**
- * Bring your own proxies (design §4), against the real cluster with real Caddy pods: the user
+ * Bring your own proxies (docs/proxies.md), against the real cluster with real Caddy pods: the user
  * runs their own Deployment of proxies behind a Service labelled
  * `gateway.kengine.io/owning-gateway`, with admin TLS material from their own CA; the Gateway's
  * KengineParameters say `mode: External` and name the client certificate Secret. The controller

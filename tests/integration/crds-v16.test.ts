@@ -1,5 +1,5 @@
 /**
- * A cluster that still has the Gateway API v1.6 CRDs keeps working (issue 18, item 1). The
+ * A cluster that still has the Gateway API v1.6 CRDs keeps working. The
  * v1.6.1 experimental CRDs are installed as `npm run conformance -- --version=v1.6.1` installs
  * them (hack/conformance.ts installSuiteCrds: from the sigs.k8s.io/gateway-api v1.6.1 module;
  * the v1.7-only kinds, XTelemetryPolicy, deleted), a controller runs in this process (the

@@ -1,5 +1,5 @@
 /**
- * Culprit tracing on every proxy flavour (issue 15, build item 1): a Gateway (HTTP and HTTPS
+ * Culprit tracing on every proxy flavour: a Gateway (HTTP and HTTPS
  * listeners) with a healthy route and two routes whose backends' BackendTLSPolicies trust a CA
  * certificate on secp256k1 (node:crypto parses it, Go's x509 does not: every Caddy refuses the
  * whole config with "x509: unsupported elliptic curve", naming the route of the backend).

@@ -1,5 +1,5 @@
 /**
- * The flood test (issue 15, "Done when"): hostile traffic stays cheap. A managed Gateway with two
+ * The flood test: hostile traffic stays cheap. A managed Gateway with two
  * real proxy pods (the Bundled build, run by the local kubelet) and one HTTPRoute, programmed by a
  * controller running in this process; then 10,000 requests with random Host headers, sent to the
  * proxy pods' own addresses (10.244.0.0/24, the kubelet's pod network). Afterwards:

@@ -1,5 +1,5 @@
 /**
- * Ingest once (issue 16, item 2), counted on the real API server: a controller process opens
+ * Ingest once, counted on the real API server: a controller process opens
  * exactly one watch per watched kind (the API server's own gauge of open WATCH requests,
  * `apiserver_longrunning_requests`, before and after the controller starts): no kind is
  * watched twice, and none is left unwatched.
@@ -112,7 +112,7 @@ describe("ingest once", () => {
 });
 
 /**
- * Issue 28, item 4 and 5 (the watch half), against the real API server: Secrets and ConfigMaps
+ * The tenant boundary's ingest half (docs/operations.md §11), against the real API server: Secrets and ConfigMaps
  * are listed and watched as metadata only and read whole only when referenced, and a watch whose
  * connection goes half-open (a loopback TCP proxy that stops forwarding without closing) is
  * restarted within its silence bound.

@@ -1,11 +1,11 @@
 /**
- * No user string changes a placeholder or an expression (issue 15), through real proxies: the
+ * No user string changes a placeholder or an expression, through real proxies: the
  * golden `placeholders` (regular-expression query matches with braces, query and header names
  * with every character the CRDs allow, placeholder-like values) is loaded into the bundled
  * proxy (Caddy 2.11.9) and into Caddy 2.8 (translated for the Kengine flavour), and requests
  * must match exactly what the route says, literally: a value `{http.request.host}` sent by a
  * client or written in the route is that text, never the host; CORS fields with `{env.HOME}`
- * and `{file.…}` (issue 28) arrive as that text, never the proxy's environment or files.
+ * and `{file.…}` arrive as that text, never the proxy's environment or files.
  * Loopback only.
  */
 import { Server, createServer } from "node:http";

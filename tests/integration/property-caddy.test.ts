@@ -10,7 +10,7 @@
  * must answer and the object must be refused at admission, programmed or reported. What the
  * hunt found is replayed by name (tests/support/hostile-regressions.ts).
  *
- * Then the tenant boundary of issue 28: a fixed-seed sample of tenants aimed at the proxy itself
+ * Then the tenant boundary (docs/operations.md §11): a fixed-seed sample of tenants aimed at the proxy itself
  * and at the platform's name (tests/support/arbitrary-boundary.ts), each loaded into the bundled
  * proxy beside the platform's Gateway; an anonymous client asserts that nothing of an admin API
  * answers, no request reaches a loopback canary or loops through the proxy, and the platform's

@@ -1,6 +1,6 @@
 /**
  * Differential test of the RE2 rules (capabilities/validation/regex.ts) against real Caddy
- * (design §2: the admission verdict must equal what the proxy would do). For each expression
+ * (docs/architecture.md §4: the admission verdict must equal what the proxy would do). For each expression
  * of the corpus, one config is POSTed to one running Caddy: the route the translator emits for
  * an HTTPRoute with a RegularExpression path match and a RegularExpression header match using
  * it (both embedded as `^(?:X)$`), plus a raw `header_regexp` with the bare expression. Caddy's

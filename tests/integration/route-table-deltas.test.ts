@@ -1,5 +1,5 @@
 /**
- * Route-table deltas against a real Bundled proxy (issue 16, item 5, controller half): the real
+ * Route-table deltas against a real Bundled proxy: the real
  * translator, renderer and sealing, the real push engine and admin client over the mTLS
  * management listener, a real Caddy (our build, proxy/routetable) and real HTTP on loopback.
  *

@@ -1,5 +1,5 @@
 /**
- * Every flavour loads what the controller pushes (issue 15, build item 7). Each golden snapshot is
+ * Every flavour loads what the controller pushes. Each golden snapshot is
  * translated for a proxy flavour and sealed exactly as the controller seals it for that flavour
  * (reconcile/plan.ts sealGatewayConfig: management listener with client certificates, readiness
  * server, shutdown delay, traffic metrics), then loaded into the real binary: the Bundled build for

@@ -1,5 +1,5 @@
 /**
- * Start-up faults against the real cluster (issue 15): the controller either recovers and
+ * Start-up faults against the real cluster: the controller either recovers and
  * programs, or exits visibly; it never runs without programming.
  *
  * - The API server cannot be reached at start (connections refused): the controller reaches it

@@ -3,7 +3,7 @@
  * that can run them: the golden `xbackend` is translated as it stands, with its backends moved
  * to servers this test starts on loopback:
  * - the ExternalHostname `external` names `localhost` and a live HTTP server's port (the attack
- *   of issue 28: a tenant's backend on the proxy's own loopback): refused by the rules admission
+ *   docs/operations.md §11 closes: a tenant's backend on the proxy's own loopback): refused by the rules admission
  *   applies too (validation/egress.ts) although the golden's class allows external hostnames:
  *   500, the route's ResolvedRefs=False, and the server never sees a request. An allowed name
  *   cannot be dialled on this host at all (the guard refuses every address of the proxy's own

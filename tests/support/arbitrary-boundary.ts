@@ -1,5 +1,5 @@
 /**
- * fast-check arbitraries aimed at the tenant boundary (issue 28, build item 6): what a tenant
+ * fast-check arbitraries aimed at the tenant boundary: what a tenant
  * with route and ListenerSet rights can store in its own namespace to make a shared proxy dial
  * itself, answer for the platform's hostname, or buffer without bound. XBackends naming loopback,
  * link-local and numeric names in every spelling the XBackend CRD allows (and names only this

@@ -4,7 +4,7 @@
  * with every match type, filter and string field, GRPCRoutes, ListenerSets with TLS
  * listeners whose Secrets hold good, mismatched or broken key pairs. Each is placed next to a
  * healthy route on a shared Gateway (`sharedGateway`); tests/integration/property-caddy.test.ts
- * loads the result into real Caddy (issue 15, the property-based hunt).
+ * loads the result into real Caddy.
  */
 import fc from "fast-check";
 import { generateKeyPairSync } from "node:crypto";

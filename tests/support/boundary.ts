@@ -21,7 +21,7 @@ export const XBACKEND_HOSTNAME =
 /**
  * Names that are loopback by definition or read as an IP address by a C resolver, in the
  * spellings the XBackend CRD lets a tenant store (lower case, no trailing dot): admission refuses
- * each (design §9, contract C2 of issue 28).
+ * each (docs/operations.md §11).
  */
 export const LOOPBACK_SPELLINGS: readonly string[] = [
   "localhost",

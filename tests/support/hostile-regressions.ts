@@ -1,5 +1,5 @@
 /**
- * Hostile tenant objects that broke a shared Gateway before issue 15 (each found by the
+ * Hostile tenant objects that broke a shared Gateway before the hostile-object hunt (each found by the
  * property-based hunt in tests/integration/property-caddy.test.ts, or named by the issue),
  * replayed by name on every run. docs/operations.md ("Hardening") says what each one did.
  */
@@ -185,7 +185,7 @@ const authListenerSet = (backendRef: object, hostname: string, maxSize: number):
 ];
 
 /**
- * Tenant objects that turned a shared proxy against its owners before issue 28 (named by the
+ * Tenant objects that turned a shared proxy against its owners before the tenant boundary was enforced (named by the
  * issue, each one also found by the boundary property of
  * tests/integration/property-caddy.test.ts), replayed by name on every run; their destinations
  * are the test proxy's own ports and a canary (`BoundaryPorts`).

@@ -1,5 +1,5 @@
 /**
- * What became of one hostile tenant object (issue 15): refused at admission by the shared
+ * What became of one hostile tenant object: refused at admission by the shared
  * validation rules, or admitted and then either programmed or reported in its own status.
  * Pure: reads the object and the translator's statuses.
  */

@@ -1,6 +1,6 @@
 // Package caddytest holds what the Go tests of our Caddy modules share: running a package's
 // tests with Caddy's data in a temporary directory, free loopback ports, and Caddy's admin API
-// on a unix socket (the product never serves it on TCP, design contract C3).
+// on a unix socket (the product never serves it on TCP).
 package caddytest
 
 import (
