@@ -167,10 +167,11 @@ const classParametersRef = cached(
 );
 
 /** The KengineParameters of one namespace by name (a list: admission already may list them). */
-const parametersIn = cached(async (namespace: string) => {
+const readParametersIn = async (namespace: string) => {
   const items = await list<KengineParameters>("KengineParameters", namespace);
   return new Map(items.map(p => [p.metadata?.name ?? "", p.spec as ParametersSpecLike]));
-}, LOOKUP_TTL_MS);
+};
+const parametersIn = cached(readParametersIn, LOOKUP_TTL_MS);
 
 /**
  * A Gateway's own parameters that set a platform-owned field its class's parameters do not
@@ -183,19 +184,25 @@ async function gatewayOverrideDenials(g: Gateway, namespace: string): Promise<Fi
   const ref = g.spec?.infrastructure?.parametersRef;
   const where = "spec.infrastructure.parametersRef";
   if (!ref || parametersRefShapeProblem(ref, namespace, where)) return [];
+  const judge = async (params: typeof readParametersIn): Promise<FieldProblem[]> => {
+    const own = (await params(namespace)).get(ref.name);
+    if (!own) return [];
+    const classRef = await classParametersRef(g.spec?.gatewayClassName ?? "");
+    const classSpec =
+      classRef && !parametersRefShapeProblem(classRef, classRef.namespace, where)
+        ? (await params(classRef.namespace ?? "")).get(classRef.name)
+        : undefined;
+    return gatewayOverrideProblems(own, classSpec).map(p => ({
+      ...p,
+      path: `${where} (KengineParameters ${namespace}/${ref.name} ${p.path})`,
+    }));
+  };
   const found = await withDeadline(
     (async () => {
-      const own = (await parametersIn(namespace)).get(ref.name);
-      if (!own) return [];
-      const classRef = await classParametersRef(g.spec?.gatewayClassName ?? "");
-      const classSpec =
-        classRef && !parametersRefShapeProblem(classRef, classRef.namespace, where)
-          ? (await parametersIn(classRef.namespace ?? "")).get(classRef.name)
-          : undefined;
-      return gatewayOverrideProblems(own, classSpec).map(p => ({
-        ...p,
-        path: `${where} (KengineParameters ${namespace}/${ref.name} ${p.path})`,
-      }));
+      // Approved from cached reads; denied only on a fresh read of the parameters, so
+      // parameters fixed a moment ago (and applied with the Gateway) are judged as they are now.
+      const cachedProblems = await judge(parametersIn);
+      return cachedProblems.length === 0 ? [] : judge(readParametersIn);
     })(),
     LOOKUP_DEADLINE_MS,
   );
