@@ -184,9 +184,10 @@ async function gatewayOverrideDenials(g: Gateway, namespace: string): Promise<Fi
   const ref = g.spec?.infrastructure?.parametersRef;
   const where = "spec.infrastructure.parametersRef";
   if (!ref || parametersRefShapeProblem(ref, namespace, where)) return [];
-  const judge = async (params: typeof readParametersIn): Promise<FieldProblem[]> => {
+  /** undefined: the Gateway's parameters are not (yet) there. */
+  const judge = async (params: typeof readParametersIn): Promise<FieldProblem[] | undefined> => {
     const own = (await params(namespace)).get(ref.name);
-    if (!own) return [];
+    if (!own) return undefined;
     const classRef = await classParametersRef(g.spec?.gatewayClassName ?? "");
     const classSpec =
       classRef && !parametersRefShapeProblem(classRef, classRef.namespace, where)
@@ -199,10 +200,12 @@ async function gatewayOverrideDenials(g: Gateway, namespace: string): Promise<Fi
   };
   const found = await withDeadline(
     (async () => {
-      // Approved from cached reads; denied only on a fresh read of the parameters, so
-      // parameters fixed a moment ago (and applied with the Gateway) are judged as they are now.
+      // Approved from cached reads. A denial, or parameters the cache does not have, is
+      // judged on a fresh read, so parameters created or fixed a moment ago (and applied with
+      // the Gateway) are judged as they are now.
       const cachedProblems = await judge(parametersIn);
-      return cachedProblems.length === 0 ? [] : judge(readParametersIn);
+      if (cachedProblems?.length === 0) return [];
+      return (await judge(readParametersIn)) ?? [];
     })(),
     LOOKUP_DEADLINE_MS,
   );
