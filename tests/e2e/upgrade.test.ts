@@ -177,11 +177,11 @@ describe("upgrading the controller while traffic flows", () => {
       "the new controller's log to say it adopted both proxies (or pushed to one)",
       () => {
         const output = dev!.output();
-        if (/"message":"proxy pushed"/.test(output)) return output;
+        if (/"msg":"proxy pushed"/.test(output)) return output;
         const names = new Set(
           output
             .split("\n")
-            .filter(l => l.includes('"message":"proxy adopted"'))
+            .filter(l => l.includes('"msg":"proxy adopted"'))
             .map(l => /"proxy":"([^"]+)"/.exec(l)?.[1]),
         );
         return names.size >= 2 ? output : undefined;
@@ -189,7 +189,7 @@ describe("upgrading the controller while traffic flows", () => {
       120_000,
       250,
     );
-    expect(adopted).not.toMatch(/"message":"proxy pushed"/);
+    expect(adopted).not.toMatch(/"msg":"proxy pushed"/);
     // ... and the status says so: same hash, verified since the switch.
     const after = await verifiedSince(ns, 2, before[0]!.applied, replacedAt);
     expect(
