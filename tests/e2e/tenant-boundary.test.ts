@@ -469,6 +469,21 @@ describe("the tenant boundary: no tenant object turns a shared Gateway against i
     return c && c.observedGeneration === o.metadata.generation
       ? `${c.status}|${c.reason}|${c.message}`
       : undefined;
+  }; /** Creates a route to the tenant's echo and waits until it is Accepted: the controller has
+   * caught up with everything applied before it. */
+  const routeAccepted = async (name: string): Promise<void> => {
+    applyItems([
+      route(name, [`${name}.${TENANT_DOMAIN}`], [{ backendRefs: [{ name: "echo", port: 8080 }] }]),
+    ]);
+    await eventually(
+      `${name} accepted`,
+      () => {
+        const c = routeCondition(name, "Accepted");
+        return c?.startsWith("True|") ? c : undefined;
+      },
+      120_000,
+      500,
+    );
   };
 
   /** Every admin path with every Host spelling (and `hosts`) through the Gateway. */
@@ -1324,22 +1339,7 @@ describe("the tenant boundary: no tenant object turns a shared Gateway against i
         const createMs = Date.now() - t0;
         // The controller is past them: a route created after the last one is accepted, then its
         // memory settles.
-        applyItems([
-          route(
-            "after-bulk",
-            [`after-bulk.${TENANT_DOMAIN}`],
-            [{ backendRefs: [{ name: "echo", port: 8080 }] }],
-          ),
-        ]);
-        await eventually(
-          "after-bulk accepted",
-          () => {
-            const c = routeCondition("after-bulk", "Accepted");
-            return c?.startsWith("True|") ? c : undefined;
-          },
-          120_000,
-          500,
-        );
+        await routeAccepted("after-bulk");
         let last = memoryOf(pid).rssMiB;
         const settled = await eventually(
           "the controller's RSS to settle (two readings 5 s apart within 1 MiB)",
@@ -1432,22 +1432,7 @@ describe("the tenant boundary: no tenant object turns a shared Gateway against i
         }
         const cyclesMs = Date.now() - t0;
         // the controller is past the last deletion: a route created after it is accepted
-        applyItems([
-          route(
-            "after-cycles",
-            [`after-cycles.${TENANT_DOMAIN}`],
-            [{ backendRefs: [{ name: "echo", port: 8080 }] }],
-          ),
-        ]);
-        await eventually(
-          "after-cycles accepted",
-          () => {
-            const c = routeCondition("after-cycles", "Accepted");
-            return c?.startsWith("True|") ? c : undefined;
-          },
-          120_000,
-          500,
-        );
+        await routeAccepted("after-cycles");
         const heldAfter = await eventually(
           "the snapshot's Secrets and ConfigMaps back where they were",
           async () => {
