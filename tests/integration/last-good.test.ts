@@ -139,6 +139,15 @@ spec:
       180_000,
       500,
     );
+    // Ready is not yet reachable: the load balancer forwards to the Service's EndpointSlices,
+    // which the controller-manager updates after the pods turn Ready (seconds under CI's load;
+    // a user's cluster has the same lag). So: wait for the first answer, then every one must.
+    await eventually(
+      "the Service's endpoints to reach the new pods",
+      async () => ((await serves(addr)) ? true : undefined),
+      60_000,
+      250,
+    );
     let ok = 0;
     for (let i = 0; i < 20; i++) if (await serves(addr)) ok++;
     expect(ok).toBe(20);
