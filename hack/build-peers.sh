@@ -9,7 +9,8 @@
 # proxy's sources rebuilds the proxy only, and worktrees with different sources never share a
 # binary they disagree on.
 # Usage: hack/build-peers.sh [peer ...]   (default: all peers; "main": what hack/cluster.sh and
-#        npm start need; "--crds": only the CRDs; "image": the proxy's OCI image layout)
+#        npm start need; "--crds": only the CRDs; "image": the proxy's OCI image layout;
+#        "node": the real node's binaries, opt-in, see hack/node/README.md)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here"
@@ -69,10 +70,12 @@ order=(etcd kube-apiserver kube-controller-manager kubectl caddy proxy-image ima
 # What the local platform (hack/cluster.sh, npm start) needs; tests build the rest on demand.
 main_set=(etcd kube-apiserver kube-controller-manager kubectl caddy image echo-basic pebble)
 want=()
+node_wanted=
 for a in "$@"; do
   case "$a" in
   main) want+=("${main_set[@]}") ;;
   --crds) ;; # only the CRDs below
+  node) node_wanted=1 ;; # the real node (below), not part of the default set nor of the hash
   *) want+=("$a") ;;
   esac
 done
@@ -249,6 +252,52 @@ for p in "${order[@]}"; do
   ln -f "$obj" "$bin/$p.tmp.$$" 2>/dev/null || cp "$obj" "$bin/$p.tmp.$$"
   mv -f "$bin/$p.tmp.$$" "$bin/$p"
 done
+
+# ---------------------------------------------------------------------------- the real node
+# Opt-in (KENGINE_NODE=real, hack/node/README.md): kubelet and kube-proxy from peers/node (the
+# same k8s.io/kubernetes release as the control plane), containerd, its runc shim, ctr, crictl
+# and the CNI plugins from peers/containerd; kg-probe (node/kg-probe: the test images' helper) and
+# kube-scheduler from hack/go.mod (the local kubelet binds pods itself; the real one does not).
+# Each group is one `go build` into objects/node-<group>-<key>/, linked into bin/. Kept out of
+# the cache <hash> so the default platform's cache is the same with or without it.
+build_node() {
+  local g gdir key obj start took b
+  declare -A gpkgs=(
+    [node]="k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy"
+    [containerd]="github.com/containerd/containerd/v2/cmd/containerd github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 github.com/containerd/containerd/v2/cmd/ctr sigs.k8s.io/cri-tools/cmd/crictl github.com/containernetworking/plugins/plugins/main/bridge github.com/containernetworking/plugins/plugins/ipam/host-local github.com/containernetworking/plugins/plugins/main/loopback github.com/containernetworking/plugins/plugins/meta/portmap"
+    [probe]="./node/kg-probe k8s.io/kubernetes/cmd/kube-scheduler"
+  )
+  declare -A gdirs=([node]=peers/node [containerd]=peers/containerd [probe]=.)
+  declare -A gsrc=([node]=peers/node [containerd]=peers/containerd [probe]=node/kg-probe)
+  # btrfs needs cgo; the node uses overlayfs
+  declare -A gtags=([containerd]=no_btrfs)
+  for g in containerd probe node; do
+    gdir=${gdirs[$g]}
+    key=$( { echo "$common ${gtags[$g]:-}"; find "${gsrc[$g]}" "$gdir/go.mod" "$gdir/go.sum" -maxdepth 2 -type f \( -name '*.go' -o -name go.mod -o -name go.sum \) ! -name '*_test.go' -print | LC_ALL=C sort | while read -r f; do echo "$f"; cat "$f"; done; } | sha256sum | cut -c1-16)
+    obj="$objects/node-$g-$key"
+    if [ ! -d "$obj" ]; then
+      echo "build-peers: building the real node's $g binaries (${gpkgs[$g]}) ..." >&2
+      start=$(date +%s)
+      rm -rf "$obj.tmp.$$" && mkdir -p "$obj.tmp.$$"
+      # shellcheck disable=SC2086
+      if ! (cd "$gdir" && go build "${goflags[@]}" ${gtags[$g]:+-tags ${gtags[$g]}} -o "$obj.tmp.$$/" ${gpkgs[$g]}) >"$objects/build-node-$g.log" 2>&1; then
+        echo "build-peers: FAILED to build the real node's $g binaries:" >&2
+        tail -n 30 "$objects/build-node-$g.log" >&2
+        rm -rf "$obj.tmp.$$"
+        return 1
+      fi
+      mv "$obj.tmp.$$" "$obj"
+      took=$(( $(date +%s) - start ))
+      echo "node-$g $took" >>"$times"
+      echo "build-peers: built the real node's $g binaries in ${took}s" >&2
+    fi
+    for b in "$obj"/*; do
+      ln -f "$b" "$bin/$(basename "$b").tmp.$$" 2>/dev/null || cp "$b" "$bin/$(basename "$b").tmp.$$"
+      mv -f "$bin/$(basename "$b").tmp.$$" "$bin/$(basename "$b")"
+    done
+  done
+}
+[ -z "$node_wanted" ] || build_node || exit 1
 
 [ -f "$cache/crds/.done" ] || fetch_crds || exit 1
 echo "$cache"

@@ -1,0 +1,116 @@
+// Command kg-probe is the small helper baked into the real node's test images (hack/node/):
+//
+//	kg-probe          prints, as one JSON line, who the process runs as and under what limits:
+//	                  uid, gid, effective capabilities, seccomp mode, no_new_privs, and whether
+//	                  the root file system is writable (it tries to create a file in /)
+//	kg-probe pause    the pod sandbox's process: sleeps until SIGTERM or SIGINT, reaps children
+//	kg-probe hog MiB  allocates and touches MiB mebibytes, then sleeps (a memory limit below
+//	                  that gets the container OOM-killed)
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	mode := ""
+	if len(os.Args) > 1 {
+		mode = os.Args[1]
+	}
+	switch mode {
+	case "pause":
+		pause()
+	case "hog":
+		mib := 256
+		if len(os.Args) > 2 {
+			if n, err := strconv.Atoi(os.Args[2]); err == nil {
+				mib = n
+			}
+		}
+		hog(mib)
+	default:
+		whoami()
+	}
+}
+
+func pause() {
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGCHLD)
+	for s := range sigs {
+		if s == syscall.SIGCHLD {
+			for {
+				var ws syscall.WaitStatus
+				pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+				if pid <= 0 || err != nil {
+					break
+				}
+			}
+			continue
+		}
+		os.Exit(0)
+	}
+}
+
+func hog(mib int) {
+	held := make([][]byte, 0, mib)
+	for i := 0; i < mib; i++ {
+		b := make([]byte, 1<<20)
+		for j := 0; j < len(b); j += 4096 {
+			b[j] = 1
+		}
+		held = append(held, b)
+		if (i+1)%16 == 0 {
+			fmt.Printf("hog: %d MiB held\n", i+1)
+		}
+	}
+	fmt.Printf("hog: all %d MiB held\n", len(held))
+	for {
+		time.Sleep(time.Hour)
+	}
+}
+
+// status returns the named field of /proc/self/status ("" if absent).
+func status(field string) string {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+func whoami() {
+	rootWritable := true
+	writeError := ""
+	f, err := os.CreateTemp("/", ".kg-probe-")
+	if err != nil {
+		rootWritable = false
+		writeError = err.Error()
+	} else {
+		f.Close()
+		os.Remove(f.Name())
+	}
+	out := map[string]any{
+		"uid":            os.Getuid(),
+		"gid":            os.Getgid(),
+		"capEff":         status("CapEff"),
+		"capBnd":         status("CapBnd"),
+		"noNewPrivs":     status("NoNewPrivs"),
+		"seccomp":        status("Seccomp"),
+		"rootWritable":   rootWritable,
+		"rootWriteError": writeError,
+	}
+	line, _ := json.Marshal(out)
+	fmt.Println(string(line))
+}
