@@ -292,6 +292,7 @@ build_node() {
       echo "build-peers: built the real node's $g binaries in ${took}s" >&2
     fi
     for b in "$obj"/*; do
+      [ "$b" -ef "$bin/$(basename "$b")" ] && continue
       ln -f "$b" "$bin/$(basename "$b").tmp.$$" 2>/dev/null || cp "$b" "$bin/$(basename "$b").tmp.$$"
       mv -f "$bin/$(basename "$b").tmp.$$" "$bin/$(basename "$b")"
     done

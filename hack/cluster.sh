@@ -10,6 +10,7 @@
 # Ports (loopback only): etcd 2379/2380, kube-apiserver 6443, kube-controller-manager 10257.
 # Override with KG_APISERVER_PORT, KG_ETCD_PORT, KG_KCM_PORT; KG_LOCAL_DIR moves the state
 # (default .local/) so a second instance can run beside the first (KG_NO_KUBELET=1 for it).
+# KENGINE_NODE=real: the real node (hack/node/node.sh) instead of hack/kubelet (opt-in).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -250,7 +251,11 @@ up() {
   "${kc[@]}" wait --for condition=Established --timeout=60s crd --all >/dev/null
   wait_for "the default ServiceAccount" 60 kube-controller-manager "${kc[@]}" get serviceaccount default -n default
 
-  if [ -f "$root/hack/kubelet/main.ts" ] && [ "${KG_NO_KUBELET:-}" != 1 ]; then
+  if [ "${KENGINE_NODE:-}" = real ] && [ "${KG_NO_KUBELET:-}" != 1 ]; then
+    # Opt-in: the real node (containerd, runc, CNI, the real kubelet; hack/node/README.md).
+    [ -z "$(pid_of kubelet)" ] || die "the local kubelet (hack/kubelet) runs: hack/cluster.sh down first"
+    bash "$root/hack/node/node.sh" up
+  elif [ -f "$root/hack/kubelet/main.ts" ] && [ "${KG_NO_KUBELET:-}" != 1 ]; then
     kubelet_rbac "${kc[@]}"
     # A kubelet started before the peers were rebuilt (a new cache hash, e.g. a new proxy
     # module) would start pods from the old binaries: restart it on the current ones.
@@ -314,6 +319,8 @@ stop_one() { # NAME
 
 down() {
   local i
+  # The real node (KENGINE_NODE=real), if it ran: its pods, mounts, bridge and rules first.
+  if [ -d "$local_dir/node" ]; then bash "$root/hack/node/node.sh" down || true; fi
   for ((i = ${#components[@]} - 1; i >= 0; i--)); do stop_one "${components[$i]}"; done
   # Only the instance whose kubelet ran (its state dir exists) owns the kg-* namespaces and links.
   if [ -f "$root/hack/kubelet/cleanup.sh" ] && [ -d "$local_dir/kubelet" ]; then
