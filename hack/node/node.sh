@@ -189,6 +189,8 @@ remember_machine() {
   cat /proc/sys/net/ipv4/ip_forward >"$state/machine/ip_forward"
   # containerd's shim sockets and runc's state live under /run/containerd whatever its config says
   [ -e /run/containerd ] || touch "$state/machine/no-run-containerd"
+  # libcni's result cache (not configurable through containerd)
+  [ -e /var/lib/cni ] || touch "$state/machine/no-var-lib-cni"
   if command -v nft >/dev/null; then nft list tables >"$state/machine/nft-tables" 2>/dev/null || true; fi
   touch "$state/machine/saved"
 }
@@ -319,6 +321,7 @@ down() {
       done
     fi
     [ ! -f "$state/machine/no-run-containerd" ] || rm -rf /run/containerd
+    [ ! -f "$state/machine/no-var-lib-cni" ] || rm -rf /var/lib/cni
   fi
   rm -rf "$state"
   log "stopped"
