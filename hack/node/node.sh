@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The real node (opt-in, see README.md): containerd + runc + CNI (bridge, host-local, loopback,
-# portmap) + the real kubelet + kube-scheduler, beside the control plane hack/cluster.sh runs.
+# portmap) + the real kubelet + kube-scheduler + kube-proxy (iptables), beside the control plane
+# hack/cluster.sh runs.
 #
 #   hack/node/node.sh up      start it (the control plane must be up: hack/cluster.sh up, or
 #                             KENGINE_NODE=real hack/cluster.sh up, which calls this)
@@ -9,7 +10,7 @@
 #   hack/node/node.sh status  print what runs
 #
 # State: .local/node/ (KG_LOCAL_DIR moves it with the cluster's), logs: .local/logs/{containerd,
-# real-kubelet,kube-scheduler}.log. The Node is kengine-local (the kubelet's certificate in
+# real-kubelet,kube-scheduler,kube-proxy}.log. The Node is kengine-local (the kubelet's certificate in
 # .local/pki names it), InternalIP 10.244.0.1 on the bridge kg-cni0 (in that certificate's SANs).
 set -euo pipefail
 
@@ -28,7 +29,7 @@ pod_cidr=10.244.0.0/24
 pause_ref=registry.k8s.io/pause:3.10.1
 echo_ref=registry.k8s.io/gateway-api/echo-basic:kg-node
 probe_ref=kengine.io/kg-probe:kg-node
-components=(containerd real-kubelet kube-scheduler)
+components=(containerd real-kubelet kube-scheduler kube-proxy)
 
 log() { printf 'node: %s\n' "$*" >&2; }
 die() { printf 'node: error: %s\n' "$*" >&2; exit 1; }
@@ -178,6 +179,24 @@ serializeImagePulls: false
 EOF
   leaf kube-scheduler system:kube-scheduler
   kubeconfig "$state/kube-scheduler.kubeconfig" "$state/pki/kube-scheduler.crt" "$state/pki/kube-scheduler.key"
+  # kube-proxy as system:kube-proxy (the default ClusterRoleBinding system:node-proxier).
+  leaf kube-proxy system:kube-proxy
+  kubeconfig "$state/kube-proxy.kubeconfig" "$state/pki/kube-proxy.crt" "$state/pki/kube-proxy.key"
+  # iptables mode. masqueradeAll: without br_netfilter a reply from a pod on the same bridge
+  # would skip the un-DNAT; SNAT to the bridge's address sends it back through the host.
+  # No conntrack sysctls, no route_localnet (localhostNodePorts off).
+  cat >"$state/kube-proxy.yaml" <<EOF
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection: {kubeconfig: "$state/kube-proxy.kubeconfig"}
+hostnameOverride: kengine-local
+mode: iptables
+clusterCIDR: $pod_cidr
+iptables: {masqueradeAll: true, localhostNodePorts: false}
+conntrack: {maxPerCore: 0}
+metricsBindAddress: 127.0.0.1:10249
+healthzBindAddress: 127.0.0.1:10256
+EOF
 }
 
 # What the node changes on the machine, remembered once before the first change so down can undo it.
@@ -238,8 +257,10 @@ up() {
     --authentication-kubeconfig "$state/kube-scheduler.kubeconfig" \
     --authorization-kubeconfig "$state/kube-scheduler.kubeconfig" \
     --bind-address 127.0.0.1 --secure-port 10259 --leader-elect=false --v=1
+  start kube-proxy "$bin/kube-proxy" --config "$state/kube-proxy.yaml" --v=1
   wait_for "the Node kengine-local to be Ready" 120 real-kubelet \
     "${kc[@]}" wait --for condition=Ready --timeout=1s node/kengine-local
+  wait_for "kube-proxy's /healthz" 60 kube-proxy curl -fsS http://127.0.0.1:10256/healthz
   log "ready: node kengine-local runs $("${kc[@]}" get node kengine-local -o jsonpath='{.status.nodeInfo.containerRuntimeVersion}')"
 }
 
@@ -288,6 +309,7 @@ undo_iptables() { # iptables|ip6tables SAVED
 down() {
   local bin="" m d
   [ -f "$state/bin" ] && bin=$(cat "$state/bin")
+  stop_one kube-proxy
   stop_one kube-scheduler
   stop_one real-kubelet
   # Every pod sandbox goes through CNI DEL (veths, IPs, netns) while containerd still runs.

@@ -1,7 +1,7 @@
 /**
  * The real node. OPT-IN until the default switches from hack/kubelet: runs only when
  * KENGINE_NODE=real (then hack/cluster.sh up starts hack/node/node.sh: containerd, runc, CNI,
- * the real kubelet and kube-scheduler); otherwise every case is skipped with that message.
+ * the real kubelet, kube-scheduler and kube-proxy); otherwise every case is skipped with that message.
  *
  *   KENGINE_NODE=real flock /tmp/kg-cluster.lock npx jest --selectProjects integration \
  *     --runInBand --forceExit --testPathPatterns tests/e2e/real-node
@@ -10,7 +10,8 @@
  * the echo server, under the securityContext the product declares for its proxies, runs as a
  * non-root uid with no capabilities, a seccomp filter and a read-only root (read from inside
  * the container by `kubectl exec` of kg-probe); a pod that allocates past its memory limit is
- * OOM-killed.
+ * OOM-killed; a ClusterIP Service answers through kube-proxy (iptables) from the host and from
+ * a pod; the service-account token is mounted.
  */
 import { join } from "node:path";
 import { createNamespace, deleteNamespace, eventually, kubectl, kubectlOk } from "../support/kube";
@@ -61,6 +62,7 @@ describeReal("the real node (KENGINE_NODE=real)", () => {
       noNewPrivs: string;
       rootWritable: boolean;
       rootWriteError: string;
+      saToken: boolean;
     };
     expect(probe.uid).toBe(65534);
     expect(probe.gid).toBe(65534);
@@ -69,6 +71,7 @@ describeReal("the real node (KENGINE_NODE=real)", () => {
     expect(probe.noNewPrivs).toBe("1");
     expect(probe.rootWritable).toBe(false);
     expect(probe.rootWriteError).toMatch(/read-only file system/);
+    expect(probe.saToken).toBe(true); // the projected service-account token is mounted
     // and it serves, on its pod IP, from the host (CNI bridge)
     const ip = kubectlOk(["get", "pod", "-n", ns, "kg-echo", "-o", "jsonpath={.status.podIP}"]);
     const body = await eventually(`the echo server on ${ip}:3000`, async () => {
@@ -76,6 +79,42 @@ describeReal("the real node (KENGINE_NODE=real)", () => {
       return r.ok ? ((await r.json()) as { path: string; pod: string }) : undefined;
     });
     expect(body).toMatchObject({ path: "/real-node", pod: "kg-echo" });
+  });
+
+  test("a ClusterIP Service answers through kube-proxy, from the host and from a pod", async () => {
+    kubectlOk(["wait", "-n", ns, "--for", "condition=Ready", "--timeout=120s", "pod/kg-echo"]);
+    const clusterIP = kubectlOk([
+      "get",
+      "service",
+      "-n",
+      ns,
+      "kg-echo",
+      "-o",
+      "jsonpath={.spec.clusterIP}",
+    ]);
+    expect(clusterIP).toMatch(/^10\.96\./);
+    const fromHost = await eventually(`${clusterIP}:80 from the host`, async () => {
+      const r = await fetch(`http://${clusterIP}/from-host`, { signal: AbortSignal.timeout(3000) });
+      return r.ok ? ((await r.json()) as { path: string; pod: string }) : undefined;
+    });
+    expect(fromHost).toMatchObject({ path: "/from-host", pod: "kg-echo" });
+    // from inside the pod, to its own Service (hairpin through kube-proxy's DNAT)
+    const fromPod = await eventually(`${clusterIP}:80 from the pod`, () => {
+      const r = kubectl([
+        "exec",
+        "-n",
+        ns,
+        "kg-echo",
+        "--",
+        "/kg-probe",
+        "get",
+        `http://${clusterIP}/from-pod`,
+      ]);
+      return r.code === 0 ? r.stdout : undefined;
+    });
+    const [code, ...body] = fromPod.split("\n");
+    expect(code).toBe("200");
+    expect(JSON.parse(body.join("\n"))).toMatchObject({ path: "/from-pod", pod: "kg-echo" });
   });
 
   test("a pod that allocates 256 MiB under a 32 MiB limit is OOM-killed", async () => {

@@ -4,6 +4,7 @@
 //	                  uid, gid, effective capabilities, seccomp mode, no_new_privs, and whether
 //	                  the root file system is writable (it tries to create a file in /)
 //	kg-probe pause    the pod sandbox's process: sleeps until SIGTERM or SIGINT, reaps children
+//	kg-probe get URL  an HTTP GET: prints the status code and the body, exits 1 on an error
 //	kg-probe hog MiB  allocates and touches MiB mebibytes, then sleeps (a memory limit below
 //	                  that gets the container OOM-killed)
 package main
@@ -11,6 +12,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
@@ -27,6 +30,8 @@ func main() {
 	switch mode {
 	case "pause":
 		pause()
+	case "get":
+		get(os.Args[2])
 	case "hog":
 		mib := 256
 		if len(os.Args) > 2 {
@@ -56,6 +61,18 @@ func pause() {
 		}
 		os.Exit(0)
 	}
+}
+
+func get(url string) {
+	client := &http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Get(url)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	fmt.Printf("%d\n%s", resp.StatusCode, body)
 }
 
 func hog(mib int) {
@@ -110,7 +127,13 @@ func whoami() {
 		"seccomp":        status("Seccomp"),
 		"rootWritable":   rootWritable,
 		"rootWriteError": writeError,
+		"saToken":        fileExists("/var/run/secrets/kubernetes.io/serviceaccount/token"),
 	}
 	line, _ := json.Marshal(out)
 	fmt.Println(string(line))
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
