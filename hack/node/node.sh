@@ -221,9 +221,16 @@ import_images() { # BIN
   bash "$root/hack/node/oci-archive.sh" "$state/images/probe.tar" "$probe_ref" '["/kg-probe"]' 65534 "$bin/kg-probe"
   for i in pause echo probe; do
     "${ctr[@]}" images import --local --platform linux/amd64 "$state/images/$i.tar" >>"$logs/containerd.log" 2>&1 ||
-      "${ctr[@]}" images import --platform linux/amd64 "$state/images/$i.tar" >>"$logs/containerd.log" 2>&1 ||
       die "could not import $i.tar into containerd (log: $logs/containerd.log)"
   done
+  # The Bundled proxy's image, an OCI layout build-peers.sh writes (its index names it in full).
+  local layout
+  layout="$(dirname "$bin")/image"
+  if [ -f "$layout/index.json" ]; then
+    tar -C "$layout" -cf "$state/images/proxy.tar" . &&
+      "${ctr[@]}" images import --local --platform linux/amd64 "$state/images/proxy.tar" >>"$logs/containerd.log" 2>&1 ||
+      log "warning: could not import the proxy image from $layout (log: $logs/containerd.log)"
+  fi
 }
 
 up() {
