@@ -257,7 +257,8 @@ done
 # Opt-in (KENGINE_NODE=real, hack/node/README.md): kubelet and kube-proxy from peers/node (the
 # same k8s.io/kubernetes release as the control plane), containerd, its runc shim, ctr, crictl
 # and the CNI plugins from peers/containerd; kg-probe (node/kg-probe: the test images' helper) and
-# kube-scheduler from hack/go.mod (the local kubelet binds pods itself; the real one does not).
+# kube-scheduler from hack/go.mod (the local kubelet binds pods itself; the real one does not);
+# CoreDNS from peers/coredns.
 # Each group is one `go build` into objects/node-<group>-<key>/, linked into bin/. Kept out of
 # the cache <hash> so the default platform's cache is the same with or without it.
 build_node() {
@@ -266,12 +267,13 @@ build_node() {
     [node]="k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy"
     [containerd]="github.com/containerd/containerd/v2/cmd/containerd github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 github.com/containerd/containerd/v2/cmd/ctr sigs.k8s.io/cri-tools/cmd/crictl github.com/containernetworking/plugins/plugins/main/bridge github.com/containernetworking/plugins/plugins/ipam/host-local github.com/containernetworking/plugins/plugins/main/loopback github.com/containernetworking/plugins/plugins/meta/portmap"
     [probe]="./node/kg-probe k8s.io/kubernetes/cmd/kube-scheduler"
+    [coredns]=github.com/coredns/coredns
   )
-  declare -A gdirs=([node]=peers/node [containerd]=peers/containerd [probe]=.)
-  declare -A gsrc=([node]=peers/node [containerd]=peers/containerd [probe]=node/kg-probe)
+  declare -A gdirs=([node]=peers/node [containerd]=peers/containerd [probe]=. [coredns]=peers/coredns)
+  declare -A gsrc=([node]=peers/node [containerd]=peers/containerd [probe]=node/kg-probe [coredns]=peers/coredns)
   # btrfs needs cgo; the node uses overlayfs
   declare -A gtags=([containerd]=no_btrfs)
-  for g in containerd probe node; do
+  for g in containerd probe node coredns; do
     gdir=${gdirs[$g]}
     key=$( { echo "$common ${gtags[$g]:-}"; find "${gsrc[$g]}" "$gdir/go.mod" "$gdir/go.sum" -maxdepth 2 -type f \( -name '*.go' -o -name go.mod -o -name go.sum \) ! -name '*_test.go' -print | LC_ALL=C sort | while read -r f; do echo "$f"; cat "$f"; done; } | sha256sum | cut -c1-16)
     obj="$objects/node-$g-$key"

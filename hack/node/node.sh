@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The real node (opt-in, see README.md): containerd + runc + CNI (bridge, host-local, loopback,
-# portmap) + the real kubelet + kube-scheduler + kube-proxy (iptables), beside the control plane
-# hack/cluster.sh runs.
+# portmap) + the real kubelet + kube-scheduler + kube-proxy (iptables) + CoreDNS, beside the
+# control plane hack/cluster.sh runs.
 #
 #   hack/node/node.sh up      start it (the control plane must be up: hack/cluster.sh up, or
 #                             KENGINE_NODE=real hack/cluster.sh up, which calls this)
@@ -10,7 +10,7 @@
 #   hack/node/node.sh status  print what runs
 #
 # State: .local/node/ (KG_LOCAL_DIR moves it with the cluster's), logs: .local/logs/{containerd,
-# real-kubelet,kube-scheduler,kube-proxy}.log. The Node is kengine-local (the kubelet's certificate in
+# real-kubelet,kube-scheduler,kube-proxy,coredns}.log. The Node is kengine-local (the kubelet's certificate in
 # .local/pki names it), InternalIP 10.244.0.1 on the bridge kg-cni0 (in that certificate's SANs).
 set -euo pipefail
 
@@ -29,7 +29,7 @@ pod_cidr=10.244.0.0/24
 pause_ref=registry.k8s.io/pause:3.10.1
 echo_ref=registry.k8s.io/gateway-api/echo-basic:kg-node
 probe_ref=kengine.io/kg-probe:kg-node
-components=(containerd real-kubelet kube-scheduler kube-proxy)
+components=(containerd real-kubelet kube-scheduler kube-proxy coredns)
 
 log() { printf 'node: %s\n' "$*" >&2; }
 die() { printf 'node: error: %s\n' "$*" >&2; exit 1; }
@@ -179,6 +179,26 @@ serializeImagePulls: false
 EOF
   leaf kube-scheduler system:kube-scheduler
   kubeconfig "$state/kube-scheduler.kubeconfig" "$state/pki/kube-scheduler.crt" "$state/pki/kube-scheduler.key"
+  # CoreDNS, a host process answering on the bridge address (the kubelet's clusterDNS): its
+  # kubernetes plugin reads the API server on loopback, which a pod could not reach here.
+  if [ -x "$bin/coredns" ]; then
+    leaf coredns kengine-local:coredns
+    kubeconfig "$state/coredns.kubeconfig" "$state/pki/coredns.crt" "$state/pki/coredns.key"
+    cat >"$state/Corefile" <<EOF
+.:53 {
+  bind $node_ip
+  errors
+  ready 127.0.0.1:10181
+  kubernetes cluster.local in-addr.arpa ip6.arpa {
+    kubeconfig $state/coredns.kubeconfig kengine-local
+    pods insecure
+    fallthrough in-addr.arpa ip6.arpa
+  }
+  cache 30
+}
+EOF
+    printf 'clusterDNS: [%s]\n' "$node_ip" >>"$state/kubelet/config.yaml"
+  fi
   # kube-proxy as system:kube-proxy (the default ClusterRoleBinding system:node-proxier).
   leaf kube-proxy system:kube-proxy
   kubeconfig "$state/kube-proxy.kubeconfig" "$state/pki/kube-proxy.crt" "$state/pki/kube-proxy.key"
@@ -268,6 +288,25 @@ up() {
   wait_for "the Node kengine-local to be Ready" 120 real-kubelet \
     "${kc[@]}" wait --for condition=Ready --timeout=1s node/kengine-local
   wait_for "kube-proxy's /healthz" 60 kube-proxy curl -fsS http://127.0.0.1:10256/healthz
+  if [ -f "$state/Corefile" ]; then
+    "${kc[@]}" apply -f - >/dev/null <<'EOF'
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: "kengine-local:coredns"}
+rules:
+- {apiGroups: [""], resources: [services, pods, namespaces], verbs: [list, watch]}
+- {apiGroups: [discovery.k8s.io], resources: [endpointslices], verbs: [list, watch]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: "kengine-local:coredns"}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "kengine-local:coredns"}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: "kengine-local:coredns"}
+EOF
+    start coredns "$bin/coredns" -conf "$state/Corefile"
+    wait_for "CoreDNS /ready" 60 coredns curl -fsS http://127.0.0.1:10181/ready
+  fi
   log "ready: node kengine-local runs $("${kc[@]}" get node kengine-local -o jsonpath='{.status.nodeInfo.containerRuntimeVersion}')"
 }
 
@@ -316,6 +355,7 @@ undo_iptables() { # iptables|ip6tables SAVED
 down() {
   local bin="" m d
   [ -f "$state/bin" ] && bin=$(cat "$state/bin")
+  stop_one coredns
   stop_one kube-proxy
   stop_one kube-scheduler
   stop_one real-kubelet

@@ -1,7 +1,8 @@
 /**
  * The real node. OPT-IN until the default switches from hack/kubelet: runs only when
  * KENGINE_NODE=real (then hack/cluster.sh up starts hack/node/node.sh: containerd, runc, CNI,
- * the real kubelet, kube-scheduler and kube-proxy); otherwise every case is skipped with that message.
+ * the real kubelet, kube-scheduler, kube-proxy and CoreDNS); otherwise every case is skipped
+ * with that message.
  *
  *   KENGINE_NODE=real flock /tmp/kg-cluster.lock npx jest --selectProjects integration \
  *     --runInBand --forceExit --testPathPatterns tests/e2e/real-node
@@ -11,7 +12,7 @@
  * non-root uid with no capabilities, a seccomp filter and a read-only root (read from inside
  * the container by `kubectl exec` of kg-probe); a pod that allocates past its memory limit is
  * OOM-killed; a ClusterIP Service answers through kube-proxy (iptables) from the host and from
- * a pod; the service-account token is mounted.
+ * a pod; a pod resolves a Service's name through CoreDNS; the service-account token is mounted.
  */
 import { join } from "node:path";
 import { createNamespace, deleteNamespace, eventually, kubectl, kubectlOk } from "../support/kube";
@@ -115,6 +116,38 @@ describeReal("the real node (KENGINE_NODE=real)", () => {
     const [code, ...body] = fromPod.split("\n");
     expect(code).toBe("200");
     expect(JSON.parse(body.join("\n"))).toMatchObject({ path: "/from-pod", pod: "kg-echo" });
+  });
+
+  test("a pod resolves a Service name through CoreDNS", async () => {
+    kubectlOk(["wait", "-n", ns, "--for", "condition=Ready", "--timeout=120s", "pod/kg-echo"]);
+    const clusterIP = kubectlOk([
+      "get",
+      "service",
+      "-n",
+      ns,
+      "kg-echo",
+      "-o",
+      "jsonpath={.spec.clusterIP}",
+    ]);
+    const name = `kg-echo.${ns}.svc.cluster.local`;
+    const addresses = await eventually(`${name} from the pod`, () => {
+      const r = kubectl(["exec", "-n", ns, "kg-echo", "--", "/kg-probe", "lookup", name]);
+      return r.code === 0 ? r.stdout.trim() : undefined;
+    });
+    expect(addresses).toBe(clusterIP);
+    // a shorter name, through the search path the kubelet wrote into the pod's resolv.conf
+    // ("kg-echo" alone is the pod's own hostname: /etc/hosts gives its pod IP)
+    const short = kubectlOk([
+      "exec",
+      "-n",
+      ns,
+      "kg-echo",
+      "--",
+      "/kg-probe",
+      "lookup",
+      `kg-echo.${ns}`,
+    ]);
+    expect(short.trim()).toBe(clusterIP);
   });
 
   test("a pod that allocates 256 MiB under a 32 MiB limit is OOM-killed", async () => {

@@ -5,6 +5,7 @@
 //	                  the root file system is writable (it tries to create a file in /)
 //	kg-probe pause    the pod sandbox's process: sleeps until SIGTERM or SIGINT, reaps children
 //	kg-probe get URL  an HTTP GET: prints the status code and the body, exits 1 on an error
+//	kg-probe lookup NAME  resolves NAME with the pod's /etc/resolv.conf, prints the addresses
 //	kg-probe hog MiB  allocates and touches MiB mebibytes, then sleeps (a memory limit below
 //	                  that gets the container OOM-killed)
 package main
@@ -13,6 +14,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -32,6 +34,13 @@ func main() {
 		pause()
 	case "get":
 		get(os.Args[2])
+	case "lookup":
+		addrs, err := net.LookupHost(os.Args[2])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Println(strings.Join(addrs, "\n"))
 	case "hog":
 		mib := 256
 		if len(os.Args) > 2 {
