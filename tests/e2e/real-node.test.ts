@@ -14,9 +14,16 @@
  * OOM-killed; a ClusterIP Service answers through kube-proxy (iptables) from the host and from
  * a pod; a pod resolves a Service's name through CoreDNS; the service-account token is mounted.
  */
+import { execFileSync } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import {
+  proxyPodSecurityContext,
+  proxySecurityContext,
+  PROXY_UID,
+} from "../../capabilities/proxies/pod";
 import { createNamespace, deleteNamespace, eventually, kubectl, kubectlOk } from "../support/kube";
-import { repoRoot } from "../support/paths";
+import { localDir, repoRoot } from "../support/paths";
 
 const real = process.env.KENGINE_NODE === "real";
 const SKIPPED =
@@ -148,6 +155,71 @@ describeReal("the real node (KENGINE_NODE=real)", () => {
       `kg-echo.${ns}`,
     ]);
     expect(short.trim()).toBe(clusterIP);
+  });
+
+  test("the proxy image runs under the securityContext the product declares (port 80, non-root)", async () => {
+    const pkg = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as {
+      version: string;
+      kengine: { proxyImage: string };
+    };
+    const pod = {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name: "kg-proxy", namespace: ns },
+      spec: {
+        securityContext: proxyPodSecurityContext(true),
+        containers: [
+          {
+            name: "proxy",
+            image: `${pkg.kengine.proxyImage}:${pkg.version}`,
+            imagePullPolicy: "Never",
+            command: ["/usr/bin/caddy", "respond", "--listen", ":80", "real node"],
+            env: [
+              { name: "HOME", value: "/tmp" },
+              { name: "XDG_CONFIG_HOME", value: "/tmp" },
+              { name: "XDG_DATA_HOME", value: "/tmp" },
+            ],
+            securityContext: proxySecurityContext(true),
+            volumeMounts: [{ name: "tmp", mountPath: "/tmp" }],
+            readinessProbe: { tcpSocket: { port: 80 }, periodSeconds: 1 },
+          },
+        ],
+        volumes: [{ name: "tmp", emptyDir: {} }],
+      },
+    };
+    kubectlOk(["apply", "-f", "-"], JSON.stringify(pod));
+    kubectlOk(["wait", "-n", ns, "--for", "condition=Ready", "--timeout=120s", "pod/kg-proxy"]);
+    const ip = kubectlOk(["get", "pod", "-n", ns, "kg-proxy", "-o", "jsonpath={.status.podIP}"]);
+    const body = await eventually(`the proxy on ${ip}:80`, async () => {
+      const r = await fetch(`http://${ip}/`, { signal: AbortSignal.timeout(3000) });
+      return r.ok ? r.text() : undefined;
+    });
+    expect(body).toBe("real node");
+    // the container's process, seen from the host through CRI
+    const bin = readFileSync(join(localDir, "node", "bin"), "utf8").trim();
+    const crictl = (...args: string[]) =>
+      execFileSync(
+        join(bin, "crictl"),
+        ["--runtime-endpoint", `unix://${join(localDir, "node", "containerd.sock")}`, ...args],
+        { encoding: "utf8" },
+      ).trim();
+    const id = crictl(
+      "ps",
+      "-q",
+      "--name",
+      "^proxy$",
+      "--label",
+      `io.kubernetes.pod.namespace=${ns}`,
+    );
+    const pid = crictl("inspect", "-o", "go-template", "--template", "{{.info.pid}}", id);
+    const status = readFileSync(`/proc/${pid}/status`, "utf8");
+    const field = (name: string) => new RegExp(`^${name}:\\s*(.*)$`, "m").exec(status)?.[1];
+    expect(field("Uid")?.split(/\s+/)).toEqual(Array(4).fill(String(PROXY_UID)));
+    expect(field("CapEff")).toBe("0000000000000000");
+    expect(field("CapBnd")).toBe("0000000000000400"); // NET_BIND_SERVICE only
+    expect(field("Seccomp")).toBe("2");
+    expect(field("NoNewPrivs")).toBe("1");
+    expect(() => writeFileSync(`/proc/${pid}/root/.kg-write-test`, "x")).toThrow(/EROFS|read-only/);
   });
 
   test("a pod that allocates 256 MiB under a 32 MiB limit is OOM-killed", async () => {
