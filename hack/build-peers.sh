@@ -273,16 +273,22 @@ build_node() {
   declare -A gsrc=([node]=peers/node [containerd]=peers/containerd [probe]=node/kg-probe [coredns]=peers/coredns)
   # btrfs needs cgo; the node uses overlayfs
   declare -A gtags=([containerd]=no_btrfs)
+  # kubelet and kube-proxy report the release they are built from (the Node's kubeletVersion)
+  local kver flags
+  kver=$(cd peers/node && go list -m -f '{{.Version}}' k8s.io/kubernetes)
+  declare -A gldflags=([node]="-s -w -X k8s.io/component-base/version.gitVersion=$kver -X k8s.io/component-base/version.gitMajor=$(echo "$kver" | cut -d. -f1 | tr -d v) -X k8s.io/component-base/version.gitMinor=$(echo "$kver" | cut -d. -f2) -X k8s.io/component-base/version.gitTreeState=clean")
   for g in containerd probe node coredns; do
     gdir=${gdirs[$g]}
-    key=$( { echo "$common ${gtags[$g]:-}"; find "${gsrc[$g]}" "$gdir/go.mod" "$gdir/go.sum" -maxdepth 2 -type f \( -name '*.go' -o -name go.mod -o -name go.sum \) ! -name '*_test.go' -print | LC_ALL=C sort | while read -r f; do echo "$f"; cat "$f"; done; } | sha256sum | cut -c1-16)
+    key=$( { echo "$common ${gtags[$g]:-} ${gldflags[$g]:-}"; find "${gsrc[$g]}" "$gdir/go.mod" "$gdir/go.sum" -maxdepth 2 -type f \( -name '*.go' -o -name go.mod -o -name go.sum \) ! -name '*_test.go' -print | LC_ALL=C sort | while read -r f; do echo "$f"; cat "$f"; done; } | sha256sum | cut -c1-16)
     obj="$objects/node-$g-$key"
     if [ ! -d "$obj" ]; then
       echo "build-peers: building the real node's $g binaries (${gpkgs[$g]}) ..." >&2
       start=$(date +%s)
       rm -rf "$obj.tmp.$$" && mkdir -p "$obj.tmp.$$"
       # shellcheck disable=SC2086
-      if ! (cd "$gdir" && go build "${goflags[@]}" ${gtags[$g]:+-tags ${gtags[$g]}} -o "$obj.tmp.$$/" ${gpkgs[$g]}) >"$objects/build-node-$g.log" 2>&1; then
+      flags=("${goflags[@]}")
+      [ -z "${gldflags[$g]:-}" ] || flags+=("-ldflags=${gldflags[$g]}")
+      if ! (cd "$gdir" && go build "${flags[@]}" ${gtags[$g]:+-tags ${gtags[$g]}} -o "$obj.tmp.$$/" ${gpkgs[$g]}) >"$objects/build-node-$g.log" 2>&1; then
         echo "build-peers: FAILED to build the real node's $g binaries:" >&2
         tail -n 30 "$objects/build-node-$g.log" >&2
         rm -rf "$obj.tmp.$$"

@@ -48,7 +48,7 @@ describeReal("the real node (KENGINE_NODE=real)", () => {
     if (ns) deleteNamespace(ns);
   });
 
-  test("the Node is Ready and its runtime is containerd", () => {
+  test("the Node is Ready, its runtime containerd 2.x, its kubelet 1.36", () => {
     kubectlOk(["wait", "--for", "condition=Ready", "--timeout=60s", "node/kengine-local"]);
     const runtime = kubectlOk([
       "get",
@@ -58,6 +58,14 @@ describeReal("the real node (KENGINE_NODE=real)", () => {
       "jsonpath={.status.nodeInfo.containerRuntimeVersion}",
     ]);
     expect(runtime).toMatch(/^containerd:\/\/2\./);
+    const kubelet = kubectlOk([
+      "get",
+      "node",
+      "kengine-local",
+      "-o",
+      "jsonpath={.status.nodeInfo.kubeletVersion}",
+    ]);
+    expect(kubelet).toMatch(/^v1\.36\./);
   });
 
   test("the echo pod runs as non-root, without capabilities, under seccomp, on a read-only root", async () => {
