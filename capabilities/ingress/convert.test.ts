@@ -4,6 +4,7 @@ import {
   RULE_SOURCES_ANNOTATION,
   SYNTHETIC_LABEL,
   convertIngress,
+  hostsIntersect,
   pathMatch,
   singleLabelHostRegex,
 } from "./convert";
@@ -213,6 +214,29 @@ describe("convertIngress", () => {
       kind: "ListenerSet",
       name: ls.metadata.name,
     });
+  });
+
+  it("attaches to the ListenerSet only routes one of its listeners can serve", () => {
+    const rule = (host: string) => ({
+      host,
+      http: { paths: [{ path: "/", pathType: "Prefix", backend: backend() }] },
+    });
+    const out = convertIngress(
+      ingress({
+        tls: [{ hosts: ["*.shop.example.com"], secretName: "c" }],
+        rules: [rule("a.shop.example.com"), rule("plain.example.com"), rule("*.example.com")],
+      }),
+      target,
+      lookup,
+    );
+    expect(out.httpRoutes.map(r => r.spec.parentRefs.map(p => p.kind))).toEqual([
+      ["Gateway", "ListenerSet"],
+      ["Gateway"],
+      ["Gateway", "ListenerSet"],
+    ]);
+    expect(hostsIntersect("", "x.example")).toBe(true);
+    expect(hostsIntersect("*.a.com", "*.b.a.com")).toBe(true);
+    expect(hostsIntersect("a.com", "*.a.com")).toBe(false);
   });
 
   it("leaves an Ingress with validation problems out entirely", () => {

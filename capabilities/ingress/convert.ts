@@ -128,6 +128,14 @@ const escapeRE2 = (s: string): string => s.replace(/[\\.+*?()|[\]{}^$]/g, "\\$&"
 export const singleLabelHostRegex = (host: string): string =>
   `(?i)[^.:]+${escapeRE2(host.slice(1))}(?::[0-9]+)?`;
 
+/** Whether a route host and a listener host can both match a request ("" matches any). */
+export function hostsIntersect(a: string, b: string): boolean {
+  if (a === "" || b === "" || a === b) return true;
+  const covers = (wild: string, other: string): boolean =>
+    wild.startsWith("*.") && other.endsWith(wild.slice(1));
+  return covers(a, b) || covers(b, a);
+}
+
 /** The Gateway API path match of an Ingress path (docs/ingress.md, "Paths"). */
 export function pathMatch(path: string | undefined, pathType: string): SyntheticMatch["path"] {
   if (pathType === "Exact") return { type: "Exact", value: path ?? "/" };
@@ -162,12 +170,16 @@ export function convertIngress(
   const spec = ingress.spec ?? {};
 
   const listenerSet = tlsListeners(ingress, name, namespace, target, problems);
-  const parentRefs: ParentRef[] = [
-    { group: GATEWAY_GROUP, kind: "Gateway", ...target.gateway },
-    ...(listenerSet
-      ? [{ group: GATEWAY_GROUP, kind: "ListenerSet", name: listenerSet.metadata.name }]
-      : []),
-  ];
+  const gatewayParent: ParentRef = { group: GATEWAY_GROUP, kind: "Gateway", ...target.gateway };
+  // The ListenerSet is a parent only of routes one of its listeners can serve: a parent
+  // without a matching listener would be reported on the Ingress as NoMatchingListenerHostname.
+  const parentRefsFor = (host: string): ParentRef[] =>
+    listenerSet && listenerSet.spec.listeners.some(l => hostsIntersect(host, l.hostname ?? ""))
+      ? [
+          gatewayParent,
+          { group: GATEWAY_GROUP, kind: "ListenerSet", name: listenerSet.metadata.name },
+        ]
+      : [gatewayParent];
 
   // Group paths by host, in order of first appearance; "" is "every host".
   const hosts = new Map<string, Piece[]>();
@@ -220,7 +232,7 @@ export function convertIngress(
         apiVersion: "gateway.networking.k8s.io/v1",
         kind: "HTTPRoute",
         metadata: meta,
-        spec: { parentRefs, ...(host ? { hostnames: [host] } : {}), rules },
+        spec: { parentRefs: parentRefsFor(host), ...(host ? { hostnames: [host] } : {}), rules },
       });
     }
   }
