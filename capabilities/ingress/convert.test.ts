@@ -239,6 +239,16 @@ describe("convertIngress", () => {
     expect(hostsIntersect("a.com", "*.a.com")).toBe(false);
   });
 
+  it("skips null entries and odd shapes without throwing", () => {
+    const odd = {
+      rules: [null, { host: 3, http: { paths: [null, "x"] } }, { http: { paths: "x" } }],
+      tls: [null, { hosts: "x", secretName: 5 }],
+    } as unknown as V1Ingress["spec"];
+    expect(() => convertIngress(ingress(odd), target, lookup)).not.toThrow();
+    for (const spec of ["x", 1, [], { rules: "x", tls: {} }] as unknown as V1Ingress["spec"][])
+      expect(() => convertIngress(ingress(spec), target, lookup)).not.toThrow();
+  });
+
   it("leaves an Ingress with validation problems out entirely", () => {
     const out = convertIngress(
       ingress({

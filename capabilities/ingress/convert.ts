@@ -17,6 +17,7 @@
 import type { V1Ingress, V1Service } from "@kubernetes/client-node";
 import { FieldProblem, display, truncate } from "../validation/regex";
 import { IngressBackendLike, ingressProblems } from "../validation/ingress";
+import { items } from "../validation/budget";
 import { GATEWAY_GROUP } from "./classes";
 
 /** Marks every object made from an Ingress. */
@@ -167,7 +168,7 @@ export function convertIngress(
     return empty;
   }
   if (problems.length > 0) return empty;
-  const spec = ingress.spec ?? {};
+  const spec = ingress.spec && typeof ingress.spec === "object" ? ingress.spec : {};
 
   const listenerSet = tlsListeners(ingress, name, namespace, target, problems);
   const gatewayParent: ParentRef = { group: GATEWAY_GROUP, kind: "Gateway", ...target.gateway };
@@ -201,9 +202,11 @@ export function convertIngress(
     list.push(piece);
     hosts.set(host, list);
   };
-  (spec.rules ?? []).forEach((rule, i) => {
-    const host = rule.host ?? "";
-    (rule.http?.paths ?? []).forEach((p, j) => {
+  items(spec.rules).forEach((rule, i) => {
+    if (!rule || typeof rule !== "object") return;
+    const host = typeof rule.host === "string" ? rule.host : "";
+    items(rule.http?.paths).forEach((p, j) => {
+      if (!p || typeof p !== "object") return;
       const match: SyntheticMatch = { path: pathMatch(p.path, p.pathType) };
       if (host.startsWith("*."))
         match.headers = [
@@ -311,8 +314,9 @@ function tlsListeners(
 ): SyntheticListenerSet | undefined {
   const listeners: SyntheticListener[] = [];
   const hostSeen = new Map<string, string>();
-  (ingress.spec?.tls ?? []).forEach((t, i) => {
-    if (!t.secretName) {
+  items(ingress.spec?.tls).forEach((t, i) => {
+    if (!t || typeof t !== "object") return;
+    if (!t.secretName || typeof t.secretName !== "string") {
       problems.push({
         path: `spec.tls[${i}].secretName`,
         value: "",
@@ -321,9 +325,10 @@ function tlsListeners(
       });
       return;
     }
-    const hosts: (string | undefined)[] = t.hosts?.length ? t.hosts : [undefined];
+    const listed = items(t.hosts);
+    const hosts: readonly (string | undefined)[] = listed.length ? listed : [undefined];
     hosts.forEach((host, j) => {
-      const where = t.hosts?.length ? `spec.tls[${i}].hosts[${j}]` : `spec.tls[${i}]`;
+      const where = listed.length ? `spec.tls[${i}].hosts[${j}]` : `spec.tls[${i}]`;
       const first = hostSeen.get(host ?? "");
       if (first !== undefined) {
         problems.push({
