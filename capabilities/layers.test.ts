@@ -16,7 +16,7 @@ export const LAYERS: readonly (readonly string[])[] = [
   ["snapshot"],
   ["validation"],
   ["provision", "pki"],
-  ["acme"],
+  ["acme", "ingress"],
   ["translate", "caddy"],
   ["status"],
   ["proxies"],

@@ -1,0 +1,373 @@
+/**
+ * One Ingress of our class, converted into the Gateway API objects the pipeline already serves
+ * (docs/ingress.md, "Mapping"): HTTPRoutes per host, attached to the class's Gateway, and for
+ * `tls` entries one ListenerSet of HTTPS listeners using the Ingress's Secrets. The synthetic
+ * objects are named from the Ingress (deterministically), carry a label and an owner reference
+ * to it, and take its creationTimestamp, so Gateway API precedence orders them by the
+ * Ingress's age and their status maps back onto the Ingress.
+ *
+ * An Ingress with any validation problem (validation/ingress.ts) converts to nothing and
+ * reports the problems on itself. Problems only the converter sees (a Service or named port
+ * that cannot be resolved, a `tls` entry without a Secret, duplicates) leave out or disable
+ * just that piece: a path whose backend cannot be resolved keeps its match and gets no
+ * backends, so it answers 500 as Gateway API says, instead of falling through to another rule.
+ *
+ * Pure: no I/O, no clock; Services are read through the look-up function given.
+ */
+import type { V1Ingress, V1Service } from "@kubernetes/client-node";
+import { FieldProblem, display, truncate } from "../validation/regex";
+import { IngressBackendLike, ingressProblems } from "../validation/ingress";
+import { items } from "../validation/budget";
+import { GATEWAY_GROUP } from "./classes";
+
+/** Marks every object made from an Ingress. */
+export const SYNTHETIC_LABEL = "ingress.kengine.io/synthetic";
+/** `namespace/name` of the Ingress an object was made from. */
+export const SOURCE_ANNOTATION = "ingress.kengine.io/ingress";
+/** JSON array: per HTTPRoute rule, the Ingress field it was made from. */
+export const RULE_SOURCES_ANNOTATION = "ingress.kengine.io/rule-sources";
+/** Gateway API allows at most 16 rules per HTTPRoute and 64 listeners per ListenerSet. */
+export const MAX_RULES_PER_ROUTE = 16;
+export const MAX_LISTENERS = 64;
+
+export interface Target {
+  /** The Gateway serving the class (classes.ts servingOf, or the managed fleet's Gateway). */
+  readonly gateway: { readonly namespace: string; readonly name: string };
+  /** Port of the HTTPS listeners made for `tls` entries (443 unless configured). */
+  readonly httpsPort?: number;
+}
+
+export type ServiceLookup = (namespace: string, name: string) => V1Service | undefined;
+
+interface Metadata {
+  name: string;
+  namespace: string;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  ownerReferences: {
+    apiVersion: string;
+    kind: string;
+    name: string;
+    uid: string;
+    controller: boolean;
+  }[];
+  creationTimestamp?: string;
+  generation?: number;
+}
+interface ParentRef {
+  group: string;
+  kind: string;
+  name: string;
+  namespace?: string;
+}
+export interface SyntheticMatch {
+  path: { type: "Exact" | "PathPrefix"; value: string };
+  headers?: { type: "RegularExpression"; name: string; value: string }[];
+}
+export interface SyntheticRule {
+  matches: SyntheticMatch[];
+  backendRefs: { group: ""; kind: "Service"; name: string; port: number }[];
+}
+export interface SyntheticHTTPRoute {
+  apiVersion: "gateway.networking.k8s.io/v1";
+  kind: "HTTPRoute";
+  metadata: Metadata;
+  spec: { parentRefs: ParentRef[]; hostnames?: string[]; rules: SyntheticRule[] };
+}
+export interface SyntheticListener {
+  name: string;
+  hostname?: string;
+  port: number;
+  protocol: "HTTPS";
+  tls: {
+    mode: "Terminate";
+    certificateRefs: { group: ""; kind: "Secret"; name: string }[];
+  };
+  allowedRoutes: { namespaces: { from: "Same" } };
+}
+export interface SyntheticListenerSet {
+  apiVersion: "gateway.networking.k8s.io/v1";
+  kind: "ListenerSet";
+  metadata: Metadata;
+  spec: { parentRef: ParentRef; listeners: SyntheticListener[] };
+}
+export interface Conversion {
+  readonly httpRoutes: SyntheticHTTPRoute[];
+  readonly listenerSets: SyntheticListenerSet[];
+  /** Reported on the Ingress (Events, admission warnings), with Ingress field paths. */
+  readonly problems: FieldProblem[];
+}
+
+/* ------------------------------------------------------------------ naming */
+
+/** FNV-1a, 32 bits, as 8 hex digits: short, stable names (collisions only cost a suffix). */
+const fnv = (s: string, seed: number): string => {
+  let h = seed >>> 0;
+  for (let i = 0; i < s.length; i++) {
+    h ^= s.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h.toString(16).padStart(8, "0");
+};
+const digest = (s: string): string => fnv(s, 0x811c9dc5) + fnv(s, 0x050c5d1f);
+
+/** `ingress-<name>-<digest>`: a DNS label-safe name within 253 characters. */
+export function syntheticName(ingressName: string, part: string): string {
+  const base = ingressName.replace(/[^-a-z0-9]/g, "-").slice(0, 200);
+  return `ingress-${base}-${digest(`${ingressName}\n${part}`)}`;
+}
+
+/* ------------------------------------------------------------------ hosts and paths */
+
+const escapeRE2 = (s: string): string => s.replace(/[\\.+*?()|[\]{}^$]/g, "\\$&");
+
+/**
+ * The Host match making a Gateway wildcard behave as an Ingress one: `*.foo.com` in Ingress
+ * matches exactly one label, in Gateway API one or more. The proxy matches the Host header
+ * (with an optional port) against `^(?:…)$`.
+ */
+export const singleLabelHostRegex = (host: string): string =>
+  `(?i)[^.:]+${escapeRE2(host.slice(1))}(?::[0-9]+)?`;
+
+/** Whether a route host and a listener host can both match a request ("" matches any). */
+export function hostsIntersect(a: string, b: string): boolean {
+  if (a === "" || b === "" || a === b) return true;
+  const covers = (wild: string, other: string): boolean =>
+    wild.startsWith("*.") && other.endsWith(wild.slice(1));
+  return covers(a, b) || covers(b, a);
+}
+
+/** The Gateway API path match of an Ingress path (docs/ingress.md, "Paths"). */
+export function pathMatch(path: string | undefined, pathType: string): SyntheticMatch["path"] {
+  if (pathType === "Exact") return { type: "Exact", value: path ?? "/" };
+  // Prefix and ImplementationSpecific: element-wise prefix; "/foo/" and "/foo" are the same.
+  const p = !path ? "/" : path.length > 1 ? path.replace(/\/+$/, "") || "/" : path;
+  return { type: "PathPrefix", value: p };
+}
+
+/* ------------------------------------------------------------------ conversion */
+
+interface Piece {
+  match: SyntheticMatch;
+  backend: IngressBackendLike | undefined;
+  source: string;
+}
+
+/** Converts one Ingress. Deterministic; never throws on any object shape. */
+export function convertIngress(
+  ingress: V1Ingress,
+  target: Target,
+  lookupService: ServiceLookup,
+): Conversion {
+  const problems: FieldProblem[] = ingressProblems(ingress);
+  const empty = { httpRoutes: [], listenerSets: [], problems };
+  const name = ingress?.metadata?.name;
+  const namespace = ingress?.metadata?.namespace;
+  if (typeof name !== "string" || !name || typeof namespace !== "string" || !namespace) {
+    problems.push({ path: "metadata", value: "", message: "needs a name and a namespace" });
+    return empty;
+  }
+  if (problems.length > 0) return empty;
+  const spec = ingress.spec && typeof ingress.spec === "object" ? ingress.spec : {};
+
+  const listenerSet = tlsListeners(ingress, name, namespace, target, problems);
+  const gatewayParent: ParentRef = { group: GATEWAY_GROUP, kind: "Gateway", ...target.gateway };
+  // The ListenerSet is a parent only of routes one of its listeners can serve: a parent
+  // without a matching listener would be reported on the Ingress as NoMatchingListenerHostname.
+  const parentRefsFor = (host: string): ParentRef[] =>
+    listenerSet && listenerSet.spec.listeners.some(l => hostsIntersect(host, l.hostname ?? ""))
+      ? [
+          gatewayParent,
+          { group: GATEWAY_GROUP, kind: "ListenerSet", name: listenerSet.metadata.name },
+        ]
+      : [gatewayParent];
+
+  // Group paths by host, in order of first appearance; "" is "every host".
+  const hosts = new Map<string, Piece[]>();
+  const seen = new Map<string, string>();
+  const add = (host: string, piece: Piece, quiet = false): void => {
+    const key = `${host}\n${piece.match.path.type}\n${piece.match.path.value}`;
+    const first = seen.get(key);
+    if (first !== undefined) {
+      if (!quiet)
+        problems.push({
+          path: piece.source,
+          value: truncate(piece.match.path.value),
+          message: `duplicates ${first} (same host, path and type): the first is used`,
+        });
+      return;
+    }
+    seen.set(key, piece.source);
+    const list = hosts.get(host) ?? [];
+    list.push(piece);
+    hosts.set(host, list);
+  };
+  items(spec.rules).forEach((rule, i) => {
+    if (!rule || typeof rule !== "object") return;
+    const host = typeof rule.host === "string" ? rule.host : "";
+    items(rule.http?.paths).forEach((p, j) => {
+      if (!p || typeof p !== "object") return;
+      const match: SyntheticMatch = { path: pathMatch(p.path, p.pathType) };
+      if (host.startsWith("*."))
+        match.headers = [
+          { type: "RegularExpression", name: "Host", value: singleLabelHostRegex(host) },
+        ];
+      add(host, { match, backend: p.backend, source: `spec.rules[${i}].http.paths[${j}]` });
+    });
+  });
+  if (spec.defaultBackend) {
+    // The catch-all: what no rule of any host matches (an explicit "/" rule without host wins).
+    const match: SyntheticMatch = { path: { type: "PathPrefix", value: "/" } };
+    add("", { match, backend: spec.defaultBackend, source: "spec.defaultBackend" }, true);
+  }
+
+  const httpRoutes: SyntheticHTTPRoute[] = [];
+  for (const [host, pieces] of hosts) {
+    for (let k = 0; k * MAX_RULES_PER_ROUTE < pieces.length; k++) {
+      const chunk = pieces.slice(k * MAX_RULES_PER_ROUTE, (k + 1) * MAX_RULES_PER_ROUTE);
+      const rules = chunk.map(piece => ({
+        matches: [piece.match],
+        backendRefs: backendRefs(piece, namespace, lookupService, problems),
+      }));
+      const meta = metadata(ingress, syntheticName(name, `route\n${host}\n${k}`), namespace);
+      meta.annotations[RULE_SOURCES_ANNOTATION] = JSON.stringify(chunk.map(p => p.source));
+      httpRoutes.push({
+        apiVersion: "gateway.networking.k8s.io/v1",
+        kind: "HTTPRoute",
+        metadata: meta,
+        spec: { parentRefs: parentRefsFor(host), ...(host ? { hostnames: [host] } : {}), rules },
+      });
+    }
+  }
+  return { httpRoutes, listenerSets: listenerSet ? [listenerSet] : [], problems };
+}
+
+function metadata(ingress: V1Ingress, name: string, namespace: string): Metadata {
+  const created = ingress.metadata?.creationTimestamp as unknown;
+  const creationTimestamp =
+    created instanceof Date && !Number.isNaN(created.getTime())
+      ? created.toISOString()
+      : typeof created === "string"
+        ? created
+        : undefined;
+  const generation = ingress.metadata?.generation;
+  return {
+    name,
+    namespace,
+    labels: { [SYNTHETIC_LABEL]: "true" },
+    annotations: { [SOURCE_ANNOTATION]: `${namespace}/${ingress.metadata?.name ?? ""}` },
+    ownerReferences: [
+      {
+        apiVersion: "networking.k8s.io/v1",
+        kind: "Ingress",
+        name: ingress.metadata?.name ?? "",
+        uid: ingress.metadata?.uid ?? "",
+        controller: true,
+      },
+    ],
+    ...(creationTimestamp !== undefined ? { creationTimestamp } : {}),
+    ...(typeof generation === "number" ? { generation } : {}),
+  };
+}
+
+/** The backendRefs of one path: none (a 500) when its Service port cannot be resolved. */
+function backendRefs(
+  piece: Piece,
+  namespace: string,
+  lookupService: ServiceLookup,
+  problems: FieldProblem[],
+): SyntheticRule["backendRefs"] {
+  const s = piece.backend?.service;
+  const where = piece.source === "spec.defaultBackend" ? piece.source : `${piece.source}.backend`;
+  if (!s?.name) return [];
+  if (typeof s.port?.number === "number")
+    return [{ group: "", kind: "Service", name: s.name, port: s.port.number }];
+  const portName = s.port?.name ?? "";
+  const service = lookupService(namespace, s.name);
+  if (!service) {
+    problems.push({
+      path: `${where}.service.name`,
+      value: truncate(s.name),
+      message: `Service ${namespace}/${s.name} not found: its port ${JSON.stringify(portName)} cannot be resolved (the path answers 500)`,
+    });
+    return [];
+  }
+  const port = (service.spec?.ports ?? []).find(p => p?.name === portName);
+  if (!port || typeof port.port !== "number") {
+    problems.push({
+      path: `${where}.service.port.name`,
+      value: truncate(display(portName)),
+      message: `Service ${namespace}/${s.name} has no port named ${JSON.stringify(portName)} (the path answers 500)`,
+    });
+    return [];
+  }
+  return [{ group: "", kind: "Service", name: s.name, port: port.port }];
+}
+
+/** One ListenerSet of HTTPS listeners for the `tls` entries, or undefined when there are none. */
+function tlsListeners(
+  ingress: V1Ingress,
+  name: string,
+  namespace: string,
+  target: Target,
+  problems: FieldProblem[],
+): SyntheticListenerSet | undefined {
+  const listeners: SyntheticListener[] = [];
+  const hostSeen = new Map<string, string>();
+  items(ingress.spec?.tls).forEach((t, i) => {
+    if (!t || typeof t !== "object") return;
+    if (!t.secretName || typeof t.secretName !== "string") {
+      problems.push({
+        path: `spec.tls[${i}].secretName`,
+        value: "",
+        message:
+          "is required: certificates without a Secret (automatic HTTPS) are not supported for Ingress yet; the entry is not served",
+      });
+      return;
+    }
+    const listed = items(t.hosts);
+    const hosts: readonly (string | undefined)[] = listed.length ? listed : [undefined];
+    hosts.forEach((host, j) => {
+      const where = listed.length ? `spec.tls[${i}].hosts[${j}]` : `spec.tls[${i}]`;
+      const first = hostSeen.get(host ?? "");
+      if (first !== undefined) {
+        problems.push({
+          path: where,
+          value: host ?? "",
+          message: `duplicates ${first}: the first entry's Secret is used`,
+        });
+        return;
+      }
+      hostSeen.set(host ?? "", where);
+      if (listeners.length >= MAX_LISTENERS) {
+        problems.push({
+          path: where,
+          value: host ?? "",
+          message: `more than ${MAX_LISTENERS} TLS hosts in one Ingress: this one is not served`,
+        });
+        return;
+      }
+      listeners.push({
+        name: `tls-${i}-${j}`,
+        ...(host ? { hostname: host } : {}),
+        port: target.httpsPort ?? 443,
+        protocol: "HTTPS",
+        tls: {
+          mode: "Terminate",
+          certificateRefs: [{ group: "", kind: "Secret", name: t.secretName! }],
+        },
+        allowedRoutes: { namespaces: { from: "Same" } },
+      });
+    });
+  });
+  if (listeners.length === 0) return undefined;
+  return {
+    apiVersion: "gateway.networking.k8s.io/v1",
+    kind: "ListenerSet",
+    metadata: metadata(ingress, syntheticName(name, "tls"), namespace),
+    spec: {
+      parentRef: { group: GATEWAY_GROUP, kind: "Gateway", ...target.gateway },
+      listeners,
+    },
+  };
+}

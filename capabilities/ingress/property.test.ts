@@ -1,0 +1,167 @@
+/**
+ * Property test of the Ingress converter (fast-check): random Ingresses shaped like
+ * networking.k8s.io/v1 (valid and malformed values mixed), and arbitrary JSON besides. For each:
+ * conversion never throws and is deterministic; every synthetic HTTPRoute passes our HTTPRoute
+ * validation (validation/httproute.ts) or the Ingress carries a problem; every object name is a
+ * DNS subdomain, unique within the conversion.
+ */
+import fc from "fast-check";
+import type { V1Ingress, V1Service } from "@kubernetes/client-node";
+import { convertIngress } from "./convert";
+import { HTTPRouteLike, httpRouteProblems } from "../validation/httproute";
+
+/** Value pools: only valid values, or valid and malformed mixed. */
+const pools = (valid: boolean) => {
+  const mix = <T>(good: fc.Arbitrary<T>, bad: fc.Arbitrary<T>): fc.Arbitrary<T> =>
+    valid ? good : fc.oneof(good, bad);
+  const hosts = mix(
+    fc.constantFrom(
+      undefined,
+      "",
+      "example.com",
+      "a.example.com",
+      "*.example.com",
+      "*.a.b.example.com",
+      "x",
+    ),
+    fc.constantFrom("Bad.Host", "10.0.0.1", "*", "a.*.com", "host:80"),
+  );
+  const paths = mix(
+    fc.oneof(
+      fc.constantFrom("/", "/a", "/a/", "/a/b", "//", "/a%20b"),
+      fc.stringMatching(/^\/[-a-z0-9/._~]{0,12}$/),
+    ),
+    fc.oneof(
+      fc.constantFrom(undefined, "", "/(.*)", "/x*", "/a b", "/%zz"),
+      fc.string({ maxLength: 8 }),
+    ),
+  );
+  const pathTypes = mix(
+    fc.constantFrom("Exact", "Prefix", "ImplementationSpecific"),
+    fc.constantFrom("Regex", undefined),
+  );
+  const port = mix(
+    fc.oneof(
+      fc.record({ number: fc.integer({ min: 1, max: 65535 }) }),
+      fc.record({ name: fc.constantFrom("http", "https", "grpc") }),
+    ),
+    fc.oneof(
+      fc.record({ number: fc.constantFrom(0, 70000, 1.5) }),
+      fc.record({ name: fc.constantFrom("Bad_Name", "") }),
+      fc.constant({}),
+      fc.constant({ number: 80, name: "http" }),
+    ),
+  );
+  const service = fc.record({
+    service: fc.record({
+      name: mix(fc.constantFrom("web", "api", "gone"), fc.constant("Bad")),
+      port,
+    }),
+  });
+  const backend = mix(
+    service,
+    fc.oneof(
+      fc.constant({ resource: { apiGroup: "x.io", kind: "Bucket", name: "b" } }),
+      fc.constant({}),
+    ),
+  );
+  return { hosts, paths, pathTypes, backend };
+};
+const ingressOf = (valid: boolean): fc.Arbitrary<V1Ingress> => {
+  const { hosts, paths, pathTypes, backend } = pools(valid);
+  return fc.record(
+    {
+      metadata: fc.record({
+        name: fc.constantFrom("shop", "a.b", "x".repeat(253)),
+        namespace: fc.constant("apps"),
+        uid: fc.constant("u"),
+        creationTimestamp: fc.constant(new Date("2026-01-01T00:00:00Z")),
+      }),
+      spec: fc.record(
+        {
+          defaultBackend: backend,
+          rules: fc.array(
+            fc.record(
+              {
+                host: hosts,
+                http: fc.record({
+                  paths: fc.array(fc.record({ path: paths, pathType: pathTypes, backend }), {
+                    maxLength: 20,
+                  }),
+                }),
+              },
+              { requiredKeys: [] },
+            ),
+            { maxLength: 4 },
+          ),
+          tls: fc.array(
+            fc.record(
+              {
+                hosts: fc.array(hosts.filter(h => h !== undefined) as fc.Arbitrary<string>, {
+                  maxLength: 3,
+                }),
+                secretName: fc.constantFrom("cert", "other"),
+              },
+              { requiredKeys: [] },
+            ),
+            { maxLength: 3 },
+          ),
+        },
+        { requiredKeys: [] },
+      ),
+    },
+    { requiredKeys: ["metadata"] },
+  ) as fc.Arbitrary<V1Ingress>;
+};
+/** Half built from values the proxy runs only, half mixed with malformed ones. */
+const ingressArb = fc.oneof(ingressOf(true), ingressOf(false));
+
+const services: Record<string, V1Service> = {
+  "apps/web": { spec: { ports: [{ name: "http", port: 8080 }] } },
+  "apps/api": { spec: { ports: [{ name: "grpc", port: 9000 }, { port: 1 }] } },
+};
+const lookup = (ns: string, name: string) => services[`${ns}/${name}`];
+const target = { gateway: { namespace: "infra", name: "shared" } };
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+describe("convertIngress (property)", () => {
+  it("never throws, is deterministic, and makes only routes our validation accepts", () => {
+    let served = 0;
+    fc.assert(
+      fc.property(ingressArb, ingress => {
+        const out = convertIngress(ingress, target, lookup);
+        if (out.httpRoutes.some(r => r.spec.rules.length > 1)) served++;
+        expect(JSON.stringify(convertIngress(ingress, target, lookup))).toBe(JSON.stringify(out));
+        for (const route of out.httpRoutes) {
+          const routeProblems = httpRouteProblems(route as HTTPRouteLike);
+          if (routeProblems.length > 0) expect(out.problems).not.toEqual([]);
+          expect(routeProblems).toEqual([]);
+          expect(route.spec.rules.length).toBeLessThanOrEqual(16);
+        }
+        const names = [...out.httpRoutes, ...out.listenerSets].map(o => o.metadata.name);
+        expect(new Set(names).size).toBe(names.length);
+        for (const n of names) {
+          expect(n.length).toBeLessThanOrEqual(253);
+          expect(n).toMatch(DNS_SUBDOMAIN);
+        }
+        for (const ls of out.listenerSets) {
+          const ln = ls.spec.listeners.map(l => l.name);
+          expect(new Set(ln).size).toBe(ln.length);
+        }
+      }),
+      { numRuns: 2000 },
+    );
+    // the generator is not so hostile that nothing converts
+    expect(served).toBeGreaterThan(100);
+  });
+
+  it("never throws on arbitrary JSON", () => {
+    fc.assert(
+      fc.property(fc.anything(), fc.anything(), (metadata, spec) => {
+        const ingress = { metadata, spec } as unknown as V1Ingress;
+        expect(() => convertIngress(ingress, target, lookup)).not.toThrow();
+      }),
+      { numRuns: 2000 },
+    );
+  });
+});
