@@ -18,7 +18,6 @@ import type { Dispatcher } from "undici";
 import { CONFIG_ID_PREFIX } from "./management";
 import { err, ok, Result } from "./result";
 import type { ClientCredentials } from "../pki/pki";
-import { SecretPem } from "../pki/secret";
 
 /** One proxy's management listener. */
 export interface ProxyEndpoint {
