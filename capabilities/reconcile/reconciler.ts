@@ -64,7 +64,7 @@ import { HeldEchoes } from "./echoes";
 import { Ingest } from "./ingest";
 import { ProvisionQueue } from "./provision-queue";
 import { KengineProxyWrites, StatusQueue } from "./status-queue";
-import { LIST_PATHS, kindPath } from "./kinds";
+import { LIST_PATHS, kindPath } from "../snapshot/kinds";
 import {
   DATA_KINDS,
   DataKind,
