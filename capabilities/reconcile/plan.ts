@@ -64,7 +64,7 @@ import { ExternalChannel, externalChannel } from "./external";
 import { StoredLastGood, storedLastGood } from "./last-good";
 
 export { proxyEndpoints } from "./endpoints";
-import { serviceAddresses } from "./programmed";
+import { serviceAddresses } from "../status/programmed";
 
 export interface GatewayPlan {
   /** "namespace/name" of the Gateway. */

@@ -51,7 +51,6 @@ import {
   computeStatusUpdates,
   failedWritesSummary,
   kubeStatusApi,
-  supportedVersionCondition,
 } from "../status";
 import { Condition, RefusedObject, StatusResults, translate } from "../translate";
 import { DEFAULT_PROXY_FLAVOR } from "../flavor/proxy-flavor";
@@ -92,7 +91,7 @@ import {
   gatewayRoutes,
   routeForHost,
 } from "./traffic";
-import { withFleet, withListenerSetParents } from "./programmed";
+import { FleetView, PlannedGateway, fleetResults } from "../status/programmed";
 
 export { CONTROLLER_NAME } from "../ownership";
 import { CONTROLLER_NAME } from "../ownership";
@@ -893,7 +892,7 @@ export class Reconciler {
     const planFailures = new Map<string, string>();
     for (const r of planned)
       if (!r.ok) {
-        planFailures.set(r.key, r.error);
+        planFailures.set(r.key, planFailure(r.error));
         this.o.log.error("cannot plan gateway", { gateway: r.key, error: r.error });
       }
     // A proxy pod serves one Gateway: the oldest Gateway keeps a pod two Gateways select.
@@ -968,62 +967,16 @@ export class Reconciler {
     );
 
     // Status: the translator's results with Programmed and addresses decided by the fleet.
-    const byKey = new Map(plans.map(p => [p.key, p]));
-    const addresses = new Map<string, readonly GatewayAddress[]>();
-    const fleetResults: StatusResults = {
-      ...statuses,
-      gatewayClasses: statuses.gatewayClasses.map(c => {
-        const accepted = c.conditions.find(x => x.type === "Accepted");
-        const v = supportedVersionCondition(
-          this.#bundleVersion,
-          accepted?.observedGeneration,
-          this.missingKinds,
-        );
-        return v ? { ...c, conditions: [...c.conditions, v] } : c;
-      }),
-      gateways: statuses.gateways.map(g => {
-        const plan = byKey.get(`${g.namespace}/${g.name}`);
-        const failure = planFailures.get(`${g.namespace}/${g.name}`);
-        if (!plan && failure !== undefined)
-          return withFleet(
-            g,
-            {
-              proxies: [],
-              desiredHash: undefined,
-              configProblem: planFailure(failure),
-              serviceExists: true,
-            },
-            [],
-          );
-        if (!plan) return g;
-        addresses.set(plan.key, plan.addresses);
-        const proxies = plan.targets.flatMap(t => {
-          const state = this.#fleet!.state(t.endpoint.name);
-          // the pod's name (the Gateway's namespace goes without saying)
-          return state ? [{ ...state, name: t.endpoint.name.split("/").pop() }] : [];
-        });
-        const stored = (
-          snapshot.objects.Gateway.get(plan.key) as
-            | { status?: { conditions?: Condition[] } }
-            | undefined
-        )?.status?.conditions?.find(c => c.type === "Programmed");
-        const view = {
-          proxies,
-          desiredHash: plan.desiredHash,
-          configProblem: plan.configProblem,
-          serviceExists: plan.serviceExists,
-          noServiceMessage: plan.noServiceMessage,
-          addressProblem: plan.addressProblem,
-          addressAssignment: plan.addressAssignment,
-          stored,
-        };
-        return withFleet(g, view, plan.addresses);
-      }),
-    };
-    // A ListenerSet is programmed when its parent Gateway is.
-    const results = withListenerSetParents(fleetResults, ls => {
-      const p = snapshot.objects.ListenerSet.get(`${ls.namespace}/${ls.name}`)?.spec?.parentRef;
-      return p && `${p.namespace ?? ls.namespace}/${p.name}`;
+    const { results, addresses } = fleetResults({
+      statuses,
+      bundleVersion: this.#bundleVersion,
+      missingKinds: this.missingKinds,
+      planned: new Map(plans.map(p => [p.key, this.#planned(p, snapshot)])),
+      planFailures,
+      parentOf: ls => {
+        const p = snapshot.objects.ListenerSet.get(`${ls.namespace}/${ls.name}`)?.spec?.parentRef;
+        return p && `${p.namespace ?? ls.namespace}/${p.name}`;
+      },
     });
     this.#lastResults = { results, addresses };
     fleetMetrics.gateways(
@@ -1073,6 +1026,31 @@ export class Reconciler {
     run.mark("status");
     if (caRead && caRead === this.#ca.read) await this.#stepCa(plans, caRead);
     this.#ended(run, counts, entries);
+  }
+
+  /** A plan as its Gateway's status sees it: its proxies' states and the stored Programmed. */
+  #planned(plan: GatewayPlan, snapshot: Snapshot): PlannedGateway {
+    const proxies = plan.targets.flatMap(t => {
+      const state = this.#fleet?.state(t.endpoint.name);
+      // the pod's name (the Gateway's namespace goes without saying)
+      return state ? [{ ...state, name: t.endpoint.name.split("/").pop() }] : [];
+    });
+    const stored = (
+      snapshot.objects.Gateway.get(plan.key) as
+        | { status?: { conditions?: Condition[] } }
+        | undefined
+    )?.status?.conditions?.find(c => c.type === "Programmed");
+    const view: FleetView = {
+      proxies,
+      desiredHash: plan.desiredHash,
+      configProblem: plan.configProblem,
+      serviceExists: plan.serviceExists,
+      noServiceMessage: plan.noServiceMessage,
+      addressProblem: plan.addressProblem,
+      addressAssignment: plan.addressAssignment,
+      stored,
+    };
+    return { view, addresses: plan.addresses };
   }
 
   /** A build ended: its phase times into the metrics, and one debug line. */
