@@ -79,7 +79,7 @@ import { GatewayIR } from "../ir";
 import { GatewayPlan, planGateway, sealedRenders } from "./plan";
 import { BuildRun, BuildTimings } from "./build-timings";
 import { IncrementalTranslator } from "./reuse";
-import { claimProxies, each, planFailure } from "./contain";
+import { planStage } from "./plan-stage";
 import { LastGoodWriter } from "./last-good-writer";
 import { DEFAULT_LAST_GOOD_POLICY, lastGoodCurrent } from "./last-good";
 import { Isolation, IsolationDeps } from "./isolation";
@@ -875,31 +875,19 @@ export class Reconciler {
     const entriesBefore = fragmentCounts();
     const { gateways, statuses } = this.#translation;
     const now = new Date();
-    // Each Gateway planned on its own: an exception fails that Gateway alone (contain.ts).
-    const planned = each(
+    // Each Gateway planned on its own; a proxy pod serves one Gateway (plan-stage.ts).
+    const { plans, failures: planFailures } = planStage({
       gateways,
-      ir => `${ir.namespace}/${ir.name}`,
-      ir => {
+      plan: ir => {
         const key = `${ir.namespace}/${ir.name}`;
         const plan = this.#plan(ir, snapshot, this.#ca.signing!, now);
         if (plan.serving) this.#pendingServing.set(key, plan.serving);
         else this.#pendingServing.delete(key);
-        for (const problem of plan.settingsProblems)
-          this.o.log.warn("proxy settings", { gateway: key, problem });
         return plan;
       },
-    );
-    const planFailures = new Map<string, string>();
-    for (const r of planned)
-      if (!r.ok) {
-        planFailures.set(r.key, planFailure(r.error));
-        this.o.log.error("cannot plan gateway", { gateway: r.key, error: r.error });
-      }
-    // A proxy pod serves one Gateway: the oldest Gateway keeps a pod two Gateways select.
-    const plans = claimProxies(
-      planned.flatMap(r => (r.ok ? [r.value] : [])),
-      key => snapshot.objects.Gateway.get(key)?.metadata.creationTimestamp ?? "",
-    );
+      createdAt: key => snapshot.objects.Gateway.get(key)?.metadata.creationTimestamp ?? "",
+      log: this.o.log,
+    });
     for (const key of [...this.#pendingServing.keys()])
       if (!plans.some(p => p.key === key)) this.#pendingServing.delete(key);
     // A config the proxies refused is never pushed again (isolation.ts).
