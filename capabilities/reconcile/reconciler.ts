@@ -42,7 +42,6 @@ import {
 } from "../snapshot";
 import {
   GatewayAddress,
-  StatusKind,
   StatusMemo,
   StatusWriter,
   BUNDLE_VERSION_ANNOTATION,
@@ -80,6 +79,7 @@ import { GatewayPlan, planGateway, sealedRenders } from "./plan";
 import { BuildRun, BuildTimings } from "./build-timings";
 import { IncrementalTranslator } from "./reuse";
 import { planStage } from "./plan-stage";
+import { objectStatusJob } from "./status-stage";
 import { LastGoodWriter } from "./last-good-writer";
 import { DEFAULT_LAST_GOOD_POLICY, lastGoodCurrent } from "./last-good";
 import { Isolation, IsolationDeps } from "./isolation";
@@ -979,38 +979,18 @@ export class Reconciler {
     );
     // Status stage: the writes go to their own queue (status-queue.ts); the build goes on.
     this.#statusQueue.offer("proxies", () => this.#proxyWrites.write(plans, now));
-    const stored = (kind: StatusKind, ns: string | undefined, name: string) =>
-      this.#writer.freshest(
-        kind,
-        ns,
-        name,
-        snapshot.objects[kind].get(ns ? `${ns}/${name}` : name),
-      );
-    this.#statusQueue.offer("objects", async () => {
-      const updates = computeStatusUpdates({
+    this.#statusQueue.offer(
+      "objects",
+      objectStatusJob({
         results,
-        current: stored,
-        controllerName: CONTROLLER_NAME,
         addresses,
-        now: now.toISOString().replace(/\.\d{3}Z$/, "Z"),
-        onUnchanged: kind => statusMetrics.unchanged(kind, 1),
+        snapshot,
+        now,
+        writer: this.#writer,
         memo: this.#statusMemo,
-        // What `stored` reads: unchanged routes found in place are skipped unread.
-        stored: {
-          routes: {
-            HTTPRoute: snapshot.objects.HTTPRoute,
-            GRPCRoute: snapshot.objects.GRPCRoute,
-            TLSRoute: snapshot.objects.TLSRoute,
-            TCPRoute: snapshot.objects.TCPRoute,
-            UDPRoute: snapshot.objects.UDPRoute,
-          },
-          version: this.#writer.version,
-          writtenSince: v => this.#writer.writtenSince(v),
-        },
-      });
-      // Always handed over, even empty: pending rate-limited updates no longer wanted are dropped.
-      this.#reportWrites(await this.#writer.write(updates));
-    });
+        report: r => this.#reportWrites(r),
+      }),
+    );
     run.mark("status");
     if (caRead && caRead === this.#ca.read) await this.#stepCa(plans, caRead);
     this.#ended(run, counts, entries);
