@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import https from "node:https";
 import type { AddressInfo, Socket } from "node:net";
-import { createAuthority, generateKeyPair, issueServerCertificate } from "./proxies/pki";
+import { createAuthority, generateKeyPair, issueServerCertificate } from "./pki/pki";
 import { Result } from "./proxies/result";
 import {
   WEBHOOK_KEEP_ALIVE_MS,

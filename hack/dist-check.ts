@@ -9,7 +9,7 @@ import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { DEFAULT_LEASE_NAME } from "../capabilities/election/env";
-import { CA_SECRET_NAME } from "../capabilities/reconcile/authority";
+import { CA_SECRET_NAME } from "../capabilities/pki/authority";
 
 /** Our budget for the module bundle: Pepr refuses a module Secret over 1 MiB. */
 export const BUNDLE_BUDGET_BYTES = 900 * 1024;

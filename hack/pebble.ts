@@ -14,7 +14,7 @@ import {
   createAuthority,
   generateKeyPair,
   issueServerCertificate,
-} from "../capabilities/proxies/pki";
+} from "../capabilities/pki/pki";
 import { Result } from "../capabilities/proxies/result";
 import { peerBin } from "./peers";
 

@@ -1,6 +1,6 @@
 /**
  * A PKCS#10 certification request (RFC 2986) for an ECDSA P-256 key and a list of DNS
- * names, built with the DER writer the admin-channel PKI uses (proxies/der.ts): node:crypto
+ * names, built with the DER writer the admin-channel PKI uses (pki/der.ts): node:crypto
  * signs but cannot build a CSR.
  */
 import { KeyObject, createPublicKey, sign } from "node:crypto";
@@ -14,7 +14,7 @@ import {
   smallInteger,
   tlv,
   utf8String,
-} from "../proxies/der";
+} from "../pki/der";
 
 const OID_COMMON_NAME = "2.5.4.3";
 const OID_EXTENSION_REQUEST = "1.2.840.113549.1.9.14";

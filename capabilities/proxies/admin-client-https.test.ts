@@ -16,7 +16,7 @@ import {
   generateKeyPair,
   issueClientCertificate,
   issueServerCertificate,
-} from "./pki";
+} from "../pki/pki";
 import { Result } from "./result";
 
 const unwrap = <T>(r: Result<T, string>): T => {

@@ -1,6 +1,6 @@
 import { MockAgent } from "undici";
 import { AdminClient, describeAdminError, ProxyEndpoint } from "./admin-client";
-import { SecretPem } from "./secret";
+import { SecretPem } from "../pki/secret";
 
 const endpoint: ProxyEndpoint = {
   name: "gw-0",

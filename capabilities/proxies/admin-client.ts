@@ -17,7 +17,7 @@ import type { TLSSocket } from "node:tls";
 import type { Dispatcher } from "undici";
 import { CONFIG_ID_PREFIX } from "./management";
 import { err, ok, Result } from "./result";
-import { SecretPem } from "./secret";
+import type { ClientCredentials } from "../pki/pki";
 
 /** One proxy's management listener. */
 export interface ProxyEndpoint {
@@ -35,12 +35,8 @@ export interface ProxyEndpoint {
   readonly channel?: string;
 }
 
-/** The controller's client identity and the CA it trusts for proxies' serving certificates. */
-export interface ClientCredentials {
-  readonly caPem: string;
-  readonly certificatePem: string;
-  readonly privateKey: SecretPem;
-}
+/** The controller's client identity (pki/pki.ts), re-exported for the channel's users. */
+export type { ClientCredentials };
 
 export type AdminError =
   /** No HTTP exchange happened: refused, reset, TLS handshake or certificate failure. The proxy's state is unknown. */

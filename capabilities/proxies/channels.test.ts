@@ -1,6 +1,6 @@
 import { AdminClient, ClientCredentials, ProxyEndpoint } from "./admin-client";
 import { AdminChannels, channelKey } from "./channels";
-import { SecretPem } from "./secret";
+import { SecretPem } from "../pki/secret";
 
 /** Records which identity answered; no network (the channel itself is proven against real Caddy). */
 function fakeClient(id: string, log: string[]): AdminClient {

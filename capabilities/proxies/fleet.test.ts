@@ -10,7 +10,7 @@ import { ManualClock } from "./backoff";
 import { AdminApi, Fleet, FleetEvent } from "./fleet";
 import { bootstrapConfig, SealedConfig, sealConfig } from "./management";
 import { must, testSpec } from "./test-spec";
-import { SecretPem } from "./secret";
+import { SecretPem } from "../pki/secret";
 
 const spec = testSpec;
 /** A sealed config whose content differs by `marker`. */

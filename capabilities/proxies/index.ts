@@ -1,6 +1,6 @@
 /** The proxy admin channel: certificates, management config, admin client and push engine. */
 export type { Result } from "./result";
-export { SecretPem } from "./secret";
+export { SecretPem } from "../pki/secret";
 export {
   CA_LIFETIME_DAYS,
   CLOCK_SKEW_MS,
@@ -14,8 +14,8 @@ export {
   proxyServerName,
   proxyServerNames,
   renewalDue,
-} from "./pki";
-export type { Authority, Issued, KeyPair, RandomBytes, Validity } from "./pki";
+} from "../pki/pki";
+export type { Authority, Issued, KeyPair, RandomBytes, Validity } from "../pki/pki";
 export {
   ADMIN_SOCKET_HOST,
   adminAddressProblem,

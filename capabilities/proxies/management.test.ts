@@ -19,7 +19,7 @@ import {
   withTrafficMetrics,
 } from "./management";
 import fc from "fast-check";
-import { createAuthority, generateKeyPair, issueServerCertificate } from "./pki";
+import { createAuthority, generateKeyPair, issueServerCertificate } from "../pki/pki";
 import { Result } from "./result";
 
 const must = <T, E>(r: Result<T, E>): T => {

@@ -15,7 +15,7 @@
  */
 import { createHash } from "node:crypto";
 import { isDeepStrictEqual } from "node:util";
-import { pemToBase64Der } from "./pki";
+import { pemToBase64Der } from "../pki/pki";
 import {
   ConfigTables,
   ConfigText,
@@ -24,7 +24,7 @@ import {
   tableExactHosts,
 } from "./route-tables";
 import { err, ok, Result } from "./result";
-import { SecretPem } from "./secret";
+import { SecretPem } from "../pki/secret";
 
 /** A Caddy JSON config (the admin API's /load body). */
 export type CaddyConfig = { readonly [key: string]: unknown };

@@ -1,5 +1,5 @@
 import { bootstrapConfig, checkConfig, MANAGEMENT_SERVER, sealConfig } from "./management";
-import { createAuthority, generateKeyPair } from "./pki";
+import { createAuthority, generateKeyPair } from "../pki/pki";
 import {
   ADMIN_SOCKET,
   bootstrapConfigMapData,

@@ -5,7 +5,7 @@
  *
  * - A push the proxy refused (HTTP 400 from /load) queues one culprit search for that config
  *   hash; searches run one at a time, off the build path. First the proxy's error is traced
- *   through the config's source map (error-path.ts, caddy/config.ts caddySourceMap) to the
+ *   through the config's source map (caddy/load-errors.ts, caddy/config.ts caddySourceMap) to the
  *   object(s) that made the part it names.
  * - Stock Caddy and Kengine (no validation route): the traced objects are the culprits. Caddy's
  *   /load is all or nothing (the proxy keeps running its old config), so the config without
@@ -36,7 +36,7 @@ import {
 import type { CaddySourceMap } from "../caddy";
 import { RefusableObject, RefusedObject, identityOf } from "../translate";
 import { CulpritResult, DEFAULT_MAX_VALIDATIONS, findCulprits } from "./culprits";
-import { sourcesOfError } from "./error-path";
+import { sourcesOfError } from "../caddy/load-errors";
 
 /** What a search needs from the rest of the controller, for one Gateway. */
 export interface IsolationDeps {

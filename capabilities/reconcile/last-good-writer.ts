@@ -8,7 +8,7 @@ import { statusOf } from "../kube/client";
 import { fleetMetrics } from "../metrics/fleet";
 import type { SealedConfig } from "../proxies";
 import { GatewayRef, lastGoodSecret } from "../provision";
-import { objectPath } from "./kinds";
+import { objectPath } from "../snapshot/kinds";
 import {
   DEFAULT_LAST_GOOD_POLICY,
   LastGoodPolicy,

@@ -59,12 +59,12 @@ import type { AddressOutcome } from "../provision";
 import type { KubeObject, Snapshot } from "../snapshot";
 import type { GatewayAddress } from "../status";
 import { proxyEndpoints, externalEndpoints, owningServices } from "./endpoints";
-import { caBundle } from "./authority";
+import { caBundle } from "../pki/authority";
 import { ExternalChannel, externalChannel } from "./external";
 import { StoredLastGood, storedLastGood } from "./last-good";
 
 export { proxyEndpoints } from "./endpoints";
-import { serviceAddresses } from "./programmed";
+import { serviceAddresses } from "../status/programmed";
 
 export interface GatewayPlan {
   /** "namespace/name" of the Gateway. */

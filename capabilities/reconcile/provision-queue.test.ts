@@ -1,6 +1,6 @@
 import { KubeManifest } from "../provision";
 import { Snapshot, emptySnapshot, snapshotOf } from "../snapshot";
-import { ManualClock } from "./manual-clock";
+import { ManualClock } from "./testing/manual-clock";
 import { ProvisionPlan, ProvisionQueue } from "./provision-queue";
 
 /** A fake API server: records requests; a path can be held (until released) or made to fail. */

@@ -10,7 +10,7 @@ import { KubeClient, statusOf } from "../kube/client";
 import { isManagedByUs } from "../ownership/proxies";
 import { KubeManifest } from "../provision";
 import { Clock, KubeObject, Snapshot, systemClock } from "../snapshot";
-import { objectPath } from "./kinds";
+import { objectPath } from "../snapshot/kinds";
 import { KeyedQueue, Offered } from "./keyed-queue";
 import type { GatewayPlan } from "./plan";
 import type { Logger } from "./logger";

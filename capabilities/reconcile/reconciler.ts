@@ -5,7 +5,6 @@
  * configs to the proxy pods, and writes status. Only the elected leader provisions, pushes and
  * writes; followers keep their snapshot warm.
  */
-import { X509Certificate } from "node:crypto";
 import { ElectionConfig, DEFAULT_ELECTION, LeaderElector, kubeLeaseStore } from "../election";
 import { KubeClient } from "../kube/client";
 import { electionMetrics, ingestMetrics, startupMetrics, statusMetrics } from "../metrics";
@@ -13,14 +12,12 @@ import { fleetMetrics } from "../metrics/fleet";
 import {
   AdminChannels,
   AdminClient,
-  Authority,
   Fleet,
   FleetEvent,
   ProxyEndpoint,
   ProxyState,
   Target,
   parsePrometheusText,
-  renewalDue,
 } from "../proxies";
 import {
   DEFAULT_CONTROLLER_PEERS,
@@ -45,7 +42,6 @@ import {
 } from "../snapshot";
 import {
   GatewayAddress,
-  StatusKind,
   StatusMemo,
   StatusWriter,
   BUNDLE_VERSION_ANNOTATION,
@@ -54,28 +50,19 @@ import {
   computeStatusUpdates,
   failedWritesSummary,
   kubeStatusApi,
-  supportedVersionCondition,
 } from "../status";
 import { Condition, RefusedObject, StatusResults, translate } from "../translate";
 import { DEFAULT_PROXY_FLAVOR } from "../flavor/proxy-flavor";
 import { caddySourceMap } from "../caddy";
 import { fragmentCounts } from "../caddy/render-memo";
-import { clientCredentials, ensureAuthority } from "./authority";
-import {
-  CaRead,
-  CaStore,
-  DEFAULT_ROTATION_GRACE_MS,
-  caStep,
-  newAuthority,
-  rotationStep,
-  trustedCaPems,
-} from "./rotation";
+import { AdminCa } from "../pki/admin-ca";
+import type { Authority } from "../pki/pki";
 import { BuildLoop, DirtySet } from "./dirty-set";
 import { HeldEchoes } from "./echoes";
 import { Ingest } from "./ingest";
 import { ProvisionQueue } from "./provision-queue";
 import { KengineProxyWrites, StatusQueue } from "./status-queue";
-import { LIST_PATHS, kindPath } from "./kinds";
+import { LIST_PATHS, kindPath } from "../snapshot/kinds";
 import {
   DATA_KINDS,
   DataKind,
@@ -91,7 +78,8 @@ import { GatewayIR } from "../ir";
 import { GatewayPlan, planGateway, sealedRenders } from "./plan";
 import { BuildRun, BuildTimings } from "./build-timings";
 import { IncrementalTranslator } from "./reuse";
-import { claimProxies, each, planFailure } from "./contain";
+import { planStage } from "./plan-stage";
+import { objectStatusJob } from "./status-stage";
 import { LastGoodWriter } from "./last-good-writer";
 import { DEFAULT_LAST_GOOD_POLICY, lastGoodCurrent } from "./last-good";
 import { Isolation, IsolationDeps } from "./isolation";
@@ -103,7 +91,7 @@ import {
   gatewayRoutes,
   routeForHost,
 } from "./traffic";
-import { withFleet, withListenerSetParents } from "./programmed";
+import { FleetView, PlannedGateway, fleetResults } from "../status/programmed";
 
 export { CONTROLLER_NAME } from "../ownership";
 import { CONTROLLER_NAME } from "../ownership";
@@ -206,13 +194,8 @@ export class Reconciler {
   readonly #traffic = new TrafficTotals();
   /** The proxies whose traffic is read; their routes are looked up when it is read, not per build. */
   #trafficTargets: readonly { gateway: string; target: Target }[] = [];
-  #ca: Authority | undefined;
-  /** The admin CA's rotation state as last read from or written to its Secret (rotation.ts). */
-  #caStore: CaStore | undefined;
-  #caRead: CaRead | undefined;
-  /** Every CA the proxies and this controller trust now (the signing one; two while rotating). */
-  #trusted: readonly string[] = [];
-  #caStepTimer: NodeJS.Timeout | undefined;
+  /** The admin CA: signing, trust, this replica's client certificate, rotation (pki/). */
+  readonly #ca: AdminCa;
   readonly #pendingServing = new Map<string, ManagementSecretData>();
   #lastResults:
     | { results: StatusResults; addresses: Map<string, readonly GatewayAddress[]> }
@@ -230,8 +213,6 @@ export class Reconciler {
   #timers: NodeJS.Timeout[] = [];
   #stopped = false;
   #stopping: Promise<void> | undefined;
-  /** The controller's current client certificate (PEM), renewed before it expires. */
-  #clientCertificate: string | undefined;
   /** Objects the proxies refuse, left out of their Gateway's config (isolation.ts). */
   readonly #isolation: Isolation;
   /** Per-phase timings of the builds (metrics and one debug line per build). */
@@ -266,6 +247,15 @@ export class Reconciler {
       onSpace: () => this.requestBuild(),
     });
     this.#statusQueue = new StatusQueue(o.log);
+    this.#ca = new AdminCa({
+      kube: o.kube,
+      namespace: o.namespace,
+      identity: o.identity,
+      log: o.log,
+      graceMs: o.caRotationGraceMs,
+      onCredentials: c => this.#admin?.replaceOwn(new AdminClient(c)),
+      onChange: () => this.requestBuild(),
+    });
     this.#proxyWrites = new KengineProxyWrites({
       kube: o.kube,
       log: o.log,
@@ -539,20 +529,9 @@ export class Reconciler {
         });
       },
     };
-    const authority = await retrying(
-      "admin CA",
-      async () => {
-        await ensureAuthority(this.o.kube, this.o.namespace);
-        this.#caStore = new CaStore(this.o.kube, this.o.namespace);
-        this.#useCa(await this.#caStore.read());
-        return this.#ca!;
-      },
-      retry,
-      deps,
-    );
+    const authority = await retrying("admin CA", () => this.#ca.load(), retry, deps);
     if (this.#stopped) return;
     if (!authority.ok) throw startError("admin CA", authority);
-    const ca = authority.value;
     this.#bundleVersion = await this.o.kube
       .request<{ metadata: { annotations?: Record<string, string> } }>(
         "GET",
@@ -581,8 +560,7 @@ export class Reconciler {
       );
     }
     if (this.#stopped) return;
-    const own = clientCredentials(ca, this.o.identity, undefined, this.#trusted);
-    this.#clientCertificate = own.certificatePem;
+    const own = this.#ca.issue();
     this.#admin = new AdminChannels(new AdminClient(own));
     this.#fleet = new Fleet({
       client: this.#admin,
@@ -599,7 +577,7 @@ export class Reconciler {
     startupMetrics.state("synced");
     ingestMetrics.firstSnapshot((performance.now() - startedAt) / 1000);
     const resync = setInterval(() => {
-      void this.#refreshCa();
+      void this.#ca.refresh();
       void this.#relistMissing(retry, deps);
       this.renewClientCertificate();
       this.#provision.reapplyAll();
@@ -781,23 +759,9 @@ export class Reconciler {
     this.#traffic.retain(new Set(targets.map(t => t.target.endpoint.name)));
   }
 
-  /**
-   * Issues a new client certificate for the admin channel once two thirds of the current one's
-   * lifetime have passed (checked at every resync). The proxies trust the CA, not the
-   * certificate, so the switch needs no push and drops no request. Returns whether it renewed.
-   */
+  /** Renews the admin channel's client certificate if it is due (pki/admin-ca.ts). */
   renewClientCertificate(now = new Date()): boolean {
-    if (!this.#ca || !this.#admin || !this.#clientCertificate) return false;
-    const cert = new X509Certificate(this.#clientCertificate);
-    if (!renewalDue({ notBefore: new Date(cert.validFrom), notAfter: new Date(cert.validTo) }, now))
-      return false;
-    const next = clientCredentials(this.#ca, this.o.identity, now, this.#trusted);
-    this.#admin.replaceOwn(new AdminClient(next));
-    this.#clientCertificate = next.certificatePem;
-    this.o.log.info("renewed the admin channel's client certificate", {
-      notAfter: new X509Certificate(next.certificatePem).validTo,
-    });
-    return true;
+    return this.#admin !== undefined && this.#ca.renewIfDue(now);
   }
 
   /** Stops everything once; later calls wait for the same stop (closing twice would throw). */
@@ -811,7 +775,7 @@ export class Reconciler {
     this.#batcher.cancel();
     for (const t of this.#timers) clearInterval(t);
     this.#proxyWrites.stop();
-    if (this.#caStepTimer) clearTimeout(this.#caStepTimer);
+    this.#ca.stop();
     await this.#isolation.stop();
     await Promise.all([...this.#watches.values()].map(w => w.stop()));
     this.#data.stop();
@@ -886,12 +850,12 @@ export class Reconciler {
 
   async #build(): Promise<void> {
     const snapshot = this.#current();
-    if (!isSynced(snapshot) || !this.#ca || !this.#fleet) return;
+    if (!isSynced(snapshot) || !this.#ca.signing || !this.#fleet) return;
     // Referenced Secrets and ConfigMaps being read: the build runs when they are (or after the
     // wait bound), so a new reference is translated with its data.
     if (this.#data.holdsBuilds()) return;
     const leader = this.#elector.isLeader();
-    const caRead = this.#caRead;
+    const caRead = this.#ca.read;
     const run = this.#timings.begin();
     const counts = { translated: 0, reused: 0, rendered: 0, pushed: 0 };
     if (this.#dirty.take().translate || !this.#translation) {
@@ -911,31 +875,19 @@ export class Reconciler {
     const entriesBefore = fragmentCounts();
     const { gateways, statuses } = this.#translation;
     const now = new Date();
-    // Each Gateway planned on its own: an exception fails that Gateway alone (contain.ts).
-    const planned = each(
+    // Each Gateway planned on its own; a proxy pod serves one Gateway (plan-stage.ts).
+    const { plans, failures: planFailures } = planStage({
       gateways,
-      ir => `${ir.namespace}/${ir.name}`,
-      ir => {
+      plan: ir => {
         const key = `${ir.namespace}/${ir.name}`;
-        const plan = this.#plan(ir, snapshot, this.#ca!, now);
+        const plan = this.#plan(ir, snapshot, this.#ca.signing!, now);
         if (plan.serving) this.#pendingServing.set(key, plan.serving);
         else this.#pendingServing.delete(key);
-        for (const problem of plan.settingsProblems)
-          this.o.log.warn("proxy settings", { gateway: key, problem });
         return plan;
       },
-    );
-    const planFailures = new Map<string, string>();
-    for (const r of planned)
-      if (!r.ok) {
-        planFailures.set(r.key, r.error);
-        this.o.log.error("cannot plan gateway", { gateway: r.key, error: r.error });
-      }
-    // A proxy pod serves one Gateway: the oldest Gateway keeps a pod two Gateways select.
-    const plans = claimProxies(
-      planned.flatMap(r => (r.ok ? [r.value] : [])),
-      key => snapshot.objects.Gateway.get(key)?.metadata.creationTimestamp ?? "",
-    );
+      createdAt: key => snapshot.objects.Gateway.get(key)?.metadata.creationTimestamp ?? "",
+      log: this.o.log,
+    });
     for (const key of [...this.#pendingServing.keys()])
       if (!plans.some(p => p.key === key)) this.#pendingServing.delete(key);
     // A config the proxies refused is never pushed again (isolation.ts).
@@ -1003,62 +955,16 @@ export class Reconciler {
     );
 
     // Status: the translator's results with Programmed and addresses decided by the fleet.
-    const byKey = new Map(plans.map(p => [p.key, p]));
-    const addresses = new Map<string, readonly GatewayAddress[]>();
-    const fleetResults: StatusResults = {
-      ...statuses,
-      gatewayClasses: statuses.gatewayClasses.map(c => {
-        const accepted = c.conditions.find(x => x.type === "Accepted");
-        const v = supportedVersionCondition(
-          this.#bundleVersion,
-          accepted?.observedGeneration,
-          this.missingKinds,
-        );
-        return v ? { ...c, conditions: [...c.conditions, v] } : c;
-      }),
-      gateways: statuses.gateways.map(g => {
-        const plan = byKey.get(`${g.namespace}/${g.name}`);
-        const failure = planFailures.get(`${g.namespace}/${g.name}`);
-        if (!plan && failure !== undefined)
-          return withFleet(
-            g,
-            {
-              proxies: [],
-              desiredHash: undefined,
-              configProblem: planFailure(failure),
-              serviceExists: true,
-            },
-            [],
-          );
-        if (!plan) return g;
-        addresses.set(plan.key, plan.addresses);
-        const proxies = plan.targets.flatMap(t => {
-          const state = this.#fleet!.state(t.endpoint.name);
-          // the pod's name (the Gateway's namespace goes without saying)
-          return state ? [{ ...state, name: t.endpoint.name.split("/").pop() }] : [];
-        });
-        const stored = (
-          snapshot.objects.Gateway.get(plan.key) as
-            | { status?: { conditions?: Condition[] } }
-            | undefined
-        )?.status?.conditions?.find(c => c.type === "Programmed");
-        const view = {
-          proxies,
-          desiredHash: plan.desiredHash,
-          configProblem: plan.configProblem,
-          serviceExists: plan.serviceExists,
-          noServiceMessage: plan.noServiceMessage,
-          addressProblem: plan.addressProblem,
-          addressAssignment: plan.addressAssignment,
-          stored,
-        };
-        return withFleet(g, view, plan.addresses);
-      }),
-    };
-    // A ListenerSet is programmed when its parent Gateway is.
-    const results = withListenerSetParents(fleetResults, ls => {
-      const p = snapshot.objects.ListenerSet.get(`${ls.namespace}/${ls.name}`)?.spec?.parentRef;
-      return p && `${p.namespace ?? ls.namespace}/${p.name}`;
+    const { results, addresses } = fleetResults({
+      statuses,
+      bundleVersion: this.#bundleVersion,
+      missingKinds: this.missingKinds,
+      planned: new Map(plans.map(p => [p.key, this.#planned(p, snapshot)])),
+      planFailures,
+      parentOf: ls => {
+        const p = snapshot.objects.ListenerSet.get(`${ls.namespace}/${ls.name}`)?.spec?.parentRef;
+        return p && `${p.namespace ?? ls.namespace}/${p.name}`;
+      },
     });
     this.#lastResults = { results, addresses };
     fleetMetrics.gateways(
@@ -1073,41 +979,46 @@ export class Reconciler {
     );
     // Status stage: the writes go to their own queue (status-queue.ts); the build goes on.
     this.#statusQueue.offer("proxies", () => this.#proxyWrites.write(plans, now));
-    const stored = (kind: StatusKind, ns: string | undefined, name: string) =>
-      this.#writer.freshest(
-        kind,
-        ns,
-        name,
-        snapshot.objects[kind].get(ns ? `${ns}/${name}` : name),
-      );
-    this.#statusQueue.offer("objects", async () => {
-      const updates = computeStatusUpdates({
+    this.#statusQueue.offer(
+      "objects",
+      objectStatusJob({
         results,
-        current: stored,
-        controllerName: CONTROLLER_NAME,
         addresses,
-        now: now.toISOString().replace(/\.\d{3}Z$/, "Z"),
-        onUnchanged: kind => statusMetrics.unchanged(kind, 1),
+        snapshot,
+        now,
+        writer: this.#writer,
         memo: this.#statusMemo,
-        // What `stored` reads: unchanged routes found in place are skipped unread.
-        stored: {
-          routes: {
-            HTTPRoute: snapshot.objects.HTTPRoute,
-            GRPCRoute: snapshot.objects.GRPCRoute,
-            TLSRoute: snapshot.objects.TLSRoute,
-            TCPRoute: snapshot.objects.TCPRoute,
-            UDPRoute: snapshot.objects.UDPRoute,
-          },
-          version: this.#writer.version,
-          writtenSince: v => this.#writer.writtenSince(v),
-        },
-      });
-      // Always handed over, even empty: pending rate-limited updates no longer wanted are dropped.
-      this.#reportWrites(await this.#writer.write(updates));
-    });
+        report: r => this.#reportWrites(r),
+      }),
+    );
     run.mark("status");
-    if (caRead && caRead === this.#caRead) await this.#stepCa(plans, caRead);
+    if (caRead && caRead === this.#ca.read) await this.#stepCa(plans, caRead);
     this.#ended(run, counts, entries);
+  }
+
+  /** A plan as its Gateway's status sees it: its proxies' states and the stored Programmed. */
+  #planned(plan: GatewayPlan, snapshot: Snapshot): PlannedGateway {
+    const proxies = plan.targets.flatMap(t => {
+      const state = this.#fleet?.state(t.endpoint.name);
+      // the pod's name (the Gateway's namespace goes without saying)
+      return state ? [{ ...state, name: t.endpoint.name.split("/").pop() }] : [];
+    });
+    const stored = (
+      snapshot.objects.Gateway.get(plan.key) as
+        | { status?: { conditions?: Condition[] } }
+        | undefined
+    )?.status?.conditions?.find(c => c.type === "Programmed");
+    const view: FleetView = {
+      proxies,
+      desiredHash: plan.desiredHash,
+      configProblem: plan.configProblem,
+      serviceExists: plan.serviceExists,
+      noServiceMessage: plan.noServiceMessage,
+      addressProblem: plan.addressProblem,
+      addressAssignment: plan.addressAssignment,
+      stored,
+    };
+    return { view, addresses: plan.addresses };
   }
 
   /** A build ended: its phase times into the metrics, and one debug line. */
@@ -1129,7 +1040,7 @@ export class Reconciler {
       ir,
       snapshot,
       ca,
-      trustedCaPems: this.#trusted,
+      trustedCaPems: this.#ca.trusted,
       defaults: this.o.defaults ?? DEFAULT_PROXY_SETTINGS,
       now,
       pendingServing: this.#pendingServing.get(`${ir.namespace}/${ir.name}`),
@@ -1146,11 +1057,12 @@ export class Reconciler {
     refused: readonly RefusedObject[],
   ): ReturnType<IsolationDeps["configOf"]> {
     const snapshot = this.#current();
-    if (!this.#ca) return undefined;
+    const ca = this.#ca.signing;
+    if (!ca) return undefined;
     const t = translate(snapshot, { controllerName: CONTROLLER_NAME, refused, candidates: true });
     const ir = t.gateways.find(g => `${g.namespace}/${g.name}` === gateway);
     if (!ir) return undefined;
-    const config = this.#plan(ir, snapshot, this.#ca, new Date()).targets[0]?.config;
+    const config = this.#plan(ir, snapshot, ca, new Date()).targets[0]?.config;
     return (
       config && {
         hash: config.hash,
@@ -1163,93 +1075,26 @@ export class Reconciler {
     );
   }
 
-  /** Uses a CA state: signing CA, trusted CAs, and a client certificate from it if they changed. */
-  #useCa(read: CaRead): void {
-    const before = this.#caRead?.state;
-    this.#caRead = read;
-    const s = read.state;
-    const trusted = trustedCaPems(s);
-    const changed =
-      !before ||
-      before.signing.certificatePem !== s.signing.certificatePem ||
-      trustedCaPems(before).join("") !== trusted.join("");
-    this.#ca = s.signing;
-    this.#trusted = trusted;
-    if (!changed || !this.#admin) return;
-    const next = clientCredentials(s.signing, this.o.identity, new Date(), trusted);
-    this.#admin.replaceOwn(new AdminClient(next));
-    this.#clientCertificate = next.certificatePem;
-  }
-
-  /** Re-reads the CA Secret (a rotation asked for, or stepped by another replica). */
-  async #refreshCa(): Promise<void> {
-    try {
-      const read = await this.#caStore?.read();
-      if (!read) return;
-      const before = this.#caRead;
-      this.#useCa(read);
-      if (read.requested !== before?.requested || read.state.since !== before?.state.since)
-        this.requestBuild();
-    } catch (e) {
-      this.o.log.warn("cannot read the admin CA", { error: String(e) });
-    }
-  }
-
   /**
-   * Takes the admin CA's next rotation step (rotation.ts) once every managed proxy runs the
-   * config made under the current one (and the grace period passed). Leader only; the state is
-   * written to the CA Secret conditionally, so two replicas cannot both step.
+   * Hands the admin CA its rotation step (pki/admin-ca.ts) with whether every managed proxy
+   * runs the config made under the current one.
    */
-  async #stepCa(plans: readonly GatewayPlan[], read: CaRead): Promise<void> {
-    if (!this.#caStore || !this.#fleet) return;
+  async #stepCa(plans: readonly GatewayPlan[], read: NonNullable<AdminCa["read"]>): Promise<void> {
+    const fleet = this.#fleet;
+    if (!fleet) return;
     const managed = plans.filter(p => !p.channel);
     const fleetCurrent = managed.every(
       p =>
         p.desiredHash !== undefined &&
         p.targets.every(t => {
-          const s = this.#fleet!.state(t.endpoint.name);
+          const s = fleet.state(t.endpoint.name);
           return s?.phase === "Programmed" && s.hash === p.desiredHash;
         }) &&
         // a pod (re)starting from the last-good Secret must trust the CA of this step too
         (p.targets.length === 0 || lastGoodCurrent(p.desiredHash, p.lastGood?.stored)),
     );
-    const graceMs = this.o.caRotationGraceMs ?? DEFAULT_ROTATION_GRACE_MS;
-    const now = Date.now();
-    const next = rotationStep(read.state, {
-      requested: read.requested,
-      fleetCurrent,
-      now,
-      graceMs,
-      newAuthority,
-    });
-    if (!next) {
-      if (fleetCurrent && caStep(read.state) !== "Stable" && !this.#caStepTimer) {
-        // nothing else may happen before the grace period ends: come back then
-        this.#caStepTimer = setTimeout(
-          () => {
-            this.#caStepTimer = undefined;
-            this.requestBuild();
-          },
-          Math.max(0, read.state.since + graceMs - now) + 50,
-        );
-        this.#caStepTimer.unref();
-      }
-      return;
-    }
-    try {
-      if (!(await this.#caStore.write(next, read.resourceVersion))) {
-        await this.#refreshCa(); // someone else changed it: carry on from what is stored
-        return;
-      }
-      this.#useCa(await this.#caStore.read());
-      this.o.log.info("admin CA rotation", {
-        step: caStep(next),
-        proxies: managed.reduce((n, p) => n + p.targets.length, 0),
-      });
-      this.requestBuild();
-    } catch (e) {
-      this.o.log.warn("cannot write the admin CA's rotation step", { error: String(e) });
-    }
+    const proxies = managed.reduce((n, p) => n + p.targets.length, 0);
+    await this.#ca.step(read, fleetCurrent, proxies);
   }
 
   #reportWrites(report: WriteReport): void {

@@ -5,7 +5,7 @@
  */
 import { emptySnapshot } from "../snapshot";
 import { BuildLoop } from "./dirty-set";
-import { ManualClock } from "./manual-clock";
+import { ManualClock } from "./testing/manual-clock";
 import { ProvisionPlan, ProvisionQueue } from "./provision-queue";
 import { StatusQueue } from "./status-queue";
 

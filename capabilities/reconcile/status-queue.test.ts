@@ -1,5 +1,5 @@
 import { ProxyState } from "../proxies";
-import { ManualClock } from "./manual-clock";
+import { ManualClock } from "./testing/manual-clock";
 import { KengineProxyWrites, StatusQueue } from "./status-queue";
 
 const deferred = () => {

@@ -5,7 +5,7 @@
  * first on the port-80 listeners covering the name, never elsewhere.
  */
 import fc from "fast-check";
-import { createAuthority, generateKeyPair, issueServerCertificate } from "../proxies/pki";
+import { createAuthority, generateKeyPair, issueServerCertificate } from "../pki/pki";
 import { Result } from "../proxies/result";
 import { KubeObject, snapshotOf } from "../snapshot";
 import {

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { createAuthority, generateKeyPair } from "../proxies/pki";
+import { createAuthority, generateKeyPair } from "../pki/pki";
 import { KubeObject, apply, snapshotOf } from "../snapshot";
 import { parseSnapshotYAML } from "../../hack/translate";
 import { translate } from "./translate";

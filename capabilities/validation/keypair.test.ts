@@ -1,6 +1,6 @@
 import { generateKeyPairSync, KeyObject } from "node:crypto";
 import fc from "fast-check";
-import { createAuthority, generateKeyPair } from "../proxies/pki";
+import { createAuthority, generateKeyPair } from "../pki/pki";
 import { checkKeyPair } from "./keypair";
 
 const start = new Date("2026-01-01T00:00:00Z");

@@ -102,7 +102,7 @@ async function startProxy(
 
 async function main(): Promise<void> {
   const { Reconciler } = await import("../../capabilities/reconcile");
-  const { LIST_PATHS } = await import("../../capabilities/reconcile/kinds");
+  const { LIST_PATHS } = await import("../../capabilities/snapshot/kinds");
   const { KINDS } = await import("../../capabilities/snapshot");
   const { DEFAULT_PROXY_SETTINGS } = await import("../../capabilities/provision");
   const { gatewayClass, gateways, httpRoute, services } = await import("./workload");

@@ -7,7 +7,7 @@
  * collections after each stage (MiB), so each stage's share is what it keeps alive.
  */
 import { writeHeapSnapshot } from "node:v8";
-import { newAuthority } from "../../capabilities/reconcile/rotation";
+import { newAuthority } from "../../capabilities/pki/rotation";
 import { ingestable } from "../../capabilities/reconcile/ingest";
 import { sealedFor } from "../../capabilities/reconcile/plan";
 import { IncrementalTranslator } from "../../capabilities/reconcile/reuse";

@@ -11,7 +11,7 @@
  * process's user + system time (process.cpuUsage); medians of the samples after a warm-up.
  */
 import { fragmentCounts } from "../../capabilities/caddy/render-memo";
-import { newAuthority } from "../../capabilities/reconcile/rotation";
+import { newAuthority } from "../../capabilities/pki/rotation";
 import { sealGatewayConfig, sealedFor, sealedRenders } from "../../capabilities/reconcile/plan";
 import { IncrementalTranslator } from "../../capabilities/reconcile/reuse";
 import { podManagementSpec } from "../../capabilities/proxies";

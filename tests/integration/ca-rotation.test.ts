@@ -17,7 +17,7 @@ import {
   proxyServerName,
 } from "../../capabilities/proxies";
 import { Reconciler } from "../../capabilities/reconcile";
-import { CA_SECRET_NAME, ROTATE_CA_ANNOTATION } from "../../capabilities/reconcile/rotation";
+import { CA_SECRET_NAME, ROTATE_CA_ANNOTATION } from "../../capabilities/pki/rotation";
 import { createNamespace, deleteNamespace, eventually, kubectl, kubectlOk } from "../support/kube";
 import { echoBackend, quietLogger } from "../support/manifests";
 import { get, steadyClient } from "../support/traffic";

@@ -20,7 +20,7 @@ import {
   generateKeyPair,
   issueClientCertificate,
   issueServerCertificate,
-} from "../../capabilities/proxies/pki";
+} from "../../capabilities/pki/pki";
 import { KubeObject, snapshotOf } from "../../capabilities/snapshot";
 import { translate } from "../../capabilities/translate";
 import type { ProxyFlavor } from "../../capabilities/flavor/proxy-flavor";

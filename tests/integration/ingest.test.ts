@@ -10,7 +10,7 @@ import { KubeConfig } from "@kubernetes/client-node";
 import { kubeClient } from "../../capabilities/kube/client";
 import { DEFAULT_PROXY_SETTINGS } from "../../capabilities/provision";
 import { Reconciler } from "../../capabilities/reconcile";
-import { LIST_PATHS } from "../../capabilities/reconcile/kinds";
+import { LIST_PATHS } from "../../capabilities/snapshot/kinds";
 import { METADATA_LIST_ACCEPT } from "../../capabilities/reconcile/referenced-data";
 import { metadataOnly } from "../../capabilities/snapshot";
 import {

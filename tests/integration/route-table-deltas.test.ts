@@ -8,7 +8,7 @@
  *   a client sending a request every 20 ms to another route of the same listener sees no
  *   failure; the changed route answers at once.
  * - A delta the proxy refuses answers 400 naming the host, which the push engine turns into the
- *   words of a `/load` error: reconcile/error-path.ts locates it inside that host's list.
+ *   words of a `/load` error: caddy/load-errors.ts locates it inside that host's list.
  * - A listener change is a `/load`.
  * - A new push engine (a restarted controller) adopts the proxy as it runs after deltas.
  */
@@ -26,7 +26,7 @@ import {
 } from "../../capabilities/proxies";
 import { deltaRefusal } from "../../capabilities/proxies/route-tables";
 import { sealGatewayConfig } from "../../capabilities/reconcile/plan";
-import { errorLocation } from "../../capabilities/reconcile/error-path";
+import { errorLocation } from "../../capabilities/caddy/load-errors";
 import { KubeObject, snapshotOf } from "../../capabilities/snapshot";
 import { translate } from "../../capabilities/translate";
 import { CONTROLLER_NAME } from "../../capabilities/ownership";

@@ -33,7 +33,7 @@ import {
   createAuthority,
   generateKeyPair,
   issueServerCertificate,
-} from "../../capabilities/proxies/pki";
+} from "../../capabilities/pki/pki";
 import { KubeObject, snapshotOf } from "../../capabilities/snapshot";
 import { translate } from "../../capabilities/translate";
 import { parseSnapshotYAML } from "../../hack/translate";

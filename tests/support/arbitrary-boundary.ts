@@ -20,7 +20,7 @@ import {
   AcmeAnnotation,
   acmeSecretName,
 } from "../../capabilities/validation/acme";
-import { createAuthority, generateKeyPair } from "../../capabilities/proxies/pki";
+import { createAuthority, generateKeyPair } from "../../capabilities/pki/pki";
 import { LOOPBACK_SPELLINGS, loopbackResolvingNames } from "./boundary";
 import { SECRET_CONTENTS, loopbackService, ns, tenantMeta } from "./arbitrary-hostile";
 

@@ -9,7 +9,7 @@
 import fc from "fast-check";
 import { generateKeyPairSync } from "node:crypto";
 import { KubeObject } from "../../capabilities/snapshot";
-import { createAuthority, generateKeyPair } from "../../capabilities/proxies/pki";
+import { createAuthority, generateKeyPair } from "../../capabilities/pki/pki";
 
 const GW = "gateway.networking.k8s.io/v1";
 

@@ -1,16 +1,24 @@
 /**
  * What the proxies really run decides a Gateway's Programmed condition and its addresses: pure
  * functions over the translator's intent, the proxies' states and the data-plane Service.
+ * `fleetResults` is the build's status step: the translator's results with Programmed,
+ * addresses and the supported-version condition decided.
  */
-import type { ProxyState } from "../proxies";
 import type {
   Condition,
   GatewayStatusResult,
   ListenerSetStatusResult,
   StatusResults,
 } from "../translate";
-import type { GatewayAddress } from "../status";
+import type { GatewayAddress } from "./compute";
+import { supportedVersionCondition } from "./supported-version";
 import { ConditionType } from "../translate/conditions";
+
+/** What Programmed reads of one proxy's state (the push engine's ProxyState has it all). */
+export type ProxyState =
+  | { readonly phase: "Pending"; readonly applied: { readonly hash: string } | undefined }
+  | { readonly phase: "Programmed"; readonly hash: string }
+  | { readonly phase: "Failed"; readonly message: string };
 
 interface ServiceLike {
   readonly spec?: { readonly type?: string; readonly clusterIP?: string };
@@ -267,4 +275,64 @@ export function withListenerSetParents(
       return listenerSetWithParent(ls, key === undefined ? undefined : gateways.get(key));
     }),
   };
+}
+
+/** One planned Gateway as its status sees it. */
+export interface PlannedGateway {
+  readonly view: FleetView;
+  readonly addresses: readonly GatewayAddress[];
+}
+
+export interface FleetResultsInput {
+  /** The translator's results. */
+  readonly statuses: StatusResults;
+  /** The installed Gateway API CRDs' bundle-version (undefined: could not be read). */
+  readonly bundleVersion: string | undefined;
+  /** Kinds the API server does not serve. */
+  readonly missingKinds: readonly string[];
+  /** Each planned Gateway by `namespace/name`. */
+  readonly planned: ReadonlyMap<string, PlannedGateway>;
+  /** Why a Gateway could not be planned, by `namespace/name` (the condition's message). */
+  readonly planFailures: ReadonlyMap<string, string>;
+  /** A ListenerSet's parent Gateway as `namespace/name`. */
+  readonly parentOf: (ls: ListenerSetStatusResult) => string | undefined;
+}
+
+export interface FleetResults {
+  readonly results: StatusResults;
+  /** Each planned Gateway's addresses, in status order. */
+  readonly addresses: Map<string, readonly GatewayAddress[]>;
+}
+
+/** The status to write: Programmed and addresses decided by the fleet, ListenerSets by their parent. */
+export function fleetResults(input: FleetResultsInput): FleetResults {
+  const { statuses } = input;
+  const addresses = new Map<string, readonly GatewayAddress[]>();
+  const fleet: StatusResults = {
+    ...statuses,
+    gatewayClasses: statuses.gatewayClasses.map(c => {
+      const accepted = c.conditions.find(x => x.type === "Accepted");
+      const v = supportedVersionCondition(
+        input.bundleVersion,
+        accepted?.observedGeneration,
+        input.missingKinds,
+      );
+      return v ? { ...c, conditions: [...c.conditions, v] } : c;
+    }),
+    gateways: statuses.gateways.map(g => {
+      const key = `${g.namespace}/${g.name}`;
+      const plan = input.planned.get(key);
+      const failure = input.planFailures.get(key);
+      if (!plan && failure !== undefined)
+        return withFleet(
+          g,
+          { proxies: [], desiredHash: undefined, configProblem: failure, serviceExists: true },
+          [],
+        );
+      if (!plan) return g;
+      addresses.set(key, plan.addresses);
+      return withFleet(g, plan.view, plan.addresses);
+    }),
+  };
+  return { results: withListenerSetParents(fleet, input.parentOf), addresses };
 }

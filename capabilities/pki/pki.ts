@@ -23,6 +23,13 @@ import * as der from "./der";
 import { err, ok, Result } from "./result";
 import { SecretPem } from "./secret";
 
+/** The controller's client identity and the CA it trusts for proxies' serving certificates. */
+export interface ClientCredentials {
+  readonly caPem: string;
+  readonly certificatePem: string;
+  readonly privateKey: SecretPem;
+}
+
 export interface KeyPair {
   readonly privateKey: KeyObject;
   readonly publicKey: KeyObject;

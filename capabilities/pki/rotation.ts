@@ -24,8 +24,8 @@ import {
   generateKeyPair,
   loadAuthority,
   renewalDue,
-} from "../proxies";
-import { err, ok, Result } from "../proxies/result";
+} from "./pki";
+import { err, ok, Result } from "./result";
 import { CA_SECRET_NAME } from "./authority";
 
 export { CA_SECRET_NAME };

@@ -9,11 +9,11 @@
  *   route 0: loading handler modules: position 0: loading module 'subroute': provision
  *   http.handlers.subroute: setting up subroutes: route 1: loading handler modules: …
  *
- * `errorLocation` turns that into a location of the source map (caddy/config.ts
+ * `errorLocation` turns that into a location of the source map (config.ts
  * caddySourceMap): `/http/servers/http-80/routes/0/handle/0/routes/1`; `sourcesAt` finds the
  * objects that made the nearest owned part at or above it. Pure.
  */
-import type { CaddySourceMap, SourceObject } from "../caddy";
+import type { CaddySourceMap, SourceObject } from ".";
 
 /** The steps of a subroute handler's error, between a route and its subroute's route. */
 const SUBROUTE =

@@ -1,5 +1,5 @@
 /** Where each watched kind lives in the API (for the initial list and for server-side apply). */
-import { Kind } from "../snapshot";
+import type { Kind } from "./types";
 
 const GW = "/apis/gateway.networking.k8s.io/v1";
 

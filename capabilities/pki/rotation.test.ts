@@ -1,4 +1,4 @@
-import { Authority, createAuthority, generateKeyPair } from "../proxies";
+import { Authority, createAuthority, generateKeyPair } from "./pki";
 import {
   CA_STEP_SINCE_ANNOTATION,
   CaState,

@@ -1,5 +1,5 @@
 import { LIST_PATHS, kindPath } from "./kinds";
-import { KINDS } from "../snapshot";
+import { KINDS } from ".";
 
 describe("kindPath", () => {
   it("cluster-scoped objects and cluster-wide collections", () => {

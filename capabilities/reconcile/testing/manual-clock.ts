@@ -3,8 +3,8 @@
  * provisioning, KengineProxy rechecks): the push engine's ManualClock (proxies/backoff.ts)
  * behind the other timer interface.
  */
-import { ManualClock as TimerClock } from "../proxies/backoff";
-import type { Clock } from "../snapshot";
+import { ManualClock as TimerClock } from "../../proxies/backoff";
+import type { Clock } from "../../snapshot";
 
 export class ManualClock implements Clock {
   readonly #clock: TimerClock;

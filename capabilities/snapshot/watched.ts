@@ -1,6 +1,6 @@
 /**
  * Our parameters resource as a kubernetes-fluent-client model (admission's look-ups). The
- * controller itself lists and watches every kind by path (kinds.ts LIST_PATHS, watch.ts).
+ * controller itself lists and watches every kind by path (kinds.ts LIST_PATHS, reconcile/watch.ts).
  */
 import { GenericKind, RegisterKind } from "kubernetes-fluent-client";
 

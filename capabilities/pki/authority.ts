@@ -13,7 +13,7 @@ import {
   generateKeyPair,
   issueClientCertificate,
   loadAuthority,
-} from "../proxies";
+} from "./pki";
 
 export const CA_SECRET_NAME = "kengine-gateway-admin-ca";
 

@@ -17,12 +17,12 @@ import {
   listenerSource,
   toCaddyConfig,
 } from "../caddy";
-import { BACKEND_VAR } from "../caddy/config";
-import { tableKey } from "../caddy/route-table";
+import { BACKEND_VAR } from "./config";
+import { tableKey } from "./route-table";
 import { GatewayIR } from "../ir";
 import { snapshotOf } from "../snapshot";
 import { identityOf, translate } from "../translate";
-import { deltaErrorLocation, errorLocation, sourcesAt, sourcesOfError } from "./error-path";
+import { deltaErrorLocation, errorLocation, sourcesAt, sourcesOfError } from "./load-errors";
 
 const TAIL =
   "loading module 'reverse_proxy': provision http.handlers.reverse_proxy: loading transport: loading module 'http': provision http.reverse_proxy.transport.http: making TLS client config: failed to load ca module: loading module 'inline': provision tls.ca_pool.source.inline: parsing certificate at index 0: x509: unsupported elliptic curve";

@@ -1,0 +1,14 @@
+/**
+ * Results as data: callers branch on `ok`, never on thrown exceptions or undefined fields.
+ * The same shape as proxies/result.ts (structurally interchangeable), kept here so the CA room
+ * needs nothing above its layer.
+ */
+export type Result<T, E = string> =
+  | { readonly ok: true; readonly value: T }
+  | { readonly ok: false; readonly error: E };
+
+export const ok = <T>(value: T): { readonly ok: true; readonly value: T } => ({ ok: true, value });
+export const err = <E>(error: E): { readonly ok: false; readonly error: E } => ({
+  ok: false,
+  error,
+});
