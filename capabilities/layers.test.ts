@@ -11,10 +11,10 @@ import { dirname, join, normalize, relative } from "node:path";
 
 /** Layer of every room, lowest first. Top-level files are rooms of their own name. */
 export const LAYERS: readonly (readonly string[])[] = [
-  ["generated", "flavor", "kube", "log.ts", "same-data.ts"],
+  ["generated", "flavor", "kube", "log.ts", "same-data.ts", "result.ts"],
   ["ir", "ownership", "metrics", "election"],
-  ["snapshot"],
   ["validation"],
+  ["snapshot"],
   ["provision", "pki"],
   ["acme", "ingress"],
   ["translate", "caddy"],

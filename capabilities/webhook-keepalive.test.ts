@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import https from "node:https";
 import type { AddressInfo, Socket } from "node:net";
 import { createAuthority, generateKeyPair, issueServerCertificate } from "./pki/pki";
-import { Result } from "./proxies/result";
+import { Result } from "./result";
 import {
   WEBHOOK_KEEP_ALIVE_MS,
   keepWebhookConnectionsAlive,

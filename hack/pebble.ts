@@ -15,7 +15,7 @@ import {
   generateKeyPair,
   issueServerCertificate,
 } from "../capabilities/pki/pki";
-import { Result } from "../capabilities/proxies/result";
+import { Result } from "../capabilities/result";
 import { peerBin } from "./peers";
 
 const must = <T>(r: Result<T>): T => {

@@ -6,7 +6,7 @@
  */
 import { KeyObject } from "node:crypto";
 import { request } from "node:https";
-import { Result, err, ok } from "../proxies/result";
+import { Result, err, ok } from "../result";
 import { EcJwk, FlattenedJws, externalAccountBinding, publicJwk, signRequest } from "./jws";
 
 export interface AcmeProblem {

@@ -26,7 +26,7 @@ import {
   TracingIR,
 } from "../ir";
 import { DEFAULT_PROXY_FLAVOR, ProxyCapabilities, capabilitiesOf } from "../flavor/proxy-flavor";
-import type { RefusableObject } from "../translate/refused";
+import type { RefusableObject } from "../ir";
 import { MAX_L4_WEIGHT_RATIO } from "../validation/l4route";
 import { listenerFiltersRoute } from "./listener-filters";
 import { tracingRoute } from "./tracing";

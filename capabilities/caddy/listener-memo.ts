@@ -11,7 +11,7 @@
  * next (a state has one successor).
  */
 import type { HTTPRouteEntryIR } from "../ir";
-import { type DispatchUse, countReused } from "./render-memo";
+import { type DispatchUse, countReused } from "./fragments";
 import type { CaddyRoute } from "./types";
 
 /** What the merge needs of the renderer (config.ts). */

@@ -12,7 +12,7 @@ import {
   proxyServerNames,
   renewalDue,
 } from "./pki";
-import { Result } from "./result";
+import { Result } from "../result";
 
 const must = <T>(r: Result<T>): T => {
   if (!r.ok) throw new Error(r.error);

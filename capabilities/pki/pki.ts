@@ -20,7 +20,7 @@ import {
 } from "node:crypto";
 import { isIP } from "node:net";
 import * as der from "./der";
-import { err, ok, Result } from "./result";
+import { err, ok, Result } from "../result";
 import { SecretPem } from "./secret";
 
 /** The controller's client identity and the CA it trusts for proxies' serving certificates. */

@@ -25,7 +25,7 @@ import {
   loadAuthority,
   renewalDue,
 } from "./pki";
-import { err, ok, Result } from "./result";
+import { err, ok, Result } from "../result";
 import { CA_SECRET_NAME } from "./authority";
 
 export { CA_SECRET_NAME };

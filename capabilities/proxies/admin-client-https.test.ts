@@ -17,7 +17,7 @@ import {
   issueClientCertificate,
   issueServerCertificate,
 } from "../pki/pki";
-import { Result } from "./result";
+import { Result } from "../result";
 
 const unwrap = <T>(r: Result<T, string>): T => {
   if (!r.ok) throw new Error(r.error);

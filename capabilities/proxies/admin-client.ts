@@ -16,7 +16,7 @@ import type { TLSSocket } from "node:tls";
 // Types only (erased from the bundle): tests may hand in undici's MockAgent.
 import type { Dispatcher } from "undici";
 import { CONFIG_ID_PREFIX } from "./management";
-import { err, ok, Result } from "./result";
+import { err, ok, Result } from "../result";
 import type { ClientCredentials } from "../pki/pki";
 
 /** One proxy's management listener. */

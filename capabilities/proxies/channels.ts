@@ -15,7 +15,7 @@ import {
   Validation,
 } from "./admin-client";
 import type { AdminApi } from "./fleet";
-import { err, Result } from "./result";
+import { err, Result } from "../result";
 
 /** A stable key for a set of credentials (changes when the certificate, key or CA changes). */
 export const channelKey = (c: ClientCredentials): string =>

@@ -15,7 +15,7 @@
 import { AdminError, describeAdminError, ProxyEndpoint, RouteTableInfo } from "./admin-client";
 import { backoffDelay, BackoffPolicy, Clock, DEFAULT_BACKOFF, systemClock } from "./backoff";
 import { isSealed, SealedConfig } from "./management";
-import { Result } from "./result";
+import { Result } from "../result";
 import {
   applyDelta,
   deltaBody,

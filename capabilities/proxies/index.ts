@@ -1,5 +1,5 @@
 /** The proxy admin channel: certificates, management config, admin client and push engine. */
-export type { Result } from "./result";
+export type { Result } from "../result";
 export { SecretPem } from "../pki/secret";
 export {
   CA_LIFETIME_DAYS,

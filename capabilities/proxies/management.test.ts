@@ -20,7 +20,7 @@ import {
 } from "./management";
 import fc from "fast-check";
 import { createAuthority, generateKeyPair, issueServerCertificate } from "../pki/pki";
-import { Result } from "./result";
+import { Result } from "../result";
 
 const must = <T, E>(r: Result<T, E>): T => {
   if (!r.ok) throw new Error(JSON.stringify(r.error));

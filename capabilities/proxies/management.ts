@@ -23,7 +23,7 @@ import {
   configText,
   tableExactHosts,
 } from "./route-tables";
-import { err, ok, Result } from "./result";
+import { err, ok, Result } from "../result";
 import { SecretPem } from "../pki/secret";
 
 /** A Caddy JSON config (the admin API's /load body). */

@@ -35,23 +35,14 @@ export const TMP_DIR = "/tmp";
  * from outside only through the mTLS management listener.
  */
 export const ADMIN_SOCKET = DEFAULT_ADMIN_LISTEN;
-/** Management listener on the pod IP (the Service port named `admin`, docs/proxies.md). */
-export const DEFAULT_MANAGEMENT_PORT = 19443;
-/** Readiness listener, present only once the controller's config is loaded. */
-export const DEFAULT_READINESS_PORT = 19080;
-/**
- * Caddy's default admin port. No config of ours listens on it (the admin is on ADMIN_SOCKET),
- * but a Caddy started without an admin block does, and so do bring-your-own proxies bootstrapped
- * from templates older than the socket until their first push: a Gateway listener there would
- * fail to bind on them, so it stays reserved.
- */
-export const CADDY_DEFAULT_ADMIN_PORT = 2019;
-/** Ports a Gateway listener cannot use on our proxies (the translator reports such listeners). */
-export const RESERVED_PORTS: readonly number[] = [
+import {
   CADDY_DEFAULT_ADMIN_PORT,
   DEFAULT_MANAGEMENT_PORT,
   DEFAULT_READINESS_PORT,
-];
+  RESERVED_PORTS,
+} from "../validation/ports";
+
+export { CADDY_DEFAULT_ADMIN_PORT, DEFAULT_MANAGEMENT_PORT, DEFAULT_READINESS_PORT, RESERVED_PORTS };
 
 export const POD_IP_ENV = "KENGINE_POD_IP";
 export const MANAGEMENT_TLS_DIR = "/etc/kengine/management";

@@ -10,7 +10,7 @@ import { ManualClock } from "./backoff";
 import { AdminApi, Fleet, FleetEvent } from "./fleet";
 import { bootstrapConfig, SealedConfig, sealConfig } from "./management";
 import { must, testSpec } from "./test-spec";
-import { err, ok, Result } from "./result";
+import { err, ok, Result } from "../result";
 import {
   applyDelta,
   deltaBody,

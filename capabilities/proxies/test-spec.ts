@@ -1,7 +1,7 @@
 /** Shared by the push-engine unit tests: a test CA and the management spec of a proxy. */
 import { ManagementSpec } from "./management";
 import { createAuthority, generateKeyPair } from "../pki/pki";
-import { Result } from "./result";
+import { Result } from "../result";
 
 export const must = <T, E>(r: Result<T, E>): T => {
   if (!r.ok) throw new Error(JSON.stringify(r.error));

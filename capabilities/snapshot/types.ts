@@ -3,6 +3,7 @@
  * compatible with the generated Gateway API types and the Kubernetes core objects, but only
  * name the fields translation uses, with the names the Gateway API spec uses.
  */
+import type { XBackendSpec } from "../validation/xbackend";
 
 export interface ObjectMeta {
   readonly name: string;
@@ -379,24 +380,7 @@ export interface BackendTLSPolicy extends KubeObject {
  * translate/xbackend.ts. Only the fields we read; the generated type has all of them.
  */
 export interface XBackend extends KubeObject {
-  readonly spec?: {
-    readonly type?: string;
-    readonly externalHostname?: { readonly hostname?: string };
-    readonly endpointSelector?: { readonly matchLabels?: Readonly<Record<string, string>> };
-    readonly port?: { readonly number?: number };
-    readonly protocol?: string;
-    readonly tls?: {
-      readonly mode?: string;
-      readonly clientCertificateRef?: { readonly name: string; readonly namespace?: string };
-      readonly validation?: {
-        readonly hostname?: string;
-        readonly caCertificateRefs?: readonly LocalObjectReference[];
-        readonly wellKnownCACertificates?: string;
-        readonly subjectAltNames?: readonly unknown[];
-      };
-    };
-    readonly sessionPersistence?: unknown;
-  };
+  readonly spec?: XBackendSpec;
 }
 
 /**

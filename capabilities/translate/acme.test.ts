@@ -6,7 +6,7 @@
  */
 import fc from "fast-check";
 import { createAuthority, generateKeyPair, issueServerCertificate } from "../pki/pki";
-import { Result } from "../proxies/result";
+import { Result } from "../result";
 import { KubeObject, snapshotOf } from "../snapshot";
 import {
   ACME_ISSUER_OPTION,

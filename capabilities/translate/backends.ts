@@ -1,31 +1,12 @@
 /** Resolution of Service backendRefs to ready endpoint addresses. */
-import { EndpointIR, SessionIR } from "../ir";
+import { EndpointIR } from "../ir";
 import { serviceRead } from "./reads";
 import { BackendObjectReference, GATEWAY_GROUP, Service, ServicePort, Snapshot } from "../snapshot";
 import { RouteReason } from "./conditions";
-import { BackendTLSDecision, backendTLSPolicies } from "./backendtls";
+import { backendTLSPolicies } from "./backendtls";
 import { refPermitted } from "./refs";
 import { isXBackendRef, resolveXBackend } from "./xbackend";
-
-export type BackendResolution =
-  | {
-      readonly ok: true;
-      readonly id: string;
-      readonly endpoints: readonly EndpointIR[];
-      readonly appProtocol?: string;
-      /** The BackendTLSPolicy covering the Service port, if any. */
-      readonly backendTLS?: BackendTLSDecision;
-      /** Every BackendTLSPolicy naming the Service port (for their status). */
-      readonly backendTLSPolicies?: readonly string[];
-      /** An XBackend's sessionPersistence (translate/xbackend.ts). */
-      readonly session?: SessionIR;
-      /**
-       * The endpoint is a DNS name a tenant wrote (an ExternalHostname XBackend): whether a
-       * Gateway may dial it is its class's and flavour's decision (translate/egress.ts).
-       */
-      readonly named?: true;
-    }
-  | { readonly ok: false; readonly id: string; readonly reason: string; readonly message: string };
+import { BackendResolution, slicesByService } from "./resolution";
 
 /**
  * Resolves one backendRef of a route (kind `routeKind` in `routeNamespace`): the reference
@@ -123,31 +104,6 @@ export function resolveBackend(
  * a named targetPort resolves per pod. Sorted and deduplicated: the output is deterministic.
  */
 type Slices = Snapshot["objects"]["EndpointSlice"];
-type Slice = Slices extends ReadonlyMap<string, infer V> ? V : never;
-const sliceIndex = new WeakMap<Slices, Map<string, Slice[]>>();
-
-/**
- * EndpointSlices by `namespace/service-name`, built once per EndpointSlice map (a snapshot
- * shares the map of every kind an event did not touch, so the index outlives one build).
- * Scanning every slice per backendRef made translation quadratic.
- */
-export function slicesByService(s: Snapshot): ReadonlyMap<string, readonly Slice[]> {
-  const slices = s.objects.EndpointSlice;
-  let index = sliceIndex.get(slices);
-  if (!index) {
-    index = new Map();
-    for (const slice of slices.values()) {
-      const svc = slice.metadata.labels?.["kubernetes.io/service-name"];
-      if (svc === undefined) continue;
-      const key = `${slice.metadata.namespace}/${svc}`;
-      const list = index.get(key);
-      if (list) list.push(slice);
-      else index.set(key, [slice]);
-    }
-    sliceIndex.set(slices, index);
-  }
-  return index;
-}
 
 const endpointMemo = new WeakMap<Slices, Map<string, readonly EndpointIR[]>>();
 
@@ -182,3 +138,6 @@ function resolveEndpoints(s: Snapshot, svc: Service, port: ServicePort): Endpoin
     a.address < b.address ? -1 : a.address > b.address ? 1 : a.port - b.port,
   );
 }
+
+/** Re-exported for importers of this module. */
+export { type BackendResolution, slicesByService };

@@ -21,8 +21,7 @@
  * Whenever the winning policy cannot be applied as written, requests to the Service port get
  * HTTP 500 rather than a connection with weaker verification (the spec asks for a 5xx).
  */
-import { isTrustBundleRef, trustBundleCertificates } from "./trustbundle";
-import { X509Certificate } from "node:crypto";
+import { isTrustBundleRef, pemCertificates, trustBundleCertificates } from "./trustbundle";
 import { BackendTLSPolicy, KubeObject, Service, ServicePort, Snapshot, keyOf } from "../snapshot";
 import { Condition, ConditionType, condition } from "./conditions";
 import {
@@ -285,16 +284,5 @@ export function sansOf(written: readonly unknown[]): { dns: string[]; uri: strin
   return dns.length + uri.length > 0 ? { dns, uri } : undefined;
 }
 
-/** Every certificate in a PEM bundle as base64 DER; [] if any block is not a certificate. */
-export function pemCertificates(pem: string): string[] {
-  const blocks = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g) ?? [];
-  const out: string[] = [];
-  for (const b of blocks) {
-    try {
-      out.push(new X509Certificate(b).raw.toString("base64"));
-    } catch {
-      return [];
-    }
-  }
-  return out;
-}
+/** Re-exported for importers of this module. */
+export { pemCertificates };

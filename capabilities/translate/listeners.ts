@@ -27,7 +27,9 @@ import type { EgressPolicy } from "./egress";
 import { DEFAULT_PROXY_FLAVOR, ProxyFlavor } from "../flavor/proxy-flavor";
 import { DEFAULT_LIMITS, Limits } from "../validation/limits";
 
-export type RouteKind = "HTTPRoute" | "GRPCRoute" | "TLSRoute" | "TCPRoute" | "UDPRoute";
+import type { RouteKind } from "../ir/refusable";
+
+export type { RouteKind };
 
 export interface ListenerOwner {
   readonly kind: "Gateway" | "ListenerSet";

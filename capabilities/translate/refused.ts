@@ -10,20 +10,10 @@
  */
 import { createHash } from "node:crypto";
 import { Condition, ConditionType, ListenerReason, condition } from "./conditions";
-import { ResolvedListener, RouteKind } from "./listeners";
+import type { RefusableKind, RefusableObject, RouteKind } from "../ir/refusable";
+import { ResolvedListener } from "./listeners";
 
-export type RefusableKind = RouteKind | "ListenerSet" | "Listener";
-
-/** An object that contributes to a Gateway's config on its own (a culprit candidate). */
-export interface RefusableObject {
-  readonly kind: RefusableKind;
-  /** Listener: the Gateway's namespace and name. */
-  readonly namespace: string;
-  readonly name: string;
-  /** Listener: the Gateway listener's name (sectionName). */
-  readonly listener?: string;
-  readonly fingerprint: string;
-}
+export type { RefusableKind, RefusableObject };
 
 export interface RefusedObject extends RefusableObject {
   /** `<namespace>/<name>` of the Gateway whose proxies refused it. */

@@ -5,8 +5,8 @@
  * `ClusterTrustBundle`, no namespace, no ReferenceGrant); its `spec.trustBundle` is PEM. On a
  * cluster that does not serve the API the bundle is simply never found (not resolved).
  */
+import { X509Certificate } from "node:crypto";
 import { ClusterTrustBundle, Snapshot } from "../snapshot";
-import { pemCertificates } from "./backendtls";
 
 export const TRUST_BUNDLE_GROUP = "certificates.k8s.io";
 export const TRUST_BUNDLE_KIND = "ClusterTrustBundle";
@@ -35,4 +35,18 @@ export function trustBundleCertificates(
   if (cas.length === 0)
     return { ok: false, error: `ClusterTrustBundle ${ref.name} has no PEM certificate` };
   return { ok: true, value: cas };
+}
+
+/** Every certificate in a PEM bundle as base64 DER; [] if any block is not a certificate. */
+export function pemCertificates(pem: string): string[] {
+  const blocks = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g) ?? [];
+  const out: string[] = [];
+  for (const b of blocks) {
+    try {
+      out.push(new X509Certificate(b).raw.toString("base64"));
+    } catch {
+      return [];
+    }
+  }
+  return out;
 }

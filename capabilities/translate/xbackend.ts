@@ -28,7 +28,7 @@ import { Snapshot, X_GATEWAY_GROUP, XBackend } from "../snapshot";
 import { problemText } from "../validation/message";
 import { readXBackend } from "../validation/xbackend";
 import { BackendTLSDecision, caCertificatesOf, sansOf } from "./backendtls";
-import { BackendResolution, slicesByService } from "./backends";
+import { BackendResolution, slicesByService } from "./resolution";
 import { RouteReason } from "./conditions";
 import { serviceRead } from "./reads";
 import { refPermitted } from "./refs";

@@ -8,7 +8,7 @@
  * missing or unusable certificates, unsupported protocols and route kinds, refused
  * ListenerSets.
  */
-import { RESERVED_PORTS } from "../proxies/pod";
+import { RESERVED_PORTS } from "./ports";
 import { Collector, items } from "./budget";
 import { ACME_ISSUER_OPTION, acmeIssuerOf } from "./acme";
 import { FieldProblem, display, truncate } from "./regex";

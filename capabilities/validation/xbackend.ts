@@ -18,10 +18,39 @@
  */
 import { isIP } from "node:net";
 import { SessionIR } from "../ir";
-import type { XBackend } from "../snapshot";
 import { FieldProblem, display } from "./regex";
 import { readSessionPersistence } from "./session";
 import { hostnameEgressProblem } from "./egress";
+
+/** The fields of an XBackend's spec that are read (the generated type has all of them). */
+export interface XBackendSpec {
+  readonly type?: string;
+  readonly externalHostname?: { readonly hostname?: string };
+  readonly endpointSelector?: { readonly matchLabels?: Readonly<Record<string, string>> };
+  readonly port?: { readonly number?: number };
+  readonly protocol?: string;
+  readonly tls?: {
+    readonly mode?: string;
+    readonly clientCertificateRef?: { readonly name: string; readonly namespace?: string };
+    readonly validation?: {
+      readonly hostname?: string;
+      readonly caCertificateRefs?: readonly {
+        readonly group?: string;
+        readonly kind?: string;
+        readonly name: string;
+      }[];
+      readonly wellKnownCACertificates?: string;
+      readonly subjectAltNames?: readonly unknown[];
+    };
+  };
+  readonly sessionPersistence?: unknown;
+}
+
+/** An XBackend as these rules read it (snapshot/types.ts XBackend is one). */
+export interface XBackend {
+  readonly metadata: { readonly uid?: string };
+  readonly spec?: XBackendSpec;
+}
 
 export type XBackendProtocol = "HTTP" | "HTTP11" | "HTTP2" | "H2C" | "GRPC" | "MCP" | "TCP" | "WSS";
 const PROTOCOLS: readonly string[] = [
