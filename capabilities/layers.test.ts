@@ -20,6 +20,7 @@ export const LAYERS: readonly (readonly string[])[] = [
   ["translate", "caddy"],
   ["status"],
   ["proxies"],
+  ["workload"],
   ["reconcile", "admission.ts", "webhook-keepalive.ts"],
   ["controller.ts"],
 ];

@@ -14,30 +14,32 @@
  * - a KengineParameters in mode External naming the Secret with the controller's client
  *   certificate (and the CA bundle), and a Gateway that uses it.
  */
+import {
+  DEFAULT_CONTROLLER_PEERS,
+  GatewayRef,
+  podManagementSpec,
+  KubeManifest,
+  adminService,
+  bootstrapConfigMap,
+  proxyDisruptionBudget,
+  proxyNetworkPolicy,
+  proxyService,
+  proxyWorkload,
+} from "../capabilities/workload";
 import { stringify } from "yaml";
 import type { CaddyConfig } from "../capabilities/proxies";
 import {
   bootstrapConfig,
   createAuthority,
   generateKeyPair,
-  podManagementSpec,
   proxyServerNames,
 } from "../capabilities/proxies";
 import {
   DEFAULT_PROXY_SETTINGS,
   GATEWAY_NAME_LABEL,
-  GatewayRef,
-  KubeManifest,
   MANAGED_BY_LABEL,
   ProxyNames,
   ProxySettings,
-  adminService,
-  bootstrapConfigMap,
-  DEFAULT_CONTROLLER_PEERS,
-  proxyDisruptionBudget,
-  proxyNetworkPolicy,
-  proxyService,
-  proxyWorkload,
 } from "../capabilities/provision";
 
 /** docs/proxies.md: the label that ties bring-your-own proxy Services to their Gateway. */

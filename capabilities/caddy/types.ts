@@ -243,7 +243,7 @@ export const MANAGEMENT_SERVER_NAME = "kengine-management";
 
 /**
  * Where a proxy's admin API listens: a unix socket in the pod's own /tmp (an emptyDir only the
- * proxy container mounts; proxies/pod.ts), never a TCP port. Anything the proxy dials on
+ * proxy container mounts; workload/pod.ts), never a TCP port. Anything the proxy dials on
  * loopback (an upstream a tenant names `localhost`) would reach an admin on TCP, so the admin
  * is reached only through the mTLS management server, which dials this socket.
  */

@@ -1,5 +1,5 @@
 import { addressOutcome, canonicalAddress, loadBalancerIP, requestedAddresses } from "./addresses";
-import { proxyService } from "./objects";
+import { proxyService } from "../workload/objects";
 import { DEFAULT_PROXY_SETTINGS } from "./settings";
 
 const svc = { name: "ns/gw-kengine", type: "LoadBalancer", loadBalancerIP: "127.20.250.1" };

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { addressOutcome, requestedAddresses } from "./addresses";
-import { proxyService } from "./objects";
+import { proxyService } from "../workload/objects";
 import { SENTINEL_ROUTABILITY, serviceTypeFor } from "./routability";
 import { DEFAULT_PROXY_SETTINGS } from "./settings";
 

@@ -1,7 +1,7 @@
 /**
  * Proxy settings of a Gateway: these defaults, overridden by our KengineParameters resource
  * (class defaults, then the Gateway's own; see parameters.ts). Pod-level ports and paths live in
- * proxies/pod.ts.
+ * workload/pod.ts.
  */
 
 import { DEFAULT_PROXY_FLAVOR, ProxyFlavor } from "../flavor/proxy-flavor";

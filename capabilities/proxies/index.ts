@@ -67,32 +67,3 @@ export { parsePrometheusText } from "./prom-text";
 export type { Sample } from "./prom-text";
 export { Fleet } from "./fleet";
 export type { AdminApi, Applied, FleetEvent, FleetOptions, ProxyState, Target } from "./fleet";
-export {
-  BOOTSTRAP_DIR,
-  BOOTSTRAP_FILE,
-  bootstrapConfigMapData,
-  bootstrapConfigMapName,
-  ADMIN_SOCKET,
-  CADDY_DEFAULT_ADMIN_PORT,
-  DATA_DIR,
-  DEFAULT_MANAGEMENT_PORT,
-  DEFAULT_READINESS_PORT,
-  LAST_GOOD_DIR,
-  LAST_GOOD_FILE,
-  LAST_GOOD_MOUNT,
-  lastGoodKey,
-  lastGoodSecretName,
-  FIRST_UNPRIVILEGED_PORT,
-  MANAGEMENT_TLS_DIR,
-  managementSecretName,
-  POD_IP_ENV,
-  podManagementSpec,
-  proxyContainer,
-  proxyPodSecurityContext,
-  proxySecurityContext,
-  proxyVolumes,
-  PROXY_GID,
-  PROXY_UID,
-  RESERVED_PORTS,
-} from "./pod";
-export type { ProxyContainerInput } from "./pod";

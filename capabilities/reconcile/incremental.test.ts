@@ -7,12 +7,13 @@
  * per Gateway and the same status results. Also checks that unchanged Gateways are not
  * rendered again.
  */
+import { podManagementSpec } from "../workload";
 import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import fc from "fast-check";
 import { parseSnapshotYAML } from "../../hack/translate";
 import { arbitrarySnapshot } from "../../tests/support/arbitrary-snapshot";
-import { createAuthority, generateKeyPair, podManagementSpec, sealConfig } from "../proxies";
+import { createAuthority, generateKeyPair, sealConfig } from "../proxies";
 import { fromScratch, tableHash } from "../proxies/route-tables";
 import { capabilitiesOf, DEFAULT_PROXY_FLAVOR } from "../flavor/proxy-flavor";
 import { KINDS, KubeObject, Snapshot, apply, snapshotOf } from "../snapshot";

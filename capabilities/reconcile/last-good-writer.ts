@@ -3,11 +3,12 @@
  * reconciler hands over configs its proxies accepted and returns at once; writes run one at a
  * time per Gateway, rate-limited, leader only. The Secret's bytes are never logged.
  */
+import { GatewayRef, lastGoodSecret } from "../workload";
 import type { KubeClient } from "../kube/client";
 import { statusOf } from "../kube/client";
 import { fleetMetrics } from "../metrics/fleet";
 import type { SealedConfig } from "../proxies";
-import { GatewayRef, lastGoodSecret } from "../provision";
+
 import { objectPath } from "../snapshot/kinds";
 import {
   DEFAULT_LAST_GOOD_POLICY,

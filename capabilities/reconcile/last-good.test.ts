@@ -1,8 +1,9 @@
+import { GatewayRef, lastGoodSecret } from "../workload";
 import fc from "fast-check";
 import type { KubeClient } from "../kube/client";
 import { KubeError } from "../kube/client";
 import type { SealedConfig } from "../proxies";
-import { GatewayRef, lastGoodSecret } from "../provision";
+
 import type { KubeObject } from "../snapshot";
 import {
   AcceptedConfig,

@@ -1,7 +1,7 @@
 /**
  * Last known good config (docs/architecture.md §4): per Gateway, a Secret holding the last sealed
  * config a proxy of the Gateway accepted, so a pod that starts while no controller runs (or
- * before it pushes) serves that config at once (proxies/pod.ts: `caddy run --resume`).
+ * before it pushes) serves that config at once (workload/pod.ts: `caddy run --resume`).
  *
  * When to write, decided here (pure): after a proxy of the Gateway accepted (pushed or adopted)
  * the Gateway's current desired config, and only if the Secret does not already hold that hash
@@ -30,7 +30,7 @@ export const DEFAULT_LAST_GOOD_INTERVAL_MS = 5_000;
 /** What a last-good Secret says it holds (its annotations). */
 export interface StoredLastGood {
   readonly hash: string;
-  /** The Secret key, i.e. the proxy build (proxies/pod.ts lastGoodKey). */
+  /** The Secret key, i.e. the proxy build (workload/pod.ts lastGoodKey). */
   readonly key: string;
   /** False: the config was too large and the Secret holds none. */
   readonly stored: boolean;

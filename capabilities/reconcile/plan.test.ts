@@ -3,9 +3,10 @@
  * certificate inline (so a renewal is a new config, pushed to every proxy at once), while the
  * bootstrap config keeps loading the mounted Secret's files (it holds no private key).
  */
+import { type ManagementSecretData } from "../workload";
 import { X509Certificate } from "node:crypto";
 import { createAuthority, generateKeyPair, isSealed } from "../proxies";
-import type { ManagementSecretData } from "../provision";
+
 import { snapshotOf } from "../snapshot";
 import type { KubeObject } from "../snapshot";
 import { translate } from "../translate";

@@ -4,6 +4,26 @@
  * the addresses of its Service. Pure but for issuing a serving certificate when none is reusable
  * (injected, so tests can fix it).
  */
+import {
+  bootstrapConfigMapName,
+  managementSecretName,
+  podManagementSpec,
+  ControllerPeers,
+  DEFAULT_MANAGEMENT_PORT,
+  DEFAULT_READINESS_PORT,
+  GatewayRef,
+  KubeManifest,
+  ManagementSecretData,
+  adminService,
+  bootstrapConfigMap,
+  lastGoodKey,
+  lastGoodSecretName,
+  managementSecret,
+  proxyDisruptionBudget,
+  proxyNetworkPolicy,
+  proxyService,
+  proxyWorkload,
+} from "../workload";
 import { X509Certificate, createPublicKey } from "node:crypto";
 import { CaddyOptions, toCaddyConfig } from "../caddy";
 import { DEFAULT_PROXY_FLAVOR, capabilitiesOf } from "../flavor/proxy-flavor";
@@ -11,8 +31,6 @@ import type { GatewayIR } from "../ir";
 import {
   Authority,
   CLOCK_SKEW_MS,
-  DEFAULT_MANAGEMENT_PORT,
-  DEFAULT_READINESS_PORT,
   LEAF_LIFETIME_DAYS,
   ManagementSpec,
   SecretPem,
@@ -22,12 +40,7 @@ import {
   generateKeyPair,
   issueServerCertificate,
   managementCertificateLoader,
-  bootstrapConfigMapName,
-  lastGoodKey,
-  lastGoodSecretName,
-  managementSecretName,
   managementServer,
-  podManagementSpec,
   proxyServerName,
   proxyServerNames,
   renewalDue,
@@ -36,21 +49,10 @@ import {
   sealConfig,
 } from "../proxies";
 import {
-  GatewayRef,
-  KubeManifest,
   OWNING_GATEWAY_LABEL,
-  ControllerPeers,
-  ManagementSecretData,
   ProxySettings,
-  adminService,
-  bootstrapConfigMap,
-  managementSecret,
   proxyNames,
-  proxyWorkload,
   resolveSettings,
-  proxyService,
-  proxyDisruptionBudget,
-  proxyNetworkPolicy,
   addressOutcome,
   requestedAddresses,
   serviceTypeFor,

@@ -1,4 +1,4 @@
-import { KubeManifest } from "../provision";
+import { KubeManifest } from "../workload";
 import { Snapshot, emptySnapshot, snapshotOf } from "../snapshot";
 import { ManualClock } from "./testing/manual-clock";
 import { ProvisionPlan, ProvisionQueue } from "./provision-queue";

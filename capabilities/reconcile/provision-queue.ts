@@ -5,10 +5,11 @@
  * hands a Gateway's plan over and goes on to push: a push never waits behind provisioning, and
  * one Gateway's slow or failing API calls hold back neither the others nor the next change.
  */
+import { KubeManifest } from "../workload";
 import { createHash } from "node:crypto";
 import { KubeClient, statusOf } from "../kube/client";
 import { isManagedByUs } from "../ownership/proxies";
-import { KubeManifest } from "../provision";
+
 import { Clock, KubeObject, Snapshot, systemClock } from "../snapshot";
 import { objectPath } from "../snapshot/kinds";
 import { KeyedQueue, Offered } from "./keyed-queue";

@@ -5,6 +5,7 @@
  * configs to the proxy pods, and writes status. Only the elected leader provisions, pushes and
  * writes; followers keep their snapshot warm.
  */
+import { DEFAULT_CONTROLLER_PEERS, ManagementSecretData } from "../workload";
 import { ElectionConfig, DEFAULT_ELECTION, LeaderElector, kubeLeaseStore } from "../election";
 import { KubeClient } from "../kube/client";
 import { electionMetrics, ingestMetrics, startupMetrics, statusMetrics } from "../metrics";
@@ -19,12 +20,7 @@ import {
   Target,
   parsePrometheusText,
 } from "../proxies";
-import {
-  DEFAULT_CONTROLLER_PEERS,
-  DEFAULT_PROXY_SETTINGS,
-  ManagementSecretData,
-  ProxySettings,
-} from "../provision";
+import { DEFAULT_PROXY_SETTINGS, ProxySettings } from "../provision";
 import {
   Batcher,
   KINDS,

@@ -19,9 +19,10 @@
  * The decisions are pure functions of the snapshot (`wantedData`); this class holds only the
  * reads in flight (one entry per object being read, removed when the read ends).
  */
+import { managementSecretName } from "../workload";
 import { isOurClass } from "../ownership";
 import { resolveSettings } from "../provision";
-import { managementSecretName } from "../proxies";
+
 import { BackoffPolicy, backoffDelay } from "../proxies/backoff";
 import {
   DataPermitted,

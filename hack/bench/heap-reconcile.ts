@@ -48,7 +48,7 @@ async function startProxy(
     DEFAULT_MANAGEMENT_PORT,
     bootstrapConfigMapName,
     managementSecretName,
-  } = await import("../../capabilities/proxies/pod");
+  } = await import("../../capabilities/workload/pod");
   const { proxyNames } = await import("../../capabilities/provision/names");
   const secret = stored.get("Secret")!.get(`bench/${managementSecretName("gw0")}`) as
     | { data?: Record<string, string> }

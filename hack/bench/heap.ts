@@ -11,7 +11,7 @@ import { newAuthority } from "../../capabilities/pki/rotation";
 import { ingestable } from "../../capabilities/reconcile/ingest";
 import { sealedFor } from "../../capabilities/reconcile/plan";
 import { IncrementalTranslator } from "../../capabilities/reconcile/reuse";
-import { podManagementSpec } from "../../capabilities/proxies";
+import { podManagementSpec } from "../../capabilities/workload";
 import {
   CONTROLLER_NAME,
   Kind,

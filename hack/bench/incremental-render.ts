@@ -10,7 +10,7 @@ import { fragmentCounts } from "../../capabilities/caddy/render-memo";
 import { sealedFor } from "../../capabilities/reconcile/plan";
 import { IncrementalTranslator } from "../../capabilities/reconcile/reuse";
 import { newAuthority } from "../../capabilities/pki/rotation";
-import { podManagementSpec } from "../../capabilities/proxies";
+import { podManagementSpec } from "../../capabilities/workload";
 import {
   CONTROLLER_NAME,
   KubeObject,

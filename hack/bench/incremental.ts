@@ -10,11 +10,12 @@
  * routes on one Gateway (the propagation scenario's) and over 10 Gateways. CPU is the
  * process's user + system time (process.cpuUsage); medians of the samples after a warm-up.
  */
+import { podManagementSpec } from "../../capabilities/workload";
 import { fragmentCounts } from "../../capabilities/caddy/render-memo";
 import { newAuthority } from "../../capabilities/pki/rotation";
 import { sealGatewayConfig, sealedFor, sealedRenders } from "../../capabilities/reconcile/plan";
 import { IncrementalTranslator } from "../../capabilities/reconcile/reuse";
-import { podManagementSpec } from "../../capabilities/proxies";
+
 import {
   CONTROLLER_NAME,
   KubeObject,

@@ -303,7 +303,7 @@ spec:
     });
     expect(outcome).not.toMatch(/^data: HTTP\/1\.1 200/);
     expect(outcome).toMatch(/error|closed/);
-    // the admin API is a unix socket in the pod (proxies/pod.ts): Caddy's default admin port is closed
+    // the admin API is a unix socket in the pod (workload/pod.ts): Caddy's default admin port is closed
     const adminPort = await new Promise<string>(resolve => {
       const s = new Socket();
       s.setTimeout(5000, () => (s.destroy(), resolve("timeout")));

@@ -21,7 +21,7 @@ import {
   proxyPodSecurityContext,
   proxySecurityContext,
   PROXY_UID,
-} from "../../capabilities/proxies/pod";
+} from "../../capabilities/workload/pod";
 import { createNamespace, deleteNamespace, eventually, kubectl, kubectlOk } from "../support/kube";
 import { localDir, repoRoot } from "../support/paths";
 

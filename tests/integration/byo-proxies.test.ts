@@ -5,6 +5,7 @@
  * KengineParameters say `mode: External` and name the client certificate Secret. The controller
  * programs those pods like managed ones, provisions nothing, and traffic flows.
  */
+import { podManagementSpec } from "../../capabilities/workload";
 import { request } from "node:http";
 import { join } from "node:path";
 import { kubeClient } from "../../capabilities/kube/client";
@@ -16,7 +17,6 @@ import {
   issueClientCertificate,
   issueServerCertificate,
   parsePrometheusText,
-  podManagementSpec,
   proxyServerNames,
 } from "../../capabilities/proxies";
 import { Reconciler } from "../../capabilities/reconcile";

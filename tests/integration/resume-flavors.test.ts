@@ -1,5 +1,5 @@
 /**
- * The start-up managed proxy pods rely on for the last known good config (proxies/pod.ts):
+ * The start-up managed proxy pods rely on for the last known good config (workload/pod.ts):
  * `caddy run --config <bootstrap> --resume` starts from `$XDG_CONFIG_HOME/caddy/autosave.json`
  * when the file exists and from the bootstrap when it does not, on every proxy build a class
  * can name: our Bundled build (Caddy 2.11.9) and Caddy 2.8.4 (the stand-in for Kengine). Real

@@ -55,7 +55,7 @@ export interface StartCaddyOptions {
   /** Which Caddy peer of hack/build-peers.sh runs (default "caddy", the bundled proxy). */
   peer?: "caddy" | "caddy-2.8";
   /**
-   * Run with `--resume`, as managed proxy pods do (proxies/pod.ts): Caddy starts from
+   * Run with `--resume`, as managed proxy pods do (workload/pod.ts): Caddy starts from
    * `$XDG_CONFIG_HOME/caddy/autosave.json` when it exists (written from `autosave`, given the
    * admin address), else from the initial config.
    */

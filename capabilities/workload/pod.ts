@@ -24,7 +24,7 @@ import type {
   V1Volume,
 } from "@kubernetes/client-node";
 import { DEFAULT_ADMIN_LISTEN } from "../caddy/types";
-import { CaddyConfig, ManagementSpec, READINESS_PATH } from "./management";
+import { CaddyConfig, ManagementSpec, READINESS_PATH } from "../proxies/management";
 
 /** Scratch space: the root filesystem is read-only. */
 export const TMP_DIR = "/tmp";
@@ -42,7 +42,12 @@ import {
   RESERVED_PORTS,
 } from "../validation/ports";
 
-export { CADDY_DEFAULT_ADMIN_PORT, DEFAULT_MANAGEMENT_PORT, DEFAULT_READINESS_PORT, RESERVED_PORTS };
+export {
+  CADDY_DEFAULT_ADMIN_PORT,
+  DEFAULT_MANAGEMENT_PORT,
+  DEFAULT_READINESS_PORT,
+  RESERVED_PORTS,
+};
 
 export const POD_IP_ENV = "KENGINE_POD_IP";
 export const MANAGEMENT_TLS_DIR = "/etc/kengine/management";

@@ -1,5 +1,5 @@
 import fc from "fast-check";
-import { DEFAULT_MANAGEMENT_PORT, PROXY_UID, RESERVED_PORTS } from "../proxies";
+import { DEFAULT_MANAGEMENT_PORT, PROXY_UID, RESERVED_PORTS } from "./pod";
 import {
   GatewayRef,
   KubeManifest,
@@ -8,7 +8,7 @@ import {
   proxyWorkload,
   servicePorts,
 } from "./objects";
-import { DEFAULT_PROXY_SETTINGS, ProxySettings } from "./settings";
+import { DEFAULT_PROXY_SETTINGS, ProxySettings } from "../provision/settings";
 
 const listeners = fc.array(
   fc.record({

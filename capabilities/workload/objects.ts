@@ -2,8 +2,8 @@
  * The Kubernetes objects a managed Gateway's proxies consist of: pure functions of the Gateway,
  * the settings and the TLS material. The runtime applies them with server-side apply.
  */
+import type { CaddyConfig } from "../proxies/management";
 import {
-  CaddyConfig,
   DEFAULT_MANAGEMENT_PORT,
   DEFAULT_READINESS_PORT,
   FIRST_UNPRIVILEGED_PORT,
@@ -16,7 +16,7 @@ import {
   proxyPodSecurityContext,
   proxySecurityContext,
   proxyVolumes,
-} from "../proxies";
+} from "./pod";
 import {
   COMPONENT_LABEL,
   GATEWAY_NAME_LABEL,
@@ -29,10 +29,10 @@ import {
   ProxyNames,
   podSelector,
   proxyNames,
-} from "./names";
-import { ProxySettings } from "./settings";
-import { AddressSpec, loadBalancerIP, requestedAddresses } from "./addresses";
-import { serviceTypeFor } from "./routability";
+} from "../provision/names";
+import { ProxySettings } from "../provision/settings";
+import { AddressSpec, loadBalancerIP, requestedAddresses } from "../provision/addresses";
+import { serviceTypeFor } from "../provision/routability";
 
 export interface GatewayRef {
   readonly namespace: string;
@@ -146,7 +146,7 @@ export interface LastGoodContent {
 }
 
 /**
- * The Gateway's last-good Secret (proxies/pod.ts mounts it). A Secret, never a ConfigMap: the
+ * The Gateway's last-good Secret (workload/pod.ts mounts it). A Secret, never a ConfigMap: the
  * sealed config carries the private keys of the Gateway's TLS listeners.
  */
 export function lastGoodSecret(gw: GatewayRef, content: LastGoodContent): KubeManifest {

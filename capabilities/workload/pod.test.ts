@@ -1,4 +1,4 @@
-import { bootstrapConfig, checkConfig, MANAGEMENT_SERVER, sealConfig } from "./management";
+import { bootstrapConfig, checkConfig, MANAGEMENT_SERVER, sealConfig } from "../proxies/management";
 import { createAuthority, generateKeyPair } from "../pki/pki";
 import {
   ADMIN_SOCKET,
