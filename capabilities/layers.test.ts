@@ -27,6 +27,22 @@ export const LAYERS: readonly (readonly string[])[] = [
 
 const ROOT = join(__dirname);
 
+const MAX_LINES = 600;
+
+/**
+ * Files still longer than MAX_LINES, with the length each may not exceed (docs/architecture.md
+ * §5): a debt may shrink or be paid, never grow, and no file joins the list.
+ */
+const LONG_FILE_DEBTS: Readonly<Record<string, number>> = {
+  "caddy/config.ts": 1530,
+  "proxies/admin-client.ts": 715,
+  "proxies/route-tables.ts": 722,
+  "reconcile/reconciler.ts": 1104,
+  "snapshot/snapshot.ts": 607,
+  "translate/translate.ts": 1658,
+  "validation/regex.ts": 704,
+};
+
 const sources = (dir: string): string[] =>
   readdirSync(dir).flatMap(name => {
     const path = join(dir, name);
@@ -126,13 +142,19 @@ describe("rooms and the direction of imports", () => {
     expect(cycles(graph)).toEqual([]);
   });
 
-  it("no source file outside generated/ is longer than 600 lines", () => {
-    const long = [...graph.keys()]
+  it("no source file outside generated/ is longer than 600 lines, but the known debts, which only shrink", () => {
+    const found = [...graph.keys()]
       .filter(f => roomOf(f) !== "generated")
-      .map(f => [relative(ROOT, f), readFileSync(f, "utf8").split("\n").length] as const)
-      .filter(([, lines]) => lines > 600)
-      .map(([f, lines]) => `${f}: ${lines}`);
-    expect(long).toEqual([]);
+      .map(f => [relative(ROOT, f), readFileSync(f, "utf8").split("\n").length] as const);
+    const wrong = found.flatMap(([file, lines]) => {
+      const cap = LONG_FILE_DEBTS[file];
+      if (cap === undefined) return lines > MAX_LINES ? [`${file}: ${lines} lines`] : [];
+      if (lines > cap) return [`${file}: ${lines} lines, more than its debt of ${cap}`];
+      if (lines <= MAX_LINES) return [`${file}: ${lines} lines, paid: take it off LONG_FILE_DEBTS`];
+      return [];
+    });
+    const gone = Object.keys(LONG_FILE_DEBTS).filter(f => !found.some(([file]) => file === f));
+    expect([...wrong, ...gone.map(f => `${f}: gone, take it off LONG_FILE_DEBTS`)]).toEqual([]);
   });
 
   it("the walk sees the imports (a known arrow is found)", () => {
