@@ -48,6 +48,12 @@ describeReal("the real node (KENGINE_NODE=real)", () => {
     if (ns) deleteNamespace(ns);
   });
 
+  /** The echo Service's ClusterIP, once its pod is Ready. */
+  const echoClusterIP = (): string => {
+    kubectlOk(["wait", "-n", ns, "--for", "condition=Ready", "--timeout=120s", "pod/kg-echo"]);
+    return kubectlOk(["get", "service", "-n", ns, "kg-echo", "-o", "jsonpath={.spec.clusterIP}"]);
+  };
+
   test("the Node is Ready, its runtime containerd 2.x, its kubelet 1.36", () => {
     kubectlOk(["wait", "--for", "condition=Ready", "--timeout=60s", "node/kengine-local"]);
     const runtime = kubectlOk([
@@ -98,16 +104,7 @@ describeReal("the real node (KENGINE_NODE=real)", () => {
   });
 
   test("a ClusterIP Service answers through kube-proxy, from the host and from a pod", async () => {
-    kubectlOk(["wait", "-n", ns, "--for", "condition=Ready", "--timeout=120s", "pod/kg-echo"]);
-    const clusterIP = kubectlOk([
-      "get",
-      "service",
-      "-n",
-      ns,
-      "kg-echo",
-      "-o",
-      "jsonpath={.spec.clusterIP}",
-    ]);
+    const clusterIP = echoClusterIP();
     expect(clusterIP).toMatch(/^10\.96\./);
     const fromHost = await eventually(`${clusterIP}:80 from the host`, async () => {
       const r = await fetch(`http://${clusterIP}/from-host`, { signal: AbortSignal.timeout(3000) });
@@ -134,16 +131,7 @@ describeReal("the real node (KENGINE_NODE=real)", () => {
   });
 
   test("a pod resolves a Service name through CoreDNS", async () => {
-    kubectlOk(["wait", "-n", ns, "--for", "condition=Ready", "--timeout=120s", "pod/kg-echo"]);
-    const clusterIP = kubectlOk([
-      "get",
-      "service",
-      "-n",
-      ns,
-      "kg-echo",
-      "-o",
-      "jsonpath={.spec.clusterIP}",
-    ]);
+    const clusterIP = echoClusterIP();
     const name = `kg-echo.${ns}.svc.cluster.local`;
     const addresses = await eventually(`${name} from the pod`, () => {
       const r = kubectl(["exec", "-n", ns, "kg-echo", "--", "/kg-probe", "lookup", name]);
