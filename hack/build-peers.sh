@@ -259,7 +259,7 @@ done
 # and the CNI plugins from peers/containerd; kg-probe (node/kg-probe: the test images' helper) and
 # kube-scheduler from hack/go.mod (the local kubelet binds pods itself; the real one does not);
 # CoreDNS from peers/coredns.
-# Each group is one `go build` into objects/node-<group>-<key>/, linked into bin/. Kept out of
+# Each group is one `go build` into objects/node-<group>-<key>/, linked into node-bin/. Kept out of
 # the cache <hash> so the default platform's cache is the same with or without it.
 build_node() {
   local g gdir key obj start took b
@@ -277,6 +277,10 @@ build_node() {
   local kver flags
   kver=$(cd peers/node && go list -m -f '{{.Version}}' k8s.io/kubernetes)
   declare -A gldflags=([node]="-s -w -X k8s.io/component-base/version.gitVersion=$kver -X k8s.io/component-base/version.gitMajor=$(echo "$kver" | cut -d. -f1 | tr -d v) -X k8s.io/component-base/version.gitMinor=$(echo "$kver" | cut -d. -f2) -X k8s.io/component-base/version.gitTreeState=clean")
+  # node-bin/, not bin/: the local kubelet runs a binary of bin/ for an image it maps (coredns
+  # would replace its CoreDNS stand-in), so the default platform never sees these
+  nbin="$cache/node-bin"
+  mkdir -p "$nbin"
   for g in containerd probe node coredns; do
     gdir=${gdirs[$g]}
     key=$( { echo "$common ${gtags[$g]:-} ${gldflags[$g]:-}"; find "${gsrc[$g]}" "$gdir/go.mod" "$gdir/go.sum" -maxdepth 2 -type f \( -name '*.go' -o -name go.mod -o -name go.sum \) ! -name '*_test.go' -print | LC_ALL=C sort | while read -r f; do echo "$f"; cat "$f"; done; } | sha256sum | cut -c1-16)
@@ -299,13 +303,21 @@ build_node() {
       echo "node-$g $took" >>"$times"
       echo "build-peers: built the real node's $g binaries in ${took}s" >&2
     fi
-    for b in "$obj"/*; do
-      [ "$b" -ef "$bin/$(basename "$b")" ] && continue
-      ln -f "$b" "$bin/$(basename "$b").tmp.$$" 2>/dev/null || cp "$b" "$bin/$(basename "$b").tmp.$$"
-      mv -f "$bin/$(basename "$b").tmp.$$" "$bin/$(basename "$b")"
-    done
+    for b in "$obj"/*; do link_into "$nbin" "$b"; done
   done
+  # and the default peers the node runs beside them (kubectl, echo-basic, …)
+  for b in "$bin"/*; do [ -f "$b" ] && link_into "$nbin" "$b"; done
 }
+link_into() { # dir file: a hard link (or copy) of file in dir, replaced atomically
+  local to="$1/$(basename "$2")"
+  [ "$2" -ef "$to" ] && return 0
+  ln -f "$2" "$to.tmp.$$" 2>/dev/null || cp "$2" "$to.tmp.$$"
+  mv -f "$to.tmp.$$" "$to"
+}
+# An earlier layout of this script linked the real node's binaries into bin/: take them out.
+for b in kubelet kube-proxy containerd containerd-shim-runc-v2 ctr crictl bridge host-local loopback portmap kg-probe kube-scheduler coredns; do
+  rm -f "$bin/$b"
+done
 [ -z "$node_wanted" ] || build_node || exit 1
 
 [ -f "$cache/crds/.done" ] || fetch_crds || exit 1

@@ -260,7 +260,7 @@ up() {
   [ -f "$pki/kubelet.crt" ] || die "no cluster PKI in $pki: start the control plane first (hack/cluster.sh up)"
   local cache bin kc
   cache=$(bash "$root/hack/build-peers.sh" node echo-basic kubectl | tail -n 1)
-  bin="$cache/bin"
+  bin="$cache/node-bin"
   kc=("$bin/kubectl" --kubeconfig "$local_dir/kubeconfig")
   mkdir -p "$run" "$logs" "$state"
   remember_machine
