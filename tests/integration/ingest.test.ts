@@ -53,6 +53,29 @@ function openWatches(): Map<string, number> {
   return counts;
 }
 
+/**
+ * The open watches once they stop changing (two reads a second apart agree): a controller an
+ * earlier suite stopped may still hold watches for a moment, and counting them in the baseline
+ * would make this controller's look missing when they close.
+ */
+async function settledWatches(): Promise<Map<string, number>> {
+  const same = (a: Map<string, number>, b: Map<string, number>): boolean =>
+    a.size === b.size && [...a].every(([k, n]) => b.get(k) === n);
+  let last = openWatches();
+  return eventually(
+    "the API server's open watches to settle",
+    async () => {
+      await new Promise(r => setTimeout(r, 1000));
+      const now = openWatches();
+      const settled = same(last, now);
+      last = now;
+      return settled ? now : undefined;
+    },
+    60_000,
+    0,
+  );
+}
+
 /** "group/resource" of each watched kind, from its list path. */
 const watchedResources = Object.values(LIST_PATHS).map(p => {
   const parts = p.split("/");
@@ -77,7 +100,7 @@ describe("ingest once", () => {
   });
 
   it("opens exactly one watch per watched kind", async () => {
-    const before = openWatches();
+    const before = await settledWatches();
     proc = spawn(
       process.execPath,
       [
