@@ -1,11 +1,8 @@
 /**
- * The real node. OPT-IN until the default switches from hack/kubelet: runs only when
- * KENGINE_NODE=real (then hack/cluster.sh up starts hack/node/node.sh: containerd, runc, CNI,
- * the real kubelet, kube-scheduler, kube-proxy and CoreDNS); otherwise every case is skipped
- * with that message.
- *
- *   KENGINE_NODE=real flock /tmp/kg-cluster.lock npx jest --selectProjects integration \
- *     --runInBand --forceExit --testPathPatterns tests/e2e/real-node
+ * The real node. OPT-IN until the default switches from hack/kubelet: its own jest
+ * project, not part of `npm test`: `npm run test:real-node` sets KENGINE_NODE=real, so
+ * hack/cluster.sh up starts hack/node/node.sh (containerd, runc, CNI, the real kubelet,
+ * kube-scheduler, kube-proxy and CoreDNS).
  *
  * Asserts what only a real node shows (hack/node/README.md): the Node is Ready on containerd;
  * the echo server, under the securityContext the product declares for its proxies, runs as a
@@ -25,19 +22,19 @@ import {
 import { createNamespace, deleteNamespace, eventually, kubectl, kubectlOk } from "../support/kube";
 import { localDir, repoRoot } from "../support/paths";
 
-const real = process.env.KENGINE_NODE === "real";
-const SKIPPED =
-  "skipped: the real node is opt-in until the default switches; run with KENGINE_NODE=real (hack/node/README.md)";
-const describeReal = real ? describe : describe.skip;
-if (!real) test.skip(SKIPPED, () => undefined);
-
 interface ContainerStatus {
   readonly restartCount: number;
   readonly state?: { readonly terminated?: { readonly reason?: string } };
   readonly lastState?: { readonly terminated?: { readonly reason?: string } };
 }
 
-describeReal("the real node (KENGINE_NODE=real)", () => {
+describe("the real node (KENGINE_NODE=real)", () => {
+  beforeAll(() => {
+    // npm run test:real-node sets it; without it the cluster would run hack/kubelet instead
+    if (process.env.KENGINE_NODE !== "real")
+      throw new Error("run with KENGINE_NODE=real (npm run test:real-node)");
+  });
+
   let ns = "";
 
   beforeAll(() => {
