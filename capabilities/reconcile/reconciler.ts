@@ -21,21 +21,7 @@ import {
   parsePrometheusText,
 } from "../proxies";
 import { DEFAULT_PROXY_SETTINGS, ProxySettings } from "../provision";
-import {
-  Batcher,
-  KINDS,
-  Kind,
-  KubeObject,
-  SnapshotEvent,
-  Snapshot,
-  apply,
-  applyAll,
-  asMetadataOnly,
-  emptySnapshot,
-  isSynced,
-  metadataOnly,
-  relevantChange,
-} from "../snapshot";
+import { Batcher, KINDS, Kind, KubeObject, Snapshot } from "../snapshot";
 import {
   GatewayAddress,
   StatusMemo,
@@ -53,25 +39,14 @@ import { caddySourceMap } from "../caddy";
 import { fragmentCounts } from "../caddy/render-memo";
 import { AdminCa } from "../pki/admin-ca";
 import type { Authority } from "../pki/pki";
-import { BuildLoop, DirtySet } from "./dirty-set";
-import { HeldEchoes } from "./echoes";
-import { Ingest } from "./ingest";
 import { ProvisionQueue } from "./provision-queue";
 import { KengineProxyWrites, StatusQueue } from "./status-queue";
-import { LIST_PATHS, kindPath } from "../snapshot/kinds";
-import {
-  DATA_KINDS,
-  DataKind,
-  ReferencedData,
-  isDataKind,
-  listAccept,
-  watchAccept,
-} from "./referenced-data";
-import { DEFAULT_RETRY, Listed, RetryDeps, RetryPolicy, listAll, retrying } from "./list";
-import { DEFAULT_WATCH_SILENCE_MS, KindWatch, relistEvents } from "./watch";
+import { DEFAULT_RETRY, RetryDeps, RetryPolicy, StartError, retrying } from "./list";
 import { EventRecorder, GatewayObjectRef, PushEvents } from "./events";
 import { GatewayIR } from "../ir";
 import { GatewayPlan, planGateway, sealedRenders } from "./plan";
+import { BuildLoop } from "./dirty-set";
+import { Informer } from "./informer";
 import { BuildRun, BuildTimings } from "./build-timings";
 import { IncrementalTranslator } from "./reuse";
 import { planStage } from "./plan-stage";
@@ -90,6 +65,7 @@ import {
 import { FleetView, PlannedGateway, fleetResults } from "../status/programmed";
 
 export { CONTROLLER_NAME } from "../ownership";
+export { StartError } from "./list";
 import { CONTROLLER_NAME } from "../ownership";
 import { AcmeManager, AcmeManagerOptions } from "../acme/manager";
 
@@ -134,35 +110,9 @@ export interface ReconcilerOptions {
   readonly watchSilenceMs?: number;
 }
 
-/** Start-up failed for good: the process should exit (Kubernetes restarts it). */
-export class StartError extends Error {
-  constructor(
-    message: string,
-    readonly failure: string,
-    readonly error: unknown,
-  ) {
-    super(message);
-    this.name = "StartError";
-  }
-}
-
-const startError = (what: string, r: { failure: string; error: unknown }): StartError =>
-  new StartError(
-    `${what}: ${r.failure === "denied" ? "not allowed (RBAC or credentials)" : r.failure === "missing" ? "not found" : "cannot continue"}: ${
-      r.error instanceof Error ? r.error.message : String(r.error)
-    }`,
-    r.failure,
-    r.error,
-  );
-
 export class Reconciler {
-  #snapshot: Snapshot = emptySnapshot();
-  /** Status-only updates not yet in #snapshot (echoes.ts). */
-  readonly #echoes = new HeldEchoes();
-  /** Ingest stage: drops late events, strips objects, tells our objects apart (ingest.ts). */
-  readonly #ingest = new Ingest();
-  /** What changed since the last build, and whether it must translate again (dirty-set.ts). */
-  readonly #dirty = new DirtySet();
+  /** Informer stage: lists and watches into the snapshot and the dirty set (informer.ts). */
+  readonly #informer: Informer;
   /** Builds one at a time, requests coalesced (dirty-set.ts). */
   readonly #loop: BuildLoop;
   /** Provisioning stage: each Gateway's objects applied off the build path (provision-queue.ts). */
@@ -175,8 +125,6 @@ export class Reconciler {
   readonly #writer: StatusWriter;
   #fleet: Fleet | undefined;
   #admin: AdminChannels | undefined;
-  /** Secrets the last plans read besides the snapshot's references (bring-your-own credentials). */
-  #planSecrets = new Set<string>();
   /** Push failures and recoveries as Events on the Gateway (deduplicated). */
   readonly #pushEvents = new PushEvents();
   readonly #events: EventRecorder;
@@ -198,8 +146,6 @@ export class Reconciler {
     | undefined;
   /** The installed Gateway API CRDs' bundle-version (undefined: could not be read). */
   #bundleVersion: string | undefined;
-  /** Kinds the API server does not serve (start-up lists answered 404). */
-  readonly #missing = new Set<Kind>();
   /**
    * The last translation, reused while no event changed what translate() reads (it never
    * reads status): builds that only follow proxy pushes or our own status writes coming
@@ -219,10 +165,6 @@ export class Reconciler {
   readonly #statusMemo = new StatusMemo();
   /** Automatic HTTPS: the leader's ACME orders (acme/manager.ts). */
   readonly #acme: AcmeManager;
-  /** The one watch of each kind, started from that kind's list (watch.ts). */
-  readonly #watches = new Map<Kind, KindWatch>();
-  /** Secrets and ConfigMaps: data only of the referenced ones, read when wanted (referenced-data.ts). */
-  readonly #data: ReferencedData;
 
   constructor(private readonly o: ReconcilerOptions) {
     this.#loop = new BuildLoop(
@@ -234,6 +176,18 @@ export class Reconciler {
         }),
     );
     this.#batcher = new Batcher(() => this.requestBuild());
+    this.#informer = new Informer({
+      kube: o.kube,
+      log: o.log,
+      watch: o.watch,
+      watchSilenceMs: o.watchSilenceMs,
+      retry: o.startupRetry ?? DEFAULT_RETRY,
+      sleep: o.sleep ?? (ms => new Promise(r => setTimeout(r, ms))),
+      stopped: () => this.#stopped,
+      notify: change => this.#batcher.notify(change),
+      requestBuild: () => this.requestBuild(),
+      timings: this.#timings,
+    });
     this.#provision = new ProvisionQueue({
       kube: o.kube,
       log: o.log,
@@ -266,34 +220,12 @@ export class Reconciler {
           ? this.#admin.validate(endpoint, config)
           : Promise.resolve({ ok: false, error: { kind: "connect", message: "stopped" } }),
       onChange: () => {
-        this.#dirty.markAll();
+        this.#informer.markAll();
         this.requestBuild();
       },
       log: (message, meta) => o.log.info(message, meta),
     });
     this.#acme = new AcmeManager({ kube: o.kube, log: o.log, namespace: o.namespace, ...o.acme });
-    this.#data = new ReferencedData({
-      get: (kind, namespace, name) => o.kube.request("GET", kindPath(kind, namespace, name)),
-      deliver: (kind, object) => this.ingest(kind, "upsert", object),
-      snapshot: () => this.#current(),
-      onSettled: () => this.requestBuild(),
-      sleep: o.sleep ?? (ms => new Promise(r => setTimeout(r, ms))),
-      random: Math.random,
-      backoff: (o.startupRetry ?? DEFAULT_RETRY).backoff,
-      onRead: (kind, key, outcome, error) => {
-        ingestMetrics.dataRead(kind, outcome);
-        o.log[outcome === "failed" ? "warn" : "debug"]("referenced object read", {
-          kind,
-          name: key,
-          outcome,
-          ...(error !== undefined && {
-            error: error instanceof Error ? error.message : String(error),
-          }),
-        });
-      },
-    });
-    ingestMetrics.dataObjects(() => this.#dataCounts());
-    ingestMetrics.remembered(() => this.#ingest.remembered);
     this.#events = new EventRecorder({
       kube: o.kube,
       instance: o.identity,
@@ -390,7 +322,7 @@ export class Reconciler {
 
   /** The snapshot with every event ingested so far. */
   #current(): Snapshot {
-    return (this.#snapshot = this.#echoes.flush(this.#snapshot));
+    return this.#informer.current();
   }
 
   isLeader(): boolean {
@@ -401,91 +333,14 @@ export class Reconciler {
     return this.#fleet?.states() ?? new Map();
   }
 
-  /**
-   * A Watch event (or an initial-list item). Stale events (older resourceVersion) are dropped; a
-   * Secret or ConfigMap keeps its data only when referenced (referenced-data.ts).
-   */
+  /** A Watch event (or an initial-list item): into the snapshot (informer.ts). */
   ingest(kind: Kind, type: "upsert" | "delete", object: KubeObject): void {
-    const i = this.#ingest.event(kind, type, object, this.#planSecrets);
-    if (!i) return;
-    const event = this.#data.admitEvent(
-      i.event,
-      isDataKind(kind) ? this.#current() : this.#snapshot,
-    );
-    if (!event) return;
-    this.#apply(event, i.ours);
-    this.#syncData();
-  }
-
-  /**
-   * After a change: reads the Secrets and ConfigMaps that became referenced, and puts those no
-   * longer referenced back to their metadata (one batch; nothing translation reads changes).
-   */
-  #syncData(): void {
-    const events = this.#data.sync(this.#snapshot, this.#planSecrets);
-    if (events.length === 0) return;
-    const current = this.#current();
-    for (const e of events) this.#dirty.observe(current, e);
-    this.#snapshot = applyAll(current, events).snapshot;
-    this.o.log.debug("data dropped: no longer referenced", { objects: events.length });
-  }
-
-  /** Secrets and ConfigMaps held with their data and as metadata only (metrics at scrape time). */
-  #dataCounts(): { kind: DataKind; kept: number; metadataOnly: number }[] {
-    const s = this.#snapshot;
-    return DATA_KINDS.map(kind => {
-      let meta = 0;
-      for (const o of s.objects[kind].values()) if (metadataOnly(o)) meta++;
-      return { kind, kept: s.objects[kind].size - meta, metadataOnly: meta };
-    });
+    this.#informer.ingest(kind, type, object);
   }
 
   /** Sizes of what ingest remembers besides the snapshot (tests: churn leaves nothing behind). */
   get ingestState(): { readonly remembered: number; readonly reading: number } {
-    return { remembered: this.#ingest.remembered, reading: this.#data.reading };
-  }
-
-  /**
-   * Status-only updates stay relevant: a status someone else changed (e.g. an earlier leader's)
-   * is rewritten; our own writes cost one more build that finds nothing to write.
-   */
-  #apply(event: SnapshotEvent, ours = false): void {
-    const at = this.#timings.now();
-    // A status-only update (our own status write coming back, mostly) is held and applied with
-    // the others like it (echoes.ts), and built without haste.
-    const replaced = this.#echoes.hold(this.#snapshot, event);
-    if (replaced && event.type === "upsert") {
-      this.#dirty.observe(this.#snapshot, event);
-      if (relevantChange(this.#snapshot, event.kind, replaced, event.object) || ours) {
-        this.#timings.received(at, this.#timings.now() - at);
-        this.#logChange(event, ours);
-        this.#batcher.notify("status");
-      }
-      return;
-    }
-    const current = this.#current();
-    this.#dirty.observe(current, event);
-    const r = apply(current, event);
-    this.#snapshot = r.snapshot;
-    if (event.type !== "synced")
-      ingestMetrics.cached(event.kind, r.snapshot.objects[event.kind].size);
-    if (r.relevant || (ours && isSynced(r.snapshot))) {
-      this.#timings.received(at, this.#timings.now() - at);
-      this.#logChange(event, ours);
-      this.#batcher.notify("config");
-    }
-  }
-
-  /** Which change started (or joined) the next build: with the build lines, a slow one explained. */
-  #logChange(event: SnapshotEvent, ours: boolean): void {
-    this.o.log.debug("change", {
-      kind: event.kind,
-      type: event.type,
-      ...(event.type !== "synced" && {
-        name: `${event.object.metadata.namespace ?? ""}/${event.object.metadata.name}`,
-      }),
-      ours,
-    });
+    return this.#informer.state;
   }
 
   /**
@@ -527,7 +382,7 @@ export class Reconciler {
     };
     const authority = await retrying("admin CA", () => this.#ca.load(), retry, deps);
     if (this.#stopped) return;
-    if (!authority.ok) throw startError("admin CA", authority);
+    if (!authority.ok) throw StartError.of("admin CA", authority);
     this.#bundleVersion = await this.o.kube
       .request<{ metadata: { annotations?: Record<string, string> } }>(
         "GET",
@@ -538,23 +393,7 @@ export class Reconciler {
         this.o.log.debug("cannot read the Gateway CRD's bundle-version", { error: String(e) });
         return undefined;
       });
-    for (const kind of KINDS) {
-      const listed = await listAll<KubeObject>(
-        path => this.o.kube.request("GET", path, undefined, undefined, listAccept(kind)),
-        LIST_PATHS[kind],
-        retry,
-        deps,
-      );
-      if (this.#stopped) return;
-      if (!listed.ok) throw startError(`list ${kind}`, listed);
-      this.#listed(kind, listed.value);
-      this.#watchKind(
-        kind,
-        listed.value.found ? listed.value.resourceVersion : undefined,
-        retry,
-        deps,
-      );
-    }
+    await this.#informer.start(retry, deps);
     if (this.#stopped) return;
     const own = this.#ca.issue();
     this.#admin = new AdminChannels(new AdminClient(own));
@@ -574,7 +413,7 @@ export class Reconciler {
     ingestMetrics.firstSnapshot((performance.now() - startedAt) / 1000);
     const resync = setInterval(() => {
       void this.#ca.refresh();
-      void this.#relistMissing(retry, deps);
+      void this.#informer.relistMissing(retry, deps);
       this.renewClientCertificate();
       this.#provision.reapplyAll();
       this.requestBuild();
@@ -592,125 +431,7 @@ export class Reconciler {
 
   /** Kinds the API server does not serve (their CRD is not installed): empty and synced. */
   get missingKinds(): readonly Kind[] {
-    return [...this.#missing];
-  }
-
-  /**
-   * A list of one kind into the snapshot as one batch (the kind's map copied once, not per
-   * item): its objects replace the kind's (objects no longer listed are deleted); a kind not
-   * served counts as empty.
-   */
-  #listed(kind: Kind, listed: Listed<KubeObject>): void {
-    startupMetrics.served(kind, listed.found);
-    if (!listed.found) {
-      if (!this.#missing.has(kind))
-        this.o.log.warn("kind not served by the API server (CRD not installed): counted as empty", {
-          kind,
-          path: LIST_PATHS[kind],
-        });
-      this.#missing.add(kind);
-    } else if (this.#missing.delete(kind))
-      this.o.log.info("kind now served by the API server: picked up", {
-        kind,
-        objects: listed.items.length,
-      });
-    let items = listed.found
-      ? this.#ingest.listed(
-          kind,
-          isDataKind(kind) ? listed.items.map(asMetadataOnly) : listed.items,
-        )
-      : [];
-    if (isDataKind(kind)) items = this.#data.listed(kind, items, this.#current());
-    const before = this.#current();
-    const r = applyAll(before, [
-      ...relistEvents(kind, before.objects[kind] as ReadonlyMap<string, KubeObject>, items),
-      { type: "synced", kind },
-    ]);
-    this.#snapshot = r.snapshot;
-    ingestMetrics.ingested(kind, "list", items.length);
-    ingestMetrics.cached(kind, r.snapshot.objects[kind].size);
-    if (r.snapshot.objects[kind] !== before.objects[kind]) this.#dirty.markAll();
-    if (r.relevant || (isSynced(before) && r.snapshot !== before)) this.#batcher.notify();
-    this.#syncData();
-  }
-
-  /**
-   * The one watch of `kind`, from its list's resourceVersion (undefined: the kind is not served
-   * yet; the watch lists it again, backing off, until it is). Events go through `ingest`; a
-   * 410 Gone lists the kind again (one batch, #listed).
-   */
-  #watchKind(
-    kind: Kind,
-    resourceVersion: string | undefined,
-    retry: RetryPolicy,
-    deps: RetryDeps,
-  ): void {
-    const watch = this.o.kube.watch?.bind(this.o.kube);
-    if (!watch || this.o.watch === false || this.#watches.has(kind) || this.#stopped) return;
-    const accept = watchAccept(kind);
-    const w: KindWatch = new KindWatch(kind, LIST_PATHS[kind], {
-      stream: (path, onEvent, signal) => watch(path, onEvent, signal, accept),
-      relist: async (): Promise<string | undefined> => {
-        const listed = await listAll<KubeObject>(
-          path => this.o.kube.request("GET", path, undefined, undefined, listAccept(kind)),
-          LIST_PATHS[kind],
-          { ...retry, retryAttempts: 1, deniedAttempts: 1 },
-          { ...deps, onRetry: undefined, stopped: (): boolean => this.#stopped || w.stopped },
-        );
-        if (!listed.ok || this.#stopped) return undefined;
-        this.#listed(kind, listed.value);
-        return listed.value.found ? listed.value.resourceVersion : undefined;
-      },
-      ingest: (type, object) => {
-        ingestMetrics.ingested(kind, "watch");
-        // metadata only, as asked (watchAccept): never a data kind's data from a watch
-        this.ingest(kind, type, isDataKind(kind) ? asMetadataOnly(object) : object);
-      },
-      sleep: deps.sleep,
-      random: deps.random,
-      backoff: retry.backoff,
-      silenceMs: this.o.watchSilenceMs,
-      onConnect: () => ingestMetrics.watchRequest(kind),
-      onRestart: cause => {
-        ingestMetrics.watchRestart(kind, cause);
-        if (cause === "silent")
-          this.o.log.warn("watch silent past its bound: restarted", {
-            kind,
-            silenceMs: this.o.watchSilenceMs ?? DEFAULT_WATCH_SILENCE_MS,
-          });
-        else if (cause !== "closed") this.o.log.debug("watch restarted", { kind, cause });
-      },
-      onError: (error, attempt, retryInMs) =>
-        this.o.log[this.#missing.has(kind) ? "debug" : "warn"]("watch failed, retrying", {
-          kind,
-          attempt,
-          retryInMs,
-          error: error instanceof Error ? error.message : String(error),
-        }),
-    });
-    this.#watches.set(kind, w);
-    w.start(resourceVersion);
-  }
-
-  /**
-   * Lists again the kinds that were not served (at every resync): a CRD installed later is
-   * picked up even if no watch delivers its objects. One try each; never throws.
-   */
-  async #relistMissing(retry: RetryPolicy, deps: RetryDeps): Promise<void> {
-    for (const kind of [...this.#missing]) {
-      if (this.#watches.has(kind)) continue; // its watch lists it until it is served
-      const listed = await listAll<KubeObject>(
-        path => this.o.kube.request("GET", path),
-        LIST_PATHS[kind],
-        { ...retry, retryAttempts: 1, deniedAttempts: 1 },
-        deps,
-      );
-      if (listed.ok && listed.value.found) {
-        this.#listed(kind, listed.value);
-        this.#dirty.markAll();
-        this.requestBuild();
-      }
-    }
+    return this.#informer.missingKinds;
   }
 
   /**
@@ -773,8 +494,7 @@ export class Reconciler {
     this.#proxyWrites.stop();
     this.#ca.stop();
     await this.#isolation.stop();
-    await Promise.all([...this.#watches.values()].map(w => w.stop()));
-    this.#data.stop();
+    await this.#informer.stop();
     await this.#loop.stop();
     this.#provision.clear();
     this.#statusQueue.clear();
@@ -798,8 +518,8 @@ export class Reconciler {
     for (;;) {
       while (this.#loop.running || this.#batcher.pending)
         await (this.#loop.running ?? new Promise(r => setTimeout(r, 20)));
-      await Promise.all([this.#provision.idle(), this.#statusQueue.idle(), this.#data.idle()]);
-      if (!this.#loop.running && !this.#batcher.pending && this.#data.reading === 0) return;
+      await Promise.all([this.#provision.idle(), this.#statusQueue.idle(), this.#informer.idle()]);
+      if (!this.#loop.running && !this.#batcher.pending && this.#informer.reading === 0) return;
     }
   }
 
@@ -845,16 +565,15 @@ export class Reconciler {
   }
 
   async #build(): Promise<void> {
-    const snapshot = this.#current();
-    if (!isSynced(snapshot) || !this.#ca.signing || !this.#fleet) return;
-    // Referenced Secrets and ConfigMaps being read: the build runs when they are (or after the
-    // wait bound), so a new reference is translated with its data.
-    if (this.#data.holdsBuilds()) return;
+    if (!this.#ca.signing || !this.#fleet) return;
+    const input = this.#informer.take();
+    if (!input) return;
+    const snapshot = input.snapshot;
     const leader = this.#elector.isLeader();
     const caRead = this.#ca.read;
     const run = this.#timings.begin();
     const counts = { translated: 0, reused: 0, rendered: 0, pushed: 0 };
-    if (this.#dirty.take().translate || !this.#translation) {
+    if (input.translate || !this.#translation) {
       const started = performance.now();
       // An unchanged Gateway keeps its IR object: its sealed config is reused (plan.ts).
       const t = this.#translator.translate(snapshot, {
@@ -892,8 +611,7 @@ export class Reconciler {
       snapshot.objects[r.kind === "Listener" ? "Gateway" : r.kind].has(`${r.namespace}/${r.name}`),
     );
 
-    this.#planSecrets = new Set(plans.flatMap(p => p.secrets));
-    this.#syncData();
+    this.#informer.planned(new Set(plans.flatMap(p => p.secrets)));
     this.#admin?.setChannels(
       new Map(plans.flatMap(p => (p.channel ? [[p.channel.key, p.channel.credentials]] : []))),
     );
