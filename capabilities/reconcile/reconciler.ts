@@ -5,7 +5,6 @@
  * configs to the proxy pods, and writes status. Only the elected leader provisions, pushes and
  * writes; followers keep their snapshot warm.
  */
-import { DEFAULT_CONTROLLER_PEERS, ManagementSecretData } from "../workload";
 import { ElectionConfig, DEFAULT_ELECTION, LeaderElector, kubeLeaseStore } from "../election";
 import { KubeClient } from "../kube/client";
 import { electionMetrics, ingestMetrics, startupMetrics, statusMetrics } from "../metrics";
@@ -33,23 +32,17 @@ import {
   failedWritesSummary,
   kubeStatusApi,
 } from "../status";
-import { Condition, RefusedObject, StatusResults, translate } from "../translate";
-import { DEFAULT_PROXY_FLAVOR } from "../flavor/proxy-flavor";
-import { caddySourceMap } from "../caddy";
-import { fragmentCounts } from "../caddy/render-memo";
+import { Condition, RefusedObject, StatusResults } from "../translate";
 import { AdminCa } from "../pki/admin-ca";
-import type { Authority } from "../pki/pki";
 import { ProvisionQueue } from "./provision-queue";
 import { KengineProxyWrites, StatusQueue } from "./status-queue";
 import { DEFAULT_RETRY, RetryDeps, RetryPolicy, StartError, retrying } from "./list";
 import { EventRecorder, GatewayObjectRef, PushEvents } from "./events";
-import { GatewayIR } from "../ir";
-import { GatewayPlan, planGateway, sealedRenders } from "./plan";
+import { GatewayPlan } from "./plan";
 import { BuildLoop } from "./dirty-set";
 import { Informer } from "./informer";
 import { BuildRun, BuildTimings } from "./build-timings";
-import { IncrementalTranslator } from "./reuse";
-import { planStage } from "./plan-stage";
+import { BuildStage } from "./build-stage";
 import { objectStatusJob } from "./status-stage";
 import { LastGoodWriter } from "./last-good-writer";
 import { DEFAULT_LAST_GOOD_POLICY, lastGoodCurrent } from "./last-good";
@@ -140,18 +133,11 @@ export class Reconciler {
   #trafficTargets: readonly { gateway: string; target: Target }[] = [];
   /** The admin CA: signing, trust, this replica's client certificate, rotation (pki/). */
   readonly #ca: AdminCa;
-  readonly #pendingServing = new Map<string, ManagementSecretData>();
   #lastResults:
     | { results: StatusResults; addresses: Map<string, readonly GatewayAddress[]> }
     | undefined;
   /** The installed Gateway API CRDs' bundle-version (undefined: could not be read). */
   #bundleVersion: string | undefined;
-  /**
-   * The last translation, reused while no event changed what translate() reads (it never
-   * reads status): builds that only follow proxy pushes or our own status writes coming
-   * back skip the full translation.
-   */
-  #translation: ReturnType<typeof translate> | undefined;
   #timers: NodeJS.Timeout[] = [];
   #stopped = false;
   #stopping: Promise<void> | undefined;
@@ -159,8 +145,8 @@ export class Reconciler {
   readonly #isolation: Isolation;
   /** Per-phase timings of the builds (metrics and one debug line per build). */
   readonly #timings = new BuildTimings();
-  /** Each Gateway's IR kept while its translation is unchanged, so it is not rendered again. */
-  readonly #translator = new IncrementalTranslator();
+  /** Build stage: translation and plans (build-stage.ts). */
+  readonly #builder: BuildStage;
   /** Objects whose status was found in place, skipped while they and their result stay the same. */
   readonly #statusMemo = new StatusMemo();
   /** Automatic HTTPS: the leader's ACME orders (acme/manager.ts). */
@@ -224,6 +210,12 @@ export class Reconciler {
         this.requestBuild();
       },
       log: (message, meta) => o.log.info(message, meta),
+    });
+    this.#builder = new BuildStage({
+      defaults: o.defaults ?? DEFAULT_PROXY_SETTINGS,
+      namespace: o.namespace,
+      log: o.log,
+      isolation: this.#isolation,
     });
     this.#acme = new AcmeManager({ kube: o.kube, log: o.log, namespace: o.namespace, ...o.acme });
     this.#events = new EventRecorder({
@@ -572,56 +564,19 @@ export class Reconciler {
     const leader = this.#elector.isLeader();
     const caRead = this.#ca.read;
     const run = this.#timings.begin();
-    const counts = { translated: 0, reused: 0, rendered: 0, pushed: 0 };
-    if (input.translate || !this.#translation) {
-      const started = performance.now();
-      // An unchanged Gateway keeps its IR object: its sealed config is reused (plan.ts).
-      const t = this.#translator.translate(snapshot, {
-        controllerName: CONTROLLER_NAME,
-        refused: this.#isolation.refused(),
-      });
-      this.#translation = t.result;
-      counts.translated = t.translated;
-      counts.reused = t.reused;
-      fleetMetrics.translated((performance.now() - started) / 1000);
-    }
-    run.mark("translate");
-    const rendersBefore = sealedRenders();
-    const entriesBefore = fragmentCounts();
-    const { gateways, statuses } = this.#translation;
     const now = new Date();
-    // Each Gateway planned on its own; a proxy pod serves one Gateway (plan-stage.ts).
-    const { plans, failures: planFailures } = planStage({
-      gateways,
-      plan: ir => {
-        const key = `${ir.namespace}/${ir.name}`;
-        const plan = this.#plan(ir, snapshot, this.#ca.signing!, now);
-        if (plan.serving) this.#pendingServing.set(key, plan.serving);
-        else this.#pendingServing.delete(key);
-        return plan;
-      },
-      createdAt: key => snapshot.objects.Gateway.get(key)?.metadata.creationTimestamp ?? "",
-      log: this.o.log,
+    // Build stage: snapshot → translation → plans (build-stage.ts).
+    const built = this.#builder.run({
+      snapshot,
+      translate: input.translate,
+      ca: { signing: this.#ca.signing, trusted: this.#ca.trusted },
+      now,
+      translated: () => run.mark("translate"),
     });
-    for (const key of [...this.#pendingServing.keys()])
-      if (!plans.some(p => p.key === key)) this.#pendingServing.delete(key);
-    // A config the proxies refused is never pushed again (isolation.ts).
-    for (const [i, plan] of plans.entries()) plans[i] = this.#isolation.gate(plan);
-    this.#isolation.retain(new Set(plans.map(p => p.key)), r =>
-      snapshot.objects[r.kind === "Listener" ? "Gateway" : r.kind].has(`${r.namespace}/${r.name}`),
-    );
-
-    this.#informer.planned(new Set(plans.flatMap(p => p.secrets)));
-    this.#admin?.setChannels(
-      new Map(plans.flatMap(p => (p.channel ? [[p.channel.key, p.channel.credentials]] : []))),
-    );
-    counts.rendered = sealedRenders() - rendersBefore;
-    const entriesAfter = fragmentCounts();
-    // Route entries rendered again vs kept from an earlier build (caddy/render-memo.ts).
-    const entries = {
-      rendered: entriesAfter.rendered - entriesBefore.rendered,
-      reused: entriesAfter.reused - entriesBefore.reused,
-    };
+    const { plans, statuses, planFailures, entries } = built;
+    const counts = { ...built.counts, pushed: 0 };
+    this.#informer.planned(built.secrets);
+    this.#admin?.setChannels(new Map(built.channels));
     run.mark("render");
     if (!leader) return this.#ended(run, counts, entries);
     this.#acme.update(snapshot, now);
@@ -744,48 +699,18 @@ export class Reconciler {
     this.o.log.debug("build", { ...run.end(counts), ...(entries && { entries }) });
   }
 
-  #plan(
-    ir: GatewayIR,
-    snapshot: Snapshot,
-    ca: Authority,
-    now: Date,
-  ): ReturnType<typeof planGateway> {
-    return planGateway({
-      ir,
-      snapshot,
-      ca,
-      trustedCaPems: this.#ca.trusted,
-      defaults: this.o.defaults ?? DEFAULT_PROXY_SETTINGS,
-      now,
-      pendingServing: this.#pendingServing.get(`${ir.namespace}/${ir.name}`),
-      controller: { ...DEFAULT_CONTROLLER_PEERS, namespace: this.o.namespace },
-    });
-  }
-
-  /**
-   * A Gateway's sealed config as it would be pushed now, with `refused` left out, and the
-   * objects it is made of (for the culprit search; isolation.ts).
-   */
+  /** A Gateway's config as it would be pushed now without `refused` (isolation.ts). */
   #configOf(
     gateway: string,
     refused: readonly RefusedObject[],
   ): ReturnType<IsolationDeps["configOf"]> {
-    const snapshot = this.#current();
-    const ca = this.#ca.signing;
-    if (!ca) return undefined;
-    const t = translate(snapshot, { controllerName: CONTROLLER_NAME, refused, candidates: true });
-    const ir = t.gateways.find(g => `${g.namespace}/${g.name}` === gateway);
-    if (!ir) return undefined;
-    const config = this.#plan(ir, snapshot, ca, new Date()).targets[0]?.config;
-    return (
-      config && {
-        hash: config.hash,
-        bytes: config.bytes,
-        candidates: t.candidates?.get(gateway) ?? [],
-        // Which object made what Caddy's errors name (same IR, same layout as the push).
-        sources: caddySourceMap(ir),
-        validates: (ir.flavor ?? DEFAULT_PROXY_FLAVOR) === "Bundled",
-      }
+    const signing = this.#ca.signing;
+    if (!signing) return undefined;
+    return this.#builder.configOf(
+      this.#current(),
+      { signing, trusted: this.#ca.trusted },
+      gateway,
+      refused,
     );
   }
 
