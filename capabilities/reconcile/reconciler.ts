@@ -14,7 +14,6 @@ import {
   AdminClient,
   Fleet,
   FleetEvent,
-  ProxyEndpoint,
   ProxyState,
   Target,
   parsePrometheusText,
@@ -37,7 +36,8 @@ import { AdminCa } from "../pki/admin-ca";
 import { ProvisionQueue } from "./provision-queue";
 import { KengineProxyWrites, StatusQueue } from "./status-queue";
 import { DEFAULT_RETRY, RetryDeps, RetryPolicy, StartError, retrying } from "./list";
-import { EventRecorder, GatewayObjectRef, PushEvents } from "./events";
+import { EventRecorder } from "./events";
+import { PushStage, managedFleetCurrent } from "./push-stage";
 import { GatewayPlan } from "./plan";
 import { BuildLoop } from "./dirty-set";
 import { Informer } from "./informer";
@@ -45,7 +45,7 @@ import { BuildRun, BuildTimings } from "./build-timings";
 import { BuildStage } from "./build-stage";
 import { objectStatusJob } from "./status-stage";
 import { LastGoodWriter } from "./last-good-writer";
-import { DEFAULT_LAST_GOOD_POLICY, lastGoodCurrent } from "./last-good";
+import { DEFAULT_LAST_GOOD_POLICY } from "./last-good";
 import { Isolation, IsolationDeps } from "./isolation";
 import {
   RELOAD_SAMPLE,
@@ -118,15 +118,11 @@ export class Reconciler {
   readonly #writer: StatusWriter;
   #fleet: Fleet | undefined;
   #admin: AdminChannels | undefined;
-  /** Push failures and recoveries as Events on the Gateway (deduplicated). */
-  readonly #pushEvents = new PushEvents();
+  /** Push stage: configs to the fleet, and the fleet's events (push-stage.ts). */
+  readonly #pusher: PushStage;
   readonly #events: EventRecorder;
-  /** The Gateway of each proxy ("namespace/pod") the fleet pushes to. */
-  #proxyGateway = new Map<string, GatewayObjectRef>();
   /** Stores each Gateway's last accepted config (last-good.ts), off the build path. */
   readonly #lastGood: LastGoodWriter;
-  /** The endpoint of each proxy the fleet pushes to (culprit searches validate there). */
-  #fleetTargets = new Map<string, ProxyEndpoint>();
   /** The proxies' traffic, summed per Gateway and route, from their own /metrics. */
   readonly #traffic = new TrafficTotals();
   /** The proxies whose traffic is read; their routes are looked up when it is read, not per build. */
@@ -237,6 +233,15 @@ export class Reconciler {
           type: "Warning",
           note: `the proxies' config (${bytes} bytes) is larger than a Secret can hold (${max} bytes): new proxy pods start from the bootstrap config and are not Ready until the controller programs them`,
         }),
+    });
+    this.#pusher = new PushStage({
+      log: o.log,
+      lastGood: this.#lastGood,
+      timings: this.#timings,
+      isolation: this.#isolation,
+      events: this.#events,
+      onFleetEvent: o.onFleetEvent,
+      notify: () => this.#batcher.notify(),
     });
     const election: ElectionConfig = {
       ...DEFAULT_ELECTION,
@@ -391,7 +396,7 @@ export class Reconciler {
     this.#admin = new AdminChannels(new AdminClient(own));
     this.#fleet = new Fleet({
       client: this.#admin,
-      onEvent: e => this.#onFleetEvent(e),
+      onEvent: e => this.#pusher.observe(e, this.#elector.isLeader()),
       adoptRunning: true,
       // an ex-leader never pushes: asked again right before every POST /load
       mayPush: () => this.#elector.isLeader(),
@@ -520,44 +525,9 @@ export class Reconciler {
     return this.#events.flushed();
   }
 
-  #onFleetEvent(e: FleetEvent): void {
-    this.o.onFleetEvent?.(e);
-    const event = this.#pushEvents.observe(e);
-    const gateway = this.#proxyGateway.get(e.name);
-    if (this.#elector.isLeader())
-      this.#isolation.observe(
-        e,
-        gateway && `${gateway.namespace}/${gateway.name}`,
-        this.#fleetTargets.get(e.name),
-      );
-    if (gateway) {
-      const gw = `${gateway.namespace}/${gateway.name}`;
-      const pod = e.name.slice(e.name.indexOf("/") + 1);
-      if (e.type === "pushed")
-        fleetMetrics.push(gw, pod, "success", e.durationMs / 1000, e.kind ?? "load");
-      else if (e.type === "failed") fleetMetrics.push(gw, pod, e.error.kind);
-      else if (e.type === "forgotten") fleetMetrics.forgetProxy(gw, pod);
-    }
-    if (event && gateway && this.#elector.isLeader()) this.#events.record(gateway, event);
-    if (e.type === "pushed") this.#timings.acknowledged(e.name, e.hash);
-    if (e.type === "skipped" || e.type === "withheld") return;
-    const level = e.type === "failed" ? "warn" : "debug";
-    const { type, name } = e;
-    this.o.log[level]("proxy " + type, {
-      proxy: name,
-      ...(e.type === "failed"
-        ? { error: e.error.message, attempts: e.attempts, retryInMs: e.retryInMs }
-        : {}),
-      ...(e.type === "pushed"
-        ? { hash: e.hash.slice(0, 12), ms: e.durationMs, kind: e.kind ?? "load" }
-        : {}),
-    });
-    // Programmed status follows what proxies run.
-    if (e.type !== "forgotten") this.#batcher.notify();
-  }
-
   async #build(): Promise<void> {
-    if (!this.#ca.signing || !this.#fleet) return;
+    const fleet = this.#fleet;
+    if (!this.#ca.signing || !fleet) return;
     const input = this.#informer.take();
     if (!input) return;
     const snapshot = input.snapshot;
@@ -580,48 +550,14 @@ export class Reconciler {
     run.mark("render");
     if (!leader) return this.#ended(run, counts, entries);
     this.#acme.update(snapshot, now);
-    this.#lastGood.observe(plans.flatMap(p => (p.lastGood ? [p.lastGood] : [])));
-    const proxyGateway = new Map(
-      plans.flatMap(p => {
-        const [namespace, name] = p.key.split("/") as [string, string];
-        const uid = snapshot.objects.Gateway.get(p.key)?.metadata.uid;
-        return p.targets.map(t => [t.endpoint.name, { namespace, name, uid }] as const);
-      }),
-    );
-    // proxies forgotten by this update still need their Gateway (metrics, events)
-    this.#proxyGateway = new Map([...this.#proxyGateway, ...proxyGateway]);
-    // Push stage: the fleet pushes each proxy's new config at once (its own queue per proxy,
-    // latest config wins), before and without waiting for provisioning or status writes.
-    const targets = plans.flatMap(p => p.targets);
-    this.#fleet.update(targets);
-    counts.pushed = this.#timings.sent(
-      targets.map(t => ({ name: t.endpoint.name, hash: t.config.hash })),
-      run.receivedAt,
-    );
+    // Push stage: plans → the fleet (push-stage.ts).
+    const pushed = this.#pusher.push({ plans, snapshot, fleet, receivedAt: run.receivedAt });
+    counts.pushed = pushed.pushed;
+    this.#trafficTargets = pushed.traffic;
     run.mark("push");
     // Provisioning stage: each Gateway's objects applied in their own queue (provision-queue.ts).
     for (const p of plans) this.#provision.offer(p);
     run.mark("provision");
-    // A config some proxy of the Gateway runs (pushed, or found running) is the last known good
-    // one; the writer stores it off the build path (a build follows every push result).
-    for (const p of plans) {
-      const config = p.lastGood?.config;
-      if (
-        config &&
-        p.targets.some(t => {
-          const s = this.#fleet!.state(t.endpoint.name);
-          return s?.phase === "Programmed" && s.hash === config.hash;
-        })
-      )
-        this.#lastGood.accepted(p.key, p.lastGood!.key, config);
-    }
-    this.#fleetTargets = new Map(
-      plans.flatMap(p => p.targets.map(t => [t.endpoint.name, t.endpoint] as const)),
-    );
-    this.#proxyGateway = proxyGateway;
-    this.#trafficTargets = plans.flatMap(p =>
-      p.targets.map(target => ({ gateway: p.key, target })),
-    );
 
     // Status: the translator's results with Programmed and addresses decided by the fleet.
     const { results, addresses } = fleetResults({
@@ -719,21 +655,9 @@ export class Reconciler {
    * runs the config made under the current one.
    */
   async #stepCa(plans: readonly GatewayPlan[], read: NonNullable<AdminCa["read"]>): Promise<void> {
-    const fleet = this.#fleet;
-    if (!fleet) return;
-    const managed = plans.filter(p => !p.channel);
-    const fleetCurrent = managed.every(
-      p =>
-        p.desiredHash !== undefined &&
-        p.targets.every(t => {
-          const s = fleet.state(t.endpoint.name);
-          return s?.phase === "Programmed" && s.hash === p.desiredHash;
-        }) &&
-        // a pod (re)starting from the last-good Secret must trust the CA of this step too
-        (p.targets.length === 0 || lastGoodCurrent(p.desiredHash, p.lastGood?.stored)),
-    );
-    const proxies = managed.reduce((n, p) => n + p.targets.length, 0);
-    await this.#ca.step(read, fleetCurrent, proxies);
+    if (!this.#fleet) return;
+    const { current, proxies } = managedFleetCurrent(plans, this.#fleet);
+    await this.#ca.step(read, current, proxies);
   }
 
   #reportWrites(report: WriteReport): void {
