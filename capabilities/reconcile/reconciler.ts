@@ -7,59 +7,31 @@
  */
 import { ElectionConfig, DEFAULT_ELECTION, LeaderElector, kubeLeaseStore } from "../election";
 import { KubeClient } from "../kube/client";
-import { electionMetrics, ingestMetrics, startupMetrics, statusMetrics } from "../metrics";
-import { fleetMetrics } from "../metrics/fleet";
-import {
-  AdminChannels,
-  AdminClient,
-  Fleet,
-  FleetEvent,
-  ProxyState,
-  Target,
-  parsePrometheusText,
-} from "../proxies";
+import { electionMetrics, ingestMetrics, startupMetrics } from "../metrics";
+import { AdminChannels, AdminClient, Fleet, FleetEvent, ProxyState } from "../proxies";
 import { DEFAULT_PROXY_SETTINGS, ProxySettings } from "../provision";
 import { Batcher, KINDS, Kind, KubeObject, Snapshot } from "../snapshot";
-import {
-  GatewayAddress,
-  StatusMemo,
-  StatusWriter,
-  BUNDLE_VERSION_ANNOTATION,
-  PARENT_STATUS_INTERVAL_MS,
-  WriteReport,
-  computeStatusUpdates,
-  failedWritesSummary,
-  kubeStatusApi,
-} from "../status";
-import { Condition, RefusedObject, StatusResults } from "../translate";
+import { BUNDLE_VERSION_ANNOTATION, kubeStatusApi } from "../status";
+import { RefusedObject } from "../translate";
 import { AdminCa } from "../pki/admin-ca";
 import { ProvisionQueue } from "./provision-queue";
 import { KengineProxyWrites, StatusQueue } from "./status-queue";
 import { DEFAULT_RETRY, RetryDeps, RetryPolicy, StartError, retrying } from "./list";
 import { EventRecorder } from "./events";
-import { PushStage, managedFleetCurrent } from "./push-stage";
 import { GatewayPlan } from "./plan";
 import { BuildLoop } from "./dirty-set";
-import { Informer } from "./informer";
 import { BuildRun, BuildTimings } from "./build-timings";
+import { Informer } from "./informer";
 import { BuildStage } from "./build-stage";
-import { objectStatusJob } from "./status-stage";
+import { PushStage, managedFleetCurrent } from "./push-stage";
+import { StatusStage } from "./status-stage";
+import { TrafficStage } from "./traffic-stage";
 import { LastGoodWriter } from "./last-good-writer";
 import { DEFAULT_LAST_GOOD_POLICY } from "./last-good";
 import { Isolation, IsolationDeps } from "./isolation";
-import {
-  RELOAD_SAMPLE,
-  REQUESTS_SAMPLE,
-  RouteHosts,
-  TrafficTotals,
-  gatewayRoutes,
-  routeForHost,
-} from "./traffic";
-import { FleetView, PlannedGateway, fleetResults } from "../status/programmed";
 
 export { CONTROLLER_NAME } from "../ownership";
 export { StartError } from "./list";
-import { CONTROLLER_NAME } from "../ownership";
 import { AcmeManager, AcmeManagerOptions } from "../acme/manager";
 
 export type { Logger } from "./logger";
@@ -115,7 +87,8 @@ export class Reconciler {
   readonly #proxyWrites: KengineProxyWrites;
   readonly #batcher: Batcher;
   readonly #elector: LeaderElector;
-  readonly #writer: StatusWriter;
+  /** Status stage: Programmed decided by the fleet, status writes queued (status-stage.ts). */
+  readonly #status: StatusStage;
   #fleet: Fleet | undefined;
   #admin: AdminChannels | undefined;
   /** Push stage: configs to the fleet, and the fleet's events (push-stage.ts). */
@@ -123,15 +96,10 @@ export class Reconciler {
   readonly #events: EventRecorder;
   /** Stores each Gateway's last accepted config (last-good.ts), off the build path. */
   readonly #lastGood: LastGoodWriter;
-  /** The proxies' traffic, summed per Gateway and route, from their own /metrics. */
-  readonly #traffic = new TrafficTotals();
-  /** The proxies whose traffic is read; their routes are looked up when it is read, not per build. */
-  #trafficTargets: readonly { gateway: string; target: Target }[] = [];
+  /** Traffic stage: the proxies' own /metrics summed per Gateway and route (traffic-stage.ts). */
+  readonly #traffic: TrafficStage;
   /** The admin CA: signing, trust, this replica's client certificate, rotation (pki/). */
   readonly #ca: AdminCa;
-  #lastResults:
-    | { results: StatusResults; addresses: Map<string, readonly GatewayAddress[]> }
-    | undefined;
   /** The installed Gateway API CRDs' bundle-version (undefined: could not be read). */
   #bundleVersion: string | undefined;
   #timers: NodeJS.Timeout[] = [];
@@ -143,8 +111,6 @@ export class Reconciler {
   readonly #timings = new BuildTimings();
   /** Build stage: translation and plans (build-stage.ts). */
   readonly #builder: BuildStage;
-  /** Objects whose status was found in place, skipped while they and their result stay the same. */
-  readonly #statusMemo = new StatusMemo();
   /** Automatic HTTPS: the leader's ACME orders (acme/manager.ts). */
   readonly #acme: AcmeManager;
 
@@ -234,6 +200,7 @@ export class Reconciler {
           note: `the proxies' config (${bytes} bytes) is larger than a Secret can hold (${max} bytes): new proxy pods start from the bootstrap config and are not Ready until the controller programs them`,
         }),
     });
+    this.#traffic = new TrafficStage(o.log);
     this.#pusher = new PushStage({
       log: o.log,
       lastGood: this.#lastGood,
@@ -286,30 +253,12 @@ export class Reconciler {
           });
       },
     });
-    this.#writer = new StatusWriter({
+    this.#status = new StatusStage({
       api: kubeStatusApi(o.kube),
       isLeader: () => this.#elector.isLeader(),
-      observer: statusMetrics,
-      // 32 writes in flight: 1,000 new routes settle in ~1.4 s here (8: 4.8-6.0 s).
-      concurrency: 32,
-      // A burst of route changes rewrites each Gateway (attachedRoutes) at most every 250 ms.
-      minIntervalMs: kind =>
-        kind === "Gateway" || kind === "ListenerSet" || kind === "GatewayClass"
-          ? PARENT_STATUS_INTERVAL_MS
-          : 0,
-      onDeferredReport: r => this.#reportWrites(r),
-      recompute: (fresh, stale) => {
-        const last = this.#lastResults;
-        if (!last) return undefined;
-        return computeStatusUpdates({
-          results: last.results,
-          current: (k, ns, n) =>
-            k === stale.kind && ns === stale.namespace && n === stale.name ? fresh : undefined,
-          controllerName: CONTROLLER_NAME,
-          addresses: last.addresses,
-          now: new Date().toISOString().replace(/\.\d{3}Z$/, "Z"),
-        })[0];
-      },
+      log: o.log,
+      queue: this.#statusQueue,
+      proxyWrites: this.#proxyWrites,
     });
   }
 
@@ -437,40 +386,13 @@ export class Reconciler {
    * unreachable proxy is read next time.
    */
   async collectTraffic(): Promise<void> {
-    const targets = this.#elector.isLeader() ? this.#trafficTargets : [];
     const admin = this.#admin;
     if (!admin) return;
-    // Each Gateway's routes and hostnames, from the snapshot of now (one pass over the routes,
-    // kept while the route maps are unchanged: traffic.ts).
-    const snapshot = this.#current();
-    const routesOf = (gateway: string): readonly RouteHosts[] => {
-      const [namespace, name] = gateway.split("/") as [string, string];
-      return gatewayRoutes(snapshot, namespace, name);
-    };
-    await Promise.all(
-      targets.map(async ({ gateway, target }) => {
-        const text = await admin.metrics(target.endpoint);
-        if (!text.ok) {
-          this.o.log.debug("cannot read proxy metrics", {
-            proxy: target.endpoint.name,
-            error: text.error.message,
-          });
-          return;
-        }
-        const samples = parsePrometheusText(
-          text.value,
-          n => n === REQUESTS_SAMPLE || n === RELOAD_SAMPLE,
-        );
-        for (const { labels, delta } of this.#traffic.observe(
-          target.endpoint.name,
-          gateway,
-          samples,
-          host => routeForHost(routesOf(gateway), host),
-        ))
-          fleetMetrics.requests(labels, delta);
-      }),
-    );
-    this.#traffic.retain(new Set(targets.map(t => t.target.endpoint.name)));
+    await this.#traffic.collect({
+      admin,
+      snapshot: this.#current(),
+      leader: this.#elector.isLeader(),
+    });
   }
 
   /** Renews the admin channel's client certificate if it is due (pki/admin-ca.ts). */
@@ -496,7 +418,7 @@ export class Reconciler {
     this.#provision.clear();
     this.#statusQueue.clear();
     await Promise.all([this.#provision.idle(), this.#statusQueue.idle()]);
-    this.#writer.close();
+    this.#status.close();
     await this.#elector.stop();
     this.#fleet?.close();
     this.#lastGood.close();
@@ -553,77 +475,26 @@ export class Reconciler {
     // Push stage: plans → the fleet (push-stage.ts).
     const pushed = this.#pusher.push({ plans, snapshot, fleet, receivedAt: run.receivedAt });
     counts.pushed = pushed.pushed;
-    this.#trafficTargets = pushed.traffic;
+    this.#traffic.follow(pushed.traffic);
     run.mark("push");
     // Provisioning stage: each Gateway's objects applied in their own queue (provision-queue.ts).
     for (const p of plans) this.#provision.offer(p);
     run.mark("provision");
 
-    // Status: the translator's results with Programmed and addresses decided by the fleet.
-    const { results, addresses } = fleetResults({
+    // Status stage: Programmed and addresses decided by the fleet, writes queued (status-stage.ts).
+    this.#status.run({
+      plans,
       statuses,
+      planFailures,
+      snapshot,
+      fleet,
       bundleVersion: this.#bundleVersion,
       missingKinds: this.missingKinds,
-      planned: new Map(plans.map(p => [p.key, this.#planned(p, snapshot)])),
-      planFailures,
-      parentOf: ls => {
-        const p = snapshot.objects.ListenerSet.get(`${ls.namespace}/${ls.name}`)?.spec?.parentRef;
-        return p && `${p.namespace ?? ls.namespace}/${p.name}`;
-      },
+      now,
     });
-    this.#lastResults = { results, addresses };
-    fleetMetrics.gateways(
-      plans.map(p => ({
-        gateway: p.key,
-        configBytes: p.configBytes,
-        phases: p.targets.flatMap(t => {
-          const s = this.#fleet!.state(t.endpoint.name);
-          return s ? [s.phase] : [];
-        }),
-      })),
-    );
-    // Status stage: the writes go to their own queue (status-queue.ts); the build goes on.
-    this.#statusQueue.offer("proxies", () => this.#proxyWrites.write(plans, now));
-    this.#statusQueue.offer(
-      "objects",
-      objectStatusJob({
-        results,
-        addresses,
-        snapshot,
-        now,
-        writer: this.#writer,
-        memo: this.#statusMemo,
-        report: r => this.#reportWrites(r),
-      }),
-    );
     run.mark("status");
     if (caRead && caRead === this.#ca.read) await this.#stepCa(plans, caRead);
     this.#ended(run, counts, entries);
-  }
-
-  /** A plan as its Gateway's status sees it: its proxies' states and the stored Programmed. */
-  #planned(plan: GatewayPlan, snapshot: Snapshot): PlannedGateway {
-    const proxies = plan.targets.flatMap(t => {
-      const state = this.#fleet?.state(t.endpoint.name);
-      // the pod's name (the Gateway's namespace goes without saying)
-      return state ? [{ ...state, name: t.endpoint.name.split("/").pop() }] : [];
-    });
-    const stored = (
-      snapshot.objects.Gateway.get(plan.key) as
-        | { status?: { conditions?: Condition[] } }
-        | undefined
-    )?.status?.conditions?.find(c => c.type === "Programmed");
-    const view: FleetView = {
-      proxies,
-      desiredHash: plan.desiredHash,
-      configProblem: plan.configProblem,
-      serviceExists: plan.serviceExists,
-      noServiceMessage: plan.noServiceMessage,
-      addressProblem: plan.addressProblem,
-      addressAssignment: plan.addressAssignment,
-      stored,
-    };
-    return { view, addresses: plan.addresses };
   }
 
   /** A build ended: its phase times into the metrics, and one debug line. */
@@ -658,13 +529,5 @@ export class Reconciler {
     if (!this.#fleet) return;
     const { current, proxies } = managedFleetCurrent(plans, this.#fleet);
     await this.#ca.step(read, current, proxies);
-  }
-
-  #reportWrites(report: WriteReport): void {
-    if (report.failed.length) {
-      this.o.log.warn("status writes failed", failedWritesSummary(report.failed));
-    }
-    if (report.written || report.conflicts)
-      this.o.log.debug("status written", { written: report.written, conflicts: report.conflicts });
   }
 }
