@@ -391,3 +391,23 @@ export class Informer {
     w.start(resourceVersion);
   }
 }
+
+/** The retry deps of the start-up requests: each retry counted and logged. */
+export const startupRetryDeps = (
+  log: Pick<Logger, "warn">,
+  sleep: (ms: number) => Promise<void>,
+  stopped: () => boolean,
+): RetryDeps => ({
+  sleep,
+  random: Math.random,
+  stopped,
+  onRetry: (what, error, attempt, delayMs) => {
+    startupMetrics.retried();
+    log.warn("start-up request failed, retrying", {
+      request: what,
+      attempt,
+      retryInMs: delayMs,
+      error: error instanceof Error ? error.message : String(error),
+    });
+  },
+});

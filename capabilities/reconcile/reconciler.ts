@@ -5,30 +5,29 @@
  * configs to the proxy pods, and writes status. Only the elected leader provisions, pushes and
  * writes; followers keep their snapshot warm.
  */
-import { ElectionConfig, DEFAULT_ELECTION, LeaderElector, kubeLeaseStore } from "../election";
+import { ElectionConfig, LeaderElector } from "../election";
 import { KubeClient } from "../kube/client";
-import { electionMetrics, ingestMetrics, startupMetrics } from "../metrics";
+import { ingestMetrics, startupMetrics } from "../metrics";
 import { AdminChannels, AdminClient, Fleet, FleetEvent, ProxyState } from "../proxies";
 import { DEFAULT_PROXY_SETTINGS, ProxySettings } from "../provision";
 import { Batcher, KINDS, Kind, KubeObject, Snapshot } from "../snapshot";
-import { BUNDLE_VERSION_ANNOTATION, kubeStatusApi } from "../status";
-import { RefusedObject } from "../translate";
+import { kubeStatusApi } from "../status";
 import { AdminCa } from "../pki/admin-ca";
 import { ProvisionQueue } from "./provision-queue";
 import { KengineProxyWrites, StatusQueue } from "./status-queue";
-import { DEFAULT_RETRY, RetryDeps, RetryPolicy, StartError, retrying } from "./list";
+import { DEFAULT_RETRY, RetryPolicy, StartError, retrying } from "./list";
 import { EventRecorder } from "./events";
-import { GatewayPlan } from "./plan";
 import { BuildLoop } from "./dirty-set";
-import { BuildRun, BuildTimings } from "./build-timings";
-import { Informer } from "./informer";
+import { BuildTimings } from "./build-timings";
+import { Informer, startupRetryDeps } from "./informer";
+import { leaderElector } from "./leadership";
 import { BuildStage } from "./build-stage";
 import { PushStage, managedFleetCurrent } from "./push-stage";
-import { StatusStage } from "./status-stage";
+import { StatusStage, readBundleVersion } from "./status-stage";
 import { TrafficStage } from "./traffic-stage";
 import { LastGoodWriter } from "./last-good-writer";
 import { DEFAULT_LAST_GOOD_POLICY } from "./last-good";
-import { Isolation, IsolationDeps } from "./isolation";
+import { Isolation } from "./isolation";
 
 export { CONTROLLER_NAME } from "../ownership";
 export { StartError } from "./list";
@@ -103,6 +102,7 @@ export class Reconciler {
   /** The installed Gateway API CRDs' bundle-version (undefined: could not be read). */
   #bundleVersion: string | undefined;
   #timers: NodeJS.Timeout[] = [];
+  readonly #sleep: (ms: number) => Promise<void>;
   #stopped = false;
   #stopping: Promise<void> | undefined;
   /** Objects the proxies refuse, left out of their Gateway's config (isolation.ts). */
@@ -115,6 +115,7 @@ export class Reconciler {
   readonly #acme: AcmeManager;
 
   constructor(private readonly o: ReconcilerOptions) {
+    this.#sleep = o.sleep ?? (ms => new Promise(r => setTimeout(r, ms)));
     this.#loop = new BuildLoop(
       // a build's end is activity: events queued behind it are a burst, not a lone change
       () => this.#build().finally(() => this.#batcher.activity()),
@@ -130,7 +131,7 @@ export class Reconciler {
       watch: o.watch,
       watchSilenceMs: o.watchSilenceMs,
       retry: o.startupRetry ?? DEFAULT_RETRY,
-      sleep: o.sleep ?? (ms => new Promise(r => setTimeout(r, ms))),
+      sleep: this.#sleep,
       stopped: () => this.#stopped,
       notify: change => this.#batcher.notify(change),
       requestBuild: () => this.requestBuild(),
@@ -162,7 +163,12 @@ export class Reconciler {
       recheck: () => this.requestBuild(),
     });
     this.#isolation = new Isolation({
-      configOf: (gateway, refused) => this.#configOf(gateway, refused),
+      // A Gateway's config as it would be pushed now without `refused` (build-stage.ts).
+      configOf: (gateway, refused) => {
+        const signing = this.#ca.signing;
+        const ca = signing && { signing, trusted: this.#ca.trusted };
+        return ca && this.#builder.configOf(this.#current(), ca, gateway, refused);
+      },
       validate: (endpoint, config) =>
         this.#admin
           ? this.#admin.validate(endpoint, config)
@@ -210,47 +216,18 @@ export class Reconciler {
       onFleetEvent: o.onFleetEvent,
       notify: () => this.#batcher.notify(),
     });
-    const election: ElectionConfig = {
-      ...DEFAULT_ELECTION,
-      name: "kengine-gateway-leader",
-      ...o.election,
-      namespace: o.namespace,
-      identity: o.identity,
-    };
-    const leading = electionMetrics(election.name, o.identity);
-    const leases = kubeLeaseStore(o.namespace, election.name, o.kube);
-    this.#elector = new LeaderElector(leases, election, {
-      onStartedLeading: () => {
-        leading.leading(true);
-        o.log.info("became leader: provisioning, pushing and writing status", {
-          identity: o.identity,
-        });
+    this.#elector = leaderElector(o, {
+      lead: () => {
         this.#provision.newTerm(); // re-apply and rewrite everything we own
         this.#proxyWrites.forget();
         this.requestBuild();
       },
-      onStoppedLeading: () => {
-        leading.leading(false);
-        o.log.warn("lost leadership: stopped provisioning, pushing and writing", {
-          identity: o.identity,
-        });
+      follow: () => {
         this.#fleet?.update([]);
         this.#provision.clear();
         this.#statusQueue.clear();
         this.#lastGood.clear();
         this.#acme.stop();
-      },
-      onNewLeader: id => o.log.info("following", { leader: id }),
-      onError: e => o.log.debug("lease operation failed", { error: String(e) }),
-      onAttempt: a => {
-        leading.attempt(a);
-        // A renewal past half the renew deadline: the API server is slow enough to cost leadership soon.
-        if (a.sinceLastRenewMs !== undefined && a.sinceLastRenewMs > election.renewDeadlineMs / 2)
-          o.log.warn("lease renewed late", {
-            sinceLastRenewMs: a.sinceLastRenewMs,
-            roundTripMs: a.ms,
-            renewDeadlineMs: election.renewDeadlineMs,
-          });
       },
     });
     this.#status = new StatusStage({
@@ -312,33 +289,11 @@ export class Reconciler {
     const startedAt = performance.now();
     startupMetrics.state("starting");
     const retry = this.o.startupRetry ?? DEFAULT_RETRY;
-    const deps: RetryDeps = {
-      sleep: this.o.sleep ?? (ms => new Promise(r => setTimeout(r, ms))),
-      random: Math.random,
-      stopped: () => this.#stopped,
-      onRetry: (what, error, attempt, delayMs) => {
-        startupMetrics.retried();
-        this.o.log.warn("start-up request failed, retrying", {
-          request: what,
-          attempt,
-          retryInMs: delayMs,
-          error: error instanceof Error ? error.message : String(error),
-        });
-      },
-    };
+    const deps = startupRetryDeps(this.o.log, this.#sleep, () => this.#stopped);
     const authority = await retrying("admin CA", () => this.#ca.load(), retry, deps);
     if (this.#stopped) return;
     if (!authority.ok) throw StartError.of("admin CA", authority);
-    this.#bundleVersion = await this.o.kube
-      .request<{ metadata: { annotations?: Record<string, string> } }>(
-        "GET",
-        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gateways.gateway.networking.k8s.io",
-      )
-      .then(crd => crd.metadata.annotations?.[BUNDLE_VERSION_ANNOTATION] ?? "")
-      .catch(e => {
-        this.o.log.debug("cannot read the Gateway CRD's bundle-version", { error: String(e) });
-        return undefined;
-      });
+    this.#bundleVersion = await readBundleVersion(this.o.kube, this.o.log);
     await this.#informer.start(retry, deps);
     if (this.#stopped) return;
     const own = this.#ca.issue();
@@ -357,22 +312,23 @@ export class Reconciler {
     );
     startupMetrics.state("synced");
     ingestMetrics.firstSnapshot((performance.now() - startedAt) / 1000);
-    const resync = setInterval(() => {
+    this.#every(this.o.resyncIntervalMs ?? 60_000, () => {
       void this.#ca.refresh();
       void this.#informer.relistMissing(retry, deps);
       this.renewClientCertificate();
       this.#provision.reapplyAll();
       this.requestBuild();
-    }, this.o.resyncIntervalMs ?? 60_000);
-    resync.unref();
-    this.#timers.push(resync);
+    });
     const trafficEvery = this.o.trafficIntervalMs ?? 15_000;
-    if (trafficEvery > 0) {
-      const traffic = setInterval(() => void this.collectTraffic(), trafficEvery);
-      traffic.unref();
-      this.#timers.push(traffic);
-    }
+    if (trafficEvery > 0) this.#every(trafficEvery, () => void this.collectTraffic());
     this.requestBuild();
+  }
+
+  /** Runs `fn` every `ms` until stopped (the timer keeps no process alive). */
+  #every(ms: number, fn: () => void): void {
+    const timer = setInterval(fn, ms);
+    timer.unref();
+    this.#timers.push(timer);
   }
 
   /** Kinds the API server does not serve (their CRD is not installed): empty and synced. */
@@ -467,10 +423,12 @@ export class Reconciler {
     });
     const { plans, statuses, planFailures, entries } = built;
     const counts = { ...built.counts, pushed: 0 };
+    // A build ended: its phase times into the metrics, and one debug line.
+    const ended = () => this.o.log.debug("build", { ...run.end(counts), entries });
     this.#informer.planned(built.secrets);
     this.#admin?.setChannels(new Map(built.channels));
     run.mark("render");
-    if (!leader) return this.#ended(run, counts, entries);
+    if (!leader) return ended();
     this.#acme.update(snapshot, now);
     // Push stage: plans → the fleet (push-stage.ts).
     const pushed = this.#pusher.push({ plans, snapshot, fleet, receivedAt: run.receivedAt });
@@ -480,7 +438,6 @@ export class Reconciler {
     // Provisioning stage: each Gateway's objects applied in their own queue (provision-queue.ts).
     for (const p of plans) this.#provision.offer(p);
     run.mark("provision");
-
     // Status stage: Programmed and addresses decided by the fleet, writes queued (status-stage.ts).
     this.#status.run({
       plans,
@@ -493,41 +450,11 @@ export class Reconciler {
       now,
     });
     run.mark("status");
-    if (caRead && caRead === this.#ca.read) await this.#stepCa(plans, caRead);
-    this.#ended(run, counts, entries);
-  }
-
-  /** A build ended: its phase times into the metrics, and one debug line. */
-  #ended(
-    run: BuildRun,
-    counts: Parameters<BuildRun["end"]>[0],
-    entries?: { readonly rendered: number; readonly reused: number },
-  ): void {
-    this.o.log.debug("build", { ...run.end(counts), ...(entries && { entries }) });
-  }
-
-  /** A Gateway's config as it would be pushed now without `refused` (isolation.ts). */
-  #configOf(
-    gateway: string,
-    refused: readonly RefusedObject[],
-  ): ReturnType<IsolationDeps["configOf"]> {
-    const signing = this.#ca.signing;
-    if (!signing) return undefined;
-    return this.#builder.configOf(
-      this.#current(),
-      { signing, trusted: this.#ca.trusted },
-      gateway,
-      refused,
-    );
-  }
-
-  /**
-   * Hands the admin CA its rotation step (pki/admin-ca.ts) with whether every managed proxy
-   * runs the config made under the current one.
-   */
-  async #stepCa(plans: readonly GatewayPlan[], read: NonNullable<AdminCa["read"]>): Promise<void> {
-    if (!this.#fleet) return;
-    const { current, proxies } = managedFleetCurrent(plans, this.#fleet);
-    await this.#ca.step(read, current, proxies);
+    // The admin CA's rotation steps on once every managed proxy runs a config made under it.
+    if (caRead && caRead === this.#ca.read) {
+      const { current, proxies } = managedFleetCurrent(plans, fleet);
+      await this.#ca.step(caRead, current, proxies);
+    }
+    ended();
   }
 }

@@ -8,7 +8,9 @@ import { statusMetrics } from "../metrics";
 import { fleetMetrics } from "../metrics/fleet";
 import { CONTROLLER_NAME } from "../ownership";
 import type { Snapshot } from "../snapshot";
+import type { KubeClient } from "../kube/client";
 import {
+  BUNDLE_VERSION_ANNOTATION,
   GatewayAddress,
   PARENT_STATUS_INTERVAL_MS,
   StatusApi,
@@ -205,3 +207,19 @@ export const objectStatusJob = (input: ObjectStatusInput) => async (): Promise<v
   // Always handed over, even empty: pending rate-limited updates no longer wanted are dropped.
   input.report(await writer.write(updates));
 };
+
+/** The installed Gateway API CRDs' bundle-version ("" when unset; undefined: could not be read). */
+export const readBundleVersion = (
+  kube: Pick<KubeClient, "request">,
+  log: Pick<Logger, "debug">,
+): Promise<string | undefined> =>
+  kube
+    .request<{ metadata: { annotations?: Record<string, string> } }>(
+      "GET",
+      "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gateways.gateway.networking.k8s.io",
+    )
+    .then(crd => crd.metadata.annotations?.[BUNDLE_VERSION_ANNOTATION] ?? "")
+    .catch(e => {
+      log.debug("cannot read the Gateway CRD's bundle-version", { error: String(e) });
+      return undefined;
+    });
