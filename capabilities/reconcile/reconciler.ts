@@ -1,9 +1,9 @@
 /**
- * The controller's loop, as a plain class the Pepr capability starts: it lists and watches
- * every kind itself (watch.ts; one watch per kind) into the snapshot; relevant bursts are
- * batched; each build translates the snapshot, provisions every Gateway's proxies, pushes
- * configs to the proxy pods, and writes status. Only the elected leader provisions, pushes and
- * writes; followers keep their snapshot warm.
+ * The controller's loop, as a plain class the Pepr capability starts: lifecycle (start, resync
+ * timers, stop), leadership hooks and the wiring of the stages. The informer lists and watches
+ * into the snapshot; relevant bursts are batched; each build runs the stages in order: build
+ * (translate, plan), push, provisioning, status, the admin CA's step (docs/architecture.md §6).
+ * Only the elected leader provisions, pushes and writes; followers keep their snapshot warm.
  */
 import { ElectionConfig, LeaderElector } from "../election";
 import { KubeClient } from "../kube/client";
