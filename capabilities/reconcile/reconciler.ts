@@ -16,7 +16,7 @@ import { AdminCa } from "../pki/admin-ca";
 import { ProvisionQueue } from "./provision-queue";
 import { KengineProxyWrites, StatusQueue } from "./status-queue";
 import { DEFAULT_RETRY, RetryPolicy, StartError, retrying } from "./list";
-import { EventRecorder } from "./events";
+import { EventRecorder, lastGoodTooLarge } from "./events";
 import { BuildLoop } from "./dirty-set";
 import { BuildTimings } from "./build-timings";
 import { Informer, startupRetryDeps } from "./informer";
@@ -75,44 +75,49 @@ export interface ReconcilerOptions {
 }
 
 export class Reconciler {
+  // The stages, in the order a build runs them (docs/architecture.md §6).
   /** Informer stage: lists and watches into the snapshot and the dirty set (informer.ts). */
   readonly #informer: Informer;
-  /** Builds one at a time, requests coalesced (dirty-set.ts). */
-  readonly #loop: BuildLoop;
-  /** Provisioning stage: each Gateway's objects applied off the build path (provision-queue.ts). */
-  readonly #provision: ProvisionQueue;
-  /** Status stage: status and KengineProxy writes off the build path (status-queue.ts). */
-  readonly #statusQueue: StatusQueue;
-  readonly #proxyWrites: KengineProxyWrites;
-  readonly #batcher: Batcher;
-  readonly #elector: LeaderElector;
-  /** Status stage: Programmed decided by the fleet, status writes queued (status-stage.ts). */
-  readonly #status: StatusStage;
-  #fleet: Fleet | undefined;
-  #admin: AdminChannels | undefined;
+  /** Build stage: translation and plans (build-stage.ts). */
+  readonly #builder: BuildStage;
   /** Push stage: configs to the fleet, and the fleet's events (push-stage.ts). */
   readonly #pusher: PushStage;
+  /** Provisioning stage: each Gateway's objects applied off the build path (provision-queue.ts). */
+  readonly #provision: ProvisionQueue;
+  /** Status stage: Programmed decided by the fleet, status writes queued (status-stage.ts). */
+  readonly #status: StatusStage;
+  /** Status and KengineProxy writes off the build path (status-queue.ts). */
+  readonly #statusQueue: StatusQueue;
+  readonly #proxyWrites: KengineProxyWrites;
+  /** Traffic stage: the proxies' own /metrics summed per Gateway and route (traffic-stage.ts). */
+  readonly #traffic: TrafficStage;
+
+  // What the stages share: the admin CA and channels, the fleet, isolation, Events, last good.
+  /** The admin CA: signing, trust, this replica's client certificate, rotation (pki/). */
+  readonly #ca: AdminCa;
+  #admin: AdminChannels | undefined;
+  #fleet: Fleet | undefined;
+  /** Objects the proxies refuse, left out of their Gateway's config (isolation.ts). */
+  readonly #isolation: Isolation;
   readonly #events: EventRecorder;
   /** Stores each Gateway's last accepted config (last-good.ts), off the build path. */
   readonly #lastGood: LastGoodWriter;
-  /** Traffic stage: the proxies' own /metrics summed per Gateway and route (traffic-stage.ts). */
-  readonly #traffic: TrafficStage;
-  /** The admin CA: signing, trust, this replica's client certificate, rotation (pki/). */
-  readonly #ca: AdminCa;
-  /** The installed Gateway API CRDs' bundle-version (undefined: could not be read). */
-  #bundleVersion: string | undefined;
-  #timers: NodeJS.Timeout[] = [];
-  readonly #sleep: (ms: number) => Promise<void>;
-  #stopped = false;
-  #stopping: Promise<void> | undefined;
-  /** Objects the proxies refuse, left out of their Gateway's config (isolation.ts). */
-  readonly #isolation: Isolation;
-  /** Per-phase timings of the builds (metrics and one debug line per build). */
-  readonly #timings = new BuildTimings();
-  /** Build stage: translation and plans (build-stage.ts). */
-  readonly #builder: BuildStage;
   /** Automatic HTTPS: the leader's ACME orders (acme/manager.ts). */
   readonly #acme: AcmeManager;
+  /** The installed Gateway API CRDs' bundle-version (undefined: could not be read). */
+  #bundleVersion: string | undefined;
+
+  // Lifecycle and scheduling.
+  /** Builds one at a time, requests coalesced (dirty-set.ts). */
+  readonly #loop: BuildLoop;
+  readonly #batcher: Batcher;
+  readonly #elector: LeaderElector;
+  /** Per-phase timings of the builds (metrics and one debug line per build). */
+  readonly #timings = new BuildTimings();
+  readonly #sleep: (ms: number) => Promise<void>;
+  #timers: NodeJS.Timeout[] = [];
+  #stopped = false;
+  #stopping: Promise<void> | undefined;
 
   constructor(private readonly o: ReconcilerOptions) {
     this.#sleep = o.sleep ?? (ms => new Promise(r => setTimeout(r, ms)));
@@ -198,13 +203,7 @@ export class Reconciler {
       ...(o.lastGoodIntervalMs !== undefined
         ? { policy: { ...DEFAULT_LAST_GOOD_POLICY, intervalMs: o.lastGoodIntervalMs } }
         : {}),
-      onTooLarge: (gw, bytes, max) =>
-        this.#events.record(gw, {
-          proxy: "",
-          reason: "LastGoodTooLarge",
-          type: "Warning",
-          note: `the proxies' config (${bytes} bytes) is larger than a Secret can hold (${max} bytes): new proxy pods start from the bootstrap config and are not Ready until the controller programs them`,
-        }),
+      onTooLarge: (gw, bytes, max) => this.#events.record(gw, lastGoodTooLarge(bytes, max)),
     });
     this.#traffic = new TrafficStage(o.log);
     this.#pusher = new PushStage({
