@@ -31,7 +31,12 @@ const gatewayClass = {
 } as unknown as KubeObject;
 
 function setup(
-  opts: { items?: Partial<Record<string, readonly KubeObject[]>>; fail?: number } = {},
+  opts: {
+    items?: Partial<Record<string, readonly KubeObject[]>>;
+    fail?: number;
+    /** Whether XBackend is served (default: never). */
+    served?: () => boolean;
+  } = {},
 ) {
   const clock = new ManualClock(1_000);
   const notified: (ChangeKind | undefined)[] = [];
@@ -39,7 +44,7 @@ function setup(
   const kube = {
     request: async <T>(_method: string, path: string): Promise<T> => {
       const base = path.split("?")[0]!;
-      if (base === LIST_PATHS.XBackend)
+      if (base === LIST_PATHS.XBackend && !opts.served?.())
         throw Object.assign(new Error("not found"), { status: 404 });
       if (opts.fail !== undefined) throw Object.assign(new Error("nope"), { status: opts.fail });
       const kind = KINDS.find(k => LIST_PATHS[k] === base)!;
@@ -107,6 +112,21 @@ describe("informer stage", () => {
     await informer.start(DEFAULT_RETRY, deps);
     informer.take();
     informer.markAll();
+    expect(informer.take()!.translate).toBe(true);
+  });
+
+  it("a kind served later is picked up at the next relist, and a build asked for", async () => {
+    let served = false;
+    const { informer, deps, builds } = setup({ served: () => served });
+    await informer.start(DEFAULT_RETRY, deps);
+    informer.take();
+    await informer.relistMissing(DEFAULT_RETRY, deps);
+    expect(informer.missingKinds).toEqual(["XBackend"]);
+    expect(builds()).toBe(0);
+    served = true;
+    await informer.relistMissing(DEFAULT_RETRY, deps);
+    expect(informer.missingKinds).toEqual([]);
+    expect(builds()).toBe(1);
     expect(informer.take()!.translate).toBe(true);
   });
 });
