@@ -26,6 +26,14 @@ export interface PushEvent {
 
 export const REPORTING_CONTROLLER = "kengine.io/gateway-controller";
 
+/** The Event when a Gateway's config is too large for its last-good Secret (last-good.ts). */
+export const lastGoodTooLarge = (bytes: number, max: number): PushEvent => ({
+  proxy: "",
+  reason: "LastGoodTooLarge",
+  type: "Warning",
+  note: `the proxies' config (${bytes} bytes) is larger than a Secret can hold (${max} bytes): new proxy pods start from the bootstrap config and are not Ready until the controller programs them`,
+});
+
 export class PushEvents {
   /** The failure message last reported, by proxy. */
   readonly #reported = new Map<string, string>();

@@ -161,3 +161,27 @@ export async function listAll<T>(
       };
   }
 }
+
+/** Start-up failed for good: the process should exit (Kubernetes restarts it). */
+export class StartError extends Error {
+  constructor(
+    message: string,
+    readonly failure: string,
+    readonly error: unknown,
+  ) {
+    super(message);
+    this.name = "StartError";
+  }
+
+  /** The StartError of a request `what` that failed for good. */
+  static of(what: string, r: { failure: string; error: unknown }): StartError {
+    const why =
+      r.failure === "denied"
+        ? "not allowed (RBAC or credentials)"
+        : r.failure === "missing"
+          ? "not found"
+          : "cannot continue";
+    const detail = r.error instanceof Error ? r.error.message : String(r.error);
+    return new StartError(`${what}: ${why}: ${detail}`, r.failure, r.error);
+  }
+}

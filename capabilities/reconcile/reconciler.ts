@@ -1,96 +1,36 @@
 /**
- * The controller's loop, as a plain class the Pepr capability starts: it lists and watches
- * every kind itself (watch.ts; one watch per kind) into the snapshot; relevant bursts are
- * batched; each build translates the snapshot, provisions every Gateway's proxies, pushes
- * configs to the proxy pods, and writes status. Only the elected leader provisions, pushes and
- * writes; followers keep their snapshot warm.
+ * The controller's loop, as a plain class the Pepr capability starts: lifecycle (start, resync
+ * timers, stop), leadership hooks and the wiring of the stages. The informer lists and watches
+ * into the snapshot; relevant bursts are batched; each build runs the stages in order: build
+ * (translate, plan), push, provisioning, status, the admin CA's step (docs/architecture.md §6).
+ * Only the elected leader provisions, pushes and writes; followers keep their snapshot warm.
  */
-import { DEFAULT_CONTROLLER_PEERS, ManagementSecretData } from "../workload";
-import { ElectionConfig, DEFAULT_ELECTION, LeaderElector, kubeLeaseStore } from "../election";
+import { ElectionConfig, LeaderElector } from "../election";
 import { KubeClient } from "../kube/client";
-import { electionMetrics, ingestMetrics, startupMetrics, statusMetrics } from "../metrics";
-import { fleetMetrics } from "../metrics/fleet";
-import {
-  AdminChannels,
-  AdminClient,
-  Fleet,
-  FleetEvent,
-  ProxyEndpoint,
-  ProxyState,
-  Target,
-  parsePrometheusText,
-} from "../proxies";
+import { ingestMetrics, startupMetrics } from "../metrics";
+import { AdminChannels, AdminClient, Fleet, FleetEvent, ProxyState } from "../proxies";
 import { DEFAULT_PROXY_SETTINGS, ProxySettings } from "../provision";
-import {
-  Batcher,
-  KINDS,
-  Kind,
-  KubeObject,
-  SnapshotEvent,
-  Snapshot,
-  apply,
-  applyAll,
-  asMetadataOnly,
-  emptySnapshot,
-  isSynced,
-  metadataOnly,
-  relevantChange,
-} from "../snapshot";
-import {
-  GatewayAddress,
-  StatusMemo,
-  StatusWriter,
-  BUNDLE_VERSION_ANNOTATION,
-  PARENT_STATUS_INTERVAL_MS,
-  WriteReport,
-  computeStatusUpdates,
-  failedWritesSummary,
-  kubeStatusApi,
-} from "../status";
-import { Condition, RefusedObject, StatusResults, translate } from "../translate";
-import { DEFAULT_PROXY_FLAVOR } from "../flavor/proxy-flavor";
-import { caddySourceMap } from "../caddy";
-import { fragmentCounts } from "../caddy/render-memo";
+import { Batcher, KINDS, Kind, KubeObject, Snapshot } from "../snapshot";
+import { kubeStatusApi } from "../status";
 import { AdminCa } from "../pki/admin-ca";
-import type { Authority } from "../pki/pki";
-import { BuildLoop, DirtySet } from "./dirty-set";
-import { HeldEchoes } from "./echoes";
-import { Ingest } from "./ingest";
 import { ProvisionQueue } from "./provision-queue";
 import { KengineProxyWrites, StatusQueue } from "./status-queue";
-import { LIST_PATHS, kindPath } from "../snapshot/kinds";
-import {
-  DATA_KINDS,
-  DataKind,
-  ReferencedData,
-  isDataKind,
-  listAccept,
-  watchAccept,
-} from "./referenced-data";
-import { DEFAULT_RETRY, Listed, RetryDeps, RetryPolicy, listAll, retrying } from "./list";
-import { DEFAULT_WATCH_SILENCE_MS, KindWatch, relistEvents } from "./watch";
-import { EventRecorder, GatewayObjectRef, PushEvents } from "./events";
-import { GatewayIR } from "../ir";
-import { GatewayPlan, planGateway, sealedRenders } from "./plan";
-import { BuildRun, BuildTimings } from "./build-timings";
-import { IncrementalTranslator } from "./reuse";
-import { planStage } from "./plan-stage";
-import { objectStatusJob } from "./status-stage";
+import { DEFAULT_RETRY, RetryPolicy, StartError, retrying } from "./list";
+import { EventRecorder, lastGoodTooLarge } from "./events";
+import { BuildLoop } from "./dirty-set";
+import { BuildTimings } from "./build-timings";
+import { Informer, startupRetryDeps } from "./informer";
+import { leaderElector } from "./leadership";
+import { BuildStage } from "./build-stage";
+import { PushStage, managedFleetCurrent } from "./push-stage";
+import { StatusStage, readBundleVersion } from "./status-stage";
+import { TrafficStage } from "./traffic-stage";
 import { LastGoodWriter } from "./last-good-writer";
-import { DEFAULT_LAST_GOOD_POLICY, lastGoodCurrent } from "./last-good";
-import { Isolation, IsolationDeps } from "./isolation";
-import {
-  RELOAD_SAMPLE,
-  REQUESTS_SAMPLE,
-  RouteHosts,
-  TrafficTotals,
-  gatewayRoutes,
-  routeForHost,
-} from "./traffic";
-import { FleetView, PlannedGateway, fleetResults } from "../status/programmed";
+import { DEFAULT_LAST_GOOD_POLICY } from "./last-good";
+import { Isolation } from "./isolation";
 
 export { CONTROLLER_NAME } from "../ownership";
-import { CONTROLLER_NAME } from "../ownership";
+export { StartError } from "./list";
 import { AcmeManager, AcmeManagerOptions } from "../acme/manager";
 
 export type { Logger } from "./logger";
@@ -134,97 +74,53 @@ export interface ReconcilerOptions {
   readonly watchSilenceMs?: number;
 }
 
-/** Start-up failed for good: the process should exit (Kubernetes restarts it). */
-export class StartError extends Error {
-  constructor(
-    message: string,
-    readonly failure: string,
-    readonly error: unknown,
-  ) {
-    super(message);
-    this.name = "StartError";
-  }
-}
-
-const startError = (what: string, r: { failure: string; error: unknown }): StartError =>
-  new StartError(
-    `${what}: ${r.failure === "denied" ? "not allowed (RBAC or credentials)" : r.failure === "missing" ? "not found" : "cannot continue"}: ${
-      r.error instanceof Error ? r.error.message : String(r.error)
-    }`,
-    r.failure,
-    r.error,
-  );
-
 export class Reconciler {
-  #snapshot: Snapshot = emptySnapshot();
-  /** Status-only updates not yet in #snapshot (echoes.ts). */
-  readonly #echoes = new HeldEchoes();
-  /** Ingest stage: drops late events, strips objects, tells our objects apart (ingest.ts). */
-  readonly #ingest = new Ingest();
-  /** What changed since the last build, and whether it must translate again (dirty-set.ts). */
-  readonly #dirty = new DirtySet();
-  /** Builds one at a time, requests coalesced (dirty-set.ts). */
-  readonly #loop: BuildLoop;
+  // The stages, in the order a build runs them (docs/architecture.md §6).
+  /** Informer stage: lists and watches into the snapshot and the dirty set (informer.ts). */
+  readonly #informer: Informer;
+  /** Build stage: translation and plans (build-stage.ts). */
+  readonly #builder: BuildStage;
+  /** Push stage: configs to the fleet, and the fleet's events (push-stage.ts). */
+  readonly #pusher: PushStage;
   /** Provisioning stage: each Gateway's objects applied off the build path (provision-queue.ts). */
   readonly #provision: ProvisionQueue;
-  /** Status stage: status and KengineProxy writes off the build path (status-queue.ts). */
+  /** Status stage: Programmed decided by the fleet, status writes queued (status-stage.ts). */
+  readonly #status: StatusStage;
+  /** Status and KengineProxy writes off the build path (status-queue.ts). */
   readonly #statusQueue: StatusQueue;
   readonly #proxyWrites: KengineProxyWrites;
-  readonly #batcher: Batcher;
-  readonly #elector: LeaderElector;
-  readonly #writer: StatusWriter;
-  #fleet: Fleet | undefined;
-  #admin: AdminChannels | undefined;
-  /** Secrets the last plans read besides the snapshot's references (bring-your-own credentials). */
-  #planSecrets = new Set<string>();
-  /** Push failures and recoveries as Events on the Gateway (deduplicated). */
-  readonly #pushEvents = new PushEvents();
-  readonly #events: EventRecorder;
-  /** The Gateway of each proxy ("namespace/pod") the fleet pushes to. */
-  #proxyGateway = new Map<string, GatewayObjectRef>();
-  /** Stores each Gateway's last accepted config (last-good.ts), off the build path. */
-  readonly #lastGood: LastGoodWriter;
-  /** The endpoint of each proxy the fleet pushes to (culprit searches validate there). */
-  #fleetTargets = new Map<string, ProxyEndpoint>();
-  /** The proxies' traffic, summed per Gateway and route, from their own /metrics. */
-  readonly #traffic = new TrafficTotals();
-  /** The proxies whose traffic is read; their routes are looked up when it is read, not per build. */
-  #trafficTargets: readonly { gateway: string; target: Target }[] = [];
+  /** Traffic stage: the proxies' own /metrics summed per Gateway and route (traffic-stage.ts). */
+  readonly #traffic: TrafficStage;
+
+  // What the stages share: the admin CA and channels, the fleet, isolation, Events, last good.
   /** The admin CA: signing, trust, this replica's client certificate, rotation (pki/). */
   readonly #ca: AdminCa;
-  readonly #pendingServing = new Map<string, ManagementSecretData>();
-  #lastResults:
-    | { results: StatusResults; addresses: Map<string, readonly GatewayAddress[]> }
-    | undefined;
+  #admin: AdminChannels | undefined;
+  #fleet: Fleet | undefined;
+  /** Objects the proxies refuse, left out of their Gateway's config (isolation.ts). */
+  readonly #isolation: Isolation;
+  readonly #events: EventRecorder;
+  /** Stores each Gateway's last accepted config (last-good.ts), off the build path. */
+  readonly #lastGood: LastGoodWriter;
+  /** Automatic HTTPS: the leader's ACME orders (acme/manager.ts). */
+  readonly #acme: AcmeManager;
   /** The installed Gateway API CRDs' bundle-version (undefined: could not be read). */
   #bundleVersion: string | undefined;
-  /** Kinds the API server does not serve (start-up lists answered 404). */
-  readonly #missing = new Set<Kind>();
-  /**
-   * The last translation, reused while no event changed what translate() reads (it never
-   * reads status): builds that only follow proxy pushes or our own status writes coming
-   * back skip the full translation.
-   */
-  #translation: ReturnType<typeof translate> | undefined;
+
+  // Lifecycle and scheduling.
+  /** Builds one at a time, requests coalesced (dirty-set.ts). */
+  readonly #loop: BuildLoop;
+  readonly #batcher: Batcher;
+  readonly #elector: LeaderElector;
+  /** Per-phase timings of the builds (metrics and one debug line per build). */
+  readonly #timings = new BuildTimings();
+  readonly #sleep: (ms: number) => Promise<void>;
   #timers: NodeJS.Timeout[] = [];
   #stopped = false;
   #stopping: Promise<void> | undefined;
-  /** Objects the proxies refuse, left out of their Gateway's config (isolation.ts). */
-  readonly #isolation: Isolation;
-  /** Per-phase timings of the builds (metrics and one debug line per build). */
-  readonly #timings = new BuildTimings();
-  /** Each Gateway's IR kept while its translation is unchanged, so it is not rendered again. */
-  readonly #translator = new IncrementalTranslator();
-  /** Objects whose status was found in place, skipped while they and their result stay the same. */
-  readonly #statusMemo = new StatusMemo();
-  /** Automatic HTTPS: the leader's ACME orders (acme/manager.ts). */
-  readonly #acme: AcmeManager;
-  /** The one watch of each kind, started from that kind's list (watch.ts). */
-  readonly #watches = new Map<Kind, KindWatch>();
-  /** Secrets and ConfigMaps: data only of the referenced ones, read when wanted (referenced-data.ts). */
-  readonly #data: ReferencedData;
 
   constructor(private readonly o: ReconcilerOptions) {
+    this.#sleep = o.sleep ?? (ms => new Promise(r => setTimeout(r, ms)));
     this.#loop = new BuildLoop(
       // a build's end is activity: events queued behind it are a burst, not a lone change
       () => this.#build().finally(() => this.#batcher.activity()),
@@ -234,6 +130,18 @@ export class Reconciler {
         }),
     );
     this.#batcher = new Batcher(() => this.requestBuild());
+    this.#informer = new Informer({
+      kube: o.kube,
+      log: o.log,
+      watch: o.watch,
+      watchSilenceMs: o.watchSilenceMs,
+      retry: o.startupRetry ?? DEFAULT_RETRY,
+      sleep: this.#sleep,
+      stopped: () => this.#stopped,
+      notify: change => this.#batcher.notify(change),
+      requestBuild: () => this.requestBuild(),
+      timings: this.#timings,
+    });
     this.#provision = new ProvisionQueue({
       kube: o.kube,
       log: o.log,
@@ -260,40 +168,29 @@ export class Reconciler {
       recheck: () => this.requestBuild(),
     });
     this.#isolation = new Isolation({
-      configOf: (gateway, refused) => this.#configOf(gateway, refused),
+      // A Gateway's config as it would be pushed now without `refused` (build-stage.ts).
+      configOf: (gateway, refused) => {
+        const signing = this.#ca.signing;
+        const ca = signing && { signing, trusted: this.#ca.trusted };
+        return ca && this.#builder.configOf(this.#current(), ca, gateway, refused);
+      },
       validate: (endpoint, config) =>
         this.#admin
           ? this.#admin.validate(endpoint, config)
           : Promise.resolve({ ok: false, error: { kind: "connect", message: "stopped" } }),
       onChange: () => {
-        this.#dirty.markAll();
+        this.#informer.markAll();
         this.requestBuild();
       },
       log: (message, meta) => o.log.info(message, meta),
     });
-    this.#acme = new AcmeManager({ kube: o.kube, log: o.log, namespace: o.namespace, ...o.acme });
-    this.#data = new ReferencedData({
-      get: (kind, namespace, name) => o.kube.request("GET", kindPath(kind, namespace, name)),
-      deliver: (kind, object) => this.ingest(kind, "upsert", object),
-      snapshot: () => this.#current(),
-      onSettled: () => this.requestBuild(),
-      sleep: o.sleep ?? (ms => new Promise(r => setTimeout(r, ms))),
-      random: Math.random,
-      backoff: (o.startupRetry ?? DEFAULT_RETRY).backoff,
-      onRead: (kind, key, outcome, error) => {
-        ingestMetrics.dataRead(kind, outcome);
-        o.log[outcome === "failed" ? "warn" : "debug"]("referenced object read", {
-          kind,
-          name: key,
-          outcome,
-          ...(error !== undefined && {
-            error: error instanceof Error ? error.message : String(error),
-          }),
-        });
-      },
+    this.#builder = new BuildStage({
+      defaults: o.defaults ?? DEFAULT_PROXY_SETTINGS,
+      namespace: o.namespace,
+      log: o.log,
+      isolation: this.#isolation,
     });
-    ingestMetrics.dataObjects(() => this.#dataCounts());
-    ingestMetrics.remembered(() => this.#ingest.remembered);
+    this.#acme = new AcmeManager({ kube: o.kube, log: o.log, namespace: o.namespace, ...o.acme });
     this.#events = new EventRecorder({
       kube: o.kube,
       instance: o.identity,
@@ -306,81 +203,38 @@ export class Reconciler {
       ...(o.lastGoodIntervalMs !== undefined
         ? { policy: { ...DEFAULT_LAST_GOOD_POLICY, intervalMs: o.lastGoodIntervalMs } }
         : {}),
-      onTooLarge: (gw, bytes, max) =>
-        this.#events.record(gw, {
-          proxy: "",
-          reason: "LastGoodTooLarge",
-          type: "Warning",
-          note: `the proxies' config (${bytes} bytes) is larger than a Secret can hold (${max} bytes): new proxy pods start from the bootstrap config and are not Ready until the controller programs them`,
-        }),
+      onTooLarge: (gw, bytes, max) => this.#events.record(gw, lastGoodTooLarge(bytes, max)),
     });
-    const election: ElectionConfig = {
-      ...DEFAULT_ELECTION,
-      name: "kengine-gateway-leader",
-      ...o.election,
-      namespace: o.namespace,
-      identity: o.identity,
-    };
-    const leading = electionMetrics(election.name, o.identity);
-    const leases = kubeLeaseStore(o.namespace, election.name, o.kube);
-    this.#elector = new LeaderElector(leases, election, {
-      onStartedLeading: () => {
-        leading.leading(true);
-        o.log.info("became leader: provisioning, pushing and writing status", {
-          identity: o.identity,
-        });
+    this.#traffic = new TrafficStage(o.log);
+    this.#pusher = new PushStage({
+      log: o.log,
+      lastGood: this.#lastGood,
+      timings: this.#timings,
+      isolation: this.#isolation,
+      events: this.#events,
+      onFleetEvent: o.onFleetEvent,
+      notify: () => this.#batcher.notify(),
+    });
+    this.#elector = leaderElector(o, {
+      lead: () => {
         this.#provision.newTerm(); // re-apply and rewrite everything we own
         this.#proxyWrites.forget();
         this.requestBuild();
       },
-      onStoppedLeading: () => {
-        leading.leading(false);
-        o.log.warn("lost leadership: stopped provisioning, pushing and writing", {
-          identity: o.identity,
-        });
+      follow: () => {
         this.#fleet?.update([]);
         this.#provision.clear();
         this.#statusQueue.clear();
         this.#lastGood.clear();
         this.#acme.stop();
       },
-      onNewLeader: id => o.log.info("following", { leader: id }),
-      onError: e => o.log.debug("lease operation failed", { error: String(e) }),
-      onAttempt: a => {
-        leading.attempt(a);
-        // A renewal past half the renew deadline: the API server is slow enough to cost leadership soon.
-        if (a.sinceLastRenewMs !== undefined && a.sinceLastRenewMs > election.renewDeadlineMs / 2)
-          o.log.warn("lease renewed late", {
-            sinceLastRenewMs: a.sinceLastRenewMs,
-            roundTripMs: a.ms,
-            renewDeadlineMs: election.renewDeadlineMs,
-          });
-      },
     });
-    this.#writer = new StatusWriter({
+    this.#status = new StatusStage({
       api: kubeStatusApi(o.kube),
       isLeader: () => this.#elector.isLeader(),
-      observer: statusMetrics,
-      // 32 writes in flight: 1,000 new routes settle in ~1.4 s here (8: 4.8-6.0 s).
-      concurrency: 32,
-      // A burst of route changes rewrites each Gateway (attachedRoutes) at most every 250 ms.
-      minIntervalMs: kind =>
-        kind === "Gateway" || kind === "ListenerSet" || kind === "GatewayClass"
-          ? PARENT_STATUS_INTERVAL_MS
-          : 0,
-      onDeferredReport: r => this.#reportWrites(r),
-      recompute: (fresh, stale) => {
-        const last = this.#lastResults;
-        if (!last) return undefined;
-        return computeStatusUpdates({
-          results: last.results,
-          current: (k, ns, n) =>
-            k === stale.kind && ns === stale.namespace && n === stale.name ? fresh : undefined,
-          controllerName: CONTROLLER_NAME,
-          addresses: last.addresses,
-          now: new Date().toISOString().replace(/\.\d{3}Z$/, "Z"),
-        })[0];
-      },
+      log: o.log,
+      queue: this.#statusQueue,
+      proxyWrites: this.#proxyWrites,
     });
   }
 
@@ -390,7 +244,7 @@ export class Reconciler {
 
   /** The snapshot with every event ingested so far. */
   #current(): Snapshot {
-    return (this.#snapshot = this.#echoes.flush(this.#snapshot));
+    return this.#informer.current();
   }
 
   isLeader(): boolean {
@@ -401,91 +255,14 @@ export class Reconciler {
     return this.#fleet?.states() ?? new Map();
   }
 
-  /**
-   * A Watch event (or an initial-list item). Stale events (older resourceVersion) are dropped; a
-   * Secret or ConfigMap keeps its data only when referenced (referenced-data.ts).
-   */
+  /** A Watch event (or an initial-list item): into the snapshot (informer.ts). */
   ingest(kind: Kind, type: "upsert" | "delete", object: KubeObject): void {
-    const i = this.#ingest.event(kind, type, object, this.#planSecrets);
-    if (!i) return;
-    const event = this.#data.admitEvent(
-      i.event,
-      isDataKind(kind) ? this.#current() : this.#snapshot,
-    );
-    if (!event) return;
-    this.#apply(event, i.ours);
-    this.#syncData();
-  }
-
-  /**
-   * After a change: reads the Secrets and ConfigMaps that became referenced, and puts those no
-   * longer referenced back to their metadata (one batch; nothing translation reads changes).
-   */
-  #syncData(): void {
-    const events = this.#data.sync(this.#snapshot, this.#planSecrets);
-    if (events.length === 0) return;
-    const current = this.#current();
-    for (const e of events) this.#dirty.observe(current, e);
-    this.#snapshot = applyAll(current, events).snapshot;
-    this.o.log.debug("data dropped: no longer referenced", { objects: events.length });
-  }
-
-  /** Secrets and ConfigMaps held with their data and as metadata only (metrics at scrape time). */
-  #dataCounts(): { kind: DataKind; kept: number; metadataOnly: number }[] {
-    const s = this.#snapshot;
-    return DATA_KINDS.map(kind => {
-      let meta = 0;
-      for (const o of s.objects[kind].values()) if (metadataOnly(o)) meta++;
-      return { kind, kept: s.objects[kind].size - meta, metadataOnly: meta };
-    });
+    this.#informer.ingest(kind, type, object);
   }
 
   /** Sizes of what ingest remembers besides the snapshot (tests: churn leaves nothing behind). */
   get ingestState(): { readonly remembered: number; readonly reading: number } {
-    return { remembered: this.#ingest.remembered, reading: this.#data.reading };
-  }
-
-  /**
-   * Status-only updates stay relevant: a status someone else changed (e.g. an earlier leader's)
-   * is rewritten; our own writes cost one more build that finds nothing to write.
-   */
-  #apply(event: SnapshotEvent, ours = false): void {
-    const at = this.#timings.now();
-    // A status-only update (our own status write coming back, mostly) is held and applied with
-    // the others like it (echoes.ts), and built without haste.
-    const replaced = this.#echoes.hold(this.#snapshot, event);
-    if (replaced && event.type === "upsert") {
-      this.#dirty.observe(this.#snapshot, event);
-      if (relevantChange(this.#snapshot, event.kind, replaced, event.object) || ours) {
-        this.#timings.received(at, this.#timings.now() - at);
-        this.#logChange(event, ours);
-        this.#batcher.notify("status");
-      }
-      return;
-    }
-    const current = this.#current();
-    this.#dirty.observe(current, event);
-    const r = apply(current, event);
-    this.#snapshot = r.snapshot;
-    if (event.type !== "synced")
-      ingestMetrics.cached(event.kind, r.snapshot.objects[event.kind].size);
-    if (r.relevant || (ours && isSynced(r.snapshot))) {
-      this.#timings.received(at, this.#timings.now() - at);
-      this.#logChange(event, ours);
-      this.#batcher.notify("config");
-    }
-  }
-
-  /** Which change started (or joined) the next build: with the build lines, a slow one explained. */
-  #logChange(event: SnapshotEvent, ours: boolean): void {
-    this.o.log.debug("change", {
-      kind: event.kind,
-      type: event.type,
-      ...(event.type !== "synced" && {
-        name: `${event.object.metadata.namespace ?? ""}/${event.object.metadata.name}`,
-      }),
-      ours,
-    });
+    return this.#informer.state;
   }
 
   /**
@@ -511,56 +288,18 @@ export class Reconciler {
     const startedAt = performance.now();
     startupMetrics.state("starting");
     const retry = this.o.startupRetry ?? DEFAULT_RETRY;
-    const deps: RetryDeps = {
-      sleep: this.o.sleep ?? (ms => new Promise(r => setTimeout(r, ms))),
-      random: Math.random,
-      stopped: () => this.#stopped,
-      onRetry: (what, error, attempt, delayMs) => {
-        startupMetrics.retried();
-        this.o.log.warn("start-up request failed, retrying", {
-          request: what,
-          attempt,
-          retryInMs: delayMs,
-          error: error instanceof Error ? error.message : String(error),
-        });
-      },
-    };
+    const deps = startupRetryDeps(this.o.log, this.#sleep, () => this.#stopped);
     const authority = await retrying("admin CA", () => this.#ca.load(), retry, deps);
     if (this.#stopped) return;
-    if (!authority.ok) throw startError("admin CA", authority);
-    this.#bundleVersion = await this.o.kube
-      .request<{ metadata: { annotations?: Record<string, string> } }>(
-        "GET",
-        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gateways.gateway.networking.k8s.io",
-      )
-      .then(crd => crd.metadata.annotations?.[BUNDLE_VERSION_ANNOTATION] ?? "")
-      .catch(e => {
-        this.o.log.debug("cannot read the Gateway CRD's bundle-version", { error: String(e) });
-        return undefined;
-      });
-    for (const kind of KINDS) {
-      const listed = await listAll<KubeObject>(
-        path => this.o.kube.request("GET", path, undefined, undefined, listAccept(kind)),
-        LIST_PATHS[kind],
-        retry,
-        deps,
-      );
-      if (this.#stopped) return;
-      if (!listed.ok) throw startError(`list ${kind}`, listed);
-      this.#listed(kind, listed.value);
-      this.#watchKind(
-        kind,
-        listed.value.found ? listed.value.resourceVersion : undefined,
-        retry,
-        deps,
-      );
-    }
+    if (!authority.ok) throw StartError.of("admin CA", authority);
+    this.#bundleVersion = await readBundleVersion(this.o.kube, this.o.log);
+    await this.#informer.start(retry, deps);
     if (this.#stopped) return;
     const own = this.#ca.issue();
     this.#admin = new AdminChannels(new AdminClient(own));
     this.#fleet = new Fleet({
       client: this.#admin,
-      onEvent: e => this.#onFleetEvent(e),
+      onEvent: e => this.#pusher.observe(e, this.#elector.isLeader()),
       adoptRunning: true,
       // an ex-leader never pushes: asked again right before every POST /load
       mayPush: () => this.#elector.isLeader(),
@@ -572,145 +311,28 @@ export class Reconciler {
     );
     startupMetrics.state("synced");
     ingestMetrics.firstSnapshot((performance.now() - startedAt) / 1000);
-    const resync = setInterval(() => {
+    this.#every(this.o.resyncIntervalMs ?? 60_000, () => {
       void this.#ca.refresh();
-      void this.#relistMissing(retry, deps);
+      void this.#informer.relistMissing(retry, deps);
       this.renewClientCertificate();
       this.#provision.reapplyAll();
       this.requestBuild();
-    }, this.o.resyncIntervalMs ?? 60_000);
-    resync.unref();
-    this.#timers.push(resync);
+    });
     const trafficEvery = this.o.trafficIntervalMs ?? 15_000;
-    if (trafficEvery > 0) {
-      const traffic = setInterval(() => void this.collectTraffic(), trafficEvery);
-      traffic.unref();
-      this.#timers.push(traffic);
-    }
+    if (trafficEvery > 0) this.#every(trafficEvery, () => void this.collectTraffic());
     this.requestBuild();
+  }
+
+  /** Runs `fn` every `ms` until stopped (the timer keeps no process alive). */
+  #every(ms: number, fn: () => void): void {
+    const timer = setInterval(fn, ms);
+    timer.unref();
+    this.#timers.push(timer);
   }
 
   /** Kinds the API server does not serve (their CRD is not installed): empty and synced. */
   get missingKinds(): readonly Kind[] {
-    return [...this.#missing];
-  }
-
-  /**
-   * A list of one kind into the snapshot as one batch (the kind's map copied once, not per
-   * item): its objects replace the kind's (objects no longer listed are deleted); a kind not
-   * served counts as empty.
-   */
-  #listed(kind: Kind, listed: Listed<KubeObject>): void {
-    startupMetrics.served(kind, listed.found);
-    if (!listed.found) {
-      if (!this.#missing.has(kind))
-        this.o.log.warn("kind not served by the API server (CRD not installed): counted as empty", {
-          kind,
-          path: LIST_PATHS[kind],
-        });
-      this.#missing.add(kind);
-    } else if (this.#missing.delete(kind))
-      this.o.log.info("kind now served by the API server: picked up", {
-        kind,
-        objects: listed.items.length,
-      });
-    let items = listed.found
-      ? this.#ingest.listed(
-          kind,
-          isDataKind(kind) ? listed.items.map(asMetadataOnly) : listed.items,
-        )
-      : [];
-    if (isDataKind(kind)) items = this.#data.listed(kind, items, this.#current());
-    const before = this.#current();
-    const r = applyAll(before, [
-      ...relistEvents(kind, before.objects[kind] as ReadonlyMap<string, KubeObject>, items),
-      { type: "synced", kind },
-    ]);
-    this.#snapshot = r.snapshot;
-    ingestMetrics.ingested(kind, "list", items.length);
-    ingestMetrics.cached(kind, r.snapshot.objects[kind].size);
-    if (r.snapshot.objects[kind] !== before.objects[kind]) this.#dirty.markAll();
-    if (r.relevant || (isSynced(before) && r.snapshot !== before)) this.#batcher.notify();
-    this.#syncData();
-  }
-
-  /**
-   * The one watch of `kind`, from its list's resourceVersion (undefined: the kind is not served
-   * yet; the watch lists it again, backing off, until it is). Events go through `ingest`; a
-   * 410 Gone lists the kind again (one batch, #listed).
-   */
-  #watchKind(
-    kind: Kind,
-    resourceVersion: string | undefined,
-    retry: RetryPolicy,
-    deps: RetryDeps,
-  ): void {
-    const watch = this.o.kube.watch?.bind(this.o.kube);
-    if (!watch || this.o.watch === false || this.#watches.has(kind) || this.#stopped) return;
-    const accept = watchAccept(kind);
-    const w: KindWatch = new KindWatch(kind, LIST_PATHS[kind], {
-      stream: (path, onEvent, signal) => watch(path, onEvent, signal, accept),
-      relist: async (): Promise<string | undefined> => {
-        const listed = await listAll<KubeObject>(
-          path => this.o.kube.request("GET", path, undefined, undefined, listAccept(kind)),
-          LIST_PATHS[kind],
-          { ...retry, retryAttempts: 1, deniedAttempts: 1 },
-          { ...deps, onRetry: undefined, stopped: (): boolean => this.#stopped || w.stopped },
-        );
-        if (!listed.ok || this.#stopped) return undefined;
-        this.#listed(kind, listed.value);
-        return listed.value.found ? listed.value.resourceVersion : undefined;
-      },
-      ingest: (type, object) => {
-        ingestMetrics.ingested(kind, "watch");
-        // metadata only, as asked (watchAccept): never a data kind's data from a watch
-        this.ingest(kind, type, isDataKind(kind) ? asMetadataOnly(object) : object);
-      },
-      sleep: deps.sleep,
-      random: deps.random,
-      backoff: retry.backoff,
-      silenceMs: this.o.watchSilenceMs,
-      onConnect: () => ingestMetrics.watchRequest(kind),
-      onRestart: cause => {
-        ingestMetrics.watchRestart(kind, cause);
-        if (cause === "silent")
-          this.o.log.warn("watch silent past its bound: restarted", {
-            kind,
-            silenceMs: this.o.watchSilenceMs ?? DEFAULT_WATCH_SILENCE_MS,
-          });
-        else if (cause !== "closed") this.o.log.debug("watch restarted", { kind, cause });
-      },
-      onError: (error, attempt, retryInMs) =>
-        this.o.log[this.#missing.has(kind) ? "debug" : "warn"]("watch failed, retrying", {
-          kind,
-          attempt,
-          retryInMs,
-          error: error instanceof Error ? error.message : String(error),
-        }),
-    });
-    this.#watches.set(kind, w);
-    w.start(resourceVersion);
-  }
-
-  /**
-   * Lists again the kinds that were not served (at every resync): a CRD installed later is
-   * picked up even if no watch delivers its objects. One try each; never throws.
-   */
-  async #relistMissing(retry: RetryPolicy, deps: RetryDeps): Promise<void> {
-    for (const kind of [...this.#missing]) {
-      if (this.#watches.has(kind)) continue; // its watch lists it until it is served
-      const listed = await listAll<KubeObject>(
-        path => this.o.kube.request("GET", path),
-        LIST_PATHS[kind],
-        { ...retry, retryAttempts: 1, deniedAttempts: 1 },
-        deps,
-      );
-      if (listed.ok && listed.value.found) {
-        this.#listed(kind, listed.value);
-        this.#dirty.markAll();
-        this.requestBuild();
-      }
-    }
+    return this.#informer.missingKinds;
   }
 
   /**
@@ -719,40 +341,13 @@ export class Reconciler {
    * unreachable proxy is read next time.
    */
   async collectTraffic(): Promise<void> {
-    const targets = this.#elector.isLeader() ? this.#trafficTargets : [];
     const admin = this.#admin;
     if (!admin) return;
-    // Each Gateway's routes and hostnames, from the snapshot of now (one pass over the routes,
-    // kept while the route maps are unchanged: traffic.ts).
-    const snapshot = this.#current();
-    const routesOf = (gateway: string): readonly RouteHosts[] => {
-      const [namespace, name] = gateway.split("/") as [string, string];
-      return gatewayRoutes(snapshot, namespace, name);
-    };
-    await Promise.all(
-      targets.map(async ({ gateway, target }) => {
-        const text = await admin.metrics(target.endpoint);
-        if (!text.ok) {
-          this.o.log.debug("cannot read proxy metrics", {
-            proxy: target.endpoint.name,
-            error: text.error.message,
-          });
-          return;
-        }
-        const samples = parsePrometheusText(
-          text.value,
-          n => n === REQUESTS_SAMPLE || n === RELOAD_SAMPLE,
-        );
-        for (const { labels, delta } of this.#traffic.observe(
-          target.endpoint.name,
-          gateway,
-          samples,
-          host => routeForHost(routesOf(gateway), host),
-        ))
-          fleetMetrics.requests(labels, delta);
-      }),
-    );
-    this.#traffic.retain(new Set(targets.map(t => t.target.endpoint.name)));
+    await this.#traffic.collect({
+      admin,
+      snapshot: this.#current(),
+      leader: this.#elector.isLeader(),
+    });
   }
 
   /** Renews the admin channel's client certificate if it is due (pki/admin-ca.ts). */
@@ -773,13 +368,12 @@ export class Reconciler {
     this.#proxyWrites.stop();
     this.#ca.stop();
     await this.#isolation.stop();
-    await Promise.all([...this.#watches.values()].map(w => w.stop()));
-    this.#data.stop();
+    await this.#informer.stop();
     await this.#loop.stop();
     this.#provision.clear();
     this.#statusQueue.clear();
     await Promise.all([this.#provision.idle(), this.#statusQueue.idle()]);
-    this.#writer.close();
+    this.#status.close();
     await this.#elector.stop();
     this.#fleet?.close();
     this.#lastGood.close();
@@ -798,8 +392,8 @@ export class Reconciler {
     for (;;) {
       while (this.#loop.running || this.#batcher.pending)
         await (this.#loop.running ?? new Promise(r => setTimeout(r, 20)));
-      await Promise.all([this.#provision.idle(), this.#statusQueue.idle(), this.#data.idle()]);
-      if (!this.#loop.running && !this.#batcher.pending && this.#data.reading === 0) return;
+      await Promise.all([this.#provision.idle(), this.#statusQueue.idle(), this.#informer.idle()]);
+      if (!this.#loop.running && !this.#batcher.pending && this.#informer.reading === 0) return;
     }
   }
 
@@ -808,296 +402,58 @@ export class Reconciler {
     return this.#events.flushed();
   }
 
-  #onFleetEvent(e: FleetEvent): void {
-    this.o.onFleetEvent?.(e);
-    const event = this.#pushEvents.observe(e);
-    const gateway = this.#proxyGateway.get(e.name);
-    if (this.#elector.isLeader())
-      this.#isolation.observe(
-        e,
-        gateway && `${gateway.namespace}/${gateway.name}`,
-        this.#fleetTargets.get(e.name),
-      );
-    if (gateway) {
-      const gw = `${gateway.namespace}/${gateway.name}`;
-      const pod = e.name.slice(e.name.indexOf("/") + 1);
-      if (e.type === "pushed")
-        fleetMetrics.push(gw, pod, "success", e.durationMs / 1000, e.kind ?? "load");
-      else if (e.type === "failed") fleetMetrics.push(gw, pod, e.error.kind);
-      else if (e.type === "forgotten") fleetMetrics.forgetProxy(gw, pod);
-    }
-    if (event && gateway && this.#elector.isLeader()) this.#events.record(gateway, event);
-    if (e.type === "pushed") this.#timings.acknowledged(e.name, e.hash);
-    if (e.type === "skipped" || e.type === "withheld") return;
-    const level = e.type === "failed" ? "warn" : "debug";
-    const { type, name } = e;
-    this.o.log[level]("proxy " + type, {
-      proxy: name,
-      ...(e.type === "failed"
-        ? { error: e.error.message, attempts: e.attempts, retryInMs: e.retryInMs }
-        : {}),
-      ...(e.type === "pushed"
-        ? { hash: e.hash.slice(0, 12), ms: e.durationMs, kind: e.kind ?? "load" }
-        : {}),
-    });
-    // Programmed status follows what proxies run.
-    if (e.type !== "forgotten") this.#batcher.notify();
-  }
-
   async #build(): Promise<void> {
-    const snapshot = this.#current();
-    if (!isSynced(snapshot) || !this.#ca.signing || !this.#fleet) return;
-    // Referenced Secrets and ConfigMaps being read: the build runs when they are (or after the
-    // wait bound), so a new reference is translated with its data.
-    if (this.#data.holdsBuilds()) return;
+    const fleet = this.#fleet;
+    if (!this.#ca.signing || !fleet) return;
+    const input = this.#informer.take();
+    if (!input) return;
+    const snapshot = input.snapshot;
     const leader = this.#elector.isLeader();
     const caRead = this.#ca.read;
     const run = this.#timings.begin();
-    const counts = { translated: 0, reused: 0, rendered: 0, pushed: 0 };
-    if (this.#dirty.take().translate || !this.#translation) {
-      const started = performance.now();
-      // An unchanged Gateway keeps its IR object: its sealed config is reused (plan.ts).
-      const t = this.#translator.translate(snapshot, {
-        controllerName: CONTROLLER_NAME,
-        refused: this.#isolation.refused(),
-      });
-      this.#translation = t.result;
-      counts.translated = t.translated;
-      counts.reused = t.reused;
-      fleetMetrics.translated((performance.now() - started) / 1000);
-    }
-    run.mark("translate");
-    const rendersBefore = sealedRenders();
-    const entriesBefore = fragmentCounts();
-    const { gateways, statuses } = this.#translation;
     const now = new Date();
-    // Each Gateway planned on its own; a proxy pod serves one Gateway (plan-stage.ts).
-    const { plans, failures: planFailures } = planStage({
-      gateways,
-      plan: ir => {
-        const key = `${ir.namespace}/${ir.name}`;
-        const plan = this.#plan(ir, snapshot, this.#ca.signing!, now);
-        if (plan.serving) this.#pendingServing.set(key, plan.serving);
-        else this.#pendingServing.delete(key);
-        return plan;
-      },
-      createdAt: key => snapshot.objects.Gateway.get(key)?.metadata.creationTimestamp ?? "",
-      log: this.o.log,
+    // Build stage: snapshot → translation → plans (build-stage.ts).
+    const built = this.#builder.run({
+      snapshot,
+      translate: input.translate,
+      ca: { signing: this.#ca.signing, trusted: this.#ca.trusted },
+      now,
+      translated: () => run.mark("translate"),
     });
-    for (const key of [...this.#pendingServing.keys()])
-      if (!plans.some(p => p.key === key)) this.#pendingServing.delete(key);
-    // A config the proxies refused is never pushed again (isolation.ts).
-    for (const [i, plan] of plans.entries()) plans[i] = this.#isolation.gate(plan);
-    this.#isolation.retain(new Set(plans.map(p => p.key)), r =>
-      snapshot.objects[r.kind === "Listener" ? "Gateway" : r.kind].has(`${r.namespace}/${r.name}`),
-    );
-
-    this.#planSecrets = new Set(plans.flatMap(p => p.secrets));
-    this.#syncData();
-    this.#admin?.setChannels(
-      new Map(plans.flatMap(p => (p.channel ? [[p.channel.key, p.channel.credentials]] : []))),
-    );
-    counts.rendered = sealedRenders() - rendersBefore;
-    const entriesAfter = fragmentCounts();
-    // Route entries rendered again vs kept from an earlier build (caddy/render-memo.ts).
-    const entries = {
-      rendered: entriesAfter.rendered - entriesBefore.rendered,
-      reused: entriesAfter.reused - entriesBefore.reused,
-    };
+    const { plans, statuses, planFailures, entries } = built;
+    const counts = { ...built.counts, pushed: 0 };
+    // A build ended: its phase times into the metrics, and one debug line.
+    const ended = () => this.o.log.debug("build", { ...run.end(counts), entries });
+    this.#informer.planned(built.secrets);
+    this.#admin?.setChannels(new Map(built.channels));
     run.mark("render");
-    if (!leader) return this.#ended(run, counts, entries);
+    if (!leader) return ended();
     this.#acme.update(snapshot, now);
-    this.#lastGood.observe(plans.flatMap(p => (p.lastGood ? [p.lastGood] : [])));
-    const proxyGateway = new Map(
-      plans.flatMap(p => {
-        const [namespace, name] = p.key.split("/") as [string, string];
-        const uid = snapshot.objects.Gateway.get(p.key)?.metadata.uid;
-        return p.targets.map(t => [t.endpoint.name, { namespace, name, uid }] as const);
-      }),
-    );
-    // proxies forgotten by this update still need their Gateway (metrics, events)
-    this.#proxyGateway = new Map([...this.#proxyGateway, ...proxyGateway]);
-    // Push stage: the fleet pushes each proxy's new config at once (its own queue per proxy,
-    // latest config wins), before and without waiting for provisioning or status writes.
-    const targets = plans.flatMap(p => p.targets);
-    this.#fleet.update(targets);
-    counts.pushed = this.#timings.sent(
-      targets.map(t => ({ name: t.endpoint.name, hash: t.config.hash })),
-      run.receivedAt,
-    );
+    // Push stage: plans → the fleet (push-stage.ts).
+    const pushed = this.#pusher.push({ plans, snapshot, fleet, receivedAt: run.receivedAt });
+    counts.pushed = pushed.pushed;
+    this.#traffic.follow(pushed.traffic);
     run.mark("push");
     // Provisioning stage: each Gateway's objects applied in their own queue (provision-queue.ts).
     for (const p of plans) this.#provision.offer(p);
     run.mark("provision");
-    // A config some proxy of the Gateway runs (pushed, or found running) is the last known good
-    // one; the writer stores it off the build path (a build follows every push result).
-    for (const p of plans) {
-      const config = p.lastGood?.config;
-      if (
-        config &&
-        p.targets.some(t => {
-          const s = this.#fleet!.state(t.endpoint.name);
-          return s?.phase === "Programmed" && s.hash === config.hash;
-        })
-      )
-        this.#lastGood.accepted(p.key, p.lastGood!.key, config);
-    }
-    this.#fleetTargets = new Map(
-      plans.flatMap(p => p.targets.map(t => [t.endpoint.name, t.endpoint] as const)),
-    );
-    this.#proxyGateway = proxyGateway;
-    this.#trafficTargets = plans.flatMap(p =>
-      p.targets.map(target => ({ gateway: p.key, target })),
-    );
-
-    // Status: the translator's results with Programmed and addresses decided by the fleet.
-    const { results, addresses } = fleetResults({
+    // Status stage: Programmed and addresses decided by the fleet, writes queued (status-stage.ts).
+    this.#status.run({
+      plans,
       statuses,
+      planFailures,
+      snapshot,
+      fleet,
       bundleVersion: this.#bundleVersion,
       missingKinds: this.missingKinds,
-      planned: new Map(plans.map(p => [p.key, this.#planned(p, snapshot)])),
-      planFailures,
-      parentOf: ls => {
-        const p = snapshot.objects.ListenerSet.get(`${ls.namespace}/${ls.name}`)?.spec?.parentRef;
-        return p && `${p.namespace ?? ls.namespace}/${p.name}`;
-      },
-    });
-    this.#lastResults = { results, addresses };
-    fleetMetrics.gateways(
-      plans.map(p => ({
-        gateway: p.key,
-        configBytes: p.configBytes,
-        phases: p.targets.flatMap(t => {
-          const s = this.#fleet!.state(t.endpoint.name);
-          return s ? [s.phase] : [];
-        }),
-      })),
-    );
-    // Status stage: the writes go to their own queue (status-queue.ts); the build goes on.
-    this.#statusQueue.offer("proxies", () => this.#proxyWrites.write(plans, now));
-    this.#statusQueue.offer(
-      "objects",
-      objectStatusJob({
-        results,
-        addresses,
-        snapshot,
-        now,
-        writer: this.#writer,
-        memo: this.#statusMemo,
-        report: r => this.#reportWrites(r),
-      }),
-    );
-    run.mark("status");
-    if (caRead && caRead === this.#ca.read) await this.#stepCa(plans, caRead);
-    this.#ended(run, counts, entries);
-  }
-
-  /** A plan as its Gateway's status sees it: its proxies' states and the stored Programmed. */
-  #planned(plan: GatewayPlan, snapshot: Snapshot): PlannedGateway {
-    const proxies = plan.targets.flatMap(t => {
-      const state = this.#fleet?.state(t.endpoint.name);
-      // the pod's name (the Gateway's namespace goes without saying)
-      return state ? [{ ...state, name: t.endpoint.name.split("/").pop() }] : [];
-    });
-    const stored = (
-      snapshot.objects.Gateway.get(plan.key) as
-        | { status?: { conditions?: Condition[] } }
-        | undefined
-    )?.status?.conditions?.find(c => c.type === "Programmed");
-    const view: FleetView = {
-      proxies,
-      desiredHash: plan.desiredHash,
-      configProblem: plan.configProblem,
-      serviceExists: plan.serviceExists,
-      noServiceMessage: plan.noServiceMessage,
-      addressProblem: plan.addressProblem,
-      addressAssignment: plan.addressAssignment,
-      stored,
-    };
-    return { view, addresses: plan.addresses };
-  }
-
-  /** A build ended: its phase times into the metrics, and one debug line. */
-  #ended(
-    run: BuildRun,
-    counts: Parameters<BuildRun["end"]>[0],
-    entries?: { readonly rendered: number; readonly reused: number },
-  ): void {
-    this.o.log.debug("build", { ...run.end(counts), ...(entries && { entries }) });
-  }
-
-  #plan(
-    ir: GatewayIR,
-    snapshot: Snapshot,
-    ca: Authority,
-    now: Date,
-  ): ReturnType<typeof planGateway> {
-    return planGateway({
-      ir,
-      snapshot,
-      ca,
-      trustedCaPems: this.#ca.trusted,
-      defaults: this.o.defaults ?? DEFAULT_PROXY_SETTINGS,
       now,
-      pendingServing: this.#pendingServing.get(`${ir.namespace}/${ir.name}`),
-      controller: { ...DEFAULT_CONTROLLER_PEERS, namespace: this.o.namespace },
     });
-  }
-
-  /**
-   * A Gateway's sealed config as it would be pushed now, with `refused` left out, and the
-   * objects it is made of (for the culprit search; isolation.ts).
-   */
-  #configOf(
-    gateway: string,
-    refused: readonly RefusedObject[],
-  ): ReturnType<IsolationDeps["configOf"]> {
-    const snapshot = this.#current();
-    const ca = this.#ca.signing;
-    if (!ca) return undefined;
-    const t = translate(snapshot, { controllerName: CONTROLLER_NAME, refused, candidates: true });
-    const ir = t.gateways.find(g => `${g.namespace}/${g.name}` === gateway);
-    if (!ir) return undefined;
-    const config = this.#plan(ir, snapshot, ca, new Date()).targets[0]?.config;
-    return (
-      config && {
-        hash: config.hash,
-        bytes: config.bytes,
-        candidates: t.candidates?.get(gateway) ?? [],
-        // Which object made what Caddy's errors name (same IR, same layout as the push).
-        sources: caddySourceMap(ir),
-        validates: (ir.flavor ?? DEFAULT_PROXY_FLAVOR) === "Bundled",
-      }
-    );
-  }
-
-  /**
-   * Hands the admin CA its rotation step (pki/admin-ca.ts) with whether every managed proxy
-   * runs the config made under the current one.
-   */
-  async #stepCa(plans: readonly GatewayPlan[], read: NonNullable<AdminCa["read"]>): Promise<void> {
-    const fleet = this.#fleet;
-    if (!fleet) return;
-    const managed = plans.filter(p => !p.channel);
-    const fleetCurrent = managed.every(
-      p =>
-        p.desiredHash !== undefined &&
-        p.targets.every(t => {
-          const s = fleet.state(t.endpoint.name);
-          return s?.phase === "Programmed" && s.hash === p.desiredHash;
-        }) &&
-        // a pod (re)starting from the last-good Secret must trust the CA of this step too
-        (p.targets.length === 0 || lastGoodCurrent(p.desiredHash, p.lastGood?.stored)),
-    );
-    const proxies = managed.reduce((n, p) => n + p.targets.length, 0);
-    await this.#ca.step(read, fleetCurrent, proxies);
-  }
-
-  #reportWrites(report: WriteReport): void {
-    if (report.failed.length) {
-      this.o.log.warn("status writes failed", failedWritesSummary(report.failed));
+    run.mark("status");
+    // The admin CA's rotation steps on once every managed proxy runs a config made under it.
+    if (caRead && caRead === this.#ca.read) {
+      const { current, proxies } = managedFleetCurrent(plans, fleet);
+      await this.#ca.step(caRead, current, proxies);
     }
-    if (report.written || report.conflicts)
-      this.o.log.debug("status written", { written: report.written, conflicts: report.conflicts });
+    ended();
   }
 }
