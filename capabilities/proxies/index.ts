@@ -40,8 +40,8 @@ export {
   sealConfig,
   withManagement,
 } from "./management";
+export type { CaddyConfig, PlainConfig } from "../caddy/types";
 export type {
-  CaddyConfig,
   ManagementSpec,
   SealedConfig,
   SealOptions,

@@ -3,7 +3,6 @@ import { inspect } from "node:util";
 import {
   adminAddressProblem,
   bootstrapConfig,
-  CaddyConfig,
   checkConfig,
   checkSpec,
   isSealed,
@@ -21,6 +20,7 @@ import {
 import fc from "fast-check";
 import { createAuthority, generateKeyPair, issueServerCertificate } from "../pki/pki";
 import { Result } from "../result";
+import type { PlainConfig } from "../caddy/types";
 
 const must = <T, E>(r: Result<T, E>): T => {
   if (!r.ok) throw new Error(JSON.stringify(r.error));
@@ -357,7 +357,7 @@ describe("sealConfig", () => {
   });
 
   it("accepts the bootstrap config shape as input (a Gateway with no routes yet)", () => {
-    const boot = must(bootstrapConfig(spec)) as CaddyConfig;
+    const boot = must(bootstrapConfig(spec)) as PlainConfig;
     expect(sealConfig(JSON.stringify(boot), spec).ok).toBe(true);
   });
 });

@@ -25,9 +25,7 @@ import {
 } from "./route-tables";
 import { err, ok, Result } from "../result";
 import { SecretPem } from "../pki/secret";
-
-/** A Caddy JSON config (the admin API's /load body). */
-export type CaddyConfig = { readonly [key: string]: unknown };
+import type { PlainConfig } from "../caddy/types";
 
 export const MANAGEMENT_SERVER = "kengine-management";
 export const READINESS_SERVER = "kengine-readiness";
@@ -158,7 +156,7 @@ export function checkSpec(spec: ManagementSpec): readonly string[] {
 }
 
 /** The admin block every config carries: on the unix socket only, never autosaved (the config holds private keys). */
-export const adminBlock = (spec: ManagementSpec): CaddyConfig => ({
+export const adminBlock = (spec: ManagementSpec): PlainConfig => ({
   listen: spec.adminAddress,
   config: { persist: false },
 });
@@ -166,7 +164,7 @@ export const adminBlock = (spec: ManagementSpec): CaddyConfig => ({
 /** The `apps.http.servers["kengine-management"]` fragment. Throws only on a spec `checkSpec` rejects. */
 export function managementServer(
   spec: Pick<ManagementSpec, "listenAddress" | "adminAddress" | "serverCertTag" | "clientCaPem">,
-): CaddyConfig {
+): PlainConfig {
   const cas = caList(spec.clientCaPem).map(pemToBase64Der);
   const trusted = cas.flatMap(ca => (ca.ok ? [ca.value] : []));
   if (trusted.length === 0 || trusted.length !== cas.length)
@@ -203,7 +201,7 @@ export function managementServer(
 /** The `apps.tls.certificates` loader entry for the serving certificate. */
 export function managementCertificateLoader(
   spec: Pick<ManagementSpec, "serverCertTag" | "serverCertificate">,
-): { readonly key: "load_files" | "load_pem"; readonly entry: CaddyConfig } {
+): { readonly key: "load_files" | "load_pem"; readonly entry: PlainConfig } {
   const source = spec.serverCertificate;
   return source.kind === "files"
     ? {
@@ -228,7 +226,7 @@ export function managementCertificateLoader(
 export function readinessServer(
   spec: Pick<ManagementSpec, "readinessAddress">,
   configHash: string,
-): CaddyConfig {
+): PlainConfig {
   return {
     "@id": `${CONFIG_ID_PREFIX}${configHash}`,
     listen: [spec.readinessAddress],
@@ -251,9 +249,9 @@ const asObject = (v: unknown): { readonly [key: string]: unknown } | undefined =
 
 /** Adds admin block, certificate loader and management server to a config; refuses to overwrite anything. */
 export function withManagement(
-  config: CaddyConfig,
+  config: PlainConfig,
   spec: ManagementSpec,
-): Result<CaddyConfig, readonly string[]> {
+): Result<PlainConfig, readonly string[]> {
   const specProblems = checkSpec(spec);
   if (specProblems.length > 0) return err(specProblems);
   const out = structuredClone(config) as { [key: string]: unknown };
@@ -282,12 +280,12 @@ export function withManagement(
 }
 
 /** The config a proxy pod starts from: admin on the unix socket, the management listener, nothing else. */
-export function bootstrapConfig(spec: ManagementSpec): Result<CaddyConfig, readonly string[]> {
+export function bootstrapConfig(spec: ManagementSpec): Result<PlainConfig, readonly string[]> {
   return withManagement({}, spec);
 }
 
 const listenersOf = (
-  config: CaddyConfig,
+  config: PlainConfig,
 ): { readonly owner: string; readonly address: string }[] => {
   const apps = asObject(config.apps) ?? {};
   const out: { owner: string; address: string }[] = [];
@@ -307,10 +305,10 @@ const listenersOf = (
  * all problems. `readiness: "absent"` for input to `sealConfig`, `"any"` to check a sealed one.
  */
 export function checkConfig(
-  config: CaddyConfig,
+  config: PlainConfig,
   spec: ManagementSpec,
   readiness: "absent" | "any" = "absent",
-): Result<CaddyConfig, readonly string[]> {
+): Result<PlainConfig, readonly string[]> {
   const problems: string[] = [...checkSpec(spec)];
   const admin = asObject(config.admin);
   if (admin === undefined) problems.push("admin block is missing");
@@ -542,7 +540,7 @@ export function sealConfig(
  * (the same bytes: a JSON round trip of plain data changes nothing JSON.stringify writes).
  */
 export function sealBuilt(
-  config: CaddyConfig,
+  config: PlainConfig,
   desired: Uint8Array | string | ConfigText,
   spec: ManagementSpec,
   options: SealOptions = DEFAULT_SEAL_OPTIONS,

@@ -17,8 +17,7 @@
  */
 import { Hash, createHash, randomBytes } from "node:crypto";
 import { hostsChangeFrom, hostsKeys } from "../caddy/hosts-change";
-
-export const ROUTE_TABLE_HANDLER = "kengine_route_table";
+import { ROUTE_TABLE_HANDLER } from "../caddy/route-table";
 
 /** One host's route list as sent: compact JSON and its SHA-256 (hex). */
 export interface HostList {
