@@ -15,7 +15,7 @@ import { Agent, request as httpsRequest } from "node:https";
 import type { TLSSocket } from "node:tls";
 // Types only (erased from the bundle): tests may hand in undici's MockAgent.
 import type { Dispatcher } from "undici";
-import { CONFIG_ID_PREFIX } from "./management";
+import { CONFIG_ID_PREFIX } from "../caddy/management";
 import { err, ok, Result } from "../result";
 import type { ClientCredentials } from "../pki/pki";
 
@@ -76,7 +76,7 @@ export interface ResponseLimits {
   readonly load: number;
   /** GET /config/…: the running config (ours: a few MiB at thousands of routes). */
   readonly config: number;
-  /** GET /metrics: series are bounded by the configuration (proxies/management.ts), a few MiB. */
+  /** GET /metrics: series are bounded by the configuration (caddy/seal.ts), a few MiB. */
   readonly metrics: number;
   /** GET /id/…: a short JSON string. */
   readonly id: number;

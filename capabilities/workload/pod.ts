@@ -25,7 +25,7 @@ import type {
 } from "@kubernetes/client-node";
 import { DEFAULT_ADMIN_LISTEN } from "../caddy/types";
 import type { PlainConfig } from "../caddy/types";
-import { ManagementSpec, READINESS_PATH } from "../proxies/management";
+import { ManagementSpec, READINESS_PATH } from "../caddy/management";
 
 /** Scratch space: the root filesystem is read-only. */
 export const TMP_DIR = "/tmp";

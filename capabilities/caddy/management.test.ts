@@ -5,22 +5,24 @@ import {
   bootstrapConfig,
   checkConfig,
   checkSpec,
-  isSealed,
   MANAGEMENT_SERVER,
   ManagementSpec,
   READINESS_SERVER,
-  SHUTDOWN_DELAY,
-  SealedConfig,
-  TRAFFIC_METRICS,
-  exactHosts,
-  sealConfig,
   withManagement,
-  withTrafficMetrics,
 } from "./management";
+import {
+  exactHosts,
+  isSealed,
+  SealedConfig,
+  sealConfig,
+  SHUTDOWN_DELAY,
+  TRAFFIC_METRICS,
+  withTrafficMetrics,
+} from "./seal";
 import fc from "fast-check";
 import { createAuthority, generateKeyPair, issueServerCertificate } from "../pki/pki";
 import { Result } from "../result";
-import type { PlainConfig } from "../caddy/types";
+import type { PlainConfig } from "./types";
 
 const must = <T, E>(r: Result<T, E>): T => {
   if (!r.ok) throw new Error(JSON.stringify(r.error));

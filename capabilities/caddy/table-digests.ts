@@ -1,7 +1,9 @@
 /**
  * Route tables of a sealed config (the Bundled proxy's `kengine_route_table` handlers,
- * proxy/routetable) and the deltas that take a proxy from the tables it runs to the ones a new
- * config holds. Pure.
+ * proxy/routetable): their digests, from which table-deltas.ts computes the deltas that take a
+ * proxy from the tables it runs to the ones a new config holds. No I/O; the digests of each
+ * table id's last config are kept (weakly) so that the next config's are derived from them by
+ * the keys that changed, the same result as from scratch (`fromScratch`).
  *
  * A config is its **skeleton** (everything but the tables' `hosts`, and but the readiness
  * server, whose `@id` names the config's hash) plus its tables. Two configs with the same
@@ -11,13 +13,14 @@
  * of the key's compact route JSON>"), computed here from the bytes the controller sends.
  *
  * The route sealing adds first to an HTTP-only server (`{match: [{host: [...]}]}`, no handler:
- * the exact hosts Caddy may label in its metrics, management.ts withTrafficMetrics) is left out
+ * the exact hosts Caddy may label in its metrics, seal.ts withTrafficMetrics) is left out
  * of the skeleton: a new hostname is a delta, and Caddy labels its traffic `_other` until the
  * next `/load` (docs/operations.md, "Route-table deltas").
  */
-import { Hash, createHash, randomBytes } from "node:crypto";
-import { hostsChangeFrom, hostsKeys } from "../caddy/hosts-change";
-import { ROUTE_TABLE_HANDLER } from "../caddy/route-table";
+import { createHash } from "node:crypto";
+import { hostsChangeFrom } from "./hosts-change";
+import { asObject, goJSON, listJSON, Obj } from "./list-json";
+import { ROUTE_TABLE_HANDLER } from "./route-table";
 
 /** One host's route list as sent: compact JSON and its SHA-256 (hex). */
 export interface HostList {
@@ -41,91 +44,11 @@ export interface ConfigTables {
   readonly tables: ReadonlyMap<string, TableDigest>;
 }
 
-/** What a proxy runs in its tables: per table, key → SHA-256 of the list, and the table hash. */
-export interface RunningTables {
-  /** The hash of the config last loaded (`/load`): the readiness server's `@id` names it. */
-  readonly base: string;
-  readonly skeleton: string;
-  readonly tables: ReadonlyMap<
-    string,
-    { readonly hash: string; readonly hosts: ReadonlyMap<string, string> }
-  >;
-}
-
-export interface TableDelta {
-  readonly id: string;
-  /** key → compact route list JSON, or null (delete). */
-  readonly hosts: ReadonlyMap<string, string | null>;
-  /** The table hash the proxy holds before (If-Match) and after the delta. */
-  readonly ifMatch: string;
-  readonly expect: string;
-}
-
 const sha256 = (text: string): string => createHash("sha256").update(text).digest("hex");
 
 const digests = new WeakMap<object, HostList>();
 
-/**
- * JSON as Go's encoding/json writes a value decoded into `any`: object keys sorted, `<`, `>`,
- * `&`, U+2028 and U+2029 escaped. Caddy decodes a `/load` body that way and encodes it again
- * before provisioning, so the proxy hashes a config's host lists in this form; deltas are sent
- * in it too, so that both hash alike.
- */
-export function goJSON(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map(goJSON).join(",")}]`;
-  if (v !== null && typeof v === "object") {
-    const o = v as Record<string, unknown>;
-    const keys = Object.keys(o)
-      .filter(k => o[k] !== undefined)
-      .sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
-    return `{${keys.map(k => `${goString(k)}:${goJSON(o[k])}`).join(",")}}`;
-  }
-  return typeof v === "string" ? goString(v) : JSON.stringify(v);
-}
-
-const GO_ESCAPES: Readonly<Record<string, string>> = {
-  "<": "\\u003c",
-  ">": "\\u003e",
-  "&": "\\u0026",
-  "\u2028": "\\u2028",
-  "\u2029": "\\u2029",
-};
-const goString = (s: string): string =>
-  JSON.stringify(s).replace(/[<>&\u2028\u2029]/g, c => GO_ESCAPES[c]);
-
-/**
- * The JSON of a list's routes in `form`, joined: the text of a route several lists hold (a
- * merged host route: `match` names several hosts) is made once per route object.
- */
-function listJSON(
-  list: object,
-  form: (v: unknown) => string,
-  kept: WeakMap<object, string>,
-): string {
-  if (!Array.isArray(list)) return form(list);
-  const parts: string[] = [];
-  for (const r of list as unknown[]) {
-    if (!shared(r)) {
-      parts.push(form(r));
-      continue;
-    }
-    let text = kept.get(r);
-    if (text === undefined) kept.set(r, (text = form(r)));
-    parts.push(text);
-  }
-  return `[${parts.join(",")}]`;
-}
-
-/** A route that names several hosts (held by the list of each). */
-const shared = (r: unknown): r is object => {
-  const match = asObject(r)?.match;
-  const host = Array.isArray(match) ? asObject(match[0])?.host : undefined;
-  return Array.isArray(host) && host.length > 1;
-};
-
 const goTexts = new WeakMap<object, string>();
-const texts = new WeakMap<object, string>();
-const plainJSON = (v: unknown): string => JSON.stringify(v) ?? "null";
 
 /** A host list's digest, computed once per list object (rendering reuses unchanged lists). */
 export function hostList(list: object): HostList {
@@ -257,7 +180,7 @@ function sweepLast(): void {
 }
 
 /**
- * The exact hostnames of a table (metrics, management.ts `exactHosts`): its keys without `*`,
+ * The exact hostnames of a table (metrics, seal.ts `exactHosts`): its keys without `*`,
  * `{` or `}`, lower-cased, and `listHosts` of each list; sorted. Derived from the last table
  * of the same id by the keys whose list changed (a count per host), while that table's sealed
  * config lives: the same result as from scratch.
@@ -395,10 +318,6 @@ export function tableHash(hosts: Iterable<readonly [string, string]>): string {
   return acc.toString("hex");
 }
 
-type Obj = { readonly [k: string]: unknown };
-const asObject = (v: unknown): Obj | undefined =>
-  v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Obj) : undefined;
-
 /** The sealing's metrics host route: a host matcher and nothing else. */
 const isHostRoute = (r: unknown): boolean => {
   const o = asObject(r);
@@ -460,261 +379,4 @@ export function configTables(config: Obj, readinessServer: string): ConfigTables
     apps: { ...apps, http: { ...http, servers: strippedServers } },
   };
   return { skeleton: sha256(JSON.stringify(skeleton)), tables };
-}
-
-/**
- * A config's JSON text (the same bytes as `JSON.stringify(config)`) as pieces: the skeleton's
- * text and each route table's `hosts` from its lists' texts, kept per list object and key (a
- * render keeps unchanged lists as the same objects, caddy/render-memo.ts). The text is joined
- * only when asked for; its size and its hash come from the pieces, so a build that pushes
- * deltas serialises what changed, not the whole table.
- */
-export interface ConfigText {
-  /** UTF-8 length of the text. */
-  readonly bytes: number;
-  /** Feeds the text to `hash` piece by piece (the digest of the whole text: SHA-256 streams). */
-  update(hash: Hash): void;
-  /** The text (joined on first use). */
-  text(): string;
-}
-
-/** The same as `JSON.stringify(config)`, from the kept pieces (see ConfigText). */
-export const configJSON = (config: Obj): string => configText(config).text();
-
-export function configText(config: Obj): ConfigText {
-  const tables: HostsParts[] = [];
-  const copy = withTables(config, hosts => {
-    tables.push(hostsParts(hosts));
-    return `${SPLICE}${tables.length - 1}`;
-  });
-  if (tables.length === 0) return plainText(JSON.stringify(config));
-  const parts = JSON.stringify(copy).split(SPLICED);
-  // Odd parts are the markers' numbers: each once, in order (else the plain way).
-  if (
-    parts.length !== 2 * tables.length + 1 ||
-    parts.some((p, i) => i % 2 === 1 && p !== String((i - 1) / 2))
-  )
-    return plainText(JSON.stringify(config));
-  const skeleton = parts.filter((_, i) => i % 2 === 0);
-  let bytes = 0;
-  for (const p of skeleton) bytes += Buffer.byteLength(p);
-  for (const t of tables) bytes += t.bytes;
-  let text: string | undefined;
-  return {
-    bytes,
-    update: hash => {
-      skeleton.forEach((p, i) => {
-        hash.update(p);
-        const t = tables[i];
-        if (t === undefined) return;
-        // `{` + the parts without the first one's comma + `}`
-        if (t.parts.length === 0) hash.update("{}");
-        else {
-          hash.update("{");
-          hash.update(t.parts[0]!.slice(1));
-          for (let j = 1; j < t.parts.length; j++) hash.update(t.parts[j]!);
-          hash.update("}");
-        }
-      });
-    },
-    text: () =>
-      (text ??= skeleton
-        .map((p, i) => (i < tables.length ? p + hostsText(tables[i]!) : p))
-        .join("")),
-  };
-}
-
-const plainText = (text: string): ConfigText => ({
-  bytes: Buffer.byteLength(text),
-  update: hash => void hash.update(text),
-  text: () => text,
-});
-
-/** Stands for a table's hosts in the text (NUL and a per-process nonce: no config holds it). */
-const NONCE = randomBytes(8).toString("hex");
-const SPLICE = `\u0000kengine-hosts-${NONCE}-`;
-/** The marker as JSON.stringify writes it (NUL as `\u0000`), its number captured. */
-const SPLICED = new RegExp(`"\\\\u0000kengine-hosts-${NONCE}-(\\d+)"`);
-
-/** A table's `hosts` as pieces: `,"<key>":<list JSON>` per key, and their UTF-8 length with braces. */
-interface HostsParts {
-  readonly parts: readonly string[];
-  readonly bytes: number;
-}
-
-const partsOf = new WeakMap<object, HostsParts>();
-const listParts = new WeakMap<object, { readonly key: string; part: string; bytes: number }>();
-
-/** The pieces of a table's `hosts` (once per hosts object; each key's piece once per list object). */
-function hostsParts(hosts: Obj): HostsParts {
-  let t = partsOf.get(hosts);
-  if (t !== undefined) return t;
-  const parts: string[] = [];
-  let bytes = 2;
-  for (const key of hostsKeys(hosts)) {
-    const list = hosts[key];
-    if (list === undefined) continue;
-    if (list === null || typeof list !== "object") {
-      const part = `,${JSON.stringify(key)}:${JSON.stringify(list)}`;
-      parts.push(part);
-      bytes += Buffer.byteLength(part);
-      continue;
-    }
-    let p = listParts.get(list);
-    if (p?.key !== key) {
-      const part = `,${JSON.stringify(key)}:${listJSON(list, plainJSON, texts)}`;
-      listParts.set(list, (p = { key, part, bytes: Buffer.byteLength(part) }));
-    }
-    parts.push(p.part);
-    bytes += p.bytes;
-  }
-  // (the first part's comma is not written)
-  if (parts.length > 0) bytes -= 1;
-  partsOf.set(hosts, (t = { parts, bytes }));
-  return t;
-}
-
-const hostsText = (t: HostsParts): string => `{${t.parts.join("").slice(1)}}`;
-
-/** `config` with each route table handler's `hosts` replaced by `sub(hosts)` (a shallow copy). */
-function withTables(config: Obj, sub: (hosts: Obj) => unknown): Obj {
-  const apps = asObject(config.apps);
-  const http = asObject(apps?.http);
-  const servers = asObject(http?.servers);
-  if (!servers) return config;
-  let changed = false;
-  const out: Record<string, unknown> = {};
-  for (const [name, server] of Object.entries(servers)) {
-    const routes = asObject(server)?.routes;
-    out[name] = server;
-    if (!Array.isArray(routes)) continue;
-    let any = false;
-    const mapped = (routes as unknown[]).map(r => {
-      const handle = asObject(r)?.handle;
-      if (!Array.isArray(handle) || !handle.some(isTableHandler)) return r;
-      any = true;
-      return {
-        ...asObject(r),
-        handle: (handle as unknown[]).map(h =>
-          isTableHandler(h) ? { ...asObject(h), hosts: sub(asObject(asObject(h)!.hosts)!) } : h,
-        ),
-      };
-    });
-    if (any) out[name] = { ...asObject(server), routes: mapped };
-    changed ||= any;
-  }
-  return changed ? { ...config, apps: { ...apps, http: { ...http, servers: out } } } : config;
-}
-
-const isTableHandler = (h: unknown): boolean => {
-  const o = asObject(h);
-  return o?.handler === ROUTE_TABLE_HANDLER && asObject(o.hosts) !== undefined;
-};
-
-const running = new WeakMap<ConfigTables, Map<string, RunningTables>>();
-
-/**
- * What a proxy runs right after loading a config with these tables (or after deltas took it
- * there from a load of `base`). One object per (tables, base): the proxies of a Gateway share
- * it, and with it the deltas to their next config (`tableDeltas`), computed once for all.
- */
-export function runningAfterLoad(base: string, tables: ConfigTables): RunningTables {
-  const byBase = running.get(tables) ?? new Map<string, RunningTables>();
-  running.set(tables, byBase);
-  let r = byBase.get(base);
-  if (!r) {
-    r = freshRunning(base, tables);
-    byBase.set(base, r);
-  }
-  return r;
-}
-
-function freshRunning(base: string, tables: ConfigTables): RunningTables {
-  return {
-    base,
-    skeleton: tables.skeleton,
-    tables: new Map(
-      [...tables.tables].map(([id, t]) => [
-        id,
-        { hash: t.hash, hosts: new Map([...t.hosts].map(([k, v]) => [k, v.sha])) },
-      ]),
-    ),
-  };
-}
-
-/**
- * The deltas taking a proxy that runs `running` to `desired`, one per changed table; undefined
- * when only a `/load` can (another skeleton, a table added or removed).
- */
-export function tableDeltas(
-  from: RunningTables,
-  desired: ConfigTables,
-): readonly TableDelta[] | undefined {
-  const cached = deltaCache.get(from)?.get(desired);
-  if (cached !== undefined) return cached ?? undefined;
-  const computed = computeDeltas(from, desired);
-  const byDesired =
-    deltaCache.get(from) ?? new WeakMap<ConfigTables, readonly TableDelta[] | null>();
-  byDesired.set(desired, computed ?? null);
-  deltaCache.set(from, byDesired);
-  return computed;
-}
-
-/** Deltas by (running, desired): a change costs its hosts once, not once per proxy. */
-const deltaCache = new WeakMap<
-  RunningTables,
-  WeakMap<ConfigTables, readonly TableDelta[] | null>
->();
-
-function computeDeltas(
-  running: RunningTables,
-  desired: ConfigTables,
-): readonly TableDelta[] | undefined {
-  if (running.skeleton !== desired.skeleton || running.tables.size !== desired.tables.size)
-    return undefined;
-  const out: TableDelta[] = [];
-  for (const [id, want] of desired.tables) {
-    const has = running.tables.get(id);
-    if (!has) return undefined;
-    if (has.hash === want.hash) continue;
-    const hosts = new Map<string, string | null>();
-    for (const [key, list] of want.hosts)
-      if (has.hosts.get(key) !== list.sha) hosts.set(key, list.json);
-    for (const key of has.hosts.keys()) if (!want.hosts.has(key)) hosts.set(key, null);
-    out.push({ id, hosts, ifMatch: has.hash, expect: want.hash });
-  }
-  return out;
-}
-
-/** `running` with `delta` applied. */
-export function applyDelta(running: RunningTables, delta: TableDelta): RunningTables {
-  const table = running.tables.get(delta.id);
-  const hosts = new Map(table?.hosts);
-  for (const [key, json] of delta.hosts) {
-    if (json === null) hosts.delete(key);
-    else hosts.set(key, sha256(json));
-  }
-  const tables = new Map(running.tables);
-  tables.set(delta.id, { hash: delta.expect, hosts });
-  return { ...running, tables };
-}
-
-const bodies = new WeakMap<TableDelta, { label: string; body: string }>();
-
-/** The body of `POST /kengine/route-tables/<id>` (compact lists inserted verbatim; built once per delta and label). */
-export function deltaBody(delta: TableDelta, label: string): string {
-  const hit = bodies.get(delta);
-  if (hit?.label === label) return hit.body;
-  const parts = [...delta.hosts].map(([key, json]) => `${JSON.stringify(key)}:${json ?? "null"}`);
-  const body = `{"hosts":{${parts.join(",")}},"label":${JSON.stringify(label)}}`;
-  bodies.set(delta, { label, body });
-  return body;
-}
-
-/**
- * A delta's refusal (the admin API's 400: `host "<key>": …`) in the words of a `/load` error,
- * so that the culprit machinery traces it like one (reconcile/error-path.ts).
- */
-export function deltaRefusal(table: TableDigest, message: string): string {
-  return `loading http app module: provision http: server ${table.server}: setting up route handlers: route ${table.route}: loading handler modules: position ${table.handler}: loading module '${ROUTE_TABLE_HANDLER}': provision http.handlers.${ROUTE_TABLE_HANDLER}: ${message}`;
 }
