@@ -34,7 +34,6 @@ const MAX_LINES = 600;
  * §5): a debt may shrink or be paid, never grow, and no file joins the list.
  */
 const LONG_FILE_DEBTS: Readonly<Record<string, number>> = {
-  "caddy/config.ts": 1530,
   "reconcile/reconciler.ts": 1104,
   "snapshot/snapshot.ts": 607,
   "translate/translate.ts": 1658,
