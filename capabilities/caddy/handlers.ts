@@ -3,7 +3,6 @@
  * and the egress guard, with the CEL and placeholder quoting they need; `forward.ts` makes the
  * reverse proxy.
  */
-import type { RedirectIR } from "../ir";
 import {
   CorsIR,
   EgressGuardIR,
@@ -12,6 +11,7 @@ import {
   HTTPRouteEntryIR,
   MirrorIR,
   PathModifierIR,
+  RedirectIR,
   RewriteIR,
 } from "../ir";
 import { ProxyCapabilities } from "../flavor/proxy-flavor";

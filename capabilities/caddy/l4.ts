@@ -8,8 +8,6 @@ import { sniMatch } from "./listener-routes";
 import { dial } from "./handlers";
 import { gcd } from "./forward";
 
-/* ------------------------------------------------------------------ layer 4 */
-
 /**
  * Where connections go that no backend may take (unresolved backendRefs, no ready endpoints,
  * no backends at all): an abstract unix socket nobody listens on, so the proxy's dial fails at

@@ -98,7 +98,7 @@ function tableHosts(
   readonly hash: string;
   readonly lower: boolean;
 } {
-  const prev = lastDigests.get(id)?.deref();
+  const prev = last.digest(id);
   const from = prev && recordOf.get(prev);
   const change = from && hostsChangeFrom(record, from);
   if (prev && change) {
@@ -163,21 +163,47 @@ function tableHostsWhole(
   return { hosts, hash: acc.toString("hex"), lower };
 }
 
-/** The last digest of each table id (weakly: it lives as long as its sealed config). */
-let lastDigests = new Map<string, WeakRef<TableDigest>>();
-let sweepDigestsAt = 64;
+/**
+ * What the configs sealed last left for the next ones to derive from, per table id: the table's
+ * digest and its exact hosts, held weakly (they live as long as their sealed config). The one
+ * piece of state that makes sealing incremental; `fromScratch` runs without it.
+ */
+class LastTables {
+  readonly #digests = new Map<string, WeakRef<TableDigest>>();
+  readonly #exact = new Map<string, WeakRef<ExactHosts>>();
+  #sweepAt = 64;
+
+  digest(id: string): TableDigest | undefined {
+    return this.#digests.get(id)?.deref();
+  }
+
+  keepDigest(id: string, digest: TableDigest): void {
+    this.#digests.set(id, new WeakRef(digest));
+  }
+
+  exact(id: string): ExactHosts | undefined {
+    return this.#exact.get(id)?.deref();
+  }
+
+  keepExact(id: string, state: ExactHosts): void {
+    this.#exact.set(id, new WeakRef(state));
+  }
+
+  /** Forgets the ids whose table was collected (when an index has doubled since the last sweep). */
+  sweep(): void {
+    for (const index of [this.#digests, this.#exact] as Map<string, WeakRef<object>>[]) {
+      if (index.size < this.#sweepAt) continue;
+      for (const [k, ref] of index) if (ref.deref() === undefined) index.delete(k);
+    }
+    this.#sweepAt = Math.max(64, 2 * Math.max(this.#digests.size, this.#exact.size));
+  }
+}
+
+let last = new LastTables();
 /** The hosts record a digest was made from (its keys lower-case and distinct). */
 const recordOf = new WeakMap<TableDigest, Obj>();
 /** What a digest keeps alive besides itself (the exact hosts derived from its table). */
 const keptWith = new WeakMap<TableDigest, unknown>();
-
-function sweepLast(): void {
-  for (const index of [lastDigests, lastExact] as Map<string, WeakRef<object>>[]) {
-    if (index.size < sweepDigestsAt) continue;
-    for (const [k, ref] of index) if (ref.deref() === undefined) index.delete(k);
-  }
-  sweepDigestsAt = Math.max(64, 2 * Math.max(lastDigests.size, lastExact.size));
-}
 
 /**
  * The exact hostnames of a table (metrics, seal.ts `exactHosts`): its keys without `*`,
@@ -192,7 +218,7 @@ export function tableExactHosts(
 ): readonly string[] {
   const hit = exactStates.get(record);
   if (hit) return hit.sorted;
-  const prev = lastExact.get(id)?.deref();
+  const prev = last.exact(id);
   const deriving = prev?.counts !== undefined;
   const touched = new Set<string>();
   const contribute = (counts: Map<string, number>, key: string, list: unknown, by: number) => {
@@ -248,7 +274,7 @@ export function tableExactHosts(
     state = { record, counts, sorted: [...counts.keys()].sort() };
   }
   exactStates.set(record, state);
-  lastExact.set(id, new WeakRef(state));
+  last.keepExact(id, state);
   return state.sorted;
 }
 
@@ -260,20 +286,18 @@ interface ExactHosts {
 }
 
 const exactStates = new WeakMap<Obj, ExactHosts>();
-let lastExact = new Map<string, WeakRef<ExactHosts>>();
 
 /**
  * `f()` with no earlier table to derive from (what it seals is computed from scratch and
  * found by no later seal): tests compare such a build with an incremental one.
  */
 export function fromScratch<T>(f: () => T): T {
-  const saved = [lastDigests, lastExact] as const;
-  lastDigests = new Map();
-  lastExact = new Map();
+  const saved = last;
+  last = new LastTables();
   try {
     return f();
   } finally {
-    [lastDigests, lastExact] = saved;
+    last = saved;
   }
 }
 
@@ -360,7 +384,7 @@ export function configTables(config: Obj, readinessServer: string): ConfigTables
             tables.set(id, digest);
             // (a later table made from this record derives its digests from these)
             if (lower) recordOf.set(digest, record);
-            lastDigests.set(id, new WeakRef(digest));
+            last.keepDigest(id, digest);
             // (what was derived from the table's hosts lives as long as its digest does)
             const exact = exactStates.get(record);
             if (exact) keptWith.set(digest, exact);
@@ -372,7 +396,7 @@ export function configTables(config: Obj, readinessServer: string): ConfigTables
     }
     strippedServers[name] = { ...asObject(server), routes: stripped };
   }
-  sweepLast();
+  last.sweep();
   if (tables.size === 0) return undefined;
   const skeleton = {
     ...config,
