@@ -34,9 +34,6 @@ const MAX_LINES = 600;
  * §5): a debt may shrink or be paid, never grow, and no file joins the list.
  */
 const LONG_FILE_DEBTS: Readonly<Record<string, number>> = {
-  "caddy/config.ts": 1530,
-  "proxies/admin-client.ts": 715,
-  "proxies/route-tables.ts": 722,
   "snapshot/snapshot.ts": 607,
   "translate/translate.ts": 1658,
 };

@@ -27,7 +27,6 @@ import {
   proxyWorkload,
 } from "../capabilities/workload";
 import { stringify } from "yaml";
-import type { CaddyConfig } from "../capabilities/proxies";
 import {
   bootstrapConfig,
   createAuthority,
@@ -149,7 +148,7 @@ export function proxyTemplates(input: TemplateInput): Mutable[] {
         })),
       },
     },
-    userOwned(bootstrapConfigMap(ref, boot.value as CaddyConfig), n.bootstrap),
+    userOwned(bootstrapConfigMap(ref, boot.value), n.bootstrap),
     workload,
     // Data plane: the Gateway's address is this Service's load-balancer address.
     userOwned(proxyService(ref, settings, names), n.workload, owning),

@@ -2,7 +2,7 @@
  * How a route table's `hosts` record was made from the previous render's (route-table.ts
  * `routeTableDelta`): the record it came from and the keys whose list may differ (added,
  * removed or another list). What is derived per record — the backend ids it names
- * (render-memo.ts), its exact hosts (proxies/route-tables.ts) — is then derived from the
+ * (render-memo.ts), its exact hosts (table-digests.ts) — is then derived from the
  * previous record's by those keys instead of by every key. Held weakly by the new record, and
  * the record it came from weakly by the note: a note holding its `from` would keep every record
  * ever rendered alive, each through its successor's note (a chain that grew by one 3,000-key

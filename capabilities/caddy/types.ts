@@ -203,7 +203,11 @@ export interface CaddyL4Server {
   readonly routes: readonly CaddyL4Route[];
 }
 
-export interface CaddyConfig {
+/**
+ * A config the controller renders (toCaddyConfig). A type, not an interface, so that it is also
+ * a `PlainConfig`: sealing (seal.ts) checks it as the plain data it serialises to.
+ */
+export type CaddyConfig = {
   readonly admin: { readonly listen: string; readonly config: { readonly persist: false } };
   readonly apps: {
     readonly http?: { readonly servers: Readonly<Record<string, CaddyHTTPServer | JsonObject>> };
@@ -219,7 +223,13 @@ export interface CaddyConfig {
     };
     readonly layer4?: { readonly servers: Readonly<Record<string, CaddyL4Server>> };
   };
-}
+};
+
+/**
+ * Any Caddy JSON config as plain, unchecked data (the admin API's /load body): a config parsed
+ * from bytes, the bootstrap config, or a rendered `CaddyConfig`. What sealing reads and checks.
+ */
+export type PlainConfig = { readonly [key: string]: unknown };
 
 /**
  * The proxy-fleet hook (docs/operations.md §7): the mTLS management listener that forwards to the

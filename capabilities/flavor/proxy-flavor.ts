@@ -74,7 +74,7 @@ export interface ProxyCapabilities {
   /**
    * Our host-indexed route table (proxy/routetable, handler `kengine_route_table`): each HTTP
    * server's listener routes are one table, changed per host over the admin API without a
-   * `/load` (capabilities/caddy/route-table.ts, proxies/route-tables.ts).
+   * `/load` (capabilities/caddy/route-table.ts, caddy/table-deltas.ts).
    */
   readonly routeTable: boolean;
   /**

@@ -8,7 +8,8 @@ import { DEFAULT_ELECTION, LeaderElector, LeaseRecord, LeaseStore } from "../ele
 import { AdminClient, ProxyEndpoint } from "./admin-client";
 import { ManualClock } from "./backoff";
 import { AdminApi, Fleet, FleetEvent } from "./fleet";
-import { bootstrapConfig, SealedConfig, sealConfig } from "./management";
+import { bootstrapConfig } from "../caddy/management";
+import { SealedConfig, sealConfig } from "../caddy/seal";
 import { must, testSpec } from "./test-spec";
 import { SecretPem } from "../pki/secret";
 

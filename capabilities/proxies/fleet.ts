@@ -14,7 +14,7 @@
  */
 import { AdminError, describeAdminError, ProxyEndpoint, RouteTableInfo } from "./admin-client";
 import { backoffDelay, BackoffPolicy, Clock, DEFAULT_BACKOFF, systemClock } from "./backoff";
-import { isSealed, SealedConfig } from "./management";
+import { isSealed, SealedConfig } from "../caddy/seal";
 import { Result } from "../result";
 import {
   applyDelta,
@@ -24,7 +24,7 @@ import {
   runningAfterLoad,
   TableDelta,
   tableDeltas,
-} from "./route-tables";
+} from "../caddy/table-deltas";
 
 /** What the engine needs from the admin client (an `AdminClient`, or a wrapper that counts). */
 export interface AdminApi {
@@ -142,7 +142,7 @@ interface Entry {
   inFlight: boolean;
   /** Hash of the config a push in flight is loading (undefined: none, or only a check). */
   pushing: string | undefined;
-  /** The route tables the proxy runs, when known (its config has tables; route-tables.ts). */
+  /** The route tables the proxy runs, when known (its config has tables; caddy/table-deltas.ts). */
   running: RunningTables | undefined;
 }
 

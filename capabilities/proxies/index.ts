@@ -1,4 +1,4 @@
-/** The proxy admin channel: certificates, management config, admin client and push engine. */
+/** The push transport to the proxies: admin client, channels, backoff and the push engine (fleet). */
 export type { Result } from "../result";
 export { SecretPem } from "../pki/secret";
 export {
@@ -16,6 +16,8 @@ export {
   renewalDue,
 } from "../pki/pki";
 export type { Authority, Issued, KeyPair, RandomBytes, Validity } from "../pki/pki";
+// Sealing and the management channel live in caddy/ (seal.ts, management.ts, config-text.ts);
+// re-exported here for the importers of this room's index.
 export {
   ADMIN_SOCKET_HOST,
   adminAddressProblem,
@@ -24,32 +26,29 @@ export {
   checkConfig,
   checkSpec,
   CONFIG_ID_PREFIX,
-  configHash,
   DEFAULT_CERT_TAG,
-  isSealed,
   MAX_SOCKET_PATH_BYTES,
   MANAGEMENT_SERVER,
   managementCertificateLoader,
   managementServer,
   READINESS_PATH,
   READINESS_SERVER,
-  DEFAULT_SEAL_OPTIONS,
-  TRAFFIC_METRICS,
   readinessServer,
+  withManagement,
+} from "../caddy/management";
+export type { ManagementSpec, ServerCertificateSource } from "../caddy/management";
+export {
+  configHash,
+  DEFAULT_SEAL_OPTIONS,
+  isSealed,
   sealBuilt,
   sealConfig,
-  withManagement,
-} from "./management";
-export type {
-  CaddyConfig,
-  ManagementSpec,
-  SealedConfig,
-  SealOptions,
-  ServerCertificateSource,
-  TrafficMetricsMode,
-} from "./management";
-export { configJSON, configText } from "./route-tables";
-export type { ConfigText } from "./route-tables";
+  TRAFFIC_METRICS,
+} from "../caddy/seal";
+export type { SealedConfig, SealOptions, TrafficMetricsMode } from "../caddy/seal";
+export type { CaddyConfig, PlainConfig } from "../caddy/types";
+export { configJSON, configText } from "../caddy/config-text";
+export type { ConfigText } from "../caddy/config-text";
 export { AdminClient, describeAdminError, VALIDATE_PATH } from "./admin-client";
 export type {
   AdminClientOptions,

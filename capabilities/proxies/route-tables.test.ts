@@ -8,17 +8,13 @@ import fc from "fast-check";
 import { ProxyEndpoint, RouteTableInfo } from "./admin-client";
 import { ManualClock } from "./backoff";
 import { AdminApi, Fleet, FleetEvent } from "./fleet";
-import { bootstrapConfig, SealedConfig, sealConfig } from "./management";
+import { bootstrapConfig } from "../caddy/management";
+import { SealedConfig, sealConfig } from "../caddy/seal";
 import { must, testSpec } from "./test-spec";
 import { err, ok, Result } from "../result";
-import {
-  applyDelta,
-  deltaBody,
-  goJSON,
-  runningAfterLoad,
-  tableDeltas,
-  tableHash,
-} from "./route-tables";
+import { applyDelta, deltaBody, runningAfterLoad, tableDeltas } from "../caddy/table-deltas";
+import { tableHash } from "../caddy/table-digests";
+import { goJSON } from "../caddy/list-json";
 
 const spec = testSpec;
 

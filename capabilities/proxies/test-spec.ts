@@ -1,5 +1,5 @@
 /** Shared by the push-engine unit tests: a test CA and the management spec of a proxy. */
-import { ManagementSpec } from "./management";
+import { ManagementSpec } from "../caddy/management";
 import { createAuthority, generateKeyPair } from "../pki/pki";
 import { Result } from "../result";
 

@@ -14,7 +14,7 @@ import fc from "fast-check";
 import { parseSnapshotYAML } from "../../hack/translate";
 import { arbitrarySnapshot } from "../../tests/support/arbitrary-snapshot";
 import { createAuthority, generateKeyPair, sealConfig } from "../proxies";
-import { fromScratch, tableHash } from "../proxies/route-tables";
+import { fromScratch, tableHash } from "../caddy/table-digests";
 import { capabilitiesOf, DEFAULT_PROXY_FLAVOR } from "../flavor/proxy-flavor";
 import { KINDS, KubeObject, Snapshot, apply, snapshotOf } from "../snapshot";
 import { routeDeltas, translate } from "../translate";

@@ -2,7 +2,7 @@
  * The Kubernetes objects a managed Gateway's proxies consist of: pure functions of the Gateway,
  * the settings and the TLS material. The runtime applies them with server-side apply.
  */
-import type { CaddyConfig } from "../proxies/management";
+import type { PlainConfig } from "../caddy/types";
 import {
   DEFAULT_MANAGEMENT_PORT,
   DEFAULT_READINESS_PORT,
@@ -124,7 +124,7 @@ export function managementSecret(gw: GatewayRef, data: ManagementSecretData): Ku
   };
 }
 
-export function bootstrapConfigMap(gw: GatewayRef, bootstrap: CaddyConfig): KubeManifest {
+export function bootstrapConfigMap(gw: GatewayRef, bootstrap: PlainConfig): KubeManifest {
   return {
     apiVersion: "v1",
     kind: "ConfigMap",

@@ -1,4 +1,5 @@
-import { bootstrapConfig, checkConfig, MANAGEMENT_SERVER, sealConfig } from "../proxies/management";
+import { bootstrapConfig, checkConfig, MANAGEMENT_SERVER } from "../caddy/management";
+import { sealConfig } from "../caddy/seal";
 import { createAuthority, generateKeyPair } from "../pki/pki";
 import {
   ADMIN_SOCKET,

@@ -24,7 +24,8 @@ import type {
   V1Volume,
 } from "@kubernetes/client-node";
 import { DEFAULT_ADMIN_LISTEN } from "../caddy/types";
-import { CaddyConfig, ManagementSpec, READINESS_PATH } from "../proxies/management";
+import type { PlainConfig } from "../caddy/types";
+import { ManagementSpec, READINESS_PATH } from "../caddy/management";
 
 /** Scratch space: the root filesystem is read-only. */
 export const TMP_DIR = "/tmp";
@@ -245,7 +246,7 @@ export function proxyVolumes(gatewayName: string, lastGoodKey?: string): V1Volum
 
 /** ConfigMap data for the bootstrap config (it holds file paths and the CA certificate, no private key). */
 export const bootstrapConfigMapData = (
-  bootstrap: CaddyConfig,
+  bootstrap: PlainConfig,
 ): { readonly [file: string]: string } => ({
   [BOOTSTRAP_FILE]: JSON.stringify(bootstrap, null, 2),
 });

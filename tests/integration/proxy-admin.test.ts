@@ -31,7 +31,7 @@ import {
   AdminClient,
   Authority,
   bootstrapConfig,
-  CaddyConfig,
+  PlainConfig,
   createAuthority,
   Fleet,
   FleetEvent,
@@ -192,7 +192,7 @@ async function kill(p: Proxy): Promise<void> {
  * Caddy resets connections queued at a reload, and the no-failed-request checks below would
  * measure that instead), plus management.
  */
-function desired(body: string, extra: CaddyConfig = {}, management: ManagementSpec = spec): string {
+function desired(body: string, extra: PlainConfig = {}, management: ManagementSpec = spec): string {
   const config = must(
     withManagement(
       {

@@ -24,7 +24,7 @@ import {
   ManagementSpec,
   ProxyEndpoint,
 } from "../../capabilities/proxies";
-import { deltaRefusal } from "../../capabilities/proxies/route-tables";
+import { deltaRefusal } from "../../capabilities/caddy/table-deltas";
 import { sealGatewayConfig } from "../../capabilities/reconcile/plan";
 import { errorLocation } from "../../capabilities/caddy/load-errors";
 import { KubeObject, snapshotOf } from "../../capabilities/snapshot";

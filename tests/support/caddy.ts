@@ -92,7 +92,7 @@ async function adminRequest(
 ): Promise<AdminReply> {
   for (let attempt = 1; ; attempt++) {
     try {
-      // the Host Caddy 2.8's admin accepts on a unix socket (proxies/management.ts)
+      // the Host Caddy 2.8's admin accepts on a unix socket (caddy/management.ts)
       const res = await request(`http://${ADMIN_SOCKET_HOST}${path}`, {
         dispatcher: socket,
         method,

@@ -3,24 +3,26 @@ import { inspect } from "node:util";
 import {
   adminAddressProblem,
   bootstrapConfig,
-  CaddyConfig,
   checkConfig,
   checkSpec,
-  isSealed,
   MANAGEMENT_SERVER,
   ManagementSpec,
   READINESS_SERVER,
-  SHUTDOWN_DELAY,
-  SealedConfig,
-  TRAFFIC_METRICS,
-  exactHosts,
-  sealConfig,
   withManagement,
-  withTrafficMetrics,
 } from "./management";
+import {
+  exactHosts,
+  isSealed,
+  SealedConfig,
+  sealConfig,
+  SHUTDOWN_DELAY,
+  TRAFFIC_METRICS,
+  withTrafficMetrics,
+} from "./seal";
 import fc from "fast-check";
 import { createAuthority, generateKeyPair, issueServerCertificate } from "../pki/pki";
 import { Result } from "../result";
+import type { PlainConfig } from "./types";
 
 const must = <T, E>(r: Result<T, E>): T => {
   if (!r.ok) throw new Error(JSON.stringify(r.error));
@@ -357,7 +359,7 @@ describe("sealConfig", () => {
   });
 
   it("accepts the bootstrap config shape as input (a Gateway with no routes yet)", () => {
-    const boot = must(bootstrapConfig(spec)) as CaddyConfig;
+    const boot = must(bootstrapConfig(spec)) as PlainConfig;
     expect(sealConfig(JSON.stringify(boot), spec).ok).toBe(true);
   });
 });
