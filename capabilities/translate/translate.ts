@@ -27,9 +27,9 @@ import {
 import { isOurClass } from "../ownership";
 import { PolicyReason, backendTLSPolicies, subjectAltNames } from "./backendtls";
 import { telemetry, withTracing } from "./telemetry";
-import { resolveBackend, slicesByService } from "./backends";
+import { slicesByService } from "./backends";
 import { recordServiceReads } from "./reads";
-import { L4CompiledBackend, L4_SANS_UNSUPPORTED, l4BackendsIR, reencrypts } from "./l4backendtls";
+import { L4_SANS_UNSUPPORTED, l4BackendsIR, reencrypts } from "./l4backendtls";
 import {
   Condition,
   ConditionType,
@@ -100,7 +100,8 @@ import {
   RouteStatusResult,
   StatusResults,
 } from "./status";
-import type { AnyCompiled, Attachment, GatewayContext, L4Compiled } from "./context";
+import { compileL4Route } from "./routes-l4";
+import type { AnyCompiled, Attachment, GatewayContext } from "./context";
 import {
   gatewayConditions,
   gatewayTLSConditions,
@@ -961,62 +962,7 @@ function compileAny(s: Snapshot, kind: RouteKind, obj: unknown): AnyCompiled {
 function compileUncached(s: Snapshot, kind: RouteKind, obj: unknown): AnyCompiled {
   if (kind === "HTTPRoute") return { l4: false, ...compileHTTPRoute(s, obj as never) };
   if (kind === "GRPCRoute") return { l4: false, ...compileGRPCRoute(s, obj as never) };
-  const r = obj as {
-    metadata: { name: string; namespace?: string; creationTimestamp?: string };
-    spec?: {
-      hostnames?: readonly string[];
-      rules?: readonly {
-        backendRefs?: readonly {
-          name: string;
-          namespace?: string;
-          group?: string;
-          kind?: string;
-          port?: number;
-          weight?: number;
-        }[];
-      }[];
-    };
-  };
-  const ns = r.metadata.namespace ?? "";
-  const backends: L4CompiledBackend[] = [];
-  const policies = new Set<string>();
-  let refProblem: { reason: string; message: string } | undefined;
-  for (const rule of r.spec?.rules ?? []) {
-    for (const ref of rule.backendRefs ?? []) {
-      const res = resolveBackend(s, kind, ns, ref);
-      const weight = ref.weight ?? 1;
-      if (!res.ok) {
-        refProblem ??= { reason: res.reason, message: res.message };
-        // Its share of connections is refused, not handed to the other backends.
-        if (weight > 0)
-          backends.push({
-            id: `${ref.namespace ?? ns}/${ref.name}:${ref.port ?? ""}`,
-            weight,
-            endpoints: [],
-          });
-        continue;
-      }
-      if (kind === "TLSRoute") for (const p of res.backendTLSPolicies ?? []) policies.add(p);
-      if (weight > 0)
-        backends.push({
-          id: res.id,
-          weight,
-          endpoints: res.endpoints,
-          ...(kind === "TLSRoute" && res.backendTLS && { backendTLS: res.backendTLS }),
-        });
-    }
-  }
-  return {
-    l4: true,
-    kind: kind as L4Compiled["kind"],
-    namespace: ns,
-    name: r.metadata.name,
-    created: r.metadata.creationTimestamp ?? "",
-    hostnames: r.spec?.hostnames && r.spec.hostnames.length > 0 ? r.spec.hostnames : undefined,
-    backends,
-    refProblem,
-    backendTLSPolicies: [...policies].sort(),
-  };
+  return { l4: true, ...compileL4Route(s, kind, obj) };
 }
 
 function attach(
