@@ -27,15 +27,14 @@ import {
 import { isOurClass } from "../ownership";
 import { PolicyReason, backendTLSPolicies, subjectAltNames } from "./backendtls";
 import { telemetry, withTracing } from "./telemetry";
-import { resolveBackend, slicesByService } from "./backends";
+import { slicesByService } from "./backends";
 import { recordServiceReads } from "./reads";
-import { L4CompiledBackend, L4_SANS_UNSUPPORTED, l4BackendsIR, reencrypts } from "./l4backendtls";
+import { L4_SANS_UNSUPPORTED, l4BackendsIR, reencrypts } from "./l4backendtls";
 import {
   Condition,
   ConditionType,
   GatewayClassReason,
   GatewayReason,
-  ListenerSetReason,
   RouteReason,
   condition,
 } from "./conditions";
@@ -61,7 +60,6 @@ import {
   missingCapability,
   supportedFeaturesOf,
 } from "../flavor/proxy-flavor";
-import { SUPPORTED_ADDRESS_TYPES } from "../provision/addresses";
 import { DEFAULT_LIMITS, Limits } from "../validation/limits";
 import { compareHostSpecificity, intersectHostnames } from "./hostnames";
 import {
@@ -84,12 +82,7 @@ import {
   refusalMessage,
   withoutRefusedListeners,
 } from "./refused";
-import {
-  BackendClientCertificateResult,
-  GatewayTLSReason,
-  backendClientCertificate,
-  insecureFrontendValidation,
-} from "./gatewaytls";
+import { backendClientCertificate } from "./gatewaytls";
 import {
   CompiledRoute,
   CompiledRule,
@@ -103,11 +96,21 @@ import {
   GatewayClassStatusResult,
   GatewayStatusResult,
   ListenerSetStatusResult,
-  ListenerStatusResult,
   RouteParentStatusResult,
   RouteStatusResult,
   StatusResults,
 } from "./status";
+import { compileL4Route } from "./routes-l4";
+import type { AnyCompiled, Attachment, GatewayContext } from "./context";
+import {
+  gatewayConditions,
+  gatewayTLSConditions,
+  listenerSetResults,
+  listenerStatus,
+  unsupportedAddressProblem,
+} from "./gateway-conditions";
+
+export { unsupportedAddressProblem };
 
 export interface TranslateOptions {
   /** The controllerName whose GatewayClasses we serve; default `kengine.io/gateway-controller`. */
@@ -125,44 +128,6 @@ export interface TranslateResult {
   readonly statuses: StatusResults;
   /** With `options.candidates`: per Gateway (`<namespace>/<name>`), what its config is made of. */
   readonly candidates?: ReadonlyMap<string, readonly RefusableObject[]>;
-}
-
-interface L4Compiled {
-  readonly kind: "TLSRoute" | "TCPRoute" | "UDPRoute";
-  readonly namespace: string;
-  readonly name: string;
-  readonly created: string;
-  readonly hostnames?: readonly string[];
-  readonly backends: readonly L4CompiledBackend[];
-  readonly refProblem?: { readonly reason: string; readonly message: string };
-  /** BackendTLSPolicies naming a backend's Service port (they apply behind Terminate listeners). */
-  readonly backendTLSPolicies: readonly string[];
-}
-
-type AnyCompiled = ({ readonly l4: false } & CompiledRoute) | ({ readonly l4: true } & L4Compiled);
-
-interface Attachment {
-  readonly route: AnyCompiled;
-  /** undefined: any host. */
-  readonly hostnames?: readonly string[];
-}
-
-interface GatewayContext {
-  readonly gateway: Gateway;
-  readonly listenerSets: readonly ListenerSet[];
-  readonly refusedListenerSets: readonly ListenerSet[];
-  readonly listeners: readonly ResolvedListener[];
-  readonly attachments: Map<string, Attachment[]>;
-  /** What the Gateway's proxies run (class parameters, then the Gateway's). */
-  readonly flavor: ProxyFlavor;
-  /** The class's KengineParameters spec.limits, defaulted (validation/limits.ts). */
-  readonly limits: Limits;
-  /** Where its proxies may connect for tenants (egress.ts); the same object while equal. */
-  readonly egress: EgressPolicy;
-  /** spec.tls.backend.clientCertificateRef, resolved (undefined: none set). */
-  readonly backendClientCertificate?: BackendClientCertificateResult;
-  /** What this Gateway's proxies refused. */
-  readonly refusals: Refusals;
 }
 
 const byKey = <T extends { metadata: { name: string; namespace?: string } }>(a: T, b: T): number =>
@@ -997,62 +962,7 @@ function compileAny(s: Snapshot, kind: RouteKind, obj: unknown): AnyCompiled {
 function compileUncached(s: Snapshot, kind: RouteKind, obj: unknown): AnyCompiled {
   if (kind === "HTTPRoute") return { l4: false, ...compileHTTPRoute(s, obj as never) };
   if (kind === "GRPCRoute") return { l4: false, ...compileGRPCRoute(s, obj as never) };
-  const r = obj as {
-    metadata: { name: string; namespace?: string; creationTimestamp?: string };
-    spec?: {
-      hostnames?: readonly string[];
-      rules?: readonly {
-        backendRefs?: readonly {
-          name: string;
-          namespace?: string;
-          group?: string;
-          kind?: string;
-          port?: number;
-          weight?: number;
-        }[];
-      }[];
-    };
-  };
-  const ns = r.metadata.namespace ?? "";
-  const backends: L4CompiledBackend[] = [];
-  const policies = new Set<string>();
-  let refProblem: { reason: string; message: string } | undefined;
-  for (const rule of r.spec?.rules ?? []) {
-    for (const ref of rule.backendRefs ?? []) {
-      const res = resolveBackend(s, kind, ns, ref);
-      const weight = ref.weight ?? 1;
-      if (!res.ok) {
-        refProblem ??= { reason: res.reason, message: res.message };
-        // Its share of connections is refused, not handed to the other backends.
-        if (weight > 0)
-          backends.push({
-            id: `${ref.namespace ?? ns}/${ref.name}:${ref.port ?? ""}`,
-            weight,
-            endpoints: [],
-          });
-        continue;
-      }
-      if (kind === "TLSRoute") for (const p of res.backendTLSPolicies ?? []) policies.add(p);
-      if (weight > 0)
-        backends.push({
-          id: res.id,
-          weight,
-          endpoints: res.endpoints,
-          ...(kind === "TLSRoute" && res.backendTLS && { backendTLS: res.backendTLS }),
-        });
-    }
-  }
-  return {
-    l4: true,
-    kind: kind as L4Compiled["kind"],
-    namespace: ns,
-    name: r.metadata.name,
-    created: r.metadata.creationTimestamp ?? "",
-    hostnames: r.spec?.hostnames && r.spec.hostnames.length > 0 ? r.spec.hostnames : undefined,
-    backends,
-    refProblem,
-    backendTLSPolicies: [...policies].sort(),
-  };
+  return { l4: true, ...compileL4Route(s, kind, obj) };
 }
 
 function attach(
@@ -1204,217 +1114,6 @@ function unrunnableRules(
 
 const runnable = (rule: CompiledRule, flavor: ProxyFlavor): boolean =>
   missingCapability(flavor, ruleNeeds(rule)) === undefined;
-
-/* ------------------------------------------------------------------ status */
-
-/** Why spec.addresses holds a type we do not support (undefined: every type is supported). */
-export function unsupportedAddressProblem(
-  addresses: readonly { readonly type?: string; readonly value?: string }[] | undefined,
-): string | undefined {
-  const bad = (addresses ?? []).flatMap((a, i) =>
-    a.type && !SUPPORTED_ADDRESS_TYPES.includes(a.type)
-      ? [`spec.addresses[${i}].type ${JSON.stringify(a.type)}`]
-      : [],
-  );
-  return bad.length
-    ? `${bad.join(", ")}: address type not supported (supported: ${SUPPORTED_ADDRESS_TYPES.join(", ")})`
-    : undefined;
-}
-
-function gatewayConditions(
-  listeners: readonly ResolvedListener[],
-  gen: number | undefined,
-): Condition[] {
-  const invalid = listeners.filter(l => !l.served);
-  const served = listeners.length - invalid.length;
-  const names = invalid.map(l => l.listener.name).join(", ");
-  const accepted =
-    invalid.length === 0
-      ? condition(ConditionType.Accepted, true, GatewayReason.Accepted, "accepted", gen)
-      : condition(
-          ConditionType.Accepted,
-          served > 0,
-          GatewayReason.ListenersNotValid,
-          `listeners not valid: ${names}`,
-          gen,
-        );
-  const programmed =
-    served > 0 || listeners.length === 0
-      ? condition(
-          ConditionType.Programmed,
-          true,
-          GatewayReason.Programmed,
-          "configuration translated for the proxies",
-          gen,
-        )
-      : condition(ConditionType.Programmed, false, GatewayReason.Invalid, "no valid listener", gen);
-  return [accepted, programmed];
-}
-
-/**
- * Conditions of a Gateway that sets spec.tls: ResolvedRefs (its backend clientCertificateRef,
- * else a summary of its listeners' ResolvedRefs) and, while any frontend validation allows an
- * insecure fallback, InsecureFrontendValidationMode. Gateways without spec.tls have neither.
- */
-function gatewayTLSConditions(
-  ctx: GatewayContext,
-  listeners: readonly ResolvedListener[],
-  gen: number | undefined,
-): Condition[] {
-  const gw = ctx.gateway;
-  if (!gw.spec.tls?.backend && !gw.spec.tls?.frontend) return [];
-  const client = ctx.backendClientCertificate;
-  const unresolved = listeners.filter(l =>
-    l.conditions.some(c => c.type === ConditionType.ResolvedRefs && c.status === "False"),
-  );
-  const why = client?.ok ? missingCapability(ctx.flavor, ["backendClientCertificate"]) : undefined;
-  const resolved =
-    client && !client.ok
-      ? condition(
-          ConditionType.ResolvedRefs,
-          false,
-          client.reason,
-          `${client.message}; backends are reached without a client certificate`,
-          gen,
-        )
-      : why
-        ? condition(
-            ConditionType.ResolvedRefs,
-            false,
-            GatewayTLSReason.UnsupportedValue,
-            `spec.tls.backend.clientCertificateRef: ${why}; backends are reached without a client certificate`,
-            gen,
-          )
-        : unresolved.length > 0
-          ? condition(
-              ConditionType.ResolvedRefs,
-              false,
-              GatewayTLSReason.ListenersNotResolved,
-              `listeners with unresolved references: ${unresolved.map(l => l.listener.name).join(", ")}`,
-              gen,
-            )
-          : condition(
-              ConditionType.ResolvedRefs,
-              true,
-              GatewayTLSReason.ResolvedRefs,
-              "all references resolved",
-              gen,
-            );
-  return [
-    resolved,
-    ...(insecureFrontendValidation(gw)
-      ? [
-          condition(
-            ConditionType.InsecureFrontendValidationMode,
-            true,
-            GatewayTLSReason.ConfigurationChanged,
-            "spec.tls.frontend sets mode AllowInsecureFallback: HTTPS clients without a valid client certificate are accepted",
-            gen,
-          ),
-        ]
-      : []),
-  ];
-}
-
-/**
- * Status of the ListenerSets naming this Gateway as parent, and how many are attached (allowed
- * and Accepted: the Gateway's status.attachedListenerSets; undefined when the Gateway neither
- * sets allowedListeners nor has a ListenerSet naming it, so the field is not written).
- */
-function listenerSetResults(
-  ctx: GatewayContext,
-  parentAccepted: boolean,
-): { statuses: ListenerSetStatusResult[]; attached?: number } {
-  const gw = ctx.gateway;
-  const statuses: ListenerSetStatusResult[] = [];
-  let attached = 0;
-  for (const ls of ctx.listenerSets) {
-    const mine = ctx.listeners.filter(
-      l =>
-        l.owner.kind === "ListenerSet" &&
-        l.owner.namespace === ls.metadata.namespace &&
-        l.owner.name === ls.metadata.name,
-    );
-    const conditions = parentAccepted
-      ? listenerSetConditions(mine, ls.metadata.generation)
-      : refusedConditions(
-          ListenerSetReason.ParentNotAccepted,
-          `parent Gateway ${keyOf(gw)} is not accepted`,
-          ls.metadata.generation,
-        );
-    if (conditions[0].status === "True") attached++;
-    statuses.push({
-      namespace: ls.metadata.namespace ?? "",
-      name: ls.metadata.name,
-      conditions,
-      listeners: mine.map(l => listenerStatus(l, ctx)),
-    });
-  }
-  for (const ls of ctx.refusedListenerSets) {
-    const from = gw.spec.allowedListeners?.namespaces?.from ?? "None";
-    statuses.push({
-      namespace: ls.metadata.namespace ?? "",
-      name: ls.metadata.name,
-      conditions: refusedConditions(
-        ListenerSetReason.NotAllowed,
-        from === "None"
-          ? `Gateway ${keyOf(gw)} does not allow ListenerSets (spec.allowedListeners.namespaces.from: None, the default)`
-          : `Gateway ${keyOf(gw)} does not allow ListenerSets from namespace ${ls.metadata.namespace} (spec.allowedListeners.namespaces.from: ${from})`,
-        ls.metadata.generation,
-      ),
-      listeners: [],
-    });
-  }
-  const counted =
-    gw.spec.allowedListeners !== undefined ||
-    ctx.listenerSets.length + ctx.refusedListenerSets.length > 0;
-  return { statuses, ...(counted && { attached }) };
-}
-
-/** Accepted and Programmed of an attached ListenerSet, from its listeners. */
-function listenerSetConditions(
-  listeners: readonly ResolvedListener[],
-  gen: number | undefined,
-): Condition[] {
-  const invalid = listeners.filter(l => !l.served);
-  if (listeners.length > 0 && invalid.length === listeners.length) {
-    const message = `no valid listener: ${invalid.map(l => l.listener.name).join(", ")}`;
-    return refusedConditions(ListenerSetReason.ListenersNotValid, message, gen);
-  }
-  return [
-    invalid.length === 0
-      ? condition(ConditionType.Accepted, true, ListenerSetReason.Accepted, "accepted", gen)
-      : condition(
-          ConditionType.Accepted,
-          true,
-          ListenerSetReason.ListenersNotValid,
-          `listeners not valid: ${invalid.map(l => l.listener.name).join(", ")}`,
-          gen,
-        ),
-    condition(
-      ConditionType.Programmed,
-      true,
-      ListenerSetReason.Programmed,
-      "configuration translated for the proxies",
-      gen,
-    ),
-  ];
-}
-
-/** A ListenerSet not attached: Accepted and Programmed False with the same reason. */
-const refusedConditions = (reason: string, message: string, gen: number | undefined) => [
-  condition(ConditionType.Accepted, false, reason, message, gen),
-  condition(ConditionType.Programmed, false, reason, message, gen),
-];
-
-function listenerStatus(l: ResolvedListener, ctx: GatewayContext): ListenerStatusResult {
-  return {
-    name: l.listener.name,
-    supportedKinds: l.supportedKinds.map(k => ({ group: k.group, kind: k.kind })),
-    attachedRoutes: (ctx.attachments.get(l.id) ?? []).length,
-    conditions: l.conditions,
-  };
-}
 
 /* ------------------------------------------------------------------ IR */
 
