@@ -30,6 +30,7 @@ declare -A pkg=(
   [echo-basic]=sigs.k8s.io/gateway-api/conformance/echo-basic
   [pebble]=github.com/letsencrypt/pebble/v2/cmd/pebble
   [helm]=helm.sh/helm/v3/cmd/helm
+  [loadgen]=./peers/loadgen
 )
 # Where `go build` runs: a peer with a go.mod of its own is built inside its folder.
 declare -A dir=([caddy-2.8]=peers/caddy-2.8 [pebble]=peers/pebble [helm]=peers/helm [caddy]=../proxy [proxy-image]=../proxy/image)
@@ -41,6 +42,7 @@ declare -A sources=(
   [caddy-2.8]=peers/caddy-2.8
   [pebble]=peers/pebble
   [helm]=peers/helm
+  [loadgen]=peers/loadgen
 )
 # Folders inside a peer's sources that are not part of it: the proxy's image builder.
 declare -A exclude=([caddy]=../proxy/image)
@@ -55,6 +57,7 @@ declare -A module=(
   [echo-basic]=sigs.k8s.io/gateway-api/conformance
   [pebble]="github.com/letsencrypt/pebble/v2@v2.10.1 (hack/peers/pebble)"
   [helm]="helm.sh/helm/v3 (hack/peers/helm)"
+  [loadgen]="hack/peers/loadgen (the request-path benchmark's load generator)"
 )
 # Build seconds on this project's 2-core reference machine, idle, cold Go cache (the lead's cold
 # npm start of 2026-11-24: the batch 324 s, caddy 76 s, less the ~9 % of compile CPU that
@@ -62,11 +65,11 @@ declare -A module=(
 # (afterwards: its last build time).
 declare -A default_secs=(
   [etcd]=45 [kube-apiserver]=172 [kube-controller-manager]=49 [kubectl]=20 [caddy]=70
-  [proxy-image]=5 [image]=5 [caddy-2.8]=120 [echo-basic]=9 [pebble]=10 [helm]=240
+  [proxy-image]=5 [image]=5 [caddy-2.8]=120 [echo-basic]=9 [pebble]=10 [helm]=240 [loadgen]=5
 )
 # "image" is not a binary: the Bundled proxy's OCI image layout ($cache/image), written by
 # proxy-image from the caddy binary and package.json (version, kengine.proxyImage).
-order=(etcd kube-apiserver kube-controller-manager kubectl caddy proxy-image image caddy-2.8 echo-basic pebble helm)
+order=(etcd kube-apiserver kube-controller-manager kubectl caddy proxy-image image caddy-2.8 echo-basic pebble helm loadgen)
 # What the local platform (hack/cluster.sh, npm start) needs; tests build the rest on demand.
 main_set=(etcd kube-apiserver kube-controller-manager kubectl caddy image echo-basic pebble)
 want=()

@@ -10,6 +10,7 @@
  *   flock /tmp/kg-cluster.lock npm run bench -- --locked   # the caller holds the lock
  *   npm run bench -- --profile=/tmp/prof           # module CPU profile + heap snapshots there
  *   npm run bench -- --heap-limit=256              # the module's --max-old-space-size (MiB; default 0: none)
+ *   npm run bench -- --only=requestLoad --request-rounds=5   # request path on loopback, rounds of alternation
  *   npm run bench -- --report                      # no measurement: bench.json's table again
  *
  * The cluster part starts the local cluster (hack/cluster.sh up, peers from hack/build-peers.sh)
@@ -24,10 +25,18 @@ import { benchDeltaAck } from "./delta-ack";
 import { CLUSTER_SCENARIOS, ClusterResults } from "./cluster";
 import { Row, evaluate, renderTable } from "./report";
 import { benchIncremental } from "./incremental";
+import { benchRequestLoad } from "./request-load";
 import { benchRequestPath } from "./request-path";
 import { benchTranslate } from "./translate";
 
-const PURE = ["translate", "configLoad", "incremental", "requestPath", "deltaAck"] as const;
+const PURE = [
+  "translate",
+  "configLoad",
+  "incremental",
+  "requestPath",
+  "requestLoad",
+  "deltaAck",
+] as const;
 const ALL = [...PURE, ...CLUSTER_SCENARIOS] as const;
 const repoRoot = join(__dirname, "..", "..");
 const LOCK = "/tmp/kg-cluster.lock";
@@ -81,6 +90,11 @@ async function main(argv: string[]): Promise<void> {
   if (only.has("requestPath")) {
     log("requestPath: Go benchmarks of the Bundled proxy's route table, 3,000 hosts");
     report.requestPath = benchRequestPath();
+  }
+  if (only.has("requestLoad")) {
+    log("requestLoad: requests through ours, a minimal config, stock Caddy's config, direct");
+    const rounds = Number(arg("request-rounds") ?? 3);
+    report.requestLoad = await benchRequestLoad({ rounds }, log);
   }
   if (only.has("deltaAck")) {
     log("deltaAck: one-route deltas among 3,000 routes on a real Bundled proxy over mTLS");

@@ -24,6 +24,8 @@ const T = {
   RESTART: "leader, status current, no proxy reloaded ≤ 5 s after caches fill",
   PROXY_MEMORY: "Bundled proxy RSS ≤ 100 MiB with 5,000 routes",
   REQUEST_PATH: "Bundled proxy, 3,000 routes: unknown host ≤ 10 µs (Go benchmark)",
+  REQUEST_LOAD: (name: string) =>
+    `${name}: ours ≥ 0.95× a minimal config's requests/s, p50 ≤ +50 µs (loopback)`,
   CHURN: (flavor: string) => `0 failed requests during 1,000 route changes (${flavor})`,
   MEMORY: (routes: number) => `watcher RSS at ${routes} routes ≤ ${routes <= 1000 ? 150 : 450} MiB`,
   INCREMENTAL: (routes: number, gateways: number) =>
@@ -42,6 +44,9 @@ const ISSUE16: readonly (readonly [string, string])[] = [
   ["churn", T.CHURN("stock Caddy")],
   ["proxyMemory", T.PROXY_MEMORY],
   ["requestPath", T.REQUEST_PATH],
+  ["requestLoad", T.REQUEST_LOAD("1 route")],
+  ["requestLoad", T.REQUEST_LOAD("3,000 routes, known host")],
+  ["requestLoad", T.REQUEST_LOAD("3,000 routes, unknown host")],
 ];
 
 /**
@@ -251,6 +256,27 @@ function rows(report: R): Row[] {
       target: T.REQUEST_PATH,
       measured: `${rp.ns.unknownHost} ns/op (known host ${rp.ns.knownHost} ns; walked in a line ${(rp.ns.linearUnknownHost / 1e6).toFixed(2)} ms)`,
       met: rp.ns.unknownHost <= 10_000,
+    });
+  const rl = report.requestLoad as
+    | {
+        cases: {
+          name: string;
+          throughputRatio: number;
+          addedP50us: number;
+          stockRatio?: number;
+          targets: { ours?: { rps: number }; minimal?: { rps: number } };
+        }[];
+      }
+    | undefined;
+  for (const c of rl?.cases ?? [])
+    rows.push({
+      scenario: "requestLoad",
+      target: T.REQUEST_LOAD(c.name),
+      measured:
+        `${c.targets.ours?.rps} vs ${c.targets.minimal?.rps} req/s (${c.throughputRatio}×), p50 ` +
+        `${c.addedP50us >= 0 ? "+" : ""}${c.addedP50us} µs` +
+        (c.stockRatio !== undefined ? `; stock Caddy's config ${c.stockRatio}×` : ""),
+      met: c.throughputRatio >= 0.95 && c.addedP50us <= 50,
     });
   return rows;
 }
