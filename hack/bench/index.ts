@@ -11,6 +11,8 @@
  *   npm run bench -- --profile=/tmp/prof           # module CPU profile + heap snapshots there
  *   npm run bench -- --heap-limit=256              # the module's --max-old-space-size (MiB; default 0: none)
  *   npm run bench -- --only=requestLoad --request-rounds=5   # request path on loopback, rounds of alternation
+ *   npm run bench -- --only=requestLoad --request-variants --request-profile=/tmp/prof
+ *        # also each feature of our config taken out, and a CPU profile of ours per case
  *   npm run bench -- --report                      # no measurement: bench.json's table again
  *
  * The cluster part starts the local cluster (hack/cluster.sh up, peers from hack/build-peers.sh)
@@ -94,7 +96,15 @@ async function main(argv: string[]): Promise<void> {
   if (only.has("requestLoad")) {
     log("requestLoad: requests through ours, a minimal config, stock Caddy's config, direct");
     const rounds = Number(arg("request-rounds") ?? 3);
-    report.requestLoad = await benchRequestLoad({ rounds }, log);
+    report.requestLoad = await benchRequestLoad(
+      {
+        rounds,
+        variants: argv.includes("--request-variants"),
+        profileDir: arg("request-profile"),
+        filter: arg("request-case"),
+      },
+      log,
+    );
   }
   if (only.has("deltaAck")) {
     log("deltaAck: one-route deltas among 3,000 routes on a real Bundled proxy over mTLS");

@@ -263,7 +263,7 @@ function rows(report: R): Row[] {
           name: string;
           throughputRatio: number;
           addedP50us: number;
-          stockRatio?: number;
+          stock?: { throughputRatio: number };
           targets: { ours?: { rps: number }; minimal?: { rps: number } };
         }[];
       }
@@ -275,7 +275,7 @@ function rows(report: R): Row[] {
       measured:
         `${c.targets.ours?.rps} vs ${c.targets.minimal?.rps} req/s (${c.throughputRatio}×), p50 ` +
         `${c.addedP50us >= 0 ? "+" : ""}${c.addedP50us} µs` +
-        (c.stockRatio !== undefined ? `; stock Caddy's config ${c.stockRatio}×` : ""),
+        (c.stock ? `; stock Caddy's config ${c.stock.throughputRatio}×` : ""),
       met: c.throughputRatio >= 0.95 && c.addedP50us <= 50,
     });
   return rows;

@@ -22,6 +22,7 @@
  */
 import { ChildProcess, spawn, spawnSync } from "node:child_process";
 import { loadavg } from "node:os";
+import { join } from "node:path";
 import { sealGatewayConfig } from "../../capabilities/reconcile/plan";
 import { KubeObject, snapshotOf } from "../../capabilities/snapshot";
 import { translate } from "../../capabilities/translate";
@@ -36,8 +37,85 @@ import { freePort } from "../../tests/support/ports";
 import { median, sleep } from "./stats";
 import { httpRoute, routeHost, snapshotObjects } from "./workload";
 
+/** How a target's proxy is configured. */
+type Setup =
+  | {
+      readonly kind: "ours";
+      readonly flavor: ProxyFlavor;
+      readonly render?: { readonly routeTable?: boolean; readonly dispatch?: "per-route" };
+      /** Changes the sealed config before it is loaded (a feature taken out). */
+      readonly edit?: (config: Json) => void;
+    }
+  | { readonly kind: "minimal"; readonly metrics?: boolean }
+  | { readonly kind: "direct" };
+
+type Json = Record<string, unknown>;
+
 export const TARGETS = ["ours", "minimal", "stock", "direct"] as const;
-export type Target = (typeof TARGETS)[number];
+
+const BASE: Readonly<Record<(typeof TARGETS)[number], Setup>> = {
+  ours: { kind: "ours", flavor: "Bundled" },
+  minimal: { kind: "minimal" },
+  stock: { kind: "ours", flavor: "Caddy" },
+  direct: { kind: "direct" },
+};
+
+const trafficServers = (config: Json): Json[] => {
+  const servers = ((config.apps as Json).http as Json).servers as Record<string, Json>;
+  return Object.entries(servers)
+    .filter(([name]) => !name.startsWith("kengine-"))
+    .map(([, server]) => server);
+};
+
+/**
+ * Per-request features of our config, each measured as two targets: `with` (ours, or the minimal
+ * config with the feature added) and `without`. A variant target is a proxy of its own.
+ */
+export const FEATURES: readonly {
+  readonly feature: string;
+  readonly with: string;
+  readonly without: string;
+}[] = [
+  {
+    feature: "traffic metrics (apps.http.metrics, host route)",
+    with: "ours",
+    without: "ours-metrics",
+  },
+  { feature: "kengine-http listener", with: "ours", without: "ours-listener" },
+  { feature: "route table (vs linear routes)", with: "ours", without: "ours-table" },
+  {
+    feature: "shared dispatch (vs reverse_proxy per route)",
+    with: "ours",
+    without: "ours-dispatch",
+  },
+  { feature: "traffic metrics on the minimal config", with: "minimal+metrics", without: "minimal" },
+];
+
+const VARIANTS: Readonly<Record<string, Setup>> = {
+  "ours-metrics": {
+    kind: "ours",
+    flavor: "Bundled",
+    edit: c => {
+      delete ((c.apps as Json).http as Json).metrics;
+      // sealing puts a route that only names the hosts first (seal.ts withTrafficMetrics)
+      for (const server of trafficServers(c)) {
+        const routes = server.routes as Json[];
+        if (routes[0] && routes[0].handle === undefined) routes.shift();
+      }
+    },
+  },
+  "ours-listener": {
+    kind: "ours",
+    flavor: "Bundled",
+    edit: c => {
+      for (const server of trafficServers(c))
+        server.listen = (server.listen as string[]).map(a => a.replace(/^kengine-http\//, ""));
+    },
+  },
+  "ours-table": { kind: "ours", flavor: "Bundled", render: { routeTable: false } },
+  "ours-dispatch": { kind: "ours", flavor: "Bundled", render: { dispatch: "per-route" } },
+  "minimal+metrics": { kind: "minimal", metrics: true },
+};
 
 /** One run of the load generator (hack/peers/loadgen's JSON line). */
 export interface LoadRun {
@@ -51,28 +129,35 @@ export interface LoadRun {
   readonly firstError?: string;
 }
 
-export interface LoadCase {
+interface TargetSummary {
+  /** Requests/s and p50/p99 (µs) of the throughput runs; medians over rounds. */
+  readonly rps: number;
+  readonly p50us: number;
+  readonly p99us: number;
+  /** p50/p99 (µs) of the one-connection runs; medians over rounds. */
+  readonly latencyP50us: number;
+  readonly latencyP99us: number;
+}
+
+/** `a` against `b`: a/b requests/s and a − b one-connection p50, p99 (µs); medians of per-round values. */
+export interface Paired {
+  readonly throughputRatio: number;
+  readonly addedP50us: number;
+  readonly addedP99us: number;
+}
+
+export interface LoadCase extends Paired {
   /** e.g. "1 route", "3,000 routes, known host". */
   readonly name: string;
   readonly routes: number;
   readonly host: string;
   /** The status every answer must have (404 for a host no route names). */
   readonly status: number;
-  /** Per target: requests/s, p50/p99 (µs) of the throughput runs, p50/p99 of the one-connection runs; medians over rounds. */
-  readonly targets: Partial<
-    Record<
-      Target,
-      { rps: number; p50us: number; p99us: number; latencyP50us: number; latencyP99us: number }
-    >
-  >;
-  /** ours / minimal requests/s, median of the per-round ratios. */
-  readonly throughputRatio: number;
-  /** ours − minimal one-connection p50 (µs), median of the per-round differences. */
-  readonly addedP50us: number;
-  readonly addedP99us: number;
-  /** stock / minimal requests/s and stock − minimal p50, likewise (undefined: not run). */
-  readonly stockRatio?: number;
-  readonly stockAddedP50us?: number;
+  readonly targets: Readonly<Record<string, TargetSummary>>;
+  /** (the Paired fields: ours against minimal) stock Caddy's config against minimal. */
+  readonly stock: Paired;
+  /** Each feature's cost (with against without), when variants ran. */
+  readonly features?: readonly ({ readonly feature: string } & Paired)[];
 }
 
 export interface RequestLoadResult {
@@ -91,6 +176,10 @@ export interface RequestLoadOptions {
   readonly seconds?: number;
   /** Only the cases whose name includes this. */
   readonly filter?: string;
+  /** Also the variants of FEATURES (each feature of ours taken out). */
+  readonly variants?: boolean;
+  /** A CPU profile of ours under load per case, written to this directory (Caddy's /debug/pprof). */
+  readonly profileDir?: string;
 }
 
 /** The route every known-host request goes to: PathPrefix / to one Service, no filter. */
@@ -106,13 +195,16 @@ async function objectsFor(routes: number, echoPort: number): Promise<KubeObject[
   return withLoopbackEndpoints(objects, async () => echoPort);
 }
 
-/** Loads the sealed config the controller would push to a proxy of `flavor`; returns its HTTP port. */
+/**
+ * Loads the sealed config the controller would push to a proxy of `setup.flavor` (changed by
+ * `setup.edit`); returns its HTTP port.
+ */
 async function loadOurs(
   proxy: ManagedCaddy,
   objects: readonly KubeObject[],
-  flavor: ProxyFlavor,
+  setup: Extract<Setup, { kind: "ours" }>,
 ): Promise<number> {
-  const t = translate(snapshotOf(withProxyFlavor(objects, flavor)), {
+  const t = translate(snapshotOf(withProxyFlavor(objects, setup.flavor)), {
     controllerName: CONTROLLER_NAME,
   });
   if (t.gateways.length !== 1) throw new Error(`expected one Gateway, got ${t.gateways.length}`);
@@ -120,23 +212,36 @@ async function loadOurs(
   const sealed = sealGatewayConfig(t.gateways[0], proxy.spec, {
     bindHost: "127.0.0.1",
     portOffset: port - 80,
+    ...setup.render,
   });
   if (!sealed.ok) throw new Error(`seal: ${JSON.stringify(sealed.error)}`);
-  await mustLoad(proxy.caddy, sealed.value.bytes.toString("utf8"));
+  let text = sealed.value.bytes.toString("utf8");
+  if (setup.edit) {
+    const config = JSON.parse(text) as Json;
+    setup.edit(config);
+    text = JSON.stringify(config);
+  }
+  await mustLoad(proxy.caddy, text);
   return port;
 }
 
-/** A hand-written config doing the same routing: the hosts → the echo server, else 404. */
+/**
+ * A hand-written config doing the same routing: the hosts → the echo server (every backend of
+ * the scenario is that server), anything else → 404. One `host` matcher holds every host
+ * (Caddy sorts a long list and searches it).
+ */
 export function minimalConfig(
   adminAddress: string,
   port: number,
   hosts: readonly string[],
   echoPort: number,
+  metrics = false,
 ): object {
   return {
     admin: { listen: adminAddress, config: { persist: false } },
     apps: {
       http: {
+        ...(metrics && { metrics: { per_host: true } }),
         servers: {
           bench: {
             listen: [`127.0.0.1:${port}`],
@@ -211,6 +316,46 @@ export function runLoad(
 const r1 = (x: number) => Math.round(x * 10) / 10;
 const r3 = (x: number) => Math.round(x * 1000) / 1000;
 
+type Pair = { load: LoadRun; one: LoadRun };
+
+/** `a` against `b`, round by round (the same round of the alternation), medians. */
+function pairedOf(a: readonly Pair[], b: readonly Pair[]): Paired {
+  const m = (f: (x: Pair, y: Pair) => number) => median(a.map((x, k) => f(x, b[k]!)));
+  return {
+    throughputRatio: r3(m((x, y) => x.load.rps / y.load.rps)),
+    addedP50us: r1(m((x, y) => x.one.p50us - y.one.p50us)),
+    addedP99us: r1(m((x, y) => x.one.p99us - y.one.p99us)),
+  };
+}
+
+/** A CPU profile of the Caddy behind `adminSocket` while `port` is under load. */
+async function profileUnderLoad(
+  adminSocket: string,
+  file: string,
+  port: number,
+  host: string,
+  conns: number,
+  seconds: number,
+): Promise<void> {
+  const curl = spawn(
+    "curl",
+    [
+      "-sf",
+      "--unix-socket",
+      adminSocket,
+      "-o",
+      file,
+      `http://127.0.0.1/debug/pprof/profile?seconds=${seconds}`,
+    ],
+    { stdio: "ignore" },
+  );
+  const done = new Promise<number | null>(resolve => curl.on("exit", resolve));
+  await sleep(200);
+  runLoad(port, host, conns, seconds + 1);
+  const code = await done;
+  if (code !== 0) throw new Error(`pprof: curl exited ${code}`);
+}
+
 export async function benchRequestLoad(
   options: RequestLoadOptions = {},
   log: (line: string) => void = () => {},
@@ -220,46 +365,50 @@ export async function benchRequestLoad(
   const seconds = options.seconds ?? 2;
   const start = loadavg().map(r1);
   const echo = await startEcho();
-  const started: { stop(): Promise<void> }[] = [];
+  const setups: Record<string, Setup> = { ...BASE, ...(options.variants ? VARIANTS : {}) };
+  const proxies = new Map<string, ManagedCaddy | Caddy>();
   const cases: LoadCase[] = [];
   try {
-    const ours = await startManagedCaddy("rl-ours");
-    started.push(ours);
-    const stock = await startManagedCaddy("rl-stock");
-    started.push(stock);
-    const minimal = await startCaddy({ name: "rl-minimal" });
-    started.push(minimal);
+    for (const [name, setup] of Object.entries(setups))
+      if (setup.kind === "ours") proxies.set(name, await startManagedCaddy(`rl-${name}`));
+      else if (setup.kind === "minimal")
+        proxies.set(name, await startCaddy({ name: `rl-${name}` }));
     const plan = [
       { name: "1 route", routes: 1, unknown: false },
       { name: "3,000 routes, known host", routes: 3000, unknown: false },
       { name: "3,000 routes, unknown host", routes: 3000, unknown: true },
     ].filter(c => !options.filter || c.name.includes(options.filter));
     let loaded = 0;
-    let ports: Record<Exclude<Target, "direct">, number> | undefined;
+    const ports: Record<string, number> = { direct: echo.port };
     for (const c of plan) {
       if (loaded !== c.routes) {
         const objects = await objectsFor(c.routes, echo.port);
-        const minimalPort = await freePort("127.0.0.1");
         const hosts = Array.from({ length: c.routes }, (_, i) => routeHost(i));
-        await mustLoad(minimal, minimalConfig(minimal.adminAddress, minimalPort, hosts, echo.port));
-        ports = {
-          ours: await loadOurs(ours, objects, "Bundled"),
-          stock: await loadOurs(stock, objects, "Caddy"),
-          minimal: minimalPort,
-        };
+        for (const [name, setup] of Object.entries(setups)) {
+          const proxy = proxies.get(name);
+          if (setup.kind === "ours")
+            ports[name] = await loadOurs(proxy as ManagedCaddy, objects, setup);
+          else if (setup.kind === "minimal") {
+            const caddy = proxy as Caddy;
+            ports[name] = await freePort("127.0.0.1");
+            await mustLoad(
+              caddy,
+              minimalConfig(caddy.adminAddress, ports[name], hosts, echo.port, setup.metrics),
+            );
+          }
+        }
         loaded = c.routes;
       }
       const host = c.unknown ? "unknown.bench.local" : routeHost(PROBE);
       const status = c.unknown ? 404 : 200;
       // The backend answers every host: the floor only means something for a known one.
-      const targets = TARGETS.filter(t => !(c.unknown && t === "direct"));
-      const portOf = (t: Target) => (t === "direct" ? echo.port : ports![t]);
-      const runs: Record<string, { load: LoadRun; one: LoadRun }[]> = {};
+      const targets = Object.keys(setups).filter(t => !(c.unknown && t === "direct"));
+      const runs: Record<string, Pair[]> = {};
       log(`requestLoad: ${c.name}: ${rounds} rounds of ${targets.join(", ")}`);
       for (let k = 0; k < rounds; k++)
         for (const t of targets) {
-          const load = runLoad(portOf(t), host, conns, seconds);
-          const one = runLoad(portOf(t), host, 1, seconds);
+          const load = runLoad(ports[t]!, host, conns, seconds);
+          const one = runLoad(ports[t]!, host, 1, seconds);
           for (const run of [load, one]) {
             const bad = Object.keys(run.statuses).filter(s => s !== String(status));
             if (run.errors > 0 || bad.length > 0 || run.requests === 0)
@@ -269,7 +418,13 @@ export async function benchRequestLoad(
           }
           (runs[t] ??= []).push({ load, one });
         }
-      const summary: LoadCase["targets"] = {};
+      if (options.profileDir) {
+        const file = join(options.profileDir, `ours-${c.name.replace(/[^a-z0-9]+/gi, "-")}.pprof`);
+        log(`requestLoad: ${c.name}: CPU profile of ours under load → ${file}`);
+        const ours = proxies.get("ours") as ManagedCaddy;
+        await profileUnderLoad(ours.caddy.adminSocket, file, ports.ours!, host, conns, 10);
+      }
+      const summary: Record<string, TargetSummary> = {};
       for (const t of targets) {
         const rs = runs[t]!;
         summary[t] = {
@@ -280,25 +435,24 @@ export async function benchRequestLoad(
           latencyP99us: r1(median(rs.map(r => r.one.p99us))),
         };
       }
-      const paired = (
-        t: Target,
-        f: (a: { load: LoadRun; one: LoadRun }, b: { load: LoadRun; one: LoadRun }) => number,
-      ) => median(runs[t]!.map((r, k) => f(r, runs.minimal![k]!)));
       cases.push({
         name: c.name,
         routes: c.routes,
         host,
         status,
         targets: summary,
-        throughputRatio: r3(paired("ours", (a, b) => a.load.rps / b.load.rps)),
-        addedP50us: r1(paired("ours", (a, b) => a.one.p50us - b.one.p50us)),
-        addedP99us: r1(paired("ours", (a, b) => a.one.p99us - b.one.p99us)),
-        stockRatio: r3(paired("stock", (a, b) => a.load.rps / b.load.rps)),
-        stockAddedP50us: r1(paired("stock", (a, b) => a.one.p50us - b.one.p50us)),
+        ...pairedOf(runs.ours!, runs.minimal!),
+        stock: pairedOf(runs.stock!, runs.minimal!),
+        ...(options.variants && {
+          features: FEATURES.map(f => ({
+            feature: f.feature,
+            ...pairedOf(runs[f.with]!, runs[f.without]!),
+          })),
+        }),
       });
     }
   } finally {
-    for (const s of started.reverse()) await s.stop().catch(() => undefined);
+    for (const p of [...proxies.values()].reverse()) await p.stop().catch(() => undefined);
     echo.child.kill();
   }
   return { rounds, conns, seconds, loadAverage: { start, end: loadavg().map(r1) }, cases };
