@@ -32,8 +32,11 @@ import type { PlainConfig } from "./types";
  *   host into `_other` (`observe_catchall_hosts` stays off), but it turns that guard off for
  *   every HTTPS request as soon as any server has TLS connection policies, and the management
  *   server always has. So a config with an HTTPS (or TLS-terminating) listener gets no host
- *   label at all; an HTTP-only one gets `per_host` plus a first route per server that names the
+ *   label at all; an HTTP-only one gets `per_host` plus a last route per server that names the
  *   server's exact hostnames (our host matchers sit inside subroutes, where Caddy does not look).
+ *   Caddy finds hosts in any top-level route, but times (and counts) every route a request
+ *   matches: last, after the terminal routes that serve requests, it costs a request nothing
+ *   (docs/bench.md, "The request path on loopback").
  * - `"server"` (Caddy 2.8, Kengine): no app-level metrics; `metrics: {}` on each traffic server
  *   (2.8's only switch, without host labels).
  * Either way the series a proxy keeps are bounded by its configuration, never by the Host
@@ -155,10 +158,10 @@ export function withTrafficMetrics(
     const routes = asObject(server)?.routes;
     const hosts = exactHosts(routes);
     if (hosts.length === 0) return [];
-    // Matches, handles nothing, never terminal: the request goes on to the routes that follow.
+    // Handles nothing; reached only by a request no route before it ended.
     const known = { match: [{ host: hosts }] };
     return [
-      [name, { ...asObject(server), routes: [known, ...(Array.isArray(routes) ? routes : [])] }],
+      [name, { ...asObject(server), routes: [...(Array.isArray(routes) ? routes : []), known] }],
     ];
   });
   return {

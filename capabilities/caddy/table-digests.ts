@@ -12,7 +12,7 @@
  * proxy's own (proxy/routetable/README.md): hex XOR over keys of SHA-256("<key> <hex SHA-256
  * of the key's compact route JSON>"), computed here from the bytes the controller sends.
  *
- * The route sealing adds first to an HTTP-only server (`{match: [{host: [...]}]}`, no handler:
+ * The route sealing adds last to an HTTP-only server (`{match: [{host: [...]}]}`, no handler:
  * the exact hosts Caddy may label in its metrics, seal.ts withTrafficMetrics) is left out
  * of the skeleton: a new hostname is a delta, and Caddy labels its traffic `_other` until the
  * next `/load` (docs/operations.md, "Route-table deltas").
