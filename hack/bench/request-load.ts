@@ -82,6 +82,11 @@ export const FEATURES: readonly {
     without: "ours-metrics",
   },
   { feature: "kengine-http listener", with: "ours", without: "ours-listener" },
+  {
+    feature: "metrics host route first (where sealing put it before), not last",
+    with: "ours-hostfirst",
+    without: "ours",
+  },
   { feature: "route table (vs linear routes)", with: "ours", without: "ours-table" },
   {
     feature: "shared dispatch (vs reverse_proxy per route)",
@@ -97,11 +102,9 @@ const VARIANTS: Readonly<Record<string, Setup>> = {
     flavor: "Bundled",
     edit: c => {
       delete ((c.apps as Json).http as Json).metrics;
-      // sealing puts a route that only names the hosts first (seal.ts withTrafficMetrics)
-      for (const server of trafficServers(c)) {
-        const routes = server.routes as Json[];
-        if (routes[0] && routes[0].handle === undefined) routes.shift();
-      }
+      // and the route sealing adds that only names the hosts (seal.ts withTrafficMetrics)
+      for (const server of trafficServers(c))
+        server.routes = (server.routes as Json[]).filter(r => r.handle !== undefined);
     },
   },
   "ours-listener": {
@@ -110,6 +113,19 @@ const VARIANTS: Readonly<Record<string, Setup>> = {
     edit: c => {
       for (const server of trafficServers(c))
         server.listen = (server.listen as string[]).map(a => a.replace(/^kengine-http\//, ""));
+    },
+  },
+  "ours-hostfirst": {
+    kind: "ours",
+    flavor: "Bundled",
+    edit: c => {
+      for (const server of trafficServers(c)) {
+        const routes = server.routes as Json[];
+        server.routes = [
+          ...routes.filter(r => r.handle === undefined),
+          ...routes.filter(r => r.handle !== undefined),
+        ];
+      }
     },
   },
   "ours-table": { kind: "ours", flavor: "Bundled", render: { routeTable: false } },
