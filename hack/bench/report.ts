@@ -262,6 +262,7 @@ function rows(report: R): Row[] {
         cases: {
           name: string;
           throughputRatio: number;
+          cpuRatio?: number;
           addedP50us: number;
           stock?: { throughputRatio: number };
           targets: { ours?: { rps: number }; minimal?: { rps: number } };
@@ -275,6 +276,7 @@ function rows(report: R): Row[] {
       measured:
         `${c.targets.ours?.rps} vs ${c.targets.minimal?.rps} req/s (${c.throughputRatio}×), p50 ` +
         `${c.addedP50us >= 0 ? "+" : ""}${c.addedP50us} µs` +
+        (c.cpuRatio !== undefined ? `, CPU/request ${c.cpuRatio}×` : "") +
         (c.stock ? `; stock Caddy's config ${c.stock.throughputRatio}×` : ""),
       met: c.throughputRatio >= 0.95 && c.addedP50us <= 50,
     });

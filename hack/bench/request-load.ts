@@ -34,6 +34,7 @@ import { startManagedCaddy, ManagedCaddy } from "../../tests/support/managed-cad
 import { withProxyFlavor } from "../../tests/support/flavor";
 import { withLoopbackEndpoints } from "../../tests/support/loopback";
 import { freePort } from "../../tests/support/ports";
+import { cpuMs } from "./config-load";
 import { median, sleep } from "./stats";
 import { httpRoute, routeHost, snapshotObjects } from "./workload";
 
@@ -143,6 +144,10 @@ export interface LoadRun {
   readonly p90us: number;
   readonly p99us: number;
   readonly firstError?: string;
+  /** Every answer, warm-up included. */
+  readonly all: number;
+  /** CPU time (user + system) the target's process spent per answer, µs (10 ms ticks). */
+  cpuUsPerRequest?: number;
 }
 
 interface TargetSummary {
@@ -153,11 +158,18 @@ interface TargetSummary {
   /** p50/p99 (µs) of the one-connection runs; medians over rounds. */
   readonly latencyP50us: number;
   readonly latencyP99us: number;
+  /** The target process's CPU per request in the throughput runs (µs); median over rounds. */
+  readonly cpuUs: number;
 }
 
 /** `a` against `b`: a/b requests/s and a − b one-connection p50, p99 (µs); medians of per-round values. */
 export interface Paired {
   readonly throughputRatio: number;
+  /**
+   * a/b CPU per request of the target's process in the throughput runs: what the throughput
+   * ratio would be, inverted, were both bound by their own CPU; far less noisy on a shared machine.
+   */
+  readonly cpuRatio: number;
   readonly addedP50us: number;
   readonly addedP99us: number;
 }
@@ -334,11 +346,14 @@ const r3 = (x: number) => Math.round(x * 1000) / 1000;
 
 type Pair = { load: LoadRun; one: LoadRun };
 
+const pidOf = (p: ManagedCaddy | Caddy): number => ("caddy" in p ? p.caddy.pid : p.pid);
+
 /** `a` against `b`, round by round (the same round of the alternation), medians. */
 function pairedOf(a: readonly Pair[], b: readonly Pair[]): Paired {
   const m = (f: (x: Pair, y: Pair) => number) => median(a.map((x, k) => f(x, b[k]!)));
   return {
     throughputRatio: r3(m((x, y) => x.load.rps / y.load.rps)),
+    cpuRatio: r3(m((x, y) => x.load.cpuUsPerRequest! / y.load.cpuUsPerRequest!)),
     addedP50us: r1(m((x, y) => x.one.p50us - y.one.p50us)),
     addedP99us: r1(m((x, y) => x.one.p99us - y.one.p99us)),
   };
@@ -423,7 +438,10 @@ export async function benchRequestLoad(
       log(`requestLoad: ${c.name}: ${rounds} rounds of ${targets.join(", ")}`);
       for (let k = 0; k < rounds; k++)
         for (const t of targets) {
-          const load = runLoad(ports[t]!, host, conns, seconds);
+          const pid = t === "direct" ? echo.child.pid! : pidOf(proxies.get(t)!);
+          const c0 = cpuMs(pid);
+          const load: LoadRun = runLoad(ports[t]!, host, conns, seconds);
+          load.cpuUsPerRequest = r1(((cpuMs(pid) - c0) * 1000) / load.all);
           const one = runLoad(ports[t]!, host, 1, seconds);
           for (const run of [load, one]) {
             const bad = Object.keys(run.statuses).filter(s => s !== String(status));
@@ -449,6 +467,7 @@ export async function benchRequestLoad(
           p99us: r1(median(rs.map(r => r.load.p99us))),
           latencyP50us: r1(median(rs.map(r => r.one.p50us))),
           latencyP99us: r1(median(rs.map(r => r.one.p99us))),
+          cpuUs: r1(median(rs.map(r => r.load.cpuUsPerRequest!))),
         };
       }
       cases.push({

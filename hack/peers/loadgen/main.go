@@ -30,7 +30,9 @@ func (h *headers) String() string     { return strings.Join(*h, ", ") }
 func (h *headers) Set(v string) error { *h = append(*h, v); return nil }
 
 type result struct {
-	Requests int            `json:"requests"`
+	Requests int `json:"requests"`
+	// All the answers, the warm-up's and the last in-flight ones too (for CPU per request).
+	All      int            `json:"all"`
 	Errors   int            `json:"errors"`
 	Statuses map[string]int `json:"statuses"`
 	Seconds  float64        `json:"seconds"`
@@ -43,6 +45,7 @@ type result struct {
 
 type worker struct {
 	lat      []time.Duration
+	all      int
 	statuses map[int]int
 	errors   int
 	firstErr error
@@ -148,6 +151,9 @@ func main() {
 				t0 := time.Now()
 				status, err := do()
 				d := time.Since(t0)
+				if err == nil {
+					w.all++
+				}
 				if !phase.TryRLock() {
 					if start.IsZero() {
 						continue // warm-up
@@ -179,6 +185,7 @@ func main() {
 	var all []time.Duration
 	for _, w := range workers {
 		all = append(all, w.lat...)
+		out.All += w.all
 		out.Errors += w.errors
 		for s, n := range w.statuses {
 			out.Statuses[fmt.Sprint(s)] += n
