@@ -137,7 +137,7 @@ const variantsOf = (objects: readonly KubeObject[]): KubeObject[] =>
       ];
     if (o.kind === "EndpointSlice") return [{ ...o, endpoints: [] } as KubeObject];
     // our own status write coming back: the same Gateway with a status and a new resourceVersion
-    // (translation keeps the object it had: translate/status-echo.ts), and one whose spec also
+    // (translation keeps the object it had: translate/incremental/status-echo.ts), and one whose spec also
     // changed under the same status
     if (o.kind === "Gateway") {
       const status = {
