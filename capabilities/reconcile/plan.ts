@@ -2,7 +2,8 @@
  * Everything one Gateway of ours needs from the controller, decided from the snapshot: the
  * objects to provision, the sealed config for its proxies, the proxy pods to push it to, and
  * the addresses of its Service. Pure but for issuing a serving certificate when none is reusable
- * (injected, so tests can fix it).
+ * (injected, so tests can fix it) and a module-level memo of each sealed config per IR object
+ * and management spec, with a count of renders (sealedRenders, for tests and build timings).
  */
 import {
   bootstrapConfigMapName,

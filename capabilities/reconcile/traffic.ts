@@ -1,5 +1,6 @@
 /**
- * The proxies' own traffic metrics, summed per Gateway and route (pure).
+ * The proxies' own traffic metrics, summed per Gateway and route: pure functions, and a
+ * module-level memo of every Gateway's routes per snapshot route maps (byGatewayCache).
  *
  * Each proxy's Caddy counts requests since its config was last loaded: every /load (ours) and
  * every restart starts its counters from zero. So a proxy's counters are read as deltas from its

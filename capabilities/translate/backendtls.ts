@@ -1,7 +1,8 @@
 /**
  * BackendTLSPolicy (Gateway API v1.6.1, apis/v1/backendtlspolicy_types.go): which Service
  * ports the proxy must reach over TLS, with which SNI and which trust, and the policy's own
- * conditions. Pure and derived from the snapshot only (cached per snapshot object).
+ * conditions. Derived from the snapshot only; the one state is a module-level memo of the
+ * result per snapshot object (a WeakMap), which changes the cost, never the answer.
  *
  * - Precedence among policies naming the same Service and sectionName: oldest creation
  *   timestamp, then namespace/name; the others are `Accepted=False/Conflicted` and have no

@@ -12,7 +12,8 @@
  *   new groups' entries, sorted. `comparePrecedence` is a total order on the entries of one
  *   listener (entries it calls equal are equal data), so the merge equals sorting everything.
  *
- * Pure from the caller's view: the caches only decide how much is recomputed, never what.
+ * Both are module state (WeakMaps keyed by compiled routes and Gateways) that decides only how
+ * much is recomputed, never what.
  */
 import type { HTTPRouteEntryIR } from "../../ir";
 import type { Gateway } from "../../snapshot";
