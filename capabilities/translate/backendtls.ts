@@ -17,7 +17,7 @@
  *   `Accepted=False/Invalid`.
  * - `subjectAltNames`: the certificate must carry one of them (hostname then only the SNI);
  *   run by our transport `kengine_http`, so on a Gateway whose proxy flavour lacks it
- *   (translate.ts) the policy is `Accepted=False/Invalid` for that ancestor and its Service
+ *   (backendtls-status.ts) the policy is `Accepted=False/Invalid` for that ancestor and its Service
  *   gets HTTP 500 there.
  * Whenever the winning policy cannot be applied as written, requests to the Service port get
  * HTTP 500 rather than a connection with weaker verification (the spec asks for a 5xx).
