@@ -9,7 +9,7 @@
 import fc from "fast-check";
 import { services } from "../../hack/bench/workload";
 import { arbitrarySnapshot } from "../../tests/support/arbitrary-snapshot";
-import { configJSON } from "../proxies";
+import { configJSON } from "../caddy";
 import { IncrementalTranslator } from "../reconcile/reuse";
 import { KubeObject, Snapshot, apply, snapshotOf } from "../snapshot";
 import { toCaddyConfig } from "./config";
