@@ -201,77 +201,85 @@ function gatewayResults(
 } {
   const classByName = new Map(classes.map(c => [c.metadata.name, c] as const));
   const gateways: GatewayIR[] = [];
-  const gatewayStatuses: GatewayStatusResult[] = [];
-  const listenerSetStatuses: ListenerSetStatusResult[] = [];
+  const statuses: GatewayStatusResult[] = [];
+  const listenerSets: ListenerSetStatusResult[] = [];
   const tele = telemetry(s, contexts);
-
   for (const ctx of contexts.values()) {
-    const gw = ctx.gateway;
-    const gen = gw.metadata.generation;
-    const own = ctx.listeners.filter(l => l.owner.kind === "Gateway");
-    // A Gateway whose parameters do not resolve is not accepted and gets no proxies (spec:
-    // Accepted=False, reason InvalidParameters).
-    // Parameters that set a platform-owned field the class does not allow: the same answer.
-    const badParameters = gatewayParametersProblem(
-      s,
-      classByName.get(gw.spec.gatewayClassName),
-      gw,
-    );
-    // An address of a type we cannot request or recognise: not accepted either (spec:
-    // Accepted=False, reason UnsupportedAddress).
-    const badAddresses = unsupportedAddressProblem(gw.spec?.addresses);
-    // An exception while building one Gateway's IR fails that Gateway alone.
-    let irFailure: string | undefined;
-    if (!badParameters && !badAddresses)
-      try {
-        gateways.push(
-          withTracing(
-            withHttp01Answers(s, gw, ctx.listeners, buildIR(ctx)),
-            tele.tracing.get(keyOf(gw)),
-          ),
-        );
-      } catch (e) {
-        irFailure = `cannot translate this Gateway: ${e instanceof Error ? e.message : String(e)}`;
-      }
-    const refusal = badParameters
-      ? ([GatewayReason.InvalidParameters, badParameters, "invalid parameters"] as const)
-      : badAddresses
-        ? ([GatewayReason.UnsupportedAddress, badAddresses, "unsupported address type"] as const)
-        : undefined;
-    const conditions = refusal
-      ? [
-          condition(ConditionType.Accepted, false, refusal[0], refusal[1], gen),
-          condition(
-            ConditionType.Programmed,
-            false,
-            GatewayReason.Invalid,
-            `not accepted: ${refusal[2]}`,
-            gen,
-          ),
-        ]
-      : [...gatewayConditions(own, gen), ...gatewayTLSConditions(ctx, own, gen)].map(c =>
-          irFailure && c.type === ConditionType.Programmed
-            ? condition(ConditionType.Programmed, false, GatewayReason.Invalid, irFailure, gen)
-            : c,
-        );
-    const sets = listenerSetResults(ctx, conditions[0].status === "True");
-    listenerSetStatuses.push(...sets.statuses);
-    gatewayStatuses.push({
+    const gc = classByName.get(ctx.gateway.spec.gatewayClassName);
+    const one = gatewayResult(s, gc, ctx, tele.tracing.get(keyOf(ctx.gateway)));
+    if (one.ir) gateways.push(one.ir);
+    statuses.push(one.status);
+    listenerSets.push(...one.listenerSets);
+  }
+  listenerSets.sort((a, b) => (`${a.namespace}/${a.name}` < `${b.namespace}/${b.name}` ? -1 : 1));
+  return { gateways, statuses, listenerSets, telemetry: tele.statuses };
+}
+
+/**
+ * One Gateway's IR (none when it is not accepted or its IR cannot be built), its status and
+ * its ListenerSets' status.
+ */
+function gatewayResult(
+  s: Snapshot,
+  gc: GatewayClass | undefined,
+  ctx: GatewayContext,
+  tracing: Parameters<typeof withTracing>[1],
+): {
+  ir?: GatewayIR;
+  status: GatewayStatusResult;
+  listenerSets: readonly ListenerSetStatusResult[];
+} {
+  const gw = ctx.gateway;
+  const gen = gw.metadata.generation;
+  const own = ctx.listeners.filter(l => l.owner.kind === "Gateway");
+  // A Gateway whose parameters do not resolve is not accepted and gets no proxies (spec:
+  // Accepted=False, reason InvalidParameters).
+  // Parameters that set a platform-owned field the class does not allow: the same answer.
+  const badParameters = gatewayParametersProblem(s, gc, gw);
+  // An address of a type we cannot request or recognise: not accepted either (spec:
+  // Accepted=False, reason UnsupportedAddress).
+  const badAddresses = unsupportedAddressProblem(gw.spec?.addresses);
+  // An exception while building one Gateway's IR fails that Gateway alone.
+  let ir: GatewayIR | undefined;
+  let irFailure: string | undefined;
+  if (!badParameters && !badAddresses)
+    try {
+      ir = withTracing(withHttp01Answers(s, gw, ctx.listeners, buildIR(ctx)), tracing);
+    } catch (e) {
+      irFailure = `cannot translate this Gateway: ${e instanceof Error ? e.message : String(e)}`;
+    }
+  const refusal = badParameters
+    ? ([GatewayReason.InvalidParameters, badParameters, "invalid parameters"] as const)
+    : badAddresses
+      ? ([GatewayReason.UnsupportedAddress, badAddresses, "unsupported address type"] as const)
+      : undefined;
+  const conditions = refusal
+    ? [
+        condition(ConditionType.Accepted, false, refusal[0], refusal[1], gen),
+        condition(
+          ConditionType.Programmed,
+          false,
+          GatewayReason.Invalid,
+          `not accepted: ${refusal[2]}`,
+          gen,
+        ),
+      ]
+    : [...gatewayConditions(own, gen), ...gatewayTLSConditions(ctx, own, gen)].map(c =>
+        irFailure && c.type === ConditionType.Programmed
+          ? condition(ConditionType.Programmed, false, GatewayReason.Invalid, irFailure, gen)
+          : c,
+      );
+  const sets = listenerSetResults(ctx, conditions[0].status === "True");
+  return {
+    ...(ir && { ir }),
+    status: {
       namespace: gw.metadata.namespace ?? "",
       name: gw.metadata.name,
       conditions,
       listeners: own.map(l => listenerStatus(l, ctx)),
       ...(sets.attached !== undefined && { attachedListenerSets: sets.attached }),
-    });
-  }
-  listenerSetStatuses.sort((a, b) =>
-    `${a.namespace}/${a.name}` < `${b.namespace}/${b.name}` ? -1 : 1,
-  );
-  return {
-    gateways,
-    statuses: gatewayStatuses,
-    listenerSets: listenerSetStatuses,
-    telemetry: tele.statuses,
+    },
+    listenerSets: sets.statuses,
   };
 }
 
