@@ -1,4 +1,8 @@
-/** Routes → parents: one compiled route attached to the listeners of one parentRef, and its status. */
+/**
+ * Routes → parents: a route object compiled (compileRoute), the parent a parentRef names
+ * (parentTarget), and the route attached to that parent's listeners with its status (attach).
+ * Pure: the memos that spare this work live in incremental/.
+ */
 import {
   CONTROLLER_NAME,
   GATEWAY_GROUP,
