@@ -53,7 +53,7 @@ export interface ReconcilerOptions {
   readonly trafficIntervalMs?: number;
   /** Sees every push-engine event (metrics, tests). */
   readonly onFleetEvent?: (event: FleetEvent) => void;
-  /** Admin CA rotation: time between steps for kubelets to refresh mounted files (rotation.ts). */
+  /** Admin CA rotation: time between steps for kubelets to refresh mounted files (pki/rotation.ts). */
   readonly caRotationGraceMs?: number;
   /** Retries of the start-up requests (default list.ts DEFAULT_RETRY). */
   readonly startupRetry?: RetryPolicy;

@@ -16,8 +16,9 @@
  *   sees the data too.
  * - An object no longer wanted is put back to its metadata.
  *
- * The decisions are pure functions of the snapshot (`wantedData`); this class holds only the
- * reads in flight (one entry per object being read, removed when the read ends).
+ * The decisions are pure functions of the snapshot (`wantedData`, memoised per snapshot maps in
+ * a module-level WeakMap); this class holds only the reads in flight (one entry per object
+ * being read, removed when the read ends).
  */
 import { managementSecretName } from "../workload";
 import { isOurClass } from "../ownership";
