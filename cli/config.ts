@@ -180,7 +180,7 @@ export function configReport(
     source: stored ? "running" : "desired",
     sourceDetail: stored
       ? `the last config a proxy of the Gateway accepted (Secret ${gateway.split("/")[0]}/${ir.name}-kengine-last-good, sha256 ${stored.hash.slice(0, 12)}); ${runs.length > 0 ? `running now on ${runs.join(", ")}` : "no proxy reports running it now"}`
-      : "the desired config, computed here from the objects by the controller's translator (the last-good Secret could not be read); without the management listener the controller adds when it seals and pushes it",
+      : "the desired config, computed here from the objects by the controller's translator (the last-good Secret is not readable to you, or holds no config yet); without the management listener the controller adds when it seals and pushes it",
     ...(stored && { hash: stored.hash }),
     proxies,
     provenance,
