@@ -12,6 +12,13 @@ export interface Args {
   readonly kubeconfig?: string;
   readonly context?: string;
   readonly help: boolean;
+  /** top: seconds between the two scrapes. */
+  readonly windowSeconds?: number;
+  /** top: the controller's /metrics URL (pepr dev), instead of the leader pod through the API server. */
+  readonly metricsUrl?: string;
+  readonly insecure?: boolean;
+  /** top: where the controller runs (its leader Lease). */
+  readonly controllerNamespace?: string;
 }
 
 export const USAGE = `kubectl kengine: what Kengine Gateway's proxies run, and why
@@ -31,12 +38,19 @@ Usage:
       desired config computed locally (the output says which). --object: only that object's parts
       (Listener/NS/GATEWAY/LISTENER for a Gateway listener).
 
+  kubectl kengine top     [routes|gateways] [--window 10s] [-o json]
+      Requests per second and 5xx share per route (or Gateway), every proxy of a Gateway summed
+      once, from two scrapes of the leading controller's /metrics (through the API server's pods
+      proxy: needs get on pods/proxy in the controller's namespace). Under pepr dev:
+      --metrics-url https://localhost:3000/metrics --insecure-skip-tls-verify.
+
 Flags:
   -n, --namespace NS   namespace (default: the kubeconfig context's)
   -A, --all-namespaces every namespace (status)
   -o, --output FORMAT  json, yaml (config) or the default table
       --kubeconfig F   kubeconfig file (default: $KUBECONFIG or ~/.kube/config)
       --context NAME   kubeconfig context
+      --controller-namespace NS  where the controller runs (default pepr-system)
   -h, --help
 `;
 
@@ -49,6 +63,10 @@ export function parseArgs(argv: readonly string[]): Args | string {
   let kubeconfig: string | undefined;
   let context: string | undefined;
   let help = false;
+  let windowSeconds: number | undefined;
+  let metricsUrl: string | undefined;
+  let insecure = false;
+  let controllerNamespace: string | undefined;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     const eq = a.indexOf("=");
@@ -83,6 +101,24 @@ export function parseArgs(argv: readonly string[]): Args | string {
       case "--context":
         context = value();
         break;
+      case "--window": {
+        const w = /^(\d+)(s|m)?$/.exec(value() ?? "");
+        if (!w) return "--window: a duration such as 10s or 1m";
+        windowSeconds = Number(w[1]) * (w[2] === "m" ? 60 : 1);
+        if (windowSeconds < 1) return "--window: at least 1s";
+        break;
+      }
+      case "--metrics-url":
+        metricsUrl = value();
+        if (!metricsUrl) return "--metrics-url needs a URL";
+        break;
+      case "--insecure-skip-tls-verify":
+        insecure = true;
+        break;
+      case "--controller-namespace":
+        controllerNamespace = value();
+        if (!controllerNamespace) return "--controller-namespace needs a namespace";
+        break;
       case "-h":
       case "--help":
         help = true;
@@ -103,5 +139,9 @@ export function parseArgs(argv: readonly string[]): Args | string {
     ...(kubeconfig !== undefined && { kubeconfig }),
     ...(context !== undefined && { context }),
     help,
+    ...(windowSeconds !== undefined && { windowSeconds }),
+    ...(metricsUrl !== undefined && { metricsUrl }),
+    ...(insecure && { insecure }),
+    ...(controllerNamespace !== undefined && { controllerNamespace }),
   };
 }

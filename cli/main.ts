@@ -7,12 +7,13 @@ import { KubeConfig } from "@kubernetes/client-node";
 import { stringify } from "yaml";
 import { kubeClient } from "../capabilities/kube/client";
 import { Args, USAGE, parseArgs } from "./args";
-import { currentNamespace, readCluster } from "./cluster";
+import { currentNamespace, getText, leaderIdentity, podProxyPath, readCluster } from "./cluster";
 import { configReport, configYAML, parseObjectArg } from "./config";
 import { explainRoute, formatExplain, parseRouteArg } from "./explain";
 import { ClusterView, keyOf, localTranslation } from "./model";
 import { formatStatus, statusReport } from "./status";
 import { useColour } from "./table";
+import { formatTop, requestSamples, topReport } from "./top";
 
 export interface Io {
   readonly out: (text: string) => void;
@@ -99,11 +100,6 @@ export function runCommand(
       else io.out(configYAML(report));
       return 0;
     }
-    case "top":
-      io.err(
-        "top is not implemented yet: see the dashboard in deploy/observability/ (docs/operations.md §8)",
-      );
-      return 2;
     default:
       io.err(args.command === undefined ? USAGE : `unknown command ${args.command}\n\n${USAGE}`);
       return 2;
@@ -116,6 +112,52 @@ function kubeConfig(args: Args): KubeConfig {
   else kc.loadFromDefault();
   if (args.context) kc.setCurrentContext(args.context);
   return kc;
+}
+
+/** The metrics port of Pepr's watcher pods (its HTTPS server). */
+const METRICS_PORT = 3000;
+
+/** `top`: two scrapes of the leading controller's /metrics, `windowSeconds` apart. */
+async function top(args: Args, io: Io): Promise<number> {
+  const [by = "routes"] = args.positional;
+  if (by !== "routes" && by !== "gateways") {
+    io.err(`top routes or top gateways, not ${by}`);
+    return 2;
+  }
+  const windowSeconds = args.windowSeconds ?? 10;
+  let scrape: () => Promise<string>;
+  try {
+    if (args.metricsUrl) {
+      const url = args.metricsUrl;
+      scrape = () => getText({ url, insecure: args.insecure === true });
+    } else {
+      const kc = kubeConfig(args);
+      const ns = args.controllerNamespace ?? "pepr-system";
+      const leader = await leaderIdentity(kubeClient(kc, { userAgent: "kubectl-kengine" }), ns);
+      if (!leader) {
+        io.err(`no controller holds the leader Lease in ${ns}: nothing counts traffic now`);
+        return 1;
+      }
+      const path = podProxyPath(ns, leader, METRICS_PORT, "/metrics");
+      scrape = () => getText({ kc, path });
+    }
+    const before = requestSamples(await scrape());
+    if (args.output !== "json") io.err(`counting for ${windowSeconds} s…`);
+    await new Promise(r => setTimeout(r, windowSeconds * 1000));
+    const report = topReport(before, requestSamples(await scrape()), windowSeconds, by);
+    if (args.output === "json") io.out(JSON.stringify(report, null, 2));
+    else if (args.output === "yaml") io.out(stringify(report));
+    else io.out(formatTop(report, io.colour));
+    return 0;
+  } catch (e) {
+    io.err(
+      `cannot read the controller's metrics: ${e instanceof Error ? e.message : String(e)}` +
+        (args.metricsUrl
+          ? ""
+          : "\n(under pepr dev, the leader is not a pod: use --metrics-url https://localhost:3000/metrics --insecure-skip-tls-verify)"),
+    );
+    return 2;
+  }
 }
 
 export async function main(argv: readonly string[]): Promise<number> {
@@ -134,7 +176,8 @@ export async function main(argv: readonly string[]): Promise<number> {
     io.out(USAGE);
     return 0;
   }
-  if (!["status", "explain", "config", "top"].includes(args.command))
+  if (args.command === "top") return top(args, io);
+  if (!["status", "explain", "config"].includes(args.command))
     return runCommand(args, { objects: [], proxies: [], unreadable: [] }, "default", io);
   let view: ClusterView;
   let ns: string;
