@@ -130,6 +130,27 @@ describe("deploy/observability", () => {
     expect(all.filter(e => e.where.startsWith("panel")).length).toBeGreaterThan(10);
   });
 
+  it("every alert has a unique name, a severity, a summary and a duration; every panel a unique id", () => {
+    const rules = parse(readFileSync(join(DIR, "kengine-gateway-rules.yaml"), "utf8"));
+    expect(rules).toMatchObject({ apiVersion: "monitoring.coreos.com/v1", kind: "PrometheusRule" });
+    const alerts = rules.spec.groups.flatMap((g: { rules: object[] }) => g.rules);
+    const names = alerts.map((r: { alert: string }) => r.alert);
+    expect(new Set(names).size).toBe(names.length);
+    for (const r of alerts)
+      expect(r).toEqual(
+        expect.objectContaining({
+          alert: expect.stringMatching(/^Kengine[A-Za-z]+$/),
+          expr: expect.any(String),
+          for: expect.stringMatching(/^\d+[smh]$/),
+          labels: { severity: expect.stringMatching(/^(warning|critical)$/) },
+          annotations: expect.objectContaining({ summary: expect.any(String) }),
+        }),
+      );
+    const dash = JSON.parse(readFileSync(join(DIR, "kengine-gateway-dashboard.json"), "utf8"));
+    const ids = dash.panels.map((p: { id: number }) => p.id);
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
   it("the registry holds every metric the code defines", async () => {
     const names = await registered();
     const defined = sources(join(ROOT, "capabilities")).flatMap(f =>
@@ -146,6 +167,10 @@ describe("deploy/observability", () => {
     const names = await registered();
     const problems: string[] = [];
     for (const { where, expr } of all) {
+      const stripped = expr.replace(/"(?:[^"\\]|\\.)*"/g, '""');
+      for (const [open, close] of ["()", "{}", "[]"])
+        if (stripped.split(open!).length !== stripped.split(close!).length)
+          problems.push(`${where}: unbalanced ${open}${close} in ${expr}`);
       const found = promqlNames(expr);
       if (found.metrics.length === 0) problems.push(`${where}: no metric in ${expr}`);
       for (const m of found.metrics)
