@@ -31,7 +31,8 @@ Usage:
       Without -n and GATEWAY: every namespace.
   kubectl kengine explain [-n NS] [KIND/]ROUTE [-o json]
       For each hostname and path of a route (default kind HTTPRoute): served or not, by which
-      listener and proxies, and if not, why. Exit code 1 when a part is not served.
+      listener and proxies, and if not, why. Exit code 1 when a part is not served, or not yet
+      by every proxy.
   kubectl kengine config  [-n NS] GATEWAY|PROXY [--object KIND/NS/NAME] [-o yaml|json]
       A Gateway's Caddy config, each part annotated with the objects it came from: the config its
       proxies last accepted (the controller's last-good Secret), or, when that cannot be read, the
