@@ -1,3 +1,4 @@
+import { liveProxies, type KengineProxy, type PodLike } from "./model";
 import { createHash } from "node:crypto";
 import { parse } from "yaml";
 import { Args, parseArgs } from "./args";
@@ -301,5 +302,27 @@ describe("config", () => {
     const out = JSON.parse(r.out);
     expect(out.gateway).toBe("default/gw");
     expect(out.proxies.map((p: { pod: string }) => p.pod)).toEqual(["gw-kengine-b"]);
+  });
+});
+
+describe("liveProxies", () => {
+  const proxy = (name: string, pod?: string): KengineProxy => ({
+    metadata: { name, namespace: "ns" },
+    ...(pod ? { spec: { pod } } : {}),
+  });
+  const pod = (name: string, deleting = false, namespace = "ns"): PodLike => ({
+    metadata: {
+      name,
+      namespace,
+      ...(deleting ? { deletionTimestamp: "2026-11-28T00:00:00Z" } : {}),
+    },
+  });
+
+  it("keeps the records of running pods, drops those of gone and terminating pods", () => {
+    const kept = liveProxies(
+      [proxy("a", "a"), proxy("b", "b"), proxy("c", "c"), proxy("d")],
+      [pod("a"), pod("b", true), pod("c", false, "other"), pod("d")],
+    );
+    expect(kept.map(p => p.metadata.name)).toEqual(["a", "d"]);
   });
 });

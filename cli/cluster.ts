@@ -11,7 +11,13 @@ import type { RequestOptions } from "node:https";
 import { KubeClient, KubeError, kubeClient, statusOf } from "../capabilities/kube/client";
 import { LIST_PATHS } from "../capabilities/snapshot/kinds";
 import type { Kind, KubeObject } from "../capabilities/snapshot";
-import { KENGINE_PROXIES_PATH, type ClusterView, type KengineProxy } from "./model";
+import {
+  KENGINE_PROXIES_PATH,
+  liveProxies,
+  type ClusterView,
+  type KengineProxy,
+  type PodLike,
+} from "./model";
 
 interface List<T> {
   readonly items?: T[];
@@ -41,7 +47,20 @@ export async function readCluster(
     Promise.all(kinds.map(([kind, path]) => list(kind, path))),
     list<KengineProxy>("KengineProxy", KENGINE_PROXIES_PATH),
   ]);
-  return { objects: lists.flat(), proxies, unreadable: unreadable.sort() };
+  // Only proxies whose pod still runs (liveProxies); unreadable pods: every record, said so.
+  const namespaces = [...new Set(proxies.map(p => p.metadata.namespace ?? ""))];
+  const unreadableBefore = unreadable.length;
+  const pods = (
+    await Promise.all(
+      namespaces.map(ns => list<PodLike & KubeObject>("Pod", `/api/v1/namespaces/${ns}/pods`)),
+    )
+  ).flat();
+  const podsReadable = !unreadable.slice(unreadableBefore).includes("Pod");
+  return {
+    objects: lists.flat(),
+    proxies: podsReadable ? liveProxies(proxies, pods) : proxies,
+    unreadable: [...new Set(unreadable)].sort(),
+  };
 }
 
 export function loadKubeConfig(): KubeConfig {

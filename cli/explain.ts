@@ -200,26 +200,30 @@ export function explainRoute(
     return { parentRef: parentText(ref, route.namespace), stored, computed: local };
   });
 
+  // A parent that did not take the route leaves each of its hostnames unserved.
+  const names = spec.hostnames?.length ? spec.hostnames : ["*"];
   for (const p of parents) {
     const bad = [...p.stored, ...(p.stored.length === 0 ? p.computed : [])].filter(
       c => c.status === "False",
     );
     if (p.stored.length === 0 && p.computed.length === 0) {
-      rows.push({
-        hostname: "*",
-        path: "*",
-        served: false,
-        why: `${p.parentRef}: not a Gateway of the Kengine classes, or not found`,
-      });
+      for (const hostname of names)
+        rows.push({
+          hostname,
+          path: "*",
+          served: false,
+          why: `${p.parentRef}: not a Gateway of the Kengine classes, or not found`,
+        });
       continue;
     }
     for (const c of bad)
-      rows.push({
-        hostname: "*",
-        path: "*",
-        served: false,
-        why: `${p.parentRef}: ${c.type}=False ${c.reason ?? ""}: ${c.message ?? ""}`,
-      });
+      for (const hostname of names)
+        rows.push({
+          hostname,
+          path: "*",
+          served: false,
+          why: `${p.parentRef}: ${c.type}=False ${c.reason ?? ""}: ${c.message ?? ""}`,
+        });
     for (const type of ["Accepted", "ResolvedRefs"]) {
       const s = p.stored.find(c => c.type === type);
       const c = p.computed.find(x => x.type === type);

@@ -35,6 +35,35 @@ export interface KengineProxy extends KubeObject {
   };
 }
 
+/** A proxy pod as far as the plugin reads it: whether it exists and is not being deleted. */
+export interface PodLike {
+  readonly metadata: {
+    readonly name: string;
+    readonly namespace?: string;
+    readonly deletionTimestamp?: string;
+  };
+}
+
+/**
+ * The KengineProxy objects of pods that still run: a record outlives its pod until the garbage
+ * collector removes it (its owner is the pod), and a terminating pod is no longer one of the
+ * Gateway's proxies (the controller counts the same way in Programmed).
+ */
+export function liveProxies(
+  proxies: readonly KengineProxy[],
+  pods: readonly PodLike[],
+): KengineProxy[] {
+  const running = new Set(
+    pods
+      .filter(p => !p.metadata.deletionTimestamp)
+      .map(p => `${p.metadata.namespace ?? ""}/${p.metadata.name}`),
+  );
+  return proxies.filter(x => {
+    const pod = x.spec?.pod ?? x.metadata.name;
+    return running.has(`${x.metadata.namespace ?? ""}/${pod}`);
+  });
+}
+
 /** Everything the commands read: the watched kinds' objects, our proxies, what could not be read. */
 export interface ClusterView {
   readonly objects: readonly KubeObject[];
