@@ -78,6 +78,8 @@ export interface BuildOutput {
    * its own field paths (empty: all served); reported on the Ingress as Events.
    */
   readonly ingresses: ReadonlyMap<string, readonly FieldProblem[]>;
+  /** The Gateway (`namespace/name`) serving each Ingress of our classes that names one. */
+  readonly ingressTargets: ReadonlyMap<string, string>;
   /** Ingresses converted anew by this build (ingress-stage.ts). */
   readonly ingressesConverted: number;
 }
@@ -162,6 +164,7 @@ export class BuildStage {
       statuses: split.statuses,
       ingresses,
       ingressesConverted: derived.converted,
+      ingressTargets: derived.targets,
       plans,
       planFailures: failures,
       secrets: new Set(plans.flatMap(p => p.secrets)),

@@ -33,6 +33,8 @@ export interface IngressDerived {
   readonly converted: number;
   /** Every Ingress of our classes (`namespace/name`), served or not. */
   readonly ours: ReadonlySet<string>;
+  /** The Gateway (`namespace/name`) serving each Ingress whose class names one. */
+  readonly targets: ReadonlyMap<string, string>;
 }
 
 const SYNTHETIC_KINDS = ["HTTPRoute", "ListenerSet"] as const;
@@ -74,6 +76,7 @@ export class IngressStage {
     const next = new Map<string, Kept>();
     const problems = new Map<string, FieldProblem[]>();
     const ours = new Set<string>();
+    const targets = new Map<string, string>();
     let converted = 0;
     for (const object of s.objects.Ingress.values()) {
       const ingress = object as unknown as V1Ingress;
@@ -91,6 +94,7 @@ export class IngressStage {
         continue;
       }
       const target = `${serving.namespace}/${serving.name}`;
+      targets.set(key, target);
       const before = this.#kept.get(key);
       const reusable =
         before !== undefined &&
@@ -126,7 +130,7 @@ export class IngressStage {
     this.#kept = next;
     if (next.size === 0) {
       this.#derived = undefined;
-      return { snapshot: s, problems, converted, ours };
+      return { snapshot: s, problems, converted, ours, targets };
     }
     const base = SYNTHETIC_KINDS.map(k => s.objects[k]);
     if (changed || !this.#derived || this.#derived.base.some((m, i) => m !== base[i])) {
@@ -137,6 +141,7 @@ export class IngressStage {
       problems,
       converted,
       ours,
+      targets,
     };
   }
 
