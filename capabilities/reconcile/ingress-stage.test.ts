@@ -8,6 +8,7 @@ import { createAuthority, generateKeyPair } from "../pki/pki";
 import { DEFAULT_PROXY_SETTINGS } from "../provision";
 import { KubeObject, Snapshot, applyAll, snapshotOf } from "../snapshot";
 import { BuildStage } from "./build-stage";
+import { IngressStage } from "./ingress-stage";
 import type { GatedPlan } from "./isolation";
 
 const now = new Date("2026-11-20T00:00:00Z");
@@ -201,5 +202,26 @@ describe("Ingress through the build stage", () => {
     const out = builder.run({ snapshot: left, translate: true, ca, now });
     expect(out.ingresses.has("team/good")).toBe(false);
     expect(configText(out)).not.toContain("good.example.com");
+  });
+
+  it("a real HTTPRoute of a synthetic name wins, reported on the Ingress at every build", () => {
+    const first = new IngressStage().derive(base);
+    const name = [...first.snapshot.objects.HTTPRoute.values()].find(r =>
+      r.metadata.name.startsWith("ingress-good-"),
+    )!.metadata.name;
+    const taken = upsert(base, {
+      apiVersion: "gateway.networking.k8s.io/v1",
+      kind: "HTTPRoute",
+      metadata: { namespace: "team", name },
+      spec: { parentRefs: [{ name: "elsewhere" }] },
+    } as KubeObject);
+    const stage = new IngressStage();
+    for (const s of [taken, taken, { ...taken }]) {
+      const d = stage.derive(s as Snapshot);
+      expect(d.problems.get("team/good")?.map(p => p.path)).toEqual(["metadata.name"]);
+      expect(d.snapshot.objects.HTTPRoute.get(`team/${name}`)?.spec).toEqual({
+        parentRefs: [{ name: "elsewhere" }],
+      });
+    }
   });
 });

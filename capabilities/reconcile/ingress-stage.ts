@@ -66,6 +66,8 @@ export class IngressStage {
     | {
         readonly base: readonly object[];
         readonly objects: Pick<Snapshot["objects"], (typeof SYNTHETIC_KINDS)[number]>;
+        /** Parts left out because a real object has their name, by Ingress. */
+        readonly collisions: ReadonlyMap<string, readonly FieldProblem[]>;
       }
     | undefined;
 
@@ -134,8 +136,11 @@ export class IngressStage {
     }
     const base = SYNTHETIC_KINDS.map(k => s.objects[k]);
     if (changed || !this.#derived || this.#derived.base.some((m, i) => m !== base[i])) {
-      this.#derived = { base, objects: this.#synthetic(s, next, problems) };
+      const collisions = new Map<string, FieldProblem[]>();
+      this.#derived = { base, objects: this.#synthetic(s, next, collisions), collisions };
     }
+    for (const [key, found] of this.#derived.collisions)
+      problems.set(key, [...(problems.get(key) ?? []), ...found]);
     return {
       snapshot: { ...s, objects: { ...s.objects, ...this.#derived.objects } },
       problems,
