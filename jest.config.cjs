@@ -25,7 +25,11 @@ module.exports = {
     {
       ...common,
       displayName: "unit",
-      testMatch: ["<rootDir>/capabilities/**/*.test.ts", "<rootDir>/hack/**/*.test.ts"],
+      testMatch: [
+        "<rootDir>/capabilities/**/*.test.ts",
+        "<rootDir>/cli/**/*.test.ts",
+        "<rootDir>/hack/**/*.test.ts",
+      ],
     },
     {
       ...common,

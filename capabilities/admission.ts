@@ -10,6 +10,9 @@
  *   (directly or through a ListenerSet).
  * - BackendTLSPolicy: a targetRef Service is a backend of an HTTPRoute or GRPCRoute of ours.
  * - XBackend: it is a backendRef of an HTTPRoute or GRPCRoute of ours.
+ * - Ingress (networking.k8s.io/v1): its IngressClass (named, legacy annotation or the default)
+ *   is ours (ingress/classes.ts); refused with validation/ingress.ts, warned about annotations
+ *   of other controllers.
  * - ReferenceGrant: always (it belongs to no class); KengineParameters: always (our API).
  * GatewayClass and ReferenceGrant have no rule that can refuse what the API server stores (the
  * spec puts every parametersRef problem in status; a grant runs nothing): their validators
@@ -24,7 +27,10 @@
  * pepr block): failurePolicy Fail (onError: reject: an object of ours must not slip through
  * unchecked), timeout 5 s; sideEffects None (Pepr's default, true: nothing is written).
  */
-import { Capability, PeprValidateRequest } from "pepr";
+import { Capability, PeprValidateRequest, a } from "pepr";
+import type { V1Ingress, V1IngressClass } from "@kubernetes/client-node";
+import { isOurIngress } from "./ingress/classes";
+import { ingressAnnotationWarnings, ingressProblems } from "./validation";
 import { Histogram } from "prom-client";
 import { METRIC_PREFIX, registry } from "./metrics";
 import {
@@ -388,6 +394,29 @@ export const validateListenerSet = (req: PeprValidateRequest<ListenerSet>) =>
     },
   );
 
+/** IngressClasses, cached briefly like the other parents. */
+const ingressClassLookups = {
+  named: cached(
+    (name: string) => read<V1IngressClass>("IngressClass", undefined, name),
+    LOOKUP_TTL_MS,
+  ),
+  all: cached((_all: string) => list<V1IngressClass>("IngressClass"), LOOKUP_TTL_MS),
+};
+
+/** An Ingress of our class: refused with the converter's own rules, warned about annotations. */
+export const validateIngress = (req: PeprValidateRequest<V1Ingress>) =>
+  decide(
+    req,
+    "Ingress",
+    i =>
+      isOurIngress(i, {
+        named: ingressClassLookups.named,
+        all: () => ingressClassLookups.all("all"),
+      }),
+    ingressProblems,
+    ingressAnnotationWarnings,
+  );
+
 /** TLSRoute, TCPRoute and UDPRoute: ours through any parentRef, like the HTTP routes. */
 const validateL4Route =
   (kind: "TLSRoute" | "TCPRoute" | "UDPRoute") =>
@@ -471,3 +500,4 @@ When(TLSRoute).IsCreatedOrUpdated().Validate(validateTLSRoute);
 When(TCPRoute).IsCreatedOrUpdated().Validate(validateTCPRoute);
 When(UDPRoute).IsCreatedOrUpdated().Validate(validateUDPRoute);
 When(KengineParameters).IsCreatedOrUpdated().Validate(validateKengineParameters);
+When(a.Ingress).IsCreatedOrUpdated().Validate(validateIngress);

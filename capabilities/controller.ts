@@ -10,6 +10,7 @@
  * as small as a watch can be: the controller's own Namespace, by name (one object; its RBAC is
  * granted already, as the reconciler lists and watches Namespaces).
  */
+import { ingressStatusAddressesFromEnv } from "./reconcile/ingress-status";
 import { hostname } from "node:os";
 import { Capability, a, metricsCollector } from "pepr";
 import { electionFromEnv } from "./election";
@@ -58,6 +59,8 @@ if (runsWatches) {
     identity,
     election: election.value,
     watchSilenceMs: silence.value,
+    // KENGINE_INGRESS_STATUS_ADDRESSES: Ingress status.loadBalancer addresses (docs/ingress.md).
+    ingressStatusAddresses: ingressStatusAddressesFromEnv(process.env),
   });
   // Start-up requests are retried while their failure can pass (reconcile/list.ts); what
   // cannot pass (RBAC still refusing after retries, a bug) ends the process visibly, so

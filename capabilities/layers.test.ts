@@ -35,7 +35,6 @@ const MAX_LINES = 600;
  */
 const LONG_FILE_DEBTS: Readonly<Record<string, number>> = {
   "snapshot/snapshot.ts": 607,
-  "translate/translate.ts": 1357,
 };
 
 const sources = (dir: string): string[] =>

@@ -31,9 +31,15 @@ declare -A pkg=(
   [pebble]=github.com/letsencrypt/pebble/v2/cmd/pebble
   [helm]=helm.sh/helm/v3/cmd/helm
   [loadgen]=./peers/loadgen
+  [ingress-conformance]=.
+  [ingress-echo]=./images/echoserver
 )
 # Where `go build` runs: a peer with a go.mod of its own is built inside its folder.
-declare -A dir=([caddy-2.8]=peers/caddy-2.8 [pebble]=peers/pebble [helm]=peers/helm [caddy]=../proxy [proxy-image]=../proxy/image)
+declare -A dir=([caddy-2.8]=peers/caddy-2.8 [pebble]=peers/pebble [helm]=peers/helm [caddy]=../proxy [proxy-image]=../proxy/image
+  [ingress-conformance]=peers/ingress-conformance [ingress-echo]=peers/ingress-conformance)
+# Peers that are a test binary (`go test -c`): the upstream Ingress conformance suite is a godog
+# runner in a _test.go file.
+declare -A testbin=([ingress-conformance]=1)
 # The project's own sources each peer is built from (besides hack's go.mod and go.sum).
 declare -A sources=(
   [etcd]=peers/etcd
@@ -43,6 +49,8 @@ declare -A sources=(
   [pebble]=peers/pebble
   [helm]=peers/helm
   [loadgen]=peers/loadgen
+  [ingress-conformance]=peers/ingress-conformance
+  [ingress-echo]=peers/ingress-conformance
 )
 # Folders inside a peer's sources that are not part of it: the proxy's image builder.
 declare -A exclude=([caddy]=../proxy/image)
@@ -58,6 +66,8 @@ declare -A module=(
   [pebble]="github.com/letsencrypt/pebble/v2@v2.10.1 (hack/peers/pebble)"
   [helm]="helm.sh/helm/v3 (hack/peers/helm)"
   [loadgen]="hack/peers/loadgen (the request-path benchmark's load generator)"
+  [ingress-conformance]="sigs.k8s.io/ingress-controller-conformance (hack/peers/ingress-conformance)"
+  [ingress-echo]="sigs.k8s.io/ingress-controller-conformance/images/echoserver (hack/peers/ingress-conformance)"
 )
 # Build seconds on this project's 2-core reference machine, idle, cold Go cache (the lead's cold
 # npm start of 2026-11-24: the batch 324 s, caddy 76 s, less the ~9 % of compile CPU that
@@ -66,10 +76,11 @@ declare -A module=(
 declare -A default_secs=(
   [etcd]=45 [kube-apiserver]=172 [kube-controller-manager]=49 [kubectl]=20 [caddy]=70
   [proxy-image]=5 [image]=5 [caddy-2.8]=120 [echo-basic]=9 [pebble]=10 [helm]=240 [loadgen]=5
+  [ingress-conformance]=100 [ingress-echo]=20
 )
 # "image" is not a binary: the Bundled proxy's OCI image layout ($cache/image), written by
 # proxy-image from the caddy binary and package.json (version, kengine.proxyImage).
-order=(etcd kube-apiserver kube-controller-manager kubectl caddy proxy-image image caddy-2.8 echo-basic pebble helm loadgen)
+order=(etcd kube-apiserver kube-controller-manager kubectl caddy proxy-image image caddy-2.8 echo-basic pebble helm loadgen ingress-conformance ingress-echo)
 # What the local platform (hack/cluster.sh, npm start) needs; tests build the rest on demand.
 main_set=(etcd kube-apiserver kube-controller-manager kubectl caddy image echo-basic pebble)
 want=()
@@ -91,9 +102,10 @@ for w in "${want[@]}"; do [ "$w" = image ] && want=(caddy proxy-image "${want[@]
 goflags=(-trimpath "-ldflags=-s -w" -gcflags=all=-dwarf=false)
 common=$( { go version; echo "${goflags[*]}"; cat go.mod go.sum; } | sha256sum | cut -c1-16)
 key_of() { # the peer's key: common inputs + its own sources (*.go, go.mod, go.sum), sorted by path
-  local p=$1
+  local p=$1 notest=(! -name '*_test.go')
+  [ -z "${testbin[$p]:-}" ] || notest=() # a test binary is built from its _test.go files
   # shellcheck disable=SC2086
-  { echo "$common"; [ -z "${sources[$p]:-}" ] || find ${sources[$p]} ${exclude[$p]:+-path ${exclude[$p]} -prune -o} -type f \( -name '*.go' -o -name go.mod -o -name go.sum \) ! -name '*_test.go' -print | LC_ALL=C sort | while read -r f; do echo "$f"; cat "$f"; done; } | sha256sum | cut -c1-16
+  { echo "$common"; [ -z "${sources[$p]:-}" ] || find ${sources[$p]} ${exclude[$p]:+-path ${exclude[$p]} -prune -o} -type f \( -name '*.go' -o -name go.mod -o -name go.sum \) "${notest[@]}" -print | LC_ALL=C sort | while read -r f; do echo "$f"; cat "$f"; done; } | sha256sum | cut -c1-16
 }
 declare -A key=()
 for p in "${order[@]}"; do [ "$p" = image ] || key[$p]=$(key_of "$p"); done
@@ -143,7 +155,9 @@ build_peer() {
   echo "build-peers: [$i/${#todo[@]}] building $p from ${module[$p]} (about ${est}s${left_min:+; about $left_min min left}) ..." >&2
   start=$(date +%s)
   log="$objects/build-$p-${key[$p]}.log"
-  if ! (cd "${dir[$p]:-.}" && go build "${goflags[@]}" -o "$obj.tmp.$$" "${pkg[$p]}") >"$log" 2>&1; then
+  local gocmd=(go build)
+  [ -z "${testbin[$p]:-}" ] || gocmd=(go test -c)
+  if ! (cd "${dir[$p]:-.}" && "${gocmd[@]}" "${goflags[@]}" -o "$obj.tmp.$$" "${pkg[$p]}") >"$log" 2>&1; then
     echo "build-peers: FAILED to build $p from module ${module[$p]} (package ${pkg[$p]}):" >&2
     tail -n 30 "$log" >&2
     rm -f "$obj.tmp.$$"

@@ -254,6 +254,7 @@ up() {
   if [ "${KENGINE_NODE:-}" = real ] && [ "${KG_NO_KUBELET:-}" != 1 ]; then
     # Opt-in: the real node (containerd, runc, CNI, the real kubelet; hack/node/README.md).
     [ -z "$(pid_of kubelet)" ] || die "the local kubelet (hack/kubelet) runs: hack/cluster.sh down first"
+    kubelet_rbac "${kc[@]}" # the node's load balancer writes Service status with these rights
     bash "$root/hack/node/node.sh" up
   elif [ -f "$root/hack/kubelet/main.ts" ] && [ "${KG_NO_KUBELET:-}" != 1 ]; then
     kubelet_rbac "${kc[@]}"

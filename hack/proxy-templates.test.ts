@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
-import { createAuthority, generateKeyPair } from "../capabilities/proxies";
+import { createAuthority, generateKeyPair } from "../capabilities/pki/pki";
 import {
   CA_PLACEHOLDER,
   OWNING_GATEWAY_LABEL,

@@ -27,12 +27,8 @@ import {
   proxyWorkload,
 } from "../capabilities/workload";
 import { stringify } from "yaml";
-import {
-  bootstrapConfig,
-  createAuthority,
-  generateKeyPair,
-  proxyServerNames,
-} from "../capabilities/proxies";
+import { bootstrapConfig } from "../capabilities/caddy";
+import { createAuthority, generateKeyPair, proxyServerNames } from "../capabilities/pki/pki";
 import {
   DEFAULT_PROXY_SETTINGS,
   GATEWAY_NAME_LABEL,

@@ -7,6 +7,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { join } from "node:path";
+import { main as kubectlKengine } from "../cli/main";
 import { deployModule, distIsFresh } from "./deployed";
 import { Pebble, startPebble } from "./pebble";
 import { startPeprDev } from "./pepr-dev";
@@ -165,6 +166,7 @@ async function main(): Promise<void> {
       say(
         "inspect: kubectl --kubeconfig .local/kubeconfig get gateway,httproute,pods -n kengine-demo",
       );
+      await pluginStatus();
       say("Ctrl-C stops everything.");
       return;
     }
@@ -175,6 +177,18 @@ async function main(): Promise<void> {
     `the Gateway is not programmed after 3 minutes: ${why || "no status yet"}. Logs: .local/logs/, KG_VERBOSE=1 shows the module's.`,
   );
   say("Ctrl-C stops everything.");
+}
+
+/** The kubectl plugin's line for the demo Gateway (docs/operations.md §8, `kubectl kengine`). */
+async function pluginStatus(): Promise<void> {
+  say(
+    "kubectl kengine status -n kengine-demo (the plugin npm run build writes to dist/kubectl-kengine):",
+  );
+  try {
+    await kubectlKengine(["status", "-n", "kengine-demo", "--kubeconfig", kubeconfig]);
+  } catch (e) {
+    say(`kubectl kengine status failed: ${e instanceof Error ? e.message : String(e)}`);
+  }
 }
 
 /** Waits (2 minutes at most) for the automatic certificate and prints the https curl line. */

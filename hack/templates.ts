@@ -24,7 +24,7 @@ import {
   issueClientCertificate,
   issueServerCertificate,
   proxyServerNames,
-} from "../capabilities/proxies";
+} from "../capabilities/pki/pki";
 import { byoNames, exampleFiles, headerFor, proxyTemplates, yamlDocs } from "./proxy-templates";
 
 const root = join(__dirname, "..");

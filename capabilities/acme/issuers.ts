@@ -3,7 +3,9 @@
  * Gateways' own spec (validation/acme.ts; never a ListenerSet's) and the issuers of their
  * GatewayClass's KengineParameters (`spec.acme.issuers`), each granted to the namespaces its
  * `allowedNamespaces` names. A Gateway's own parameters declare no issuers (they are refused
- * when they try: validation/overrides.ts). Pure: reads the snapshot only.
+ * when they try: validation/overrides.ts). Reads the snapshot only; the one state is a memo of
+ * each class's issuers per (class, parameters map) object (a module-level WeakMap), which
+ * changes the cost, never the answer.
  */
 import { isOurClass } from "../ownership";
 import { gatewayParametersProblem, parametersRefProblem } from "../provision/parameters";

@@ -7,8 +7,9 @@
  * Whenever a patch cannot be shown equal to the whole computation (an entry out of order, a
  * route taking any host among the changed ones, an unknown fragment), the state is made
  * whole from the list. render-memo.test.ts compares the result with a render from scratch
- * over random changes. Pure (no clock, no I/O); the state is moved from one render to the
- * next (a state has one successor).
+ * over random changes. No clock, no I/O; the state is moved from one render to the next (a
+ * state has one successor). Module state: two counters of lists patched and made whole
+ * (listenerCounts, for tests and the bench).
  */
 import type { HTTPRouteEntryIR } from "../ir";
 import { type DispatchUse, countReused } from "./fragments";

@@ -9,7 +9,7 @@
 import fc from "fast-check";
 import { services } from "../../hack/bench/workload";
 import { arbitrarySnapshot } from "../../tests/support/arbitrary-snapshot";
-import { configJSON } from "../proxies";
+import { configJSON } from "../caddy";
 import { IncrementalTranslator } from "../reconcile/reuse";
 import { KubeObject, Snapshot, apply, snapshotOf } from "../snapshot";
 import { toCaddyConfig } from "./config";
@@ -19,6 +19,8 @@ import { tableCounts } from "./route-table";
 import { CaddyRoute } from "./types";
 
 const RUNS = Number(process.env.KG_PROPERTY_RUNS ?? 100);
+/** The seed of the properties whose coverage is counted (any seed whose cases cover both paths). */
+const COVERAGE_SEED = 31;
 const GW = "gateway.networking.k8s.io/v1";
 
 /** Namespace `default`, GatewayClass `kengine` and Gateway `default/gw` (one HTTP listener on 80). */
@@ -80,7 +82,9 @@ describe("render memo", () => {
           }
         },
       ),
-      { numRuns: RUNS },
+      // A fixed seed: the counts asserted below are over the generated cases, so they must
+      // be the same every run (with a random seed a run could, rarely, miss one way).
+      { numRuns: RUNS, seed: COVERAGE_SEED },
     );
     // Both ways of making a table were taken (whole, and from the last one by the change).
     expect(tableCounts().delta).toBeGreaterThan(tables.delta);
@@ -219,7 +223,8 @@ describe("render memo", () => {
           }
         },
       ),
-      { numRuns: RUNS * 3 },
+      // A fixed seed, for the count asserted below (as above).
+      { numRuns: RUNS * 3, seed: COVERAGE_SEED },
     );
     // The lists were patched (not only made whole).
     expect(listenerCounts().patched - before.patched).toBeGreaterThan(RUNS);

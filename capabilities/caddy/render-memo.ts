@@ -15,7 +15,8 @@
  *   JSON, digests and backend ids (cached per list object) are not computed again.
  *
  * Only identity and content decide a reuse, never which build came before: any memo gives the
- * same bytes as none. Pure (no clock, no I/O).
+ * same bytes as none. No clock, no I/O; the memos above are module state (WeakMaps keyed by IR
+ * and route objects, and a table registry of WeakRefs swept every so many renders).
  */
 import type { GatewayIR } from "../ir";
 import { hostsChangeFrom } from "./hosts-change";

@@ -7,7 +7,9 @@
  * listener routes of the linear shape do (most specific listener first), so behaviour is the
  * same (proxy/routetable/golden_test.go checks it on every golden). A route change then
  * changes only the lists of the hosts it is attached to, which the controller sends as a
- * per-host delta instead of a `/load` (table-digests.ts, table-deltas.ts). Pure.
+ * per-host delta instead of a `/load` (table-digests.ts, table-deltas.ts). No clock, no I/O;
+ * module state: two counters of tables made by delta and whole (countTable, for tests and the
+ * bench).
  */
 import { createHash } from "node:crypto";
 import { noteHostsChange, noteHostsKeys, notedKeys, plainKey } from "./hosts-change";

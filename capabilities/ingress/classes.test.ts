@@ -5,6 +5,7 @@ import {
   LEGACY_CLASS_ANNOTATION,
   classOf,
   defaultClass,
+  isOurIngress,
   ourIngresses,
   servingOf,
 } from "./classes";
@@ -108,5 +109,38 @@ describe("servingOf", () => {
     expect(
       servingOf(withParams({ apiGroup: "gateway.networking.k8s.io", kind: "Gateway", name: "g" })),
     ).toMatchObject({ kind: "Invalid", reason: expect.stringMatching(/scope: Namespace/) });
+  });
+});
+
+describe("isOurIngress (admission's look-ups)", () => {
+  const classes = [cls("kengine"), cls("nginx", "k8s.io/ingress-nginx", true)];
+  const reads: string[] = [];
+  const lookups = {
+    named: (name: string) => {
+      reads.push(`named ${name}`);
+      return Promise.resolve(classes.find(c => c.metadata?.name === name));
+    },
+    all: () => {
+      reads.push("all");
+      return Promise.resolve(classes);
+    },
+  };
+
+  it("reads only the named class when the Ingress names one (field or legacy annotation)", async () => {
+    reads.length = 0;
+    await expect(isOurIngress(ing("a", "kengine"), lookups)).resolves.toBe(true);
+    await expect(isOurIngress(ing("b", undefined, "kengine"), lookups)).resolves.toBe(true);
+    await expect(isOurIngress(ing("c", "nginx"), lookups)).resolves.toBe(false);
+    await expect(isOurIngress(ing("d", "missing"), lookups)).resolves.toBe(false);
+    expect(reads).not.toContain("all");
+  });
+
+  it("an Ingress naming no class follows the default class, as classOf does", async () => {
+    await expect(isOurIngress(ing("e"), lookups)).resolves.toBe(false);
+    const ours = {
+      ...lookups,
+      all: () => Promise.resolve([cls("kengine", INGRESS_CONTROLLER, true)]),
+    };
+    await expect(isOurIngress(ing("e"), ours)).resolves.toBe(true);
   });
 });

@@ -107,3 +107,24 @@ export function servingOf(cls: V1IngressClass): Serving {
   if (!p.name) return { kind: "Invalid", reason: `${at}: name is required` };
   return { kind: p.kind as "Gateway" | "KengineParameters", namespace: p.namespace, name: p.name };
 }
+
+/** Read-only look-ups of IngressClasses (admission holds no snapshot). */
+export interface ClassLookups {
+  /** One IngressClass by name, or undefined when it does not exist. */
+  readonly named: (name: string) => Promise<V1IngressClass | undefined>;
+  /** Every IngressClass (only read for an Ingress that names no class). */
+  readonly all: () => Promise<V1IngressClass[]>;
+}
+
+/**
+ * Whether an Ingress is of one of our classes, read through look-ups: the named class (field or
+ * legacy annotation), else the cluster's default class. The same rule as `classOf`.
+ */
+export async function isOurIngress(ingress: V1Ingress, lookups: ClassLookups): Promise<boolean> {
+  const name = requestedClassName(ingress);
+  if (name !== undefined) {
+    const cls = await lookups.named(name);
+    return cls !== undefined && classOf(ingress, [cls]) !== undefined;
+  }
+  return classOf(ingress, await lookups.all()) !== undefined;
+}

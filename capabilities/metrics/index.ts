@@ -144,6 +144,22 @@ export function electionMetrics(lease: string, identity: string) {
   };
 }
 
+/**
+ * When the admin CA that signs now expires (Unix time): the controller's client certificates
+ * and the proxies' serving certificates are issued from it, so it must rotate well before.
+ */
+const adminCaExpiry = new Gauge({
+  name: `${METRIC_PREFIX}admin_ca_expiry_timestamp_seconds`,
+  help: "When the admin CA that signs the admin channel's certificates now expires (Unix time).",
+  registers: [registry],
+});
+
+export const pkiMetrics = {
+  caExpiry(notAfter: Date): void {
+    adminCaExpiry.set(Math.floor(notAfter.getTime() / 1000));
+  },
+};
+
 /** The controller's start-up: 0 listing (or retrying), 1 synced and building, -1 failed for good. */
 export type StartupState = "starting" | "synced" | "failed";
 const startupState = new Gauge({

@@ -7,6 +7,7 @@
  */
 import { X509Certificate } from "node:crypto";
 import { KubeClient } from "../kube/client";
+import { pkiMetrics } from "../metrics";
 import { clientCredentials, ensureAuthority } from "./authority";
 import { Authority, ClientCredentials, renewalDue } from "./pki";
 import {
@@ -175,6 +176,7 @@ export class AdminCa {
       trustedCaPems(before).join("") !== trusted.join("");
     this.#signing = s.signing;
     this.#trusted = trusted;
+    pkiMetrics.caExpiry(new Date(new X509Certificate(s.signing.certificatePem).validTo));
     if (!changed || !this.#clientCertificate) return;
     const next = clientCredentials(s.signing, this.o.identity, new Date(), trusted);
     this.#clientCertificate = next.certificatePem;

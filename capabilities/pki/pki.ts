@@ -6,7 +6,8 @@
  *
  * Pure given their inputs: keys, the clock (`notBefore`) and the serial-number source are
  * arguments. (ECDSA signatures themselves are randomised by OpenSSL, so bytes differ run to
- * run; everything a test asserts on — names, dates, usages, issuer — does not.)
+ * run; everything a test asserts on — names, dates, usages, issuer — does not.) The one module
+ * state is a small memo of a certificate PEM's DER (the last few), which changes the cost only.
  */
 import {
   createHash,

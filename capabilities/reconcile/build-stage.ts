@@ -22,6 +22,8 @@ import type { Logger } from "./logger";
 import { GatewayPlan, planGateway, sealedRenders } from "./plan";
 import { planStage } from "./plan-stage";
 import { IncrementalTranslator } from "./reuse";
+import { IngressStage, splitIngressStatuses } from "./ingress-stage";
+import type { FieldProblem } from "../validation/regex";
 
 export interface BuildStageDeps {
   /** Proxy settings before any KengineParameters apply. */
@@ -31,6 +33,8 @@ export interface BuildStageDeps {
   readonly log: Pick<Logger, "warn" | "error">;
   /** Objects the proxies refused: left out of translation, their configs never pushed again. */
   readonly isolation: Pick<Isolation, "refused" | "gate" | "retain">;
+  /** Port of the HTTPS listeners made for Ingress `tls` entries (443 when unset). */
+  readonly ingressHttpsPort?: number;
 }
 
 /** The admin CA as a build reads it. */
@@ -69,6 +73,15 @@ export interface BuildOutput {
   };
   /** Route entries rendered again vs kept from an earlier build (caddy/render-memo.ts). */
   readonly entries: { readonly rendered: number; readonly reused: number };
+  /**
+   * Each Ingress of our classes (`namespace/name`) with what could not be served of it, with
+   * its own field paths (empty: all served); reported on the Ingress as Events.
+   */
+  readonly ingresses: ReadonlyMap<string, readonly FieldProblem[]>;
+  /** The Gateway (`namespace/name`) serving each Ingress of our classes that names one. */
+  readonly ingressTargets: ReadonlyMap<string, string>;
+  /** Ingresses converted anew by this build (ingress-stage.ts). */
+  readonly ingressesConverted: number;
 }
 
 export class BuildStage {
@@ -82,11 +95,24 @@ export class BuildStage {
   #translation: ReturnType<typeof translate> | undefined;
   /** Serving data this replica made for a Gateway and has not yet seen in the snapshot. */
   readonly #pendingServing = new Map<string, ManagementSecretData>();
+  readonly #ingress: IngressStage;
+  #lastDerived: { input: Snapshot; derived: ReturnType<IngressStage["derive"]> } | undefined;
 
-  constructor(private readonly d: BuildStageDeps) {}
+  constructor(private readonly d: BuildStageDeps) {
+    this.#ingress = new IngressStage(d.ingressHttpsPort);
+  }
+
+  /** The snapshot with the Ingresses' synthetic objects (ingress-stage.ts), once per input. */
+  #derive(input: Snapshot): ReturnType<IngressStage["derive"]> {
+    if (this.#lastDerived?.input !== input)
+      this.#lastDerived = { input, derived: this.#ingress.derive(input) };
+    return this.#lastDerived.derived;
+  }
 
   run(input: BuildInput): BuildOutput {
-    const { snapshot, ca, now } = input;
+    const { ca, now } = input;
+    const derived = this.#derive(input.snapshot);
+    const snapshot = derived.snapshot;
     const counts = { translated: 0, reused: 0, rendered: 0 };
     if (input.translate || !this.#translation) {
       const started = performance.now();
@@ -103,7 +129,14 @@ export class BuildStage {
     input.translated?.();
     const rendersBefore = sealedRenders();
     const entriesBefore = fragmentCounts();
-    const { gateways, statuses } = this.#translation;
+    const { gateways } = this.#translation;
+    const split = splitIngressStatuses(this.#translation.statuses, snapshot);
+    const ingresses = new Map<string, FieldProblem[]>();
+    for (const ingress of derived.ours)
+      ingresses.set(ingress, [
+        ...(derived.problems.get(ingress) ?? []),
+        ...(split.problems.get(ingress) ?? []),
+      ]);
     // Each Gateway planned on its own; a proxy pod serves one Gateway (plan-stage.ts).
     const { plans, failures } = planStage({
       gateways,
@@ -128,7 +161,10 @@ export class BuildStage {
     counts.rendered = sealedRenders() - rendersBefore;
     const entriesAfter = fragmentCounts();
     return {
-      statuses,
+      statuses: split.statuses,
+      ingresses,
+      ingressesConverted: derived.converted,
+      ingressTargets: derived.targets,
       plans,
       planFailures: failures,
       secrets: new Set(plans.flatMap(p => p.secrets)),
@@ -153,6 +189,7 @@ export class BuildStage {
     gateway: string,
     refused: readonly RefusedObject[],
   ): ReturnType<IsolationDeps["configOf"]> {
+    snapshot = this.#derive(snapshot).snapshot;
     const t = translate(snapshot, { controllerName: CONTROLLER_NAME, refused, candidates: true });
     const ir = t.gateways.find(g => `${g.namespace}/${g.name}` === gateway);
     if (!ir) return undefined;

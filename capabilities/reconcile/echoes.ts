@@ -6,7 +6,7 @@
  * before the snapshot is read or any other event is applied: the snapshot anyone reads is the
  * one applying every event one by one gives.
  */
-import { onlyStatusChanged } from "../translate/status-echo";
+import { onlyStatusChanged } from "../translate/incremental";
 import { KubeObject, Snapshot, SnapshotEvent, applyAll, isSynced, keyOf } from "../snapshot";
 
 /**

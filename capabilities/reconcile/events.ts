@@ -14,7 +14,12 @@ import { statusOf } from "../kube/client";
 import type { FleetEvent } from "../proxies";
 import { describeAdminError } from "../proxies";
 
-export type PushEventReason = "PushFailed" | "PushRecovered" | "LastGoodTooLarge";
+export type PushEventReason =
+  | "PushFailed"
+  | "PushRecovered"
+  | "LastGoodTooLarge"
+  | "IngressNotServed"
+  | "IngressServed";
 
 export interface PushEvent {
   /** Proxy name ("namespace/pod"); empty for an Event about the Gateway's proxies as a whole. */
@@ -78,6 +83,8 @@ export interface GatewayObjectRef {
   readonly namespace: string;
   readonly name: string;
   readonly uid?: string;
+  /** The object the Event is about when it is not a Gateway (an Ingress). */
+  readonly regarding?: { readonly apiVersion: string; readonly kind: string };
 }
 
 /**
@@ -97,6 +104,14 @@ export const eventName = (
 const microTime = (d: Date) => d.toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
 
 const MAX_NOTE = 1024;
+
+const ACTIONS: Readonly<Record<PushEventReason, string>> = {
+  PushFailed: "Push",
+  LastGoodTooLarge: "Store",
+  PushRecovered: "Verify",
+  IngressNotServed: "Convert",
+  IngressServed: "Convert",
+};
 
 export interface EventRecorderOptions {
   readonly kube: KubeClient;
@@ -134,14 +149,14 @@ export class EventRecorder {
         eventTime: now,
         reportingController: REPORTING_CONTROLLER,
         reportingInstance: this.o.instance.slice(0, 128),
-        action:
-          e.reason === "PushFailed" ? "Push" : e.reason === "LastGoodTooLarge" ? "Store" : "Verify",
+        action: ACTIONS[e.reason],
         reason: e.reason,
         type: e.type,
         note: e.note.slice(0, MAX_NOTE),
         regarding: {
           apiVersion: "gateway.networking.k8s.io/v1",
           kind: "Gateway",
+          ...gateway.regarding,
           namespace: gateway.namespace,
           name: gateway.name,
           ...(gateway.uid ? { uid: gateway.uid } : {}),

@@ -1,4 +1,4 @@
-import { createAuthority, generateKeyPair, issueClientCertificate } from "../proxies";
+import { createAuthority, generateKeyPair, issueClientCertificate } from "../pki/pki";
 import { snapshotOf } from "../snapshot";
 import type { KubeObject } from "../snapshot";
 import { translate } from "../translate";

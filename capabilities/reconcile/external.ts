@@ -6,7 +6,8 @@
  */
 import { X509Certificate, createPrivateKey } from "node:crypto";
 import type { ExternalProxySettings } from "../provision";
-import { ClientCredentials, SecretPem, channelKey } from "../proxies";
+import { ClientCredentials, channelKey } from "../proxies";
+import { SecretPem } from "../pki/secret";
 import type { KubeObject, Snapshot } from "../snapshot";
 
 export interface ExternalChannel {

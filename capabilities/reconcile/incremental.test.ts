@@ -13,7 +13,8 @@ import { join } from "node:path";
 import fc from "fast-check";
 import { parseSnapshotYAML } from "../../hack/translate";
 import { arbitrarySnapshot } from "../../tests/support/arbitrary-snapshot";
-import { createAuthority, generateKeyPair, sealConfig } from "../proxies";
+import { sealConfig } from "../caddy";
+import { createAuthority, generateKeyPair } from "../pki/pki";
 import { fromScratch, tableHash } from "../caddy/table-digests";
 import { capabilitiesOf, DEFAULT_PROXY_FLAVOR } from "../flavor/proxy-flavor";
 import { KINDS, KubeObject, Snapshot, apply, snapshotOf } from "../snapshot";
@@ -137,7 +138,7 @@ const variantsOf = (objects: readonly KubeObject[]): KubeObject[] =>
       ];
     if (o.kind === "EndpointSlice") return [{ ...o, endpoints: [] } as KubeObject];
     // our own status write coming back: the same Gateway with a status and a new resourceVersion
-    // (translation keeps the object it had: translate/status-echo.ts), and one whose spec also
+    // (translation keeps the object it had: translate/incremental/status-echo.ts), and one whose spec also
     // changed under the same status
     if (o.kind === "Gateway") {
       const status = {

@@ -102,3 +102,70 @@ describe("changesTranslation", () => {
     ).toBe(true);
   });
 });
+
+describe("changesTranslation of Ingresses", () => {
+  const cls = (name: string, controller: string) => ({
+    apiVersion: "networking.k8s.io/v1",
+    kind: "IngressClass",
+    metadata: { name },
+    spec: { controller },
+  });
+  const ingress = (className: string, path = "/") => ({
+    apiVersion: "networking.k8s.io/v1",
+    kind: "Ingress",
+    metadata: { namespace: "apps", name: "i", resourceVersion: "1" },
+    spec: { ingressClassName: className, rules: [{ http: { paths: [{ path }] } }] },
+  });
+  let snapshot = emptySnapshot();
+  for (const o of [
+    cls("kengine", "kengine.io/ingress-controller"),
+    cls("nginx", "k8s.io/ingress-nginx"),
+  ])
+    snapshot = apply(snapshot, { type: "upsert", kind: "IngressClass", object: o }).snapshot;
+
+  it("is false for an Ingress of another controller, created, changed or deleted", () => {
+    const theirs = apply(snapshot, {
+      type: "upsert",
+      kind: "Ingress",
+      object: ingress("nginx"),
+    }).snapshot;
+    expect(
+      changesTranslation(snapshot, { type: "upsert", kind: "Ingress", object: ingress("nginx") }),
+    ).toBe(false);
+    expect(
+      changesTranslation(theirs, {
+        type: "upsert",
+        kind: "Ingress",
+        object: ingress("nginx", "/x"),
+      }),
+    ).toBe(false);
+    expect(
+      changesTranslation(theirs, { type: "delete", kind: "Ingress", object: ingress("nginx") }),
+    ).toBe(false);
+  });
+
+  it("is true for one of ours, and for one moving into or out of our class", () => {
+    const theirs = apply(snapshot, {
+      type: "upsert",
+      kind: "Ingress",
+      object: ingress("nginx"),
+    }).snapshot;
+    const ours = apply(snapshot, {
+      type: "upsert",
+      kind: "Ingress",
+      object: ingress("kengine"),
+    }).snapshot;
+    expect(
+      changesTranslation(snapshot, { type: "upsert", kind: "Ingress", object: ingress("kengine") }),
+    ).toBe(true);
+    expect(
+      changesTranslation(theirs, { type: "upsert", kind: "Ingress", object: ingress("kengine") }),
+    ).toBe(true);
+    expect(
+      changesTranslation(ours, { type: "upsert", kind: "Ingress", object: ingress("nginx") }),
+    ).toBe(true);
+    expect(
+      changesTranslation(ours, { type: "delete", kind: "Ingress", object: ingress("kengine") }),
+    ).toBe(true);
+  });
+});

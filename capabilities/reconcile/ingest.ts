@@ -10,6 +10,15 @@ import { isOurProxyObject } from "../ownership/proxies";
 import { Kind, KubeObject, Snapshot, SnapshotEvent } from "../snapshot";
 import { stripForIngest } from "../snapshot/strip";
 import { withoutLastGoodData } from "./last-good";
+import type { V1Ingress, V1IngressClass } from "@kubernetes/client-node";
+import { classOf } from "../ingress/classes";
+
+const ourIngress = (s: Snapshot, o: KubeObject | undefined): boolean =>
+  o !== undefined &&
+  classOf(
+    o as unknown as V1Ingress,
+    [...s.objects.IngressClass.values()] as unknown as V1IngressClass[],
+  ) !== undefined;
 
 const rvOf = (o: KubeObject): bigint | undefined => {
   const rv = o.metadata.resourceVersion;
@@ -38,11 +47,15 @@ function specOf(o: KubeObject): string {
 
 /** Whether applying `event` can change the translation of `snapshot` (status-only updates cannot). */
 export function changesTranslation(snapshot: Snapshot, event: SnapshotEvent): boolean {
-  if (event.type !== "upsert") return true;
+  if (event.type === "synced") return true;
   const o = event.object;
   const before = snapshot.objects[event.kind].get(
     o.metadata.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : o.metadata.name,
   ) as KubeObject | undefined;
+  // An Ingress of another controller, before and after, is never converted (ingress/classes.ts).
+  if (event.kind === "Ingress" && !ourIngress(snapshot, before) && !ourIngress(snapshot, o))
+    return false;
+  if (event.type !== "upsert") return true;
   return before === undefined || specOf(before) !== specOf(o);
 }
 

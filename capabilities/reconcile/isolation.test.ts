@@ -3,7 +3,8 @@
  * the proxy refuses any config holding a "bad" object, naming it.
  */
 import { createHash } from "node:crypto";
-import { FleetEvent, ProxyEndpoint, SealedConfig, Target } from "../proxies";
+import { FleetEvent, ProxyEndpoint, Target } from "../proxies";
+import { SealedConfig } from "../caddy";
 import { RefusableObject, RefusedObject, identityOf } from "../translate";
 import { GatedPlan, Isolation, MAX_TRACES } from "./isolation";
 

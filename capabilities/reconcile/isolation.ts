@@ -24,16 +24,8 @@
  * - Refusals of objects that are deleted (or whose Gateway is) are dropped; a changed object
  *   has another fingerprint, so the translator no longer leaves it out (refused.ts).
  */
-import {
-  AdminError,
-  FleetEvent,
-  ProxyEndpoint,
-  Result,
-  SealedConfig,
-  Target,
-  Validation,
-} from "../proxies";
-import type { CaddySourceMap } from "../caddy";
+import { AdminError, FleetEvent, ProxyEndpoint, Result, Target, Validation } from "../proxies";
+import type { CaddySourceMap, SealedConfig } from "../caddy";
 import { RefusableObject, RefusedObject, identityOf } from "../translate";
 import { CulpritResult, DEFAULT_MAX_VALIDATIONS, findCulprits } from "./culprits";
 import { sourcesOfError } from "../caddy/load-errors";

@@ -7,7 +7,7 @@ import { GatewayRef, lastGoodSecret } from "../workload";
 import type { KubeClient } from "../kube/client";
 import { statusOf } from "../kube/client";
 import { fleetMetrics } from "../metrics/fleet";
-import type { SealedConfig } from "../proxies";
+import type { SealedConfig } from "../caddy";
 
 import { objectPath } from "../snapshot/kinds";
 import {

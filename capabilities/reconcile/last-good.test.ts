@@ -2,7 +2,7 @@ import { GatewayRef, lastGoodSecret } from "../workload";
 import fc from "fast-check";
 import type { KubeClient } from "../kube/client";
 import { KubeError } from "../kube/client";
-import type { SealedConfig } from "../proxies";
+import type { SealedConfig } from "../caddy";
 
 import type { KubeObject } from "../snapshot";
 import {

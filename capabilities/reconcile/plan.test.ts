@@ -5,7 +5,8 @@
  */
 import { type ManagementSecretData } from "../workload";
 import { X509Certificate } from "node:crypto";
-import { createAuthority, generateKeyPair, isSealed } from "../proxies";
+import { isSealed } from "../caddy";
+import { createAuthority, generateKeyPair } from "../pki/pki";
 
 import { snapshotOf } from "../snapshot";
 import type { KubeObject } from "../snapshot";

@@ -2,7 +2,8 @@
  * Everything one Gateway of ours needs from the controller, decided from the snapshot: the
  * objects to provision, the sealed config for its proxies, the proxy pods to push it to, and
  * the addresses of its Service. Pure but for issuing a serving certificate when none is reusable
- * (injected, so tests can fix it).
+ * (injected, so tests can fix it) and a module-level memo of each sealed config per IR object
+ * and management spec, with a count of renders (sealedRenders, for tests and build timings).
  */
 import {
   bootstrapConfigMapName,
@@ -25,29 +26,32 @@ import {
   proxyWorkload,
 } from "../workload";
 import { X509Certificate, createPublicKey } from "node:crypto";
-import { CaddyOptions, toCaddyConfig } from "../caddy";
 import { DEFAULT_PROXY_FLAVOR, capabilitiesOf } from "../flavor/proxy-flavor";
 import type { GatewayIR } from "../ir";
+import { Target } from "../proxies";
+import {
+  CaddyOptions,
+  ManagementSpec,
+  SealedConfig,
+  bootstrapConfig,
+  managementCertificateLoader,
+  managementServer,
+  configText,
+  sealBuilt,
+  sealConfig,
+  toCaddyConfig,
+} from "../caddy";
 import {
   Authority,
   CLOCK_SKEW_MS,
   LEAF_LIFETIME_DAYS,
-  ManagementSpec,
-  SecretPem,
-  SealedConfig,
-  Target,
-  bootstrapConfig,
   generateKeyPair,
   issueServerCertificate,
-  managementCertificateLoader,
-  managementServer,
   proxyServerName,
   proxyServerNames,
   renewalDue,
-  configText,
-  sealBuilt,
-  sealConfig,
-} from "../proxies";
+} from "../pki/pki";
+import { SecretPem } from "../pki/secret";
 import {
   OWNING_GATEWAY_LABEL,
   ProxySettings,
@@ -248,7 +252,7 @@ export function sealedFor(ir: GatewayIR, spec: ManagementSpec): Sealed {
 
 /**
  * A Gateway's Caddy config sealed for its proxies' flavour: what the controller pushes (the
- * flavour decides how traffic metrics are switched on, proxies/management.ts). `render` only for
+ * flavour decides how traffic metrics are switched on, caddy/seal.ts). `render` only for
  * tests that load it into a local proxy (loopback bind host, moved ports).
  */
 export function sealGatewayConfig(
@@ -258,18 +262,10 @@ export function sealGatewayConfig(
 ): Sealed {
   const config = gatewayCaddyConfig(ir, spec, render);
   // Compact JSON in construction order (deterministic): renderCaddyJSON's sorted, indented
-  // text is for reading goldens and cost 4× the bytes and 8× the time at 1,000 routes.
-  // (an interface has no index signature: the plain data is what sealBuilt checks)
-  return sealBuilt(
-    config as unknown as Readonly<Record<string, unknown>>,
-    configText(config as unknown as Readonly<Record<string, unknown>>),
-    spec,
-    {
-      trafficMetrics: capabilitiesOf(ir.flavor ?? DEFAULT_PROXY_FLAVOR).appMetrics
-        ? "app"
-        : "server",
-    },
-  );
+  // text is for reading goldens.
+  return sealBuilt(config, configText(config), spec, {
+    trafficMetrics: capabilitiesOf(ir.flavor ?? DEFAULT_PROXY_FLAVOR).appMetrics ? "app" : "server",
+  });
 }
 
 /** The sealed bytes' length, without making them when the seal knows it. */

@@ -10,8 +10,8 @@ import { KubeClient } from "../kube/client";
 import { ingestMetrics, startupMetrics } from "../metrics";
 import { AdminChannels, AdminClient, Fleet, FleetEvent, ProxyState } from "../proxies";
 import { DEFAULT_PROXY_SETTINGS, ProxySettings } from "../provision";
-import { Batcher, KINDS, Kind, KubeObject, Snapshot } from "../snapshot";
-import { kubeStatusApi } from "../status";
+import { Batcher, KINDS, Kind, KubeObject, Snapshot, systemClock } from "../snapshot";
+import { GatewayAddress, kubeStatusApi } from "../status";
 import { AdminCa } from "../pki/admin-ca";
 import { ProvisionQueue } from "./provision-queue";
 import { KengineProxyWrites, StatusQueue } from "./status-queue";
@@ -24,6 +24,10 @@ import { leaderElector } from "./leadership";
 import { BuildStage } from "./build-stage";
 import { PushStage, managedFleetCurrent } from "./push-stage";
 import { StatusStage, readBundleVersion } from "./status-stage";
+import { IngressStatus } from "./ingress-status";
+import { INGRESS_REF, IngressEvents } from "./ingress-events";
+import { kindPath } from "../snapshot/kinds";
+import type { V1Ingress } from "@kubernetes/client-node";
 import { TrafficStage } from "./traffic-stage";
 import { LastGoodWriter } from "./last-good-writer";
 import { DEFAULT_LAST_GOOD_POLICY } from "./last-good";
@@ -53,7 +57,7 @@ export interface ReconcilerOptions {
   readonly trafficIntervalMs?: number;
   /** Sees every push-engine event (metrics, tests). */
   readonly onFleetEvent?: (event: FleetEvent) => void;
-  /** Admin CA rotation: time between steps for kubelets to refresh mounted files (rotation.ts). */
+  /** Admin CA rotation: time between steps for kubelets to refresh mounted files (pki/rotation.ts). */
   readonly caRotationGraceMs?: number;
   /** Retries of the start-up requests (default list.ts DEFAULT_RETRY). */
   readonly startupRetry?: RetryPolicy;
@@ -72,6 +76,11 @@ export interface ReconcilerOptions {
   readonly watch?: boolean;
   /** A watch silent this long is restarted (watch.ts; default 60 s, KENGINE_WATCH_SILENCE). */
   readonly watchSilenceMs?: number;
+  /**
+   * Ingress status.loadBalancer: static addresses published instead of the proxies' Service's
+   * (KENGINE_INGRESS_STATUS_ADDRESSES; docs/ingress.md).
+   */
+  readonly ingressStatusAddresses?: readonly string[];
 }
 
 export class Reconciler {
@@ -100,6 +109,9 @@ export class Reconciler {
   /** Objects the proxies refuse, left out of their Gateway's config (isolation.ts). */
   readonly #isolation: Isolation;
   readonly #events: EventRecorder;
+  /** Ingress status.loadBalancer, leader only (ingress-status.ts). */
+  readonly #ingressStatus: IngressStatus;
+  readonly #ingressEvents = new IngressEvents();
   /** Stores each Gateway's last accepted config (last-good.ts), off the build path. */
   readonly #lastGood: LastGoodWriter;
   /** Automatic HTTPS: the leader's ACME orders (acme/manager.ts). */
@@ -219,6 +231,7 @@ export class Reconciler {
       lead: () => {
         this.#provision.newTerm(); // re-apply and rewrite everything we own
         this.#proxyWrites.forget();
+        this.#ingressEvents.forget();
         this.requestBuild();
       },
       follow: () => {
@@ -228,6 +241,20 @@ export class Reconciler {
         this.#lastGood.clear();
         this.#acme.stop();
       },
+    });
+    this.#ingressStatus = new IngressStatus({
+      isLeader: () => this.#elector.isLeader(),
+      patch: async (namespace, name, resourceVersion, status) => {
+        await o.kube.request(
+          "PATCH",
+          `${kindPath("Ingress", namespace, name)}/status`,
+          { metadata: resourceVersion ? { resourceVersion } : {}, status },
+          "application/merge-patch+json",
+        );
+      },
+      clock: systemClock,
+      staticAddresses: o.ingressStatusAddresses,
+      log: o.log,
     });
     this.#status = new StatusStage({
       api: kubeStatusApi(o.kube),
@@ -438,7 +465,7 @@ export class Reconciler {
     for (const p of plans) this.#provision.offer(p);
     run.mark("provision");
     // Status stage: Programmed and addresses decided by the fleet, writes queued (status-stage.ts).
-    this.#status.run({
+    const decided = this.#status.run({
       plans,
       statuses,
       planFailures,
@@ -448,6 +475,7 @@ export class Reconciler {
       missingKinds: this.missingKinds,
       now,
     });
+    this.#ingresses(snapshot, built, decided.addresses);
     run.mark("status");
     // The admin CA's rotation steps on once every managed proxy runs a config made under it.
     if (caRead && caRead === this.#ca.read) {
@@ -455,5 +483,33 @@ export class Reconciler {
       await this.#ca.step(caRead, current, proxies);
     }
     ended();
+  }
+
+  /** Ingress Events and status.loadBalancer of one build (leader only: ingress-*.ts). */
+  #ingresses(
+    snapshot: Snapshot,
+    built: ReturnType<BuildStage["run"]>,
+    addresses: ReadonlyMap<string, readonly GatewayAddress[]>,
+  ): void {
+    for (const [key, event] of this.#ingressEvents.observe(built.ingresses)) {
+      const o = snapshot.objects.Ingress.get(key);
+      if (o)
+        this.#events.record(
+          {
+            namespace: o.metadata.namespace ?? "",
+            name: o.metadata.name,
+            uid: o.metadata.uid,
+            regarding: INGRESS_REF,
+          },
+          event,
+        );
+    }
+    this.#ingressStatus.update({
+      ingresses: [...built.ingressTargets].flatMap(([key, gateway]) => {
+        const ingress = snapshot.objects.Ingress.get(key) as unknown as V1Ingress | undefined;
+        return ingress ? [{ ingress, gateway }] : [];
+      }),
+      addresses,
+    });
   }
 }

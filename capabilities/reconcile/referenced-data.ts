@@ -16,9 +16,12 @@
  *   sees the data too.
  * - An object no longer wanted is put back to its metadata.
  *
- * The decisions are pure functions of the snapshot (`wantedData`); this class holds only the
- * reads in flight (one entry per object being read, removed when the read ends).
+ * The decisions are pure functions of the snapshot (`wantedData`, memoised per snapshot maps in
+ * a module-level WeakMap); this class holds only the reads in flight (one entry per object
+ * being read, removed when the read ends).
  */
+import type { V1Ingress, V1IngressClass } from "@kubernetes/client-node";
+import { classOf } from "../ingress/classes";
 import { managementSecretName } from "../workload";
 import { isOurClass } from "../ownership";
 import { resolveSettings } from "../provision";
@@ -82,6 +85,40 @@ const granted =
  * bring-your-own admin Secrets its parameters name (external.ts). Cached on the maps it reads.
  */
 export function wantedData(s: Snapshot): WantedData {
+  const base = wantedByGateways(s);
+  const tls = ingressSecrets(s);
+  if (tls.size === 0) return base;
+  let byTls = withIngressCache.get(base);
+  if (!byTls) withIngressCache.set(base, (byTls = new WeakMap()));
+  let wanted = byTls.get(tls);
+  if (!wanted) byTls.set(tls, (wanted = { ...base, secrets: new Set([...base.secrets, ...tls]) }));
+  return wanted;
+}
+
+const withIngressCache = new WeakMap<object, WeakMap<object, WantedData>>();
+const ingressCache = new WeakMap<object, WeakMap<object, ReadonlySet<string>>>();
+
+/** The `tls` Secrets of the Ingresses of our classes (docs/ingress.md), cached on their maps. */
+function ingressSecrets(s: Snapshot): ReadonlySet<string> {
+  let byClasses = ingressCache.get(s.objects.Ingress);
+  if (!byClasses) ingressCache.set(s.objects.Ingress, (byClasses = new WeakMap()));
+  let found = byClasses.get(s.objects.IngressClass);
+  if (!found) {
+    const classes = [...s.objects.IngressClass.values()] as unknown as V1IngressClass[];
+    const names = new Set<string>();
+    for (const o of s.objects.Ingress.values()) {
+      const ingress = o as unknown as V1Ingress;
+      if (!classOf(ingress, classes)) continue;
+      for (const t of Array.isArray(ingress.spec?.tls) ? ingress.spec.tls : [])
+        if (typeof t?.secretName === "string" && t.secretName)
+          names.add(`${o.metadata.namespace}/${t.secretName}`);
+    }
+    byClasses.set(s.objects.IngressClass, (found = names));
+  }
+  return found;
+}
+
+function wantedByGateways(s: Snapshot): WantedData {
   // dataReferences changes with every map the references are read from but two
   const key = dataReferences(s);
   let byGrants = wantedCache.get(key);

@@ -9,7 +9,7 @@ import type { GatewayIR } from "../ir";
 import { sameData } from "../same-data";
 import type { Snapshot } from "../snapshot";
 import { TranslateOptions, TranslateResult, translate } from "../translate";
-import { StatusEchoes } from "../translate/status-echo";
+import { StatusEchoes } from "../translate/incremental";
 
 export interface Reused {
   /** The new translation's Gateways, each replaced by the previous IR object when equal. */

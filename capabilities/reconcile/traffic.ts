@@ -1,5 +1,6 @@
 /**
- * The proxies' own traffic metrics, summed per Gateway and route (pure).
+ * The proxies' own traffic metrics, summed per Gateway and route: pure functions, and a
+ * module-level memo of every Gateway's routes per snapshot route maps (byGatewayCache).
  *
  * Each proxy's Caddy counts requests since its config was last loaded: every /load (ours) and
  * every restart starts its counters from zero. So a proxy's counters are read as deltas from its
@@ -14,7 +15,7 @@
  * largest count across handlers is the request count. The host is attributed to the Gateway's
  * route that serves it (the only route whose hostnames match it; "" when none or several do,
  * e.g. Caddy's "_other", and when the proxy has no host label: an HTTPS Gateway, Kengine; see
- * proxies/management.ts TrafficMetricsMode).
+ * caddy/seal.ts TrafficMetricsMode).
  *
  * Bounded labels: the controller's series are (gateway, route, server, code) with routes that
  * exist (or ""), our servers, and three-digit status codes; what a proxy reports is bounded by its

@@ -28,6 +28,8 @@ export const LIST_PATHS: Readonly<Record<Kind, string>> = {
   ClusterTrustBundle: "/apis/certificates.k8s.io/v1beta1/clustertrustbundles",
   Namespace: "/api/v1/namespaces",
   KengineParameters: "/apis/gateway.kengine.io/v1alpha1/kengineparameters",
+  Ingress: "/apis/networking.k8s.io/v1/ingresses",
+  IngressClass: "/apis/networking.k8s.io/v1/ingressclasses",
 };
 
 /**

@@ -464,6 +464,19 @@ export interface KengineParameters extends KubeObject {
   readonly spec?: Readonly<Record<string, unknown>>;
 }
 
+/**
+ * networking.k8s.io/v1 Ingress and IngressClass (docs/ingress.md): read by ingress/ as the
+ * client-node types; the build stage converts the Ingresses of our classes into HTTPRoutes and
+ * ListenerSets before translation (reconcile/ingress-stage.ts).
+ */
+export interface Ingress extends KubeObject {
+  readonly spec?: Readonly<Record<string, unknown>>;
+  readonly status?: Readonly<Record<string, unknown>>;
+}
+export interface IngressClass extends KubeObject {
+  readonly spec?: Readonly<Record<string, unknown>>;
+}
+
 /** Every kind the snapshot holds, with the object type of each. */
 export interface KindMap {
   readonly GatewayClass: GatewayClass;
@@ -485,6 +498,8 @@ export interface KindMap {
   readonly ClusterTrustBundle: ClusterTrustBundle;
   readonly Namespace: Namespace;
   readonly KengineParameters: KengineParameters;
+  readonly Ingress: Ingress;
+  readonly IngressClass: IngressClass;
 }
 
 export type Kind = keyof KindMap;
@@ -509,6 +524,8 @@ export const KINDS: readonly Kind[] = [
   "ClusterTrustBundle",
   "Namespace",
   "KengineParameters",
+  "Ingress",
+  "IngressClass",
 ];
 
 export const GATEWAY_GROUP = "gateway.networking.k8s.io";

@@ -291,7 +291,7 @@ const ROUTE_KINDS = ["HTTPRoute", "GRPCRoute", "TLSRoute", "TCPRoute", "UDPRoute
  * Remembers, per route result object, the stored object over which it was last found already
  * in place, so the next computation skips that route while both are the same (status
  * recomputed only for objects whose inputs changed; the translator keeps an unchanged route's
- * result object, translate.ts). The answer cannot differ: the status is a pure function of the
+ * result object, translate/incremental/routes.ts). The answer cannot differ: the status is a pure function of the
  * stored object, the result and `now`, and `now` only reaches conditions whose status changes
  * (stampConditions), which an object found in place has none of. With a StoredSource, routes
  * are skipped without reading their stored object at all.

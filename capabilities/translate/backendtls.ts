@@ -1,7 +1,8 @@
 /**
  * BackendTLSPolicy (Gateway API v1.6.1, apis/v1/backendtlspolicy_types.go): which Service
  * ports the proxy must reach over TLS, with which SNI and which trust, and the policy's own
- * conditions. Pure and derived from the snapshot only (cached per snapshot object).
+ * conditions. Derived from the snapshot only; the one state is a module-level memo of the
+ * result per snapshot object (a WeakMap), which changes the cost, never the answer.
  *
  * - Precedence among policies naming the same Service and sectionName: oldest creation
  *   timestamp, then namespace/name; the others are `Accepted=False/Conflicted` and have no
@@ -16,7 +17,7 @@
  *   `Accepted=False/Invalid`.
  * - `subjectAltNames`: the certificate must carry one of them (hostname then only the SNI);
  *   run by our transport `kengine_http`, so on a Gateway whose proxy flavour lacks it
- *   (translate.ts) the policy is `Accepted=False/Invalid` for that ancestor and its Service
+ *   (backendtls-status.ts) the policy is `Accepted=False/Invalid` for that ancestor and its Service
  *   gets HTTP 500 there.
  * Whenever the winning policy cannot be applied as written, requests to the Service port get
  * HTTP 500 rather than a connection with weaker verification (the spec asks for a 5xx).

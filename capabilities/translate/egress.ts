@@ -1,6 +1,7 @@
 /**
  * Egress per Gateway (docs/operations.md §11): where the Gateway's proxies may connect for its
- * tenants. Pure. Compilation (routes.ts, listenerfilters.ts) marks every upstream whose address
+ * tenants. Pure but for two module-level memos (parsed CIDR lists per list object, the
+ * Services owning each proxy address per Service map), which change the cost only. Compilation (routes.ts, listenerfilters.ts) marks every upstream whose address
  * is a DNS name a tenant wrote (an ExternalHostname XBackend, as a backendRef, a RequestMirror
  * or an ExternalAuth backendRef) with an `egressGuard`; here each Gateway decides:
  *

@@ -1,7 +1,7 @@
 /**
  * Which Services a compilation read (an endpoint or Service change recompiles only
  * the routes naming that Service). `backends.ts` notes every Service it looks up while a
- * compilation records (translate.ts `compileAny`); the compiled route is then kept while those
+ * compilation records (incremental/compile.ts `compileAny`); the compiled route is then kept while those
  * Services and their EndpointSlices are the same objects. Synchronous: a recording never
  * spans an await.
  */

@@ -15,7 +15,7 @@
  * - `tls` mode ServerOnly: SNI and verification name `validation.hostname`, trust from
  *   `caCertificateRefs` (ConfigMap `ca.crt`, ClusterTrustBundle; shared with BackendTLSPolicy)
  *   or the system store; `subjectAltNames` as for BackendTLSPolicy (flavours without our
- *   transport answer 500 there, translate.ts).
+ *   transport answer 500 there, gateway-ir.ts).
  * - `protocol`: H2C (and GRPC without TLS) is HTTP/2 cleartext; HTTP/HTTP11/HTTP2/MCP/WSS over
  *   the route's HTTP transport (WebSocket upgrades pass through Caddy's reverse_proxy); TCP only
  *   behind TCPRoute/TLSRoute. An XBackend with TLS behind a TCPRoute, or any behind a UDPRoute,

@@ -37,3 +37,12 @@ export { kengineParametersProblems, REPLICAS } from "./parameters";
 export { denialMessage, problemText } from "./message";
 export { checkKeyPair } from "./keypair";
 export type { KeyPairResult } from "./keypair";
+export {
+  FOREIGN_ANNOTATION_PREFIXES,
+  PATH_TYPES,
+  checkIngressHost,
+  checkIngressPath,
+  ingressAnnotationWarnings,
+  ingressProblems,
+} from "./ingress";
+export type { IngressLike } from "./ingress";

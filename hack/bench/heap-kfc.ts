@@ -14,7 +14,7 @@ import {
   createAuthority,
   generateKeyPair,
   issueServerCertificate,
-} from "../../capabilities/proxies";
+} from "../../capabilities/pki/pki";
 import { heapUsedMiB } from "./heap-used";
 
 heapUsedMiB(); // fails early without --expose-gc

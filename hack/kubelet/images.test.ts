@@ -24,6 +24,12 @@ describe("resolveContainer", () => {
     expect(resolveContainer({ image })).toEqual({ ok: true, binary: "echo-basic", args: [] });
   });
 
+  it("maps the Ingress conformance suite's echo server (tag and digest) to ingress-echo", () => {
+    const image =
+      "k8s.gcr.io/ingressconformance/echoserver:v0.0.1@sha256:9b34b17f391f87fb2155f01da2f2f90b7a4a5c1110ed84cb5379faa4f570dc52";
+    expect(resolveContainer({ image })).toEqual({ ok: true, binary: "ingress-echo", args: [] });
+  });
+
   it.each([
     "caddy:2.11",
     "docker.io/library/caddy:2",

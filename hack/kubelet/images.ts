@@ -35,6 +35,13 @@ export const imageTable: readonly ImageRule[] = [
     standIn: "dns",
   },
   {
+    // The upstream Ingress conformance suite's echo server (hack/peers/ingress-conformance,
+    // images/echoserver; npm run conformance:ingress).
+    repository: /^(k8s\.gcr\.io|registry\.k8s\.io)\/ingressconformance\/echoserver$/,
+    binary: "ingress-echo",
+    defaultArgs: [],
+  },
+  {
     // caddy, docker.io/library/caddy, ghcr.io/kengine/kengine, …/caddy, …/kengine
     repository: /(^|\/)(caddy|kengine)$/,
     binary: "caddy",

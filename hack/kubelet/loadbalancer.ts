@@ -160,9 +160,14 @@ export class LoadBalancers {
   private services: Informer<Service> | undefined;
   private slices: Informer<EndpointSlice> | undefined;
 
+  /**
+   * `forwardClusterIPs: false` where kube-proxy gives Services their cluster IPs (the real node,
+   * hack/node/loadbalancer.ts): then only LoadBalancer addresses are served.
+   */
   constructor(
     private readonly api: Api,
     private readonly log: Logger,
+    private readonly opts: { readonly forwardClusterIPs: boolean } = { forwardClusterIPs: true },
   ) {}
 
   start(): void {
@@ -187,7 +192,7 @@ export class LoadBalancers {
   }
 
   private onService(key: string, svc: Service | undefined): void {
-    this.onClusterIP(key, svc);
+    if (this.opts.forwardClusterIPs) this.onClusterIP(key, svc);
     if (!svc || !wantsLoadBalancer(svc)) {
       if (this.balancers.has(key)) this.close(key);
       if (svc && isLocalLbAddress(svc.status?.loadBalancer?.ingress?.[0]?.ip))

@@ -29,7 +29,7 @@ pod_cidr=10.244.0.0/24
 pause_ref=registry.k8s.io/pause:3.10.1
 echo_ref=registry.k8s.io/gateway-api/echo-basic:kg-node
 probe_ref=kengine.io/kg-probe:kg-node
-components=(containerd real-kubelet kube-scheduler kube-proxy coredns)
+components=(containerd real-kubelet kube-scheduler kube-proxy coredns services)
 
 log() { printf 'node: %s\n' "$*" >&2; }
 die() { printf 'node: error: %s\n' "$*" >&2; exit 1; }
@@ -307,6 +307,24 @@ EOF
     start coredns "$bin/coredns" -conf "$state/Corefile"
     wait_for "CoreDNS /ready" 60 coredns curl -fsS http://127.0.0.1:10181/ready
   fi
+  # What no upstream component gives a node without a cloud (services.ts): LoadBalancer
+  # addresses, and the API server for pods on the bridge address, where the `kubernetes`
+  # Service's endpoints point (the API server runs --endpoint-reconciler-type none).
+  [ -n "$(pid_of services)" ] || : >"$logs/services.log"
+  start services "$root/node_modules/.bin/tsx" "$root/hack/node/services.ts" \
+    --kubeconfig "$local_dir/node-controllers.kubeconfig" --api-listen "$node_ip:6443"
+  wait_for "the node's services" 60 services grep -q "node services ready" "$logs/services.log"
+  "${kc[@]}" apply -f - >/dev/null <<EOF
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: kubernetes
+  namespace: default
+  labels: {kubernetes.io/service-name: kubernetes, endpointslice.kubernetes.io/managed-by: kengine-local}
+addressType: IPv4
+endpoints: [{addresses: ["$node_ip"], conditions: {ready: true}}]
+ports: [{name: https, port: 6443, protocol: TCP}]
+EOF
   log "ready: node kengine-local runs $("${kc[@]}" get node kengine-local -o jsonpath='{.status.nodeInfo.containerRuntimeVersion}')"
 }
 
@@ -355,6 +373,7 @@ undo_iptables() { # iptables|ip6tables SAVED
 down() {
   local bin="" m d
   [ -f "$state/bin" ] && bin=$(cat "$state/bin")
+  stop_one services
   stop_one coredns
   stop_one kube-proxy
   stop_one kube-scheduler

@@ -8,7 +8,7 @@
  * A new connection is seen as a new verified handshake: the client records the proxy's
  * certificate afresh on each one (`peerCertificate` returns a new record).
  */
-import { bootstrapConfig } from "../../capabilities/proxies";
+import { bootstrapConfig } from "../../capabilities/caddy";
 import { ManagedCaddy, startManagedCaddy } from "../support/managed-caddy";
 
 let proxy: ManagedCaddy;

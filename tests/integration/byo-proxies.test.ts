@@ -10,15 +10,15 @@ import { request } from "node:http";
 import { join } from "node:path";
 import { kubeClient } from "../../capabilities/kube/client";
 import { registry } from "../../capabilities/metrics";
+import { parsePrometheusText } from "../../capabilities/proxies";
+import { bootstrapConfig } from "../../capabilities/caddy";
 import {
-  bootstrapConfig,
   createAuthority,
   generateKeyPair,
   issueClientCertificate,
   issueServerCertificate,
-  parsePrometheusText,
   proxyServerNames,
-} from "../../capabilities/proxies";
+} from "../../capabilities/pki/pki";
 import { Reconciler } from "../../capabilities/reconcile";
 import { createNamespace, deleteNamespace, eventually, kubectl, kubectlOk } from "../support/kube";
 import { repoRoot } from "../support/paths";

@@ -8,14 +8,14 @@
  */
 import { kubeClient } from "../../capabilities/kube/client";
 import { DEFAULT_PROXY_SETTINGS } from "../../capabilities/provision";
+import { AdminClient } from "../../capabilities/proxies";
 import {
-  AdminClient,
   generateKeyPair,
   issueClientCertificate,
   loadAuthority,
   pemToBase64Der,
   proxyServerName,
-} from "../../capabilities/proxies";
+} from "../../capabilities/pki/pki";
 import { Reconciler } from "../../capabilities/reconcile";
 import { CA_SECRET_NAME, ROTATE_CA_ANNOTATION } from "../../capabilities/pki/rotation";
 import { createNamespace, deleteNamespace, eventually, kubectl, kubectlOk } from "../support/kube";

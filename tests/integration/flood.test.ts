@@ -17,14 +17,13 @@ import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { kubeClient } from "../../capabilities/kube/client";
 import { registry } from "../../capabilities/metrics";
+import { AdminClient, parsePrometheusText } from "../../capabilities/proxies";
 import {
-  AdminClient,
   generateKeyPair,
   issueClientCertificate,
   loadAuthority,
-  parsePrometheusText,
   proxyServerName,
-} from "../../capabilities/proxies";
+} from "../../capabilities/pki/pki";
 import { proxyNames } from "../../capabilities/provision";
 import { DEFAULT_PROXY_SETTINGS } from "../../capabilities/provision";
 import { Reconciler } from "../../capabilities/reconcile";

@@ -29,24 +29,28 @@ import { steadyClient } from "../support/traffic";
 import {
   AdminChannels,
   AdminClient,
-  Authority,
-  bootstrapConfig,
-  PlainConfig,
-  createAuthority,
   Fleet,
   FleetEvent,
+  ProxyEndpoint,
+} from "../../capabilities/proxies";
+import {
+  bootstrapConfig,
+  PlainConfig,
+  ManagementSpec,
+  SealedConfig,
+  sealConfig,
+  withManagement,
+} from "../../capabilities/caddy";
+import {
+  Authority,
+  createAuthority,
   generateKeyPair,
   Issued,
   issueClientCertificate,
   issueServerCertificate,
-  ManagementSpec,
-  ProxyEndpoint,
   proxyServerName,
   proxyServerNames,
-  SealedConfig,
-  sealConfig,
-  withManagement,
-} from "../../capabilities/proxies";
+} from "../../capabilities/pki/pki";
 import { PERSISTENT_HTTP_NETWORK } from "../../capabilities/caddy/config";
 import { ProxyFlavor } from "../../capabilities/flavor/proxy-flavor";
 import { sealGatewayConfig } from "../../capabilities/reconcile/plan";

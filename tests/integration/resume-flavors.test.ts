@@ -5,7 +5,7 @@
  * can name: our Bundled build (Caddy 2.11.9) and Caddy 2.8.4 (the stand-in for Kengine). Real
  * Caddy processes on loopback.
  */
-import { CONFIG_ID_PREFIX } from "../../capabilities/proxies";
+import { CONFIG_ID_PREFIX } from "../../capabilities/caddy";
 import { startCaddy } from "../support/caddy";
 import { freePort } from "../support/ports";
 import { get } from "../support/traffic";

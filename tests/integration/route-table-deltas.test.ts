@@ -17,13 +17,8 @@ import { IncomingMessage, Server, ServerResponse, createServer } from "node:http
 import { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import {
-  AdminClient,
-  Fleet,
-  FleetEvent,
-  ManagementSpec,
-  ProxyEndpoint,
-} from "../../capabilities/proxies";
+import { AdminClient, Fleet, FleetEvent, ProxyEndpoint } from "../../capabilities/proxies";
+import { ManagementSpec } from "../../capabilities/caddy";
 import { deltaRefusal } from "../../capabilities/caddy/table-deltas";
 import { sealGatewayConfig } from "../../capabilities/reconcile/plan";
 import { errorLocation } from "../../capabilities/caddy/load-errors";

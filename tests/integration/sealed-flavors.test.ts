@@ -17,14 +17,13 @@ import { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { request } from "undici";
 import { parseSnapshotYAML, translateGolden } from "../../hack/translate";
+import { DEFAULT_CERT_TAG, ManagementSpec } from "../../capabilities/caddy";
 import {
-  DEFAULT_CERT_TAG,
-  ManagementSpec,
-  SecretPem,
   createAuthority,
   generateKeyPair,
   issueServerCertificate,
-} from "../../capabilities/proxies";
+} from "../../capabilities/pki/pki";
+import { SecretPem } from "../../capabilities/pki/secret";
 import { parsePrometheusText } from "../../capabilities/proxies/prom-text";
 import { sealGatewayConfig } from "../../capabilities/reconcile/plan";
 import { DEFAULT_PROXY_FLAVOR, ProxyFlavor } from "../../capabilities/flavor/proxy-flavor";

@@ -9,7 +9,8 @@
  * non-root uid with no capabilities, a seccomp filter and a read-only root (read from inside
  * the container by `kubectl exec` of kg-probe); a pod that allocates past its memory limit is
  * OOM-killed; a ClusterIP Service answers through kube-proxy (iptables) from the host and from
- * a pod; a pod resolves a Service's name through CoreDNS; the service-account token is mounted.
+ * a pod; a pod reaches the API server through the `kubernetes` Service; a LoadBalancer Service gets a local address that answers; a pod resolves a Service's
+ * name through CoreDNS; the service-account token is mounted.
  */
 import { execFileSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
@@ -125,6 +126,57 @@ describe("the real node (KENGINE_NODE=real)", () => {
     const [code, ...body] = fromPod.split("\n");
     expect(code).toBe("200");
     expect(JSON.parse(body.join("\n"))).toMatchObject({ path: "/from-pod", pod: "kg-echo" });
+  });
+
+  test("a pod reaches the API server as an in-cluster client (10.96.0.1 → kube-proxy → the node's forwarder)", async () => {
+    kubectlOk(["wait", "-n", ns, "--for", "condition=Ready", "--timeout=120s", "pod/kg-echo"]);
+    const out = await eventually("GET /version from the pod", () => {
+      const r = kubectl(["exec", "-n", ns, "kg-echo", "--", "/kg-probe", "kube", "/version"]);
+      return r.code === 0 ? r.stdout : undefined;
+    });
+    const [code, ...body] = out.split("\n");
+    expect(code).toBe("200");
+    // the API server's /version (built from source without version stamps: gitVersion is a placeholder)
+    expect(JSON.parse(body.join("\n"))).toMatchObject({
+      gitVersion: expect.any(String),
+      goVersion: expect.stringMatching(/^go1\./),
+      platform: "linux/amd64",
+    });
+  });
+
+  test("a LoadBalancer Service gets a local address and answers on it (hack/node/services.ts)", async () => {
+    echoClusterIP();
+    kubectlOk(
+      ["apply", "-n", ns, "-f", "-"],
+      JSON.stringify({
+        apiVersion: "v1",
+        kind: "Service",
+        metadata: { name: "kg-echo-lb" },
+        spec: {
+          type: "LoadBalancer",
+          selector: { app: "kg-echo" },
+          ports: [{ name: "http", port: 8080, targetPort: 3000 }],
+        },
+      }),
+    );
+    const ip = await eventually("the Service's load-balancer address", () => {
+      const got = kubectlOk([
+        "get",
+        "service",
+        "-n",
+        ns,
+        "kg-echo-lb",
+        "-o",
+        "jsonpath={.status.loadBalancer.ingress[0].ip}",
+      ]);
+      return got || undefined;
+    });
+    expect(ip).toMatch(/^127\.20\.\d+\.\d+$/);
+    const body = await eventually(`${ip}:8080 from the host`, async () => {
+      const r = await fetch(`http://${ip}:8080/through-lb`, { signal: AbortSignal.timeout(3000) });
+      return r.ok ? ((await r.json()) as { path: string; pod: string }) : undefined;
+    });
+    expect(body).toMatchObject({ path: "/through-lb", pod: "kg-echo" });
   });
 
   test("a pod resolves a Service name through CoreDNS", async () => {

@@ -25,7 +25,7 @@ import { parseSnapshotYAML } from "../../hack/translate";
 import { withProxyFlavor } from "./flavor";
 import { withLoopbackEndpoints } from "./loopback";
 import { freePort, listenerPortOffset } from "./ports";
-import { ADMIN_SOCKET_HOST, MAX_SOCKET_PATH_BYTES } from "../../capabilities/proxies";
+import { ADMIN_SOCKET_HOST, MAX_SOCKET_PATH_BYTES } from "../../capabilities/caddy";
 
 export interface AdminReply {
   status: number;

@@ -10,18 +10,16 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { AdminClient, ProxyEndpoint } from "../../capabilities/proxies";
+import { bootstrapConfig, ManagementSpec } from "../../capabilities/caddy";
 import {
-  AdminClient,
-  bootstrapConfig,
   createAuthority,
   generateKeyPair,
   issueClientCertificate,
   issueServerCertificate,
-  ManagementSpec,
-  ProxyEndpoint,
   proxyServerName,
   proxyServerNames,
-} from "../../capabilities/proxies";
+} from "../../capabilities/pki/pki";
 import { Caddy, startCaddy } from "./caddy";
 import { freePort } from "./ports";
 

@@ -5,12 +5,16 @@
 //	                  the root file system is writable (it tries to create a file in /)
 //	kg-probe pause    the pod sandbox's process: sleeps until SIGTERM or SIGINT, reaps children
 //	kg-probe get URL  an HTTP GET: prints the status code and the body, exits 1 on an error
+//	kg-probe kube PATH   a GET of PATH from the API server as an in-cluster client: the
+//	                  kubernetes Service's environment, the service-account CA and token
 //	kg-probe lookup NAME  resolves NAME with the pod's /etc/resolv.conf, prints the addresses
 //	kg-probe hog MiB  allocates and touches MiB mebibytes, then sleeps (a memory limit below
 //	                  that gets the container OOM-killed)
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -34,6 +38,8 @@ func main() {
 		pause()
 	case "get":
 		get(os.Args[2])
+	case "kube":
+		kube(os.Args[2])
 	case "lookup":
 		addrs, err := net.LookupHost(os.Args[2])
 		if err != nil {
@@ -75,6 +81,39 @@ func pause() {
 func get(url string) {
 	client := &http.Client{Timeout: 10 * time.Second}
 	resp, err := client.Get(url)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	fmt.Printf("%d\n%s", resp.StatusCode, body)
+}
+
+// kube GETs path from the API server as an in-cluster client does: the kubernetes Service from
+// the environment the kubelet sets, its CA and the pod's service-account token.
+func kube(path string) {
+	const sa = "/var/run/secrets/kubernetes.io/serviceaccount/"
+	ca, err := os.ReadFile(sa + "ca.crt")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	token, err := os.ReadFile(sa + "token")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	client := &http.Client{
+		Timeout:   10 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}},
+	}
+	host := net.JoinHostPort(os.Getenv("KUBERNETES_SERVICE_HOST"), os.Getenv("KUBERNETES_SERVICE_PORT"))
+	req, _ := http.NewRequest("GET", "https://"+host+path, nil)
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
+	resp, err := client.Do(req)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

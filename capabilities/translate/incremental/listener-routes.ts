@@ -6,17 +6,18 @@
  *   attachment's compiled route object, under a key naming everything else they read (the
  *   listener's hostname, protocol and port, the proxy flavour, the attached hostnames). A
  *   compiled route is a new object whenever what it was compiled from changed
- *   (translate.ts `compileAny`), so a hit equals building the entries again.
+ *   (compile.ts), so a hit equals building the entries again.
  * - The listener's precedence order (precedence.ts) is kept per Gateway object and listener:
  *   the next build keeps the previous order of the entry groups it reuses and merges in the
  *   new groups' entries, sorted. `comparePrecedence` is a total order on the entries of one
  *   listener (entries it calls equal are equal data), so the merge equals sorting everything.
  *
- * Pure from the caller's view: the caches only decide how much is recomputed, never what.
+ * Both are module state (WeakMaps keyed by compiled routes and Gateways) that decides only how
+ * much is recomputed, never what.
  */
-import type { HTTPRouteEntryIR } from "../ir";
-import type { Gateway } from "../snapshot";
-import { RankedMatch, comparePrecedence } from "./precedence";
+import type { HTTPRouteEntryIR } from "../../ir";
+import type { Gateway } from "../../snapshot";
+import { RankedMatch, comparePrecedence } from "../precedence";
 
 /** One entry with what orders it. */
 export interface Ranked extends RankedMatch {

@@ -1,0 +1,227 @@
+/**
+ * Ingresses through the build stage: an Ingress of our class is served by the Gateway its
+ * IngressClass names, a bad one next to it is left out and reported on itself only, one of
+ * another class is ignored, synthetic objects get no status writes, and only a changed Ingress
+ * is converted again.
+ */
+import { createAuthority, generateKeyPair } from "../pki/pki";
+import { DEFAULT_PROXY_SETTINGS } from "../provision";
+import { KubeObject, Snapshot, applyAll, snapshotOf } from "../snapshot";
+import { BuildStage } from "./build-stage";
+import { IngressStage } from "./ingress-stage";
+import type { GatedPlan } from "./isolation";
+
+const now = new Date("2026-11-20T00:00:00Z");
+const signing = (() => {
+  const r = createAuthority({
+    commonName: "controller CA",
+    keys: generateKeyPair(),
+    notBefore: now,
+    lifetimeDays: 3650,
+  });
+  if (!r.ok) throw new Error(r.error);
+  return r.value;
+})();
+const ca = { signing, trusted: [signing.certificatePem] };
+
+const ingress = (name: string, path: string, extra: Record<string, unknown> = {}): KubeObject =>
+  ({
+    apiVersion: "networking.k8s.io/v1",
+    kind: "Ingress",
+    metadata: {
+      namespace: "team",
+      name,
+      uid: `u-${name}`,
+      generation: 1,
+      creationTimestamp: "2026-11-01T00:00:00Z",
+    },
+    spec: {
+      ingressClassName: "kengine",
+      rules: [
+        {
+          host: `${name}.example.com`,
+          http: {
+            paths: [
+              {
+                path,
+                pathType: "Prefix",
+                backend: { service: { name: "web", port: { name: "http" } } },
+              },
+            ],
+          },
+        },
+      ],
+      ...extra,
+    },
+  }) as unknown as KubeObject;
+
+const base = snapshotOf([
+  {
+    apiVersion: "gateway.networking.k8s.io/v1",
+    kind: "GatewayClass",
+    metadata: { name: "kengine" },
+    spec: { controllerName: "kengine.io/gateway-controller" },
+  },
+  {
+    apiVersion: "gateway.networking.k8s.io/v1",
+    kind: "Gateway",
+    metadata: { namespace: "apps", name: "edge", uid: "g1" },
+    spec: {
+      gatewayClassName: "kengine",
+      listeners: [
+        {
+          name: "http",
+          port: 80,
+          protocol: "HTTP",
+          allowedRoutes: { namespaces: { from: "All" } },
+        },
+      ],
+    },
+  },
+  {
+    apiVersion: "discovery.k8s.io/v1",
+    kind: "EndpointSlice",
+    metadata: {
+      namespace: "apps",
+      name: "edge-kengine-admin-x1",
+      labels: { "kubernetes.io/service-name": "edge-kengine-admin" },
+    },
+    ports: [{ name: "admin", port: 19443 }],
+    endpoints: [{ addresses: ["10.244.0.6"], targetRef: { kind: "Pod", name: "p-a", uid: "ua" } }],
+  },
+  {
+    apiVersion: "v1",
+    kind: "Service",
+    metadata: { namespace: "team", name: "web" },
+    spec: { ports: [{ name: "http", port: 8080, targetPort: 8080 }] },
+  },
+  {
+    apiVersion: "networking.k8s.io/v1",
+    kind: "IngressClass",
+    metadata: { name: "kengine" },
+    spec: {
+      controller: "kengine.io/ingress-controller",
+      parameters: {
+        apiGroup: "gateway.networking.k8s.io",
+        kind: "Gateway",
+        scope: "Namespace",
+        namespace: "apps",
+        name: "edge",
+      },
+    },
+  },
+  {
+    apiVersion: "networking.k8s.io/v1",
+    kind: "IngressClass",
+    metadata: { name: "nginx" },
+    spec: { controller: "k8s.io/ingress-nginx" },
+  },
+  ingress("good", "/api"),
+  ingress("bad", "/(.*)"),
+  { ...ingress("other", "/"), spec: { ingressClassName: "nginx", rules: [] } },
+] as unknown as KubeObject[]);
+
+function stage() {
+  const isolation = {
+    refused: () => [],
+    gate: <P extends GatedPlan>(plan: P): P => plan,
+    retain: () => {},
+  };
+  return new BuildStage({
+    defaults: DEFAULT_PROXY_SETTINGS,
+    namespace: "kengine-system",
+    log: { warn() {}, error() {} },
+    isolation,
+  });
+}
+
+const configText = (out: ReturnType<BuildStage["run"]>): string =>
+  Buffer.from(out.plans[0]!.targets[0]!.config.bytes).toString();
+
+const upsert = (s: Snapshot, object: KubeObject): Snapshot =>
+  applyAll(s, [{ type: "upsert", kind: object.kind as "Ingress", object }]).snapshot;
+
+describe("Ingress through the build stage", () => {
+  it("serves a good Ingress on the class's Gateway and reports a bad one on itself", () => {
+    const out = stage().run({ snapshot: base, translate: true, ca, now });
+    const config = configText(out);
+    expect(config).toContain("good.example.com");
+    expect(config).toContain("/api");
+    expect(config).not.toContain("bad.example.com");
+    expect(out.ingresses.get("team/good")).toEqual([]);
+    expect(out.ingresses.get("team/bad")?.map(p => p.path)).toEqual([
+      "spec.rules[0].http.paths[0].path",
+    ]);
+    expect(out.ingresses.has("team/other")).toBe(false);
+    expect(out.ingressesConverted).toBe(2);
+    // Synthetic objects exist only in the build: nothing of them is written as status.
+    expect(out.statuses.routes.filter(r => r.namespace === "team")).toEqual([]);
+    expect(out.statuses.listenerSets).toEqual([]);
+  });
+
+  it("converts again only the Ingress that changed; a status-only update converts none", () => {
+    const builder = stage();
+    builder.run({ snapshot: base, translate: true, ca, now });
+    const fixed = upsert(base, {
+      ...ingress("bad", "/fixed"),
+      metadata: { ...ingress("bad", "/").metadata, generation: 2 },
+    });
+    const out = builder.run({ snapshot: fixed, translate: true, ca, now });
+    expect(out.ingressesConverted).toBe(1);
+    expect(configText(out)).toContain("bad.example.com");
+    expect(out.ingresses.get("team/bad")).toEqual([]);
+    const echoed = upsert(fixed, {
+      ...(fixed.objects.Ingress.get("team/good") as KubeObject),
+      status: { loadBalancer: { ingress: [{ ip: "192.0.2.1" }] } },
+    } as KubeObject);
+    expect(builder.run({ snapshot: echoed, translate: true, ca, now }).ingressesConverted).toBe(0);
+  });
+
+  it("a Service's named port change reconverts the Ingresses that use it", () => {
+    const builder = stage();
+    builder.run({ snapshot: base, translate: true, ca, now });
+    const moved = upsert(base, {
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: { namespace: "team", name: "web" },
+      spec: { ports: [{ name: "http", port: 9090 }] },
+    } as KubeObject);
+    const out = builder.run({ snapshot: moved, translate: true, ca, now });
+    // The bad Ingress converts to nothing and looked up no Service.
+    expect(out.ingressesConverted).toBe(1);
+    expect(configText(out)).toContain("good.example.com");
+  });
+
+  it("an Ingress leaving the class is no longer served", () => {
+    const builder = stage();
+    builder.run({ snapshot: base, translate: true, ca, now });
+    const left = upsert(base, {
+      ...ingress("good", "/api", { ingressClassName: "nginx" }),
+      metadata: { ...ingress("good", "/").metadata, generation: 2 },
+    });
+    const out = builder.run({ snapshot: left, translate: true, ca, now });
+    expect(out.ingresses.has("team/good")).toBe(false);
+    expect(configText(out)).not.toContain("good.example.com");
+  });
+
+  it("a real HTTPRoute of a synthetic name wins, reported on the Ingress at every build", () => {
+    const first = new IngressStage().derive(base);
+    const name = [...first.snapshot.objects.HTTPRoute.values()].find(r =>
+      r.metadata.name.startsWith("ingress-good-"),
+    )!.metadata.name;
+    const taken = upsert(base, {
+      apiVersion: "gateway.networking.k8s.io/v1",
+      kind: "HTTPRoute",
+      metadata: { namespace: "team", name },
+      spec: { parentRefs: [{ name: "elsewhere" }] },
+    } as KubeObject);
+    const stage = new IngressStage();
+    for (const s of [taken, taken, { ...taken }]) {
+      const d = stage.derive(s as Snapshot);
+      expect(d.problems.get("team/good")?.map(p => p.path)).toEqual(["metadata.name"]);
+      expect(d.snapshot.objects.HTTPRoute.get(`team/${name}`)?.spec).toEqual({
+        parentRefs: [{ name: "elsewhere" }],
+      });
+    }
+  });
+});

@@ -1,0 +1,229 @@
+/**
+ * The Ingresses of our classes fed into translation (docs/ingress.md): before each build the
+ * snapshot gains the synthetic HTTPRoutes and ListenerSets each Ingress converts into
+ * (ingress/convert.ts), so they are served by the Gateway the IngressClass names with the same
+ * isolation as routes. A bad Ingress converts to nothing and its problems are reported on it;
+ * its neighbours are untouched. Only a changed Ingress is converted again: each conversion is
+ * kept with the Ingress object, its target and the Services it looked up. Status results of
+ * synthetic objects are not written (the objects do not exist in the API): their failed
+ * conditions become problems of their Ingress.
+ */
+import type { V1Ingress, V1IngressClass, V1Service } from "@kubernetes/client-node";
+import { classOf, servingOf } from "../ingress/classes";
+import { Conversion, convertIngress } from "../ingress/convert";
+import { sourceIngress } from "../ingress/source";
+import { Kind, KubeObject, Snapshot, applyAll, keyOf } from "../snapshot";
+import type { StatusResults } from "../translate";
+import type { FieldProblem } from "../validation/regex";
+
+interface Kept {
+  readonly ingress: KubeObject;
+  readonly target: string;
+  /** The Services the conversion looked up, as they were (undefined: absent). */
+  readonly services: ReadonlyMap<string, KubeObject | undefined>;
+  readonly conversion: Conversion;
+}
+
+export interface IngressDerived {
+  /** The snapshot with the synthetic objects added (the input itself when there are none). */
+  readonly snapshot: Snapshot;
+  /** Problems per Ingress (`namespace/name`) of our classes, with the Ingress's field paths. */
+  readonly problems: ReadonlyMap<string, readonly FieldProblem[]>;
+  /** Ingresses converted anew by this call (the others were kept). */
+  readonly converted: number;
+  /** Every Ingress of our classes (`namespace/name`), served or not. */
+  readonly ours: ReadonlySet<string>;
+  /** The Gateway (`namespace/name`) serving each Ingress whose class names one. */
+  readonly targets: ReadonlyMap<string, string>;
+}
+
+const SYNTHETIC_KINDS = ["HTTPRoute", "ListenerSet"] as const;
+
+/**
+ * Whether a conversion of `a` holds for `b`: the same object, or the same spec generation and
+ * metadata the converter reads (a status-only update, such as our own status.loadBalancer
+ * write coming back, converts nothing again).
+ */
+const sameSource = (a: KubeObject, b: KubeObject): boolean => {
+  if (a === b) return true;
+  const m = (o: KubeObject) =>
+    o.metadata.generation === undefined
+      ? undefined
+      : JSON.stringify([
+          o.metadata.uid,
+          o.metadata.generation,
+          o.metadata.creationTimestamp,
+          o.metadata.annotations ?? {},
+        ]);
+  const ma = m(a);
+  return ma !== undefined && ma === m(b);
+};
+
+export class IngressStage {
+  #kept = new Map<string, Kept>();
+  /** The derived maps, reused while their inputs are the same objects (translation caches). */
+  #derived:
+    | {
+        readonly base: readonly object[];
+        readonly objects: Pick<Snapshot["objects"], (typeof SYNTHETIC_KINDS)[number]>;
+        /** Parts left out because a real object has their name, by Ingress. */
+        readonly collisions: ReadonlyMap<string, readonly FieldProblem[]>;
+      }
+    | undefined;
+
+  constructor(private readonly httpsPort?: number) {}
+
+  derive(s: Snapshot): IngressDerived {
+    const classes = [...s.objects.IngressClass.values()] as unknown as V1IngressClass[];
+    const next = new Map<string, Kept>();
+    const problems = new Map<string, FieldProblem[]>();
+    const ours = new Set<string>();
+    const targets = new Map<string, string>();
+    let converted = 0;
+    for (const object of s.objects.Ingress.values()) {
+      const ingress = object as unknown as V1Ingress;
+      const cls = classOf(ingress, classes);
+      if (!cls) continue;
+      const key = keyOf(object);
+      ours.add(key);
+      const serving = servingOf(cls);
+      if (serving.kind !== "Gateway") {
+        const message =
+          serving.kind === "Invalid"
+            ? serving.reason
+            : `IngressClass ${cls.metadata?.name ?? ""}: classes served by KengineParameters are not supported yet; name a Gateway`;
+        problems.set(key, [{ path: "spec.ingressClassName", value: "", message }]);
+        continue;
+      }
+      const target = `${serving.namespace}/${serving.name}`;
+      targets.set(key, target);
+      const before = this.#kept.get(key);
+      const reusable =
+        before !== undefined &&
+        sameSource(before.ingress, object) &&
+        before.target === target &&
+        [...before.services].every(([k, svc]) => s.objects.Service.get(k) === svc);
+      let kept: Kept;
+      if (reusable) kept = before;
+      else {
+        const services = new Map<string, KubeObject | undefined>();
+        const conversion = convertIngress(
+          ingress,
+          {
+            gateway: { namespace: serving.namespace, name: serving.name },
+            httpsPort: this.httpsPort,
+          },
+          (namespace, name) => {
+            const k = `${namespace}/${name}`;
+            const svc = s.objects.Service.get(k);
+            services.set(k, svc);
+            return svc as unknown as V1Service | undefined;
+          },
+        );
+        kept = { ingress: object, target, services, conversion };
+        converted++;
+      }
+      next.set(key, kept);
+      if (kept.conversion.problems.length > 0) problems.set(key, [...kept.conversion.problems]);
+    }
+    const changed =
+      next.size !== this.#kept.size ||
+      [...next].some(([k, v]) => this.#kept.get(k)?.conversion !== v.conversion);
+    this.#kept = next;
+    if (next.size === 0) {
+      this.#derived = undefined;
+      return { snapshot: s, problems, converted, ours, targets };
+    }
+    const base = SYNTHETIC_KINDS.map(k => s.objects[k]);
+    if (changed || !this.#derived || this.#derived.base.some((m, i) => m !== base[i])) {
+      const collisions = new Map<string, FieldProblem[]>();
+      this.#derived = { base, objects: this.#synthetic(s, next, collisions), collisions };
+    }
+    for (const [key, found] of this.#derived.collisions)
+      problems.set(key, [...(problems.get(key) ?? []), ...found]);
+    return {
+      snapshot: { ...s, objects: { ...s.objects, ...this.#derived.objects } },
+      problems,
+      converted,
+      ours,
+      targets,
+    };
+  }
+
+  /** The HTTPRoute and ListenerSet maps with every conversion added; a real object wins. */
+  #synthetic(
+    s: Snapshot,
+    kept: ReadonlyMap<string, Kept>,
+    problems: Map<string, FieldProblem[]>,
+  ): Pick<Snapshot["objects"], (typeof SYNTHETIC_KINDS)[number]> {
+    const events: { type: "upsert"; kind: Kind; object: KubeObject }[] = [];
+    for (const [key, { conversion }] of kept) {
+      const objects: [Kind, KubeObject][] = [
+        ...conversion.httpRoutes.map(o => ["HTTPRoute", o] as [Kind, KubeObject]),
+        ...conversion.listenerSets.map(o => ["ListenerSet", o] as [Kind, KubeObject]),
+      ];
+      for (const [kind, object] of objects) {
+        if (s.objects[kind].has(keyOf(object))) {
+          const list = problems.get(key) ?? [];
+          list.push({
+            path: "metadata.name",
+            value: object.metadata.name,
+            message: `a ${kind} of that name already exists: this part of the Ingress is not served`,
+          });
+          problems.set(key, list);
+          continue;
+        }
+        events.push({ type: "upsert", kind, object });
+      }
+    }
+    const derived = applyAll(s, events).snapshot;
+    return { HTTPRoute: derived.objects.HTTPRoute, ListenerSet: derived.objects.ListenerSet };
+  }
+}
+
+/**
+ * The status results without synthetic objects (nothing to write: they exist only here), and
+ * their failed conditions as problems of the Ingress they came from, keyed `namespace/name`.
+ */
+export function splitIngressStatuses(
+  statuses: StatusResults,
+  snapshot: Snapshot,
+): { statuses: StatusResults; problems: Map<string, FieldProblem[]> } {
+  const problems = new Map<string, FieldProblem[]>();
+  const report = (o: KubeObject | undefined, at: FieldProblem[]): boolean => {
+    const source = o && sourceIngress(o);
+    if (!source) return false;
+    const key = `${source.namespace}/${source.name}`;
+    problems.set(key, [...(problems.get(key) ?? []), ...at]);
+    return true;
+  };
+  const failed = (
+    conditions: readonly { type: string; status: string; reason: string; message: string }[],
+  ): FieldProblem[] =>
+    conditions
+      .filter(c => c.status === "False" && c.type !== "Programmed")
+      .map(c => ({ path: "spec", value: c.reason, message: c.message }));
+  const routes = statuses.routes.filter(
+    r =>
+      r.kind !== "HTTPRoute" ||
+      !report(
+        snapshot.objects.HTTPRoute.get(`${r.namespace}/${r.name}`),
+        r.parents.flatMap(p => failed(p.conditions)),
+      ),
+  );
+  const listenerSets = statuses.listenerSets.filter(
+    l =>
+      !report(snapshot.objects.ListenerSet.get(`${l.namespace}/${l.name}`), [
+        ...failed(l.conditions),
+        ...l.listeners.flatMap(x =>
+          failed(x.conditions).map(p => ({ ...p, path: `spec.tls (${x.name})` })),
+        ),
+      ]),
+  );
+  if (
+    routes.length === statuses.routes.length &&
+    listenerSets.length === statuses.listenerSets.length
+  )
+    return { statuses, problems };
+  return { statuses: { ...statuses, routes, listenerSets }, problems };
+}
