@@ -5,17 +5,17 @@
  * (translate, plan), push, provisioning, status, the admin CA's step (docs/architecture.md §6).
  * Only the elected leader provisions, pushes and writes; followers keep their snapshot warm.
  */
-import { ElectionConfig, LeaderElector } from "../election";
-import { KubeClient } from "../kube/client";
+import { LeaderElector } from "../election";
 import { ingestMetrics, startupMetrics } from "../metrics";
-import { AdminChannels, AdminClient, Fleet, FleetEvent, ProxyState } from "../proxies";
-import { DEFAULT_PROXY_SETTINGS, ProxySettings } from "../provision";
-import { Batcher, KINDS, Kind, KubeObject, Snapshot, systemClock } from "../snapshot";
-import { GatewayAddress, kubeStatusApi } from "../status";
+import { AdminChannels, AdminClient, Fleet, ProxyState } from "../proxies";
+import { DEFAULT_PROXY_SETTINGS } from "../provision";
+import { Batcher, KINDS, Kind, KubeObject, Snapshot } from "../snapshot";
+import { kubeStatusApi } from "../status";
+import { IngressReportStage } from "./ingress-report-stage";
 import { AdminCa } from "../pki/admin-ca";
 import { ProvisionQueue } from "./provision-queue";
 import { KengineProxyWrites, StatusQueue } from "./status-queue";
-import { DEFAULT_RETRY, RetryPolicy, StartError, retrying } from "./list";
+import { DEFAULT_RETRY, StartError, retrying } from "./list";
 import { EventRecorder, lastGoodTooLarge } from "./events";
 import { BuildLoop } from "./dirty-set";
 import { BuildTimings } from "./build-timings";
@@ -24,10 +24,6 @@ import { leaderElector } from "./leadership";
 import { BuildStage } from "./build-stage";
 import { PushStage, managedFleetCurrent } from "./push-stage";
 import { StatusStage, readBundleVersion } from "./status-stage";
-import { IngressStatus } from "./ingress-status";
-import { INGRESS_REF, IngressEvents } from "./ingress-events";
-import { kindPath } from "../snapshot/kinds";
-import type { V1Ingress } from "@kubernetes/client-node";
 import { TrafficStage } from "./traffic-stage";
 import { LastGoodWriter } from "./last-good-writer";
 import { DEFAULT_LAST_GOOD_POLICY } from "./last-good";
@@ -35,53 +31,11 @@ import { Isolation } from "./isolation";
 
 export { CONTROLLER_NAME } from "../ownership";
 export { StartError } from "./list";
-import { AcmeManager, AcmeManagerOptions } from "../acme/manager";
+import { AcmeManager } from "../acme/manager";
 
 export type { Logger } from "./logger";
-import type { Logger } from "./logger";
-
-export interface ReconcilerOptions {
-  readonly kube: KubeClient;
-  readonly log: Logger;
-  /** Namespace of the controller: the Lease and the admin CA live here. */
-  readonly namespace: string;
-  readonly identity: string;
-  readonly election?: Partial<Omit<ElectionConfig, "namespace" | "identity">>;
-  /** Proxy settings before any KengineParameters apply (default: provision/settings.ts). */
-  readonly defaults?: ProxySettings;
-  /** How often programmed proxies are asked whether they still run their config. */
-  readonly verifyIntervalMs?: number;
-  /** How often provisioned objects are re-applied even if unchanged (repairs deletions). */
-  readonly resyncIntervalMs?: number;
-  /** How often the proxies' own /metrics are read (traffic per Gateway and route); 0: never. */
-  readonly trafficIntervalMs?: number;
-  /** Sees every push-engine event (metrics, tests). */
-  readonly onFleetEvent?: (event: FleetEvent) => void;
-  /** Admin CA rotation: time between steps for kubelets to refresh mounted files (pki/rotation.ts). */
-  readonly caRotationGraceMs?: number;
-  /** Retries of the start-up requests (default list.ts DEFAULT_RETRY). */
-  readonly startupRetry?: RetryPolicy;
-  /** A Gateway's provisioning running longer is logged as slow (default 5 s; pushes never wait for it). */
-  readonly provisionWaitMs?: number;
-  /** Waits between start-up retries (tests pass a fake). */
-  readonly sleep?: (ms: number) => Promise<void>;
-  /** Minimum time between two writes of a Gateway's last-good Secret (last-good.ts). */
-  readonly lastGoodIntervalMs?: number;
-  /** Automatic HTTPS settings (back-off; tests shorten it). */
-  readonly acme?: Pick<AcmeManagerOptions, "backoff" | "selfCheckTimeoutMs">;
-  /**
-   * Whether the reconciler watches every kind itself after listing it (default: when the client
-   * can watch). Off: the caller feeds `ingest` (unit tests).
-   */
-  readonly watch?: boolean;
-  /** A watch silent this long is restarted (watch.ts; default 60 s, KENGINE_WATCH_SILENCE). */
-  readonly watchSilenceMs?: number;
-  /**
-   * Ingress status.loadBalancer: static addresses published instead of the proxies' Service's
-   * (KENGINE_INGRESS_STATUS_ADDRESSES; docs/ingress.md).
-   */
-  readonly ingressStatusAddresses?: readonly string[];
-}
+export type { ReconcilerOptions } from "./options";
+import type { ReconcilerOptions } from "./options";
 
 export class Reconciler {
   // The stages, in the order a build runs them (docs/architecture.md §6).
@@ -109,9 +63,8 @@ export class Reconciler {
   /** Objects the proxies refuse, left out of their Gateway's config (isolation.ts). */
   readonly #isolation: Isolation;
   readonly #events: EventRecorder;
-  /** Ingress status.loadBalancer, leader only (ingress-status.ts). */
-  readonly #ingressStatus: IngressStatus;
-  readonly #ingressEvents = new IngressEvents();
+  /** Ingress Events and status.loadBalancer, after the status stage (ingress-report-stage.ts). */
+  readonly #ingressReport: IngressReportStage;
   /** Stores each Gateway's last accepted config (last-good.ts), off the build path. */
   readonly #lastGood: LastGoodWriter;
   /** Automatic HTTPS: the leader's ACME orders (acme/manager.ts). */
@@ -231,7 +184,7 @@ export class Reconciler {
       lead: () => {
         this.#provision.newTerm(); // re-apply and rewrite everything we own
         this.#proxyWrites.forget();
-        this.#ingressEvents.forget();
+        this.#ingressReport.newTerm();
         this.requestBuild();
       },
       follow: () => {
@@ -242,17 +195,10 @@ export class Reconciler {
         this.#acme.stop();
       },
     });
-    this.#ingressStatus = new IngressStatus({
+    this.#ingressReport = new IngressReportStage({
+      kube: o.kube,
       isLeader: () => this.#elector.isLeader(),
-      patch: async (namespace, name, resourceVersion, status) => {
-        await o.kube.request(
-          "PATCH",
-          `${kindPath("Ingress", namespace, name)}/status`,
-          { metadata: resourceVersion ? { resourceVersion } : {}, status },
-          "application/merge-patch+json",
-        );
-      },
-      clock: systemClock,
+      events: this.#events,
       staticAddresses: o.ingressStatusAddresses,
       log: o.log,
     });
@@ -475,7 +421,7 @@ export class Reconciler {
       missingKinds: this.missingKinds,
       now,
     });
-    this.#ingresses(snapshot, built, decided.addresses);
+    this.#ingressReport.run(snapshot, built, decided.addresses);
     run.mark("status");
     // The admin CA's rotation steps on once every managed proxy runs a config made under it.
     if (caRead && caRead === this.#ca.read) {
@@ -483,33 +429,5 @@ export class Reconciler {
       await this.#ca.step(caRead, current, proxies);
     }
     ended();
-  }
-
-  /** Ingress Events and status.loadBalancer of one build (leader only: ingress-*.ts). */
-  #ingresses(
-    snapshot: Snapshot,
-    built: ReturnType<BuildStage["run"]>,
-    addresses: ReadonlyMap<string, readonly GatewayAddress[]>,
-  ): void {
-    for (const [key, event] of this.#ingressEvents.observe(built.ingresses)) {
-      const o = snapshot.objects.Ingress.get(key);
-      if (o)
-        this.#events.record(
-          {
-            namespace: o.metadata.namespace ?? "",
-            name: o.metadata.name,
-            uid: o.metadata.uid,
-            regarding: INGRESS_REF,
-          },
-          event,
-        );
-    }
-    this.#ingressStatus.update({
-      ingresses: [...built.ingressTargets].flatMap(([key, gateway]) => {
-        const ingress = snapshot.objects.Ingress.get(key) as unknown as V1Ingress | undefined;
-        return ingress ? [{ ingress, gateway }] : [];
-      }),
-      addresses,
-    });
   }
 }
