@@ -12,9 +12,9 @@ export {
   keyOf,
   referenceIndex,
   relevantChange,
-  selectorMatches,
   snapshotOf,
 } from "./snapshot";
+export { selectorMatches } from "./labels";
 export type {
   ApplyResult,
   DataPermitted,
