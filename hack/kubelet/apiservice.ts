@@ -49,8 +49,7 @@ interface ServiceObject {
 
 /** Forwards the `kubernetes` Service's ClusterIP to the API server (see the file comment). */
 export class ApiServiceForwarder {
-  private server: Server | undefined;
-  private readonly sockets = new Set<Socket>();
+  private forwarder: { stop(): void } | undefined;
 
   constructor(
     private readonly api: Api,
@@ -68,23 +67,7 @@ export class ApiServiceForwarder {
     if (!addrs.includes(` ${host}/32 `)) {
       await run("ip", ["addr", "add", `${host}/32`, "dev", bridgeName]);
     }
-    this.server = createServer(client => {
-      const up = createConnection(this.upstream);
-      for (const s of [client, up]) {
-        this.sockets.add(s);
-        s.on("close", () => this.sockets.delete(s));
-        s.on("error", () => {
-          client.destroy();
-          up.destroy();
-        });
-      }
-      client.pipe(up);
-      up.pipe(client);
-    });
-    await new Promise<void>((resolve, reject) => {
-      this.server?.once("error", reject);
-      this.server?.listen({ host, port }, resolve);
-    });
+    this.forwarder = await forwardTcp({ host, port }, this.upstream);
     this.log.info(
       `kubernetes Service ${host}:${port} → API server ${this.upstream.host}:${this.upstream.port}`,
     );
@@ -92,7 +75,37 @@ export class ApiServiceForwarder {
   }
 
   stop(): void {
-    this.server?.close();
-    for (const s of this.sockets) s.destroy();
+    this.forwarder?.stop();
   }
+}
+
+/** A plain TCP forwarder from `listen` to `upstream`; stop() closes it and every connection. */
+export async function forwardTcp(
+  listen: { host: string; port: number },
+  upstream: { host: string; port: number },
+): Promise<{ stop(): void }> {
+  const sockets = new Set<Socket>();
+  const server: Server = createServer(client => {
+    const up = createConnection(upstream);
+    for (const s of [client, up]) {
+      sockets.add(s);
+      s.on("close", () => sockets.delete(s));
+      s.on("error", () => {
+        client.destroy();
+        up.destroy();
+      });
+    }
+    client.pipe(up);
+    up.pipe(client);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(listen, resolve);
+  });
+  return {
+    stop() {
+      server.close();
+      for (const s of sockets) s.destroy();
+    },
+  };
 }

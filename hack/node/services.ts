@@ -12,43 +12,11 @@
  *   tsx hack/node/services.ts --kubeconfig FILE [--api-listen HOST:PORT]
  *   (rights: hack/cluster.sh kubelet_rbac; the kubeconfig's server is the API server forwarded to)
  */
-import { createConnection, createServer, Server, Socket } from "node:net";
 import { Api } from "../kubelet/api";
-import { upstreamOf } from "../kubelet/apiservice";
+import { forwardTcp, upstreamOf } from "../kubelet/apiservice";
 import { loadKubeconfig } from "../kubelet/kubeconfig";
 import { LoadBalancers } from "../kubelet/loadbalancer";
 import { logger as log } from "../kubelet/log";
-
-/** A plain TCP forwarder from `listen` to `upstream`. */
-async function forward(
-  listen: { host: string; port: number },
-  upstream: { host: string; port: number },
-): Promise<{ stop(): void }> {
-  const sockets = new Set<Socket>();
-  const server: Server = createServer(client => {
-    const up = createConnection(upstream);
-    for (const s of [client, up]) {
-      sockets.add(s);
-      s.on("close", () => sockets.delete(s));
-      s.on("error", () => {
-        client.destroy();
-        up.destroy();
-      });
-    }
-    client.pipe(up);
-    up.pipe(client);
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(listen, resolve);
-  });
-  return {
-    stop() {
-      server.close();
-      for (const s of sockets) s.destroy();
-    },
-  };
-}
 
 function flag(name: string): string | undefined {
   const at = process.argv.indexOf(name);
@@ -64,7 +32,7 @@ async function main(): Promise<void> {
   const creds = loadKubeconfig(kubeconfig);
   const [host, port] = (flag("--api-listen") ?? "10.244.0.1:6443").split(":");
   const upstream = upstreamOf(creds.server);
-  const api = await forward({ host: host!, port: Number(port) }, upstream);
+  const api = await forwardTcp({ host: host!, port: Number(port) }, upstream);
   log.info(`API server for pods: ${host}:${port} → ${upstream.host}:${upstream.port}`);
   const lbs = new LoadBalancers(new Api(creds, log), log, { forwardClusterIPs: false });
   lbs.start();

@@ -80,7 +80,11 @@ func pause() {
 
 func get(url string) {
 	client := &http.Client{Timeout: 10 * time.Second}
-	resp, err := client.Get(url)
+	printResponse(client.Get(url))
+}
+
+// printResponse prints the status code and the body, or the error and exits 1.
+func printResponse(resp *http.Response, err error) {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -113,14 +117,7 @@ func kube(path string) {
 	host := net.JoinHostPort(os.Getenv("KUBERNETES_SERVICE_HOST"), os.Getenv("KUBERNETES_SERVICE_PORT"))
 	req, _ := http.NewRequest("GET", "https://"+host+path, nil)
 	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
-	resp, err := client.Do(req)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	fmt.Printf("%d\n%s", resp.StatusCode, body)
+	printResponse(client.Do(req))
 }
 
 func hog(mib int) {
