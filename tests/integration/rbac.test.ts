@@ -187,6 +187,24 @@ spec:
   parentRefs: [{name: cov, sectionName: udp}]
   rules:
   - backendRefs: [{name: backend, port: 443}]
+---
+apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata: {name: ${ns}}
+spec:
+  controller: kengine.io/ingress-controller
+  parameters: {apiGroup: gateway.networking.k8s.io, kind: Gateway, scope: Namespace, namespace: ${ns}, name: cov}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: web, namespace: ${ns}}
+spec:
+  ingressClassName: ${ns}
+  rules:
+  - host: web.cov.local
+    http:
+      paths:
+      - {path: /, pathType: Prefix, backend: {service: {name: backend, port: {number: 443}}}}
 `;
 
 /**
@@ -348,6 +366,7 @@ afterAll(async () => {
   if (covNs) {
     deleteNamespace(covNs);
     kubectl(["delete", "gatewayclass", covNs, "--ignore-not-found", "--wait=false"]);
+    kubectl(["delete", "ingressclass", covNs, "--ignore-not-found", "--wait=false"]);
   }
   if (createdExampleNs) deleteNamespace("kengine-system");
   // All of them, not only the watcher's: a Helm install later refuses to take over the admission
@@ -455,6 +474,7 @@ describe("least privilege", () => {
           ["udproute", "udp", "{.status.parents[0].controllerName}"],
           ["backendtlspolicy", "backend", "{.status.ancestors[0].controllerName}"],
           ["xtelemetrypolicy", "tracing", "{.status.ancestors[0].controllerName}"],
+          ["ingress", "web", "{.status.loadBalancer.ingress[0]}"],
         ].filter(([kind, name, path]) => ours(kind, name, path) === "");
         return missing.length === 0 ? true : undefined;
       },
