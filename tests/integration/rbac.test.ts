@@ -69,6 +69,8 @@ const NOT_EXERCISED: Record<string, string> = {
   ),
   "get gateway.networking.x-k8s.io/xtelemetrypolicies":
     "status writer re-reads the object after a 409 conflict (capabilities/status/writer.ts)",
+  "get networking.k8s.io/ingressclasses":
+    "admission reads the class an Ingress names (capabilities/admission.ts); the scenario's Ingress is created before the webhook runs",
   "get gateway.networking.k8s.io/listenersets":
     "admission looks up a route's ListenerSet parent (capabilities/admission.ts); the scenario's ListenerSet route is created before the webhook runs",
   ...Object.fromEntries(
