@@ -20,10 +20,15 @@
 // had read replayed first, and the new config's server answers it.
 //
 // That cannot help a TLS connection (the server has written its handshake), so a new view of
-// an address waits, before it returns, until the TLS connections the older views handed out
-// are TLSSettle old: new connections already go to the new view (they queue until its server
-// accepts), and the old ones have had time to finish their handshake and send their request
-// before the old config stops. A TLS handshake slower than that can still be cut by a reload.
+// an address waits, before it returns, until every TLS connection the older views handed out
+// has settled: its server has read the client's first request (the first application-data
+// record after the handshake; its server answers it unless it parses it only after the old
+// config began to stop, a window of microseconds), or it closed, or it
+// is TLSSettle old. New connections already go to the new view meanwhile (they queue until its
+// server accepts); with handshakes of a millisecond the wait is about as long. Only a client
+// that stalls before its first request for longer than TLSSettle (a preconnected browser
+// socket, a slow handshake on a saturated machine) can still be cut by a reload, and each
+// reload waits at most TLSSettle for such clients.
 //
 // Addresses look like stock ones with the network name in front:
 //
@@ -60,8 +65,12 @@ const (
 // Linger is how long a socket stays open after its last view closed.
 var Linger = 2 * time.Second
 
-// TLSSettle is how long a new view waits for the TLS connections of older views (see above).
+// TLSSettle bounds how long a new view waits for the TLS connections of older views to
+// settle (see above): connections older than that are no longer waited for.
 var TLSSettle = 500 * time.Millisecond
+
+// settlePoll is how often a new view looks again at the older views' TLS connections.
+const settlePoll = 2 * time.Millisecond
 
 // maxRescues bounds how often one connection is handed on after a server dropped it.
 const maxRescues = 3
@@ -122,21 +131,49 @@ func acquire(ctx context.Context, network, address string, cfg net.ListenConfig,
 		return nil, err
 	}
 	// New connections go to v from now on; let those the older views took settle.
-	var until time.Time
-	for _, o := range older {
-		if t := o.tlsSettledAt(); t.After(until) {
-			until = t
-		}
-	}
-	if d := time.Until(until); d > 0 {
-		t := time.NewTimer(d)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-		}
-	}
+	waitSettled(ctx, older)
 	return v, nil
+}
+
+// waitSettled returns when every TLS connection of the views has settled (see the package
+// doc), or ctx ends. The views' connections are listed once: new ones go to the newer view.
+func waitSettled(ctx context.Context, views []*view) {
+	now := time.Now()
+	var pending []*conn
+	var ats []time.Time
+	for _, o := range views {
+		o.openMu.Lock()
+		for c, at := range o.open {
+			if now.Sub(at) < TLSSettle {
+				pending, ats = append(pending, c), append(ats, at)
+			}
+		}
+		o.openMu.Unlock()
+	}
+	var tick *time.Ticker
+	for {
+		now := time.Now()
+		kept := 0
+		for i, c := range pending {
+			if now.Sub(ats[i]) < TLSSettle && c.tlsAtRisk() {
+				pending[kept], ats[kept] = c, ats[i]
+				kept++
+			}
+		}
+		pending, ats = pending[:kept], ats[:kept]
+		if len(pending) == 0 {
+			return
+		}
+		if tick == nil {
+			tick = time.NewTicker(settlePoll)
+			defer tick.Stop()
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // newView registers a new view of the socket at address (binding it if needed) and returns
@@ -317,21 +354,6 @@ type view struct {
 	open   map[*conn]time.Time // connections handed out and not closed (HTTP views), when
 }
 
-// tlsSettledAt is when every open TLS connection of v that could be cut is TLSSettle old.
-func (v *view) tlsSettledAt() time.Time {
-	v.openMu.Lock()
-	defer v.openMu.Unlock()
-	var until time.Time
-	for c, at := range v.open {
-		if c.tlsAtRisk() {
-			if t := at.Add(TLSSettle); t.After(until) {
-				until = t
-			}
-		}
-	}
-	return until
-}
-
 func (v *view) Accept() (net.Conn, error) {
 	select {
 	case <-v.closed:
@@ -355,9 +377,22 @@ func (v *view) Accept() (net.Conn, error) {
 			rescues = r.rescues
 		}
 		wrapped := &conn{Conn: c, view: v, rescues: rescues, first: -1}
-		v.openMu.Lock()
-		v.open[wrapped] = time.Now()
-		v.openMu.Unlock()
+		// Registered only while v is the newest view, under the lock newView takes: a newer
+		// view's waitSettled lists every connection an older view took.
+		mu.Lock()
+		newest := len(v.s.views) > 0 && v.s.views[len(v.s.views)-1] == v
+		if newest {
+			v.openMu.Lock()
+			v.open[wrapped] = time.Now()
+			v.openMu.Unlock()
+		}
+		mu.Unlock()
+		if !newest {
+			// A newer view arrived while c was on its way here (handOff's select took
+			// this view's channel): it serves c.
+			go v.s.handOff(c)
+			return v.Accept()
+		}
 		return wrapped, nil
 	case <-v.closed:
 		return nil, net.ErrClosed
@@ -406,17 +441,90 @@ type conn struct {
 	answered bool // the server wrote (or the replay buffer overflowed): no hand-on
 	closed   bool
 	first    int // the first byte the client sent, -1 before any
+	// The TLS records the client sent and the server wrote, while the handshake lasts.
+	fromClient, toClient records
+	// tlsRead: when the server read the client's first request (zero before; see
+	// tlsAtRisk); tlsAnswered: it wrote to the client after that.
+	tlsRead     time.Time
+	tlsAnswered bool
 }
 
 // tlsRecordHandshake opens every TLS connection (the ClientHello's record type).
 const tlsRecordHandshake = 0x16
 
-// tlsAtRisk: the client started a TLS handshake (the server writes its part soon, and then
-// the connection cannot be handed on), or it sent nothing yet on a socket that serves TLS.
+// tlsAtRisk: a reload now could cut this connection. Either the client started a TLS
+// handshake and its server has not yet begun to answer the first request, or the client sent
+// nothing yet on a socket that serves TLS. The first request is the application-data record
+// after the client's Finished: the first the client sends in TLS 1.2; in TLS 1.3, where the
+// server's own handshake is already application data, the second. The server has begun to
+// answer when it wrote after reading it, or settleGrace after reading it (a slow handler: by
+// then it has parsed the request and no longer checks for a shutdown).
 func (c *conn) tlsAtRisk() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.first == tlsRecordHandshake || c.first < 0 && c.view.s.sawTLS.Load()
+	if c.first < 0 {
+		return c.view.s.sawTLS.Load()
+	}
+	if c.first != tlsRecordHandshake || c.tlsAnswered {
+		return false
+	}
+	return c.tlsRead.IsZero() || time.Since(c.tlsRead) < settleGrace
+}
+
+// settleGrace is how long after a TLS connection's first request was read its server is
+// taken to have parsed it (see tlsAtRisk).
+const settleGrace = 50 * time.Millisecond
+
+// tlsRecordAppData is the record type of application data (and, in TLS 1.3, of the
+// handshake messages after the ServerHello).
+const tlsRecordAppData = 0x17
+
+// records follows the TLS record layer of one direction of a connection far enough to count
+// whole application-data records (a 5-byte header: type, version, 2-byte length).
+type records struct {
+	header  [5]byte
+	have    int // header bytes seen of the current record
+	left    int // payload bytes of the current record still to come
+	appData int // whole application-data records seen
+	done    bool
+}
+
+// see consumes p. It stops counting after two application-data records (all tlsAtRisk needs)
+// or at bytes that are not a TLS record header.
+func (r *records) see(p []byte) {
+	for len(p) > 0 && !r.done {
+		if r.left > 0 {
+			n := min(r.left, len(p))
+			r.left -= n
+			p = p[n:]
+			if r.left == 0 && r.header[0] == tlsRecordAppData {
+				r.appData++
+				r.have = 0
+				r.done = r.appData >= 2
+			} else if r.left == 0 {
+				r.have = 0
+			}
+			continue
+		}
+		n := copy(r.header[r.have:], p)
+		r.have += n
+		p = p[n:]
+		if r.have < len(r.header) {
+			return
+		}
+		if t := r.header[0]; t < 0x14 || t > 0x18 || r.header[1] != 3 {
+			r.done = true // not TLS (or lost track): count no further
+			return
+		}
+		r.left = int(r.header[3])<<8 | int(r.header[4])
+		if r.left == 0 {
+			if r.header[0] == tlsRecordAppData {
+				r.appData++
+				r.done = r.appData >= 2
+			}
+			r.have = 0
+		}
+	}
 }
 
 func (c *conn) Read(p []byte) (int, error) {
@@ -427,6 +535,18 @@ func (c *conn) Read(p []byte) (int, error) {
 			c.first = int(p[0])
 			if c.first == tlsRecordHandshake {
 				c.view.s.sawTLS.Store(true)
+			}
+		}
+		if c.first == tlsRecordHandshake && c.tlsRead.IsZero() {
+			c.fromClient.see(p[:n])
+			// Decided when the client's record arrives: later server records (the answer)
+			// must not change it.
+			need := 1
+			if c.toClient.appData > 0 {
+				need = 2
+			}
+			if c.fromClient.appData >= need {
+				c.tlsRead = time.Now()
 			}
 		}
 		if !c.answered {
@@ -444,6 +564,13 @@ func (c *conn) Read(p []byte) (int, error) {
 func (c *conn) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	c.answered, c.read = true, nil
+	if c.first == tlsRecordHandshake {
+		if !c.tlsRead.IsZero() {
+			c.tlsAnswered = true
+		} else {
+			c.toClient.see(p)
+		}
+	}
 	c.mu.Unlock()
 	return c.Conn.Write(p)
 }
