@@ -558,9 +558,20 @@ function matters(s: Snapshot, kind: Kind, before?: KubeObject, after?: KubeObjec
     case "ConfigMap":
       return idx.configMaps.has(key);
     case "Namespace":
-      return idx.namespaceSelectors && !sameLabels(before?.metadata.labels, after?.metadata.labels);
+      return (
+        (idx.namespaceSelectors && !sameLabels(before?.metadata.labels, after?.metadata.labels)) ||
+        // A namespace being deleted stops serving its Ingresses (reconcile/ingress-stage.ts).
+        ((before?.metadata.deletionTimestamp === undefined) !==
+          (after?.metadata.deletionTimestamp === undefined) &&
+          holdsIngress(s, objs[0].metadata.name))
+      );
     default:
       // ListenerSet, ReferenceGrant, BackendTLSPolicy: cheap to rebuild, rare to change.
       return true;
   }
+}
+
+function holdsIngress(s: Snapshot, namespace: string): boolean {
+  for (const o of s.objects.Ingress.values()) if (o.metadata.namespace === namespace) return true;
+  return false;
 }
