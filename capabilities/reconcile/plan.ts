@@ -390,6 +390,19 @@ function planExternal(
   };
 }
 
+/**
+ * The ports the proxies' Service and pods expose: the Gateway's own listeners, and the ports of
+ * the servers the translation made for it, which adds those only attached ListenerSets open
+ * (an Ingress's `tls` listeners among them).
+ */
+function proxyListeners(gw: GatewayObject | undefined, ir: GatewayIR): GatewayRef["listeners"] {
+  return [
+    ...(gw?.spec.listeners ?? []).map(l => ({ port: l.port, protocol: l.protocol })),
+    ...ir.httpServers.map(s => ({ port: s.port, protocol: s.protocol })),
+    ...ir.l4Servers.map(s => ({ port: s.port, protocol: s.protocol })),
+  ];
+}
+
 export function planGateway(
   input: PlanInput,
 ): GatewayPlan & { readonly serving?: ManagementSecretData } {
@@ -401,7 +414,7 @@ export function planGateway(
     namespace: ir.namespace,
     name: ir.name,
     uid: gw?.metadata.uid ?? "",
-    listeners: (gw?.spec.listeners ?? []).map(l => ({ port: l.port, protocol: l.protocol })),
+    listeners: proxyListeners(gw, ir),
     infrastructure: gw?.spec.infrastructure,
     addresses: gw?.spec.addresses,
   };
