@@ -13,13 +13,13 @@ import {
   KubeObject,
   ParentReference,
 } from "./types";
-import { sameLabels } from "./labels";
 
 /** The controllerName our GatewayClasses carry (defined once, in ownership/). */
 export { CONTROLLER_NAME } from "../ownership";
 import { isOurClass } from "../ownership";
 import { acmeGrantOf, acmeIssuerOf, acmeSecretName } from "../validation/acme";
 import { metadataOnly } from "./strip";
+import { namespaceChangeMatters } from "./namespace-change";
 
 export type ObjectMapOf<K extends Kind> = ReadonlyMap<string, KindMap[K]>;
 
@@ -558,20 +558,9 @@ function matters(s: Snapshot, kind: Kind, before?: KubeObject, after?: KubeObjec
     case "ConfigMap":
       return idx.configMaps.has(key);
     case "Namespace":
-      return (
-        (idx.namespaceSelectors && !sameLabels(before?.metadata.labels, after?.metadata.labels)) ||
-        // A namespace being deleted stops serving its Ingresses (reconcile/ingress-stage.ts).
-        ((before?.metadata.deletionTimestamp === undefined) !==
-          (after?.metadata.deletionTimestamp === undefined) &&
-          holdsIngress(s, objs[0].metadata.name))
-      );
+      return namespaceChangeMatters(s.objects.Ingress, idx.namespaceSelectors, before, after);
     default:
       // ListenerSet, ReferenceGrant, BackendTLSPolicy: cheap to rebuild, rare to change.
       return true;
   }
-}
-
-function holdsIngress(s: Snapshot, namespace: string): boolean {
-  for (const o of s.objects.Ingress.values()) if (o.metadata.namespace === namespace) return true;
-  return false;
 }
