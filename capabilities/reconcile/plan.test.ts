@@ -288,7 +288,7 @@ describe("planGateway: last known good config", () => {
 });
 
 describe("planGateway: the proxies' ports", () => {
-  it("exposes the ports only an attached ListenerSet opens", () => {
+  it("exposes the ports only an attached ListenerSet opens, without rolling the pods", () => {
     const now = new Date("2026-11-21T00:00:00Z");
     const s = snapshotOf([
       ...objects.map(o =>
@@ -330,8 +330,17 @@ describe("planGateway: the proxies' ports", () => {
         };
       };
     expect(manifest("Service").spec.ports!.map(p => p.port)).toEqual([80, 8080]);
-    expect(
-      manifest("Deployment").spec.template!.spec.containers[0]!.ports.map(p => p.containerPort),
-    ).toEqual(expect.arrayContaining([80, 8080]));
+    const policy = plan.manifests.find(m => m.kind === "NetworkPolicy") as unknown as {
+      spec: { ingress: { ports: { port: number }[] }[] };
+    };
+    expect(policy.spec.ingress[0]!.ports.map(p => p.port)).toEqual(
+      expect.arrayContaining([80, 8080]),
+    );
+    // The pod template names the Gateway's own listeners only: a ListenerSet coming and
+    // going (an Ingress's tls) changes the Service, not the pods.
+    const containerPorts = manifest("Deployment")
+      .spec.template!.spec.containers[0]!.ports.map(p => p.containerPort)
+      .filter(p => p < 19000);
+    expect(containerPorts).toEqual([80]);
   });
 });
