@@ -15,7 +15,6 @@ import {
   isSealed,
   SealedConfig,
   sealConfig,
-  SHUTDOWN_DELAY,
   TRAFFIC_METRICS,
   withTrafficMetrics,
 } from "./seal";
@@ -238,7 +237,7 @@ describe("withManagement", () => {
 describe("sealConfig", () => {
   const sealed = must(sealConfig(JSON.stringify(app()), spec));
 
-  it("hashes the desired bytes, adds the readiness server marked with that hash and the shutdown delay", () => {
+  it("hashes the desired bytes and adds the readiness server marked with that hash", () => {
     const input = JSON.stringify(app());
     expect(sealed.hash).toBe(createHash("sha256").update(input).digest("hex"));
     const out = JSON.parse(sealed.bytes.toString()) as Json;
@@ -249,13 +248,12 @@ describe("sealConfig", () => {
       match: [{ path: ["/ready"] }],
       handle: [{ handler: "static_response", status_code: 200, body: "ready\n" }],
     });
-    // a stopping proxy keeps serving while load balancers take it out
-    expect(out.apps.http.shutdown_delay).toBe(SHUTDOWN_DELAY);
+    // No shutdown delay: Caddy would apply it on a reload that closes a listener (seal.ts).
+    expect(out.apps.http.shutdown_delay).toBeUndefined();
     // everything else is the desired config unchanged
     delete out.apps.http.servers[READINESS_SERVER];
     expect(out.apps.http.metrics).toEqual(TRAFFIC_METRICS);
     delete out.apps.http.metrics;
-    delete out.apps.http.shutdown_delay;
     expect(out).toEqual(JSON.parse(input));
     expect(isSealed(sealed)).toBe(true);
     expect(isSealed({ ...sealed } as SealedConfig)).toBe(false);

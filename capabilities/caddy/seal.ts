@@ -171,13 +171,13 @@ export function withTrafficMetrics(
   };
 }
 
-/**
- * How long a proxy keeps serving after it is told to stop (pod deletion: SIGTERM) before it
- * closes its listeners: the pod has turned not-ready by then and load balancers have stopped
- * sending it new connections. Caddy applies it only to listeners that close, never on a reload
- * (a listener the new config keeps). Well below the pod's terminationGracePeriodSeconds (30).
+/*
+ * No `shutdown_delay`: Caddy applies it whenever a listener closes, on a reload too (a config
+ * that drops a port), and then the load request waits the whole delay while the old servers
+ * still accept on the listeners they share with the new ones, so for that long part of the
+ * traffic is served by the config being replaced and every later push waits behind it. A
+ * deleted proxy keeps serving through its pod's preStop sleep instead (workload/pod.ts).
  */
-export const SHUTDOWN_DELAY = "5s";
 
 /** A config that passed `sealConfig`: the only input the push engine accepts. */
 export interface SealedConfig {
@@ -251,7 +251,6 @@ export function sealBuilt(
       ...apps,
       http: {
         ...http,
-        shutdown_delay: SHUTDOWN_DELAY,
         servers: { ...asObject(http.servers), [READINESS_SERVER]: readinessServer(spec, hash) },
       },
     },

@@ -107,6 +107,60 @@ describe("informer stage", () => {
     expect(informer.take()!.translate).toBe(false);
   });
 
+  it("an endpoint change of an Ingress backend of ours asks for a build; of another's, not", async () => {
+    const cls = (name: string, controller: string) =>
+      ({
+        apiVersion: "networking.k8s.io/v1",
+        kind: "IngressClass",
+        metadata: { name, resourceVersion: "4" },
+        spec: { controller },
+      }) as unknown as KubeObject;
+    const ingress = (name: string, className: string, service: string) =>
+      ({
+        apiVersion: "networking.k8s.io/v1",
+        kind: "Ingress",
+        metadata: { namespace: "team", name, resourceVersion: "5" },
+        spec: {
+          ingressClassName: className,
+          defaultBackend: { service: { name: service, port: { number: 8080 } } },
+        },
+      }) as unknown as KubeObject;
+    const slice = (service: string, rv: string) =>
+      ({
+        apiVersion: "discovery.k8s.io/v1",
+        kind: "EndpointSlice",
+        addressType: "IPv4",
+        metadata: {
+          namespace: "team",
+          name: `${service}-x`,
+          resourceVersion: rv,
+          labels: { "kubernetes.io/service-name": service },
+        },
+        ports: [{ name: "", port: 3000 }],
+        endpoints: [{ addresses: [`10.0.0.${rv}`], conditions: { ready: true } }],
+      }) as unknown as KubeObject;
+    const { informer, deps, notified } = setup({
+      items: {
+        GatewayClass: [gatewayClass],
+        Gateway: [gateway("a", "5")],
+        IngressClass: [
+          cls("kengine", "kengine.io/ingress-controller"),
+          cls("nginx", "k8s.io/ingress-nginx"),
+        ],
+        Ingress: [ingress("ours", "kengine", "echo"), ingress("theirs", "nginx", "other")],
+      },
+    });
+    await informer.start(DEFAULT_RETRY, deps);
+    informer.take();
+    notified.length = 0;
+    informer.ingest("EndpointSlice", "upsert", slice("echo", "11"));
+    expect(notified).toEqual(["config"]);
+    expect(informer.take()!.translate).toBe(true);
+    notified.length = 0;
+    informer.ingest("EndpointSlice", "upsert", slice("other", "12"));
+    expect(notified).toEqual([]);
+  });
+
   it("markAll makes the next take translate", async () => {
     const { informer, deps } = setup();
     await informer.start(DEFAULT_RETRY, deps);

@@ -24,7 +24,7 @@ import {
 import { LIST_PATHS, kindPath } from "../snapshot/kinds";
 import { DirtySet } from "./dirty-set";
 import { HeldEchoes } from "./echoes";
-import { Ingest } from "./ingest";
+import { Ingest, ingressBackendChange } from "./ingest";
 import { Listed, RetryDeps, RetryPolicy, StartError, listAll } from "./list";
 import type { Logger } from "./logger";
 import {
@@ -274,7 +274,8 @@ export class Informer {
     this.#snapshot = r.snapshot;
     if (event.type !== "synced")
       ingestMetrics.cached(event.kind, r.snapshot.objects[event.kind].size);
-    if (r.relevant || (ours && isSynced(r.snapshot))) {
+    const relevant = r.relevant || (isSynced(r.snapshot) && ingressBackendChange(current, event));
+    if (relevant || (ours && isSynced(r.snapshot))) {
       timings.received(at, timings.now() - at);
       this.#logChange(event, ours);
       this.d.notify("config");

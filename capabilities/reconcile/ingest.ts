@@ -20,6 +20,49 @@ const ourIngress = (s: Snapshot, o: KubeObject | undefined): boolean =>
     [...s.objects.IngressClass.values()] as unknown as V1IngressClass[],
   ) !== undefined;
 
+/** `namespace/name` of the Services the Ingresses of our classes name, per Ingress map. */
+const ingressServicesMemo = new WeakMap<object, WeakMap<object, ReadonlySet<string>>>();
+
+function ingressServices(s: Snapshot): ReadonlySet<string> {
+  let byClasses = ingressServicesMemo.get(s.objects.Ingress);
+  if (!byClasses) ingressServicesMemo.set(s.objects.Ingress, (byClasses = new WeakMap()));
+  let found = byClasses.get(s.objects.IngressClass);
+  if (found) return found;
+  const services = new Set<string>();
+  for (const o of s.objects.Ingress.values()) {
+    if (!ourIngress(s, o)) continue;
+    const spec = (o as unknown as V1Ingress).spec;
+    const add = (name: unknown) => {
+      if (typeof name === "string") services.add(`${o.metadata.namespace}/${name}`);
+    };
+    add(spec?.defaultBackend?.service?.name);
+    for (const rule of Array.isArray(spec?.rules) ? spec.rules : [])
+      for (const p of Array.isArray(rule?.http?.paths) ? rule.http.paths : [])
+        add(p?.backend?.service?.name);
+  }
+  byClasses.set(s.objects.IngressClass, (found = services));
+  return found;
+}
+
+/**
+ * Whether a Service or EndpointSlice event is about a backend of an Ingress of ours. The
+ * snapshot's own relevance (snapshot.ts) knows only the Services routes name; an Ingress's
+ * backends are named by the HTTPRoutes converted from it, which exist only inside a build, so
+ * without this an endpoint change of such a Service (pods scaled, restarted) started no build.
+ */
+export function ingressBackendChange(snapshot: Snapshot, event: SnapshotEvent): boolean {
+  if (event.type === "synced") return false;
+  const o = event.object;
+  const name =
+    event.kind === "Service"
+      ? o.metadata.name
+      : event.kind === "EndpointSlice"
+        ? o.metadata.labels?.["kubernetes.io/service-name"]
+        : undefined;
+  if (name === undefined || snapshot.objects.Ingress.size === 0) return false;
+  return ingressServices(snapshot).has(`${o.metadata.namespace ?? ""}/${name}`);
+}
+
 const rvOf = (o: KubeObject): bigint | undefined => {
   const rv = o.metadata.resourceVersion;
   return rv && /^\d+$/.test(rv) ? BigInt(rv) : undefined;

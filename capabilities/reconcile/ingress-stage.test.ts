@@ -138,6 +138,9 @@ function stage() {
 const configText = (out: ReturnType<BuildStage["run"]>): string =>
   Buffer.from(out.plans[0]!.targets[0]!.config.bytes).toString();
 
+const upsertOf = (object: KubeObject) =>
+  ({ type: "upsert", kind: object.kind as "Ingress", object }) as const;
+
 const upsert = (s: Snapshot, object: KubeObject): Snapshot =>
   applyAll(s, [{ type: "upsert", kind: object.kind as "Ingress", object }]).snapshot;
 
@@ -202,6 +205,60 @@ describe("Ingress through the build stage", () => {
     const out = builder.run({ snapshot: left, translate: true, ca, now });
     expect(out.ingresses.has("team/good")).toBe(false);
     expect(configText(out)).not.toContain("good.example.com");
+  });
+
+  it("an Ingress being deleted, or in a namespace being deleted, is served no more", () => {
+    // The conformance suite's pattern: each scenario's namespace is deleted without waiting,
+    // and the next scenario's Ingress (newer, so lower in precedence) has the same catch-all.
+    const catchAll = (namespace: string, created: string, service: string): KubeObject =>
+      ({
+        apiVersion: "networking.k8s.io/v1",
+        kind: "Ingress",
+        metadata: {
+          namespace,
+          name: "default-backend",
+          uid: `u-${namespace}`,
+          generation: 1,
+          creationTimestamp: created,
+        },
+        spec: {
+          ingressClassName: "kengine",
+          defaultBackend: { service: { name: service, port: { number: 8080 } } },
+        },
+      }) as unknown as KubeObject;
+    const namespace = (name: string, deleting: boolean): KubeObject =>
+      ({
+        apiVersion: "v1",
+        kind: "Namespace",
+        metadata: { name, ...(deleting ? { deletionTimestamp: "2026-11-28T12:00:05Z" } : {}) },
+      }) as unknown as KubeObject;
+    const both = [
+      catchAll("old", "2026-11-28T12:00:00Z", "old-echo"),
+      catchAll("new", "2026-11-28T12:00:04Z", "new-echo"),
+      namespace("new", false),
+    ];
+    const routes = (s: Snapshot) =>
+      [...new IngressStage().derive(s).snapshot.objects.HTTPRoute.values()]
+        .map(r => r.metadata.namespace)
+        .filter(ns => ns !== "team");
+    expect(routes(applyAll(base, both.map(upsertOf)).snapshot)).toEqual(["old", "new"]);
+    const terminating = applyAll(base, [...both, namespace("old", true)].map(upsertOf)).snapshot;
+    expect(routes(terminating)).toEqual(["new"]);
+    const ownDeletion = applyAll(
+      base,
+      [
+        ...both.slice(1),
+        {
+          ...both[0],
+          metadata: { ...both[0].metadata, deletionTimestamp: "2026-11-28T12:00:05Z" },
+        } as KubeObject,
+      ].map(upsertOf),
+    ).snapshot;
+    expect(routes(ownDeletion)).toEqual(["new"]);
+    // Through the build: the catch-all is the newer Ingress's, and the old one is not reported.
+    const out = stage().run({ snapshot: terminating, translate: true, ca, now });
+    expect(out.ingresses.has("old/default-backend")).toBe(false);
+    expect(out.ingresses.has("new/default-backend")).toBe(true);
   });
 
   it("a real HTTPRoute of a synthetic name wins, reported on the Ingress at every build", () => {

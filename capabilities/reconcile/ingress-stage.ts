@@ -59,6 +59,16 @@ const sameSource = (a: KubeObject, b: KubeObject): boolean => {
   return ma !== undefined && ma === m(b);
 };
 
+/**
+ * Whether an Ingress is on its way out: its own deletion or its namespace's has begun. Such an
+ * Ingress is served no more (as if deleted): its backends are going with it, and while it
+ * lingers it would still win precedence over a newer Ingress for the same host or catch-all by
+ * age (docs/ingress.md, "Conformance").
+ */
+const beingDeleted = (s: Snapshot, o: KubeObject): boolean =>
+  o.metadata.deletionTimestamp !== undefined ||
+  s.objects.Namespace.get(o.metadata.namespace ?? "")?.metadata.deletionTimestamp !== undefined;
+
 export class IngressStage {
   #kept = new Map<string, Kept>();
   /** The derived maps, reused while their inputs are the same objects (translation caches). */
@@ -81,6 +91,7 @@ export class IngressStage {
     const targets = new Map<string, string>();
     let converted = 0;
     for (const object of s.objects.Ingress.values()) {
+      if (beingDeleted(s, object)) continue;
       const ingress = object as unknown as V1Ingress;
       const cls = classOf(ingress, classes);
       if (!cls) continue;

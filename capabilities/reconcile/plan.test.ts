@@ -286,3 +286,61 @@ describe("planGateway: last known good config", () => {
     });
   });
 });
+
+describe("planGateway: the proxies' ports", () => {
+  it("exposes the ports only an attached ListenerSet opens, without rolling the pods", () => {
+    const now = new Date("2026-11-21T00:00:00Z");
+    const s = snapshotOf([
+      ...objects.map(o =>
+        o.kind === "Gateway"
+          ? ({
+              ...o,
+              spec: {
+                ...(o as unknown as { spec: object }).spec,
+                allowedListeners: { namespaces: { from: "All" } },
+              },
+            } as KubeObject)
+          : o,
+      ),
+      {
+        apiVersion: "gateway.networking.k8s.io/v1",
+        kind: "ListenerSet",
+        metadata: { namespace: "team", name: "extra" },
+        spec: {
+          parentRef: {
+            group: "gateway.networking.k8s.io",
+            kind: "Gateway",
+            name: "edge",
+            namespace: "apps",
+          },
+          listeners: [{ name: "alt", port: 8080, protocol: "HTTP" }],
+        },
+      } as unknown as KubeObject,
+    ]);
+    const ir = translate(s, { controllerName: "kengine.io/gateway-controller" }).gateways[0]!;
+    expect(ir.httpServers.map(h => h.port)).toEqual([80, 8080]);
+    const plan = planGateway({ ir, snapshot: s, ca, now });
+    const manifest = (kind: string) =>
+      plan.manifests.find(
+        m => m.kind === kind && m.metadata.name === "edge-kengine",
+      ) as unknown as {
+        spec: {
+          ports?: { port: number }[];
+          template?: { spec: { containers: { ports: { containerPort: number }[] }[] } };
+        };
+      };
+    expect(manifest("Service").spec.ports!.map(p => p.port)).toEqual([80, 8080]);
+    const policy = plan.manifests.find(m => m.kind === "NetworkPolicy") as unknown as {
+      spec: { ingress: { ports: { port: number }[] }[] };
+    };
+    expect(policy.spec.ingress[0]!.ports.map(p => p.port)).toEqual(
+      expect.arrayContaining([80, 8080]),
+    );
+    // The pod template names the Gateway's own listeners only: a ListenerSet coming and
+    // going (an Ingress's tls) changes the Service, not the pods.
+    const containerPorts = manifest("Deployment")
+      .spec.template!.spec.containers[0]!.ports.map(p => p.containerPort)
+      .filter(p => p < 19000);
+    expect(containerPorts).toEqual([80]);
+  });
+});

@@ -390,6 +390,27 @@ function planExternal(
   };
 }
 
+/**
+ * The ports the proxies serve: the Gateway's own listeners, and the ports of the servers the
+ * translation made for it, which adds those only attached ListenerSets open (an Ingress's
+ * `tls` listeners among them). The pod template names only the Gateway's own
+ * (`containerListeners`).
+ */
+function proxyListeners(
+  gw: GatewayObject | undefined,
+  ir: GatewayIR,
+): Pick<GatewayRef, "listeners" | "containerListeners"> {
+  const own = (gw?.spec.listeners ?? []).map(l => ({ port: l.port, protocol: l.protocol }));
+  return {
+    listeners: [
+      ...own,
+      ...ir.httpServers.map(s => ({ port: s.port, protocol: s.protocol })),
+      ...ir.l4Servers.map(s => ({ port: s.port, protocol: s.protocol })),
+    ],
+    containerListeners: own,
+  };
+}
+
 export function planGateway(
   input: PlanInput,
 ): GatewayPlan & { readonly serving?: ManagementSecretData } {
@@ -401,7 +422,7 @@ export function planGateway(
     namespace: ir.namespace,
     name: ir.name,
     uid: gw?.metadata.uid ?? "",
-    listeners: (gw?.spec.listeners ?? []).map(l => ({ port: l.port, protocol: l.protocol })),
+    ...proxyListeners(gw, ir),
     infrastructure: gw?.spec.infrastructure,
     addresses: gw?.spec.addresses,
   };

@@ -211,6 +211,29 @@ describe("snapshot", () => {
     expect(apply(sel, { type: "upsert", kind: "Namespace", object: ns }).relevant).toBe(true);
   });
 
+  it("cares about a Namespace starting to terminate only when it holds an Ingress", () => {
+    const ns = { kind: "Namespace", metadata: { name: "team" } } as KubeObject;
+    const deleting = {
+      kind: "Namespace",
+      metadata: { name: "team", deletionTimestamp: "2026-11-28T12:00:00Z" },
+    } as KubeObject;
+    const without = snapshotOf([...base(), ns]);
+    expect(apply(without, { type: "upsert", kind: "Namespace", object: deleting }).relevant).toBe(
+      false,
+    );
+    const ingress = obj("Ingress", "shop", { spec: { ingressClassName: "k" } }, "team");
+    const withIngress = snapshotOf([...base(), ns, ingress]);
+    expect(
+      apply(withIngress, { type: "upsert", kind: "Namespace", object: deleting }).relevant,
+    ).toBe(true);
+    // A later update of the terminating namespace (its conditions) changes nothing more.
+    const again = apply(withIngress, { type: "upsert", kind: "Namespace", object: deleting });
+    const later = { ...deleting, metadata: { ...deleting.metadata, labels: { x: "1" } } };
+    expect(
+      apply(again.snapshot, { type: "upsert", kind: "Namespace", object: later }).relevant,
+    ).toBe(false);
+  });
+
   it("cares about Namespace labels when an ACME issuer is granted by selector", () => {
     const ns = { kind: "Namespace", metadata: { name: "team", labels: { a: "1" } } } as KubeObject;
     const params = (allowedNamespaces: object) =>

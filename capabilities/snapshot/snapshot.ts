@@ -13,13 +13,13 @@ import {
   KubeObject,
   ParentReference,
 } from "./types";
-import { sameLabels } from "./labels";
 
 /** The controllerName our GatewayClasses carry (defined once, in ownership/). */
 export { CONTROLLER_NAME } from "../ownership";
 import { isOurClass } from "../ownership";
 import { acmeGrantOf, acmeIssuerOf, acmeSecretName } from "../validation/acme";
 import { metadataOnly } from "./strip";
+import { namespaceChangeMatters } from "./namespace-change";
 
 export type ObjectMapOf<K extends Kind> = ReadonlyMap<string, KindMap[K]>;
 
@@ -558,7 +558,7 @@ function matters(s: Snapshot, kind: Kind, before?: KubeObject, after?: KubeObjec
     case "ConfigMap":
       return idx.configMaps.has(key);
     case "Namespace":
-      return idx.namespaceSelectors && !sameLabels(before?.metadata.labels, after?.metadata.labels);
+      return namespaceChangeMatters(s.objects.Ingress, idx.namespaceSelectors, before, after);
     default:
       // ListenerSet, ReferenceGrant, BackendTLSPolicy: cheap to rebuild, rare to change.
       return true;

@@ -38,8 +38,17 @@ export interface GatewayRef {
   readonly namespace: string;
   readonly name: string;
   readonly uid: string;
-  /** Listener ports and protocols (HTTP, HTTPS, TLS, TCP → TCP; UDP → UDP). */
+  /**
+   * Ports and protocols the proxies serve (HTTP, HTTPS, TLS, TCP → TCP; UDP → UDP): the
+   * Gateway's listeners and those attached ListenerSets open. The Service and NetworkPolicy
+   * expose them all.
+   */
   readonly listeners: readonly { readonly port: number; readonly protocol: string }[];
+  /**
+   * The ports the pod template names (`containerPort`s; informational only): the Gateway's own
+   * listeners, so a ListenerSet coming and going does not roll the proxies. Default: all.
+   */
+  readonly containerListeners?: readonly { readonly port: number; readonly protocol: string }[];
   /** spec.addresses: static addresses the proxies' Service requests (provision/addresses.ts). */
   readonly addresses?: readonly AddressSpec[];
   /** spec.infrastructure.labels / annotations: propagated to everything we create. */
@@ -204,7 +213,7 @@ export function proxyWorkload(
       {
         ...container,
         ports: [
-          ...servicePorts(gw.listeners).map(p => ({
+          ...servicePorts(gw.containerListeners ?? gw.listeners).map(p => ({
             name: p.name,
             containerPort: p.port,
             protocol: p.protocol,
