@@ -66,8 +66,24 @@ export interface SyntheticMatch {
 }
 export interface SyntheticRule {
   matches: SyntheticMatch[];
+  filters: SyntheticFilter[];
   backendRefs: { group: ""; kind: "Service"; name: string; port: number }[];
 }
+export interface SyntheticFilter {
+  type: "ResponseHeaderModifier";
+  responseHeaderModifier: { set: { name: string; value: string }[] };
+}
+
+/**
+ * Every answer to an Ingress's request carries `Server: Caddy`, the backend's own `Server`
+ * replaced, as ingress-nginx's carry its own (nginx passes no upstream `Server`) and as the
+ * Ingress conformance suite asks (docs/ingress.md, "The Server header"). Gateway API routes
+ * keep Caddy's reverse-proxy behaviour (the backend's `Server`, if any, and `Via`).
+ */
+export const SERVER_HEADER_FILTER: SyntheticFilter = {
+  type: "ResponseHeaderModifier",
+  responseHeaderModifier: { set: [{ name: "Server", value: "Caddy" }] },
+};
 export interface SyntheticHTTPRoute {
   apiVersion: "gateway.networking.k8s.io/v1";
   kind: "HTTPRoute";
@@ -227,6 +243,7 @@ export function convertIngress(
       const chunk = pieces.slice(k * MAX_RULES_PER_ROUTE, (k + 1) * MAX_RULES_PER_ROUTE);
       const rules = chunk.map(piece => ({
         matches: [piece.match],
+        filters: [SERVER_HEADER_FILTER],
         backendRefs: backendRefs(piece, namespace, lookupService, problems),
       }));
       const meta = metadata(ingress, syntheticName(name, `route\n${host}\n${k}`), namespace);
