@@ -281,4 +281,58 @@ describe("Ingress through the build stage", () => {
       });
     }
   });
+
+  it("reads the ingress-nginx annotations once the class opts in, and reconverts on the flip", () => {
+    const P = "nginx.ingress.kubernetes.io/";
+    const annotated = (name: string, annotations: Record<string, string>): KubeObject => {
+      const o = ingress(name, "/api");
+      return { ...o, metadata: { ...o.metadata, annotations } } as KubeObject;
+    };
+    const s = applyAll(
+      base,
+      [
+        annotated("moved", { [`${P}permanent-redirect`]: "https://new.example.org/shop" }),
+        annotated("rewritten", {
+          [`${P}rewrite-target`]: "/v2",
+          [`${P}upstream-vhost`]: "internal.example.org",
+          [`${P}proxy-read-timeout`]: "42",
+          [`${P}app-root`]: "/home",
+        }),
+        {
+          apiVersion: "discovery.k8s.io/v1",
+          kind: "EndpointSlice",
+          metadata: {
+            namespace: "team",
+            name: "web-x1",
+            labels: { "kubernetes.io/service-name": "web" },
+          },
+          ports: [{ name: "http", port: 8080 }],
+          endpoints: [{ addresses: ["10.244.0.9"] }],
+        } as unknown as KubeObject,
+      ].map(upsertOf),
+    ).snapshot;
+    const builder = stage();
+    const plain = configText(builder.run({ snapshot: s, translate: true, ca, now }));
+    expect(plain).not.toContain("new.example.org");
+    expect(plain).not.toContain("internal.example.org");
+    const cls = s.objects.IngressClass.get("kengine")!;
+    const optedIn = upsert(s, {
+      ...cls,
+      metadata: {
+        ...cls.metadata,
+        annotations: { "kengine.io/ingress-nginx-annotations": "true" },
+      },
+    } as KubeObject);
+    const out = builder.run({ snapshot: optedIn, translate: true, ca, now });
+    expect(out.ingressesConverted).toBe(4);
+    expect(out.ingresses.get("team/moved")).toEqual([]);
+    expect(out.ingresses.get("team/rewritten")).toEqual([]);
+    const config = configText(out);
+    expect(config).toContain("https://new.example.org/shop");
+    expect(config).toContain("internal.example.org");
+    expect(config).toContain('"/v2');
+    expect(config).toContain("/home");
+    expect(config).toContain('"response_header_timeout":"42000ms"');
+    expect(config).toContain("10.244.0.9:8080");
+  });
 });

@@ -46,7 +46,7 @@ export const NGINX_ANNOTATIONS: Readonly<Record<string, AnnotationEntry>> = {
   "permanent-redirect": {
     support: "supported",
     becomes:
-      "every path of the Ingress answers a RequestRedirect to the URL (scheme, hostname, port, ReplaceFullPath), 301 or permanent-redirect-code",
+      "every path of the Ingress answers a RequestRedirect to the URL (scheme, hostname, port, ReplaceFullPath), 301 or permanent-redirect-code; the request's query string is kept, where ingress-nginx drops it",
   },
   "permanent-redirect-code": {
     support: "supported",
@@ -63,7 +63,8 @@ export const NGINX_ANNOTATIONS: Readonly<Record<string, AnnotationEntry>> = {
   },
   "app-root": {
     support: "supported",
-    becomes: "an Exact `/` rule per host answering a 302 RequestRedirect to the path",
+    becomes:
+      "an Exact `/` rule per host answering a 302 RequestRedirect to the path (the query string is kept)",
   },
   "rewrite-target": {
     support: "partial",
