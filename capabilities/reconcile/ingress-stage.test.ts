@@ -4,7 +4,7 @@
  * another class is ignored, synthetic objects get no status writes, and only a changed Ingress
  * is converted again.
  */
-import { createAuthority, generateKeyPair } from "../pki/pki";
+import { createAuthority, generateKeyPair, issueServerCertificate } from "../pki/pki";
 import { DEFAULT_PROXY_SETTINGS } from "../provision";
 import { KubeObject, Snapshot, applyAll, snapshotOf } from "../snapshot";
 import { BuildStage } from "./build-stage";
@@ -334,5 +334,65 @@ describe("Ingress through the build stage", () => {
     expect(config).toContain("/home");
     expect(config).toContain('"response_header_timeout":"42000ms"');
     expect(config).toContain("10.244.0.9:8080");
+  });
+
+  it("ssl-redirect: the Gateway's HTTP listener redirects a tls host, its ListenerSet serves it", () => {
+    const issued = issueServerCertificate(signing, {
+      commonName: "tls.example.com",
+      dnsNames: ["tls.example.com"],
+      keys: generateKeyPair(),
+      notBefore: now,
+      lifetimeDays: 30,
+    });
+    if (!issued.ok) throw new Error(issued.error);
+    const gw = base.objects.Gateway.get("apps/edge")!;
+    const cls = base.objects.IngressClass.get("kengine")!;
+    const tls = ingress("tls", "/api", {
+      tls: [{ hosts: ["tls.example.com"], secretName: "tls-cert" }],
+    });
+    const s = applyAll(
+      base,
+      [
+        {
+          ...gw,
+          spec: {
+            ...(gw.spec as object),
+            allowedListeners: { namespaces: { from: "All" } },
+          },
+        } as KubeObject,
+        {
+          ...cls,
+          metadata: {
+            ...cls.metadata,
+            annotations: { "kengine.io/ingress-nginx-annotations": "true" },
+          },
+        } as KubeObject,
+        {
+          apiVersion: "v1",
+          kind: "Secret",
+          metadata: { namespace: "team", name: "tls-cert" },
+          type: "kubernetes.io/tls",
+          data: {
+            "tls.crt": Buffer.from(issued.value.certificatePem).toString("base64"),
+            "tls.key": Buffer.from(issued.value.privateKey.reveal()).toString("base64"),
+          },
+        } as unknown as KubeObject,
+        tls,
+      ].map(upsertOf),
+    ).snapshot;
+    const out = stage().run({ snapshot: s, translate: true, ca, now });
+    expect(out.ingresses.get("team/tls")).toEqual([]);
+    const config = JSON.parse(configText(out)) as {
+      apps: { http: { servers: Record<string, unknown> } };
+    };
+    const servers = config.apps.http.servers;
+    const http = JSON.stringify(servers["http-80"]);
+    expect(http).toContain('"status_code":308');
+    expect(http).toContain("https://{http.request.host}");
+    const https = JSON.stringify(
+      Object.entries(servers).find(([name]) => name.includes("443"))?.[1],
+    );
+    expect(https).toContain("tls.example.com");
+    expect(https).not.toContain('"status_code":308');
   });
 });

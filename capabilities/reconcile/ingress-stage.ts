@@ -197,6 +197,8 @@ export class IngressStage {
   }
 }
 
+const NEGATIVE_CONDITIONS = new Set(["Conflicted", "OverlappingTLSConfig", "PartiallyInvalid"]);
+
 /**
  * The status results without synthetic objects (nothing to write: they exist only here), and
  * their failed conditions as problems of the Ingress they came from, keyed `namespace/name`.
@@ -213,11 +215,16 @@ export function splitIngressStatuses(
     problems.set(key, [...(problems.get(key) ?? []), ...at]);
     return true;
   };
+  // Conflicted, OverlappingTLSConfig and PartiallyInvalid are negative: "True" is the failure.
   const failed = (
     conditions: readonly { type: string; status: string; reason: string; message: string }[],
   ): FieldProblem[] =>
     conditions
-      .filter(c => c.status === "False" && c.type !== "Programmed")
+      .filter(c =>
+        NEGATIVE_CONDITIONS.has(c.type)
+          ? c.status === "True"
+          : c.status === "False" && c.type !== "Programmed",
+      )
       .map(c => ({ path: "spec", value: c.reason, message: c.message }));
   const routes = statuses.routes.filter(
     r =>
