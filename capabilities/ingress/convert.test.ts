@@ -2,6 +2,7 @@ import type { V1Ingress, V1Service } from "@kubernetes/client-node";
 import {
   MAX_RULES_PER_ROUTE,
   RULE_SOURCES_ANNOTATION,
+  SERVER_HEADER_FILTER,
   SYNTHETIC_LABEL,
   convertIngress,
   hostsIntersect,
@@ -96,10 +97,12 @@ describe("convertIngress", () => {
       rules: [
         {
           matches: [{ path: { type: "PathPrefix", value: "/" } }],
+          filters: [SERVER_HEADER_FILTER],
           backendRefs: [{ group: "", kind: "Service", name: "web", port: 80 }],
         },
         {
           matches: [{ path: { type: "Exact", value: "/cart" } }],
+          filters: [SERVER_HEADER_FILTER],
           backendRefs: [{ group: "", kind: "Service", name: "web", port: 8080 }],
         },
       ],
@@ -132,6 +135,7 @@ describe("convertIngress", () => {
     expect(only.httpRoutes[0].spec.rules).toEqual([
       {
         matches: [{ path: { type: "PathPrefix", value: "/" } }],
+        filters: [SERVER_HEADER_FILTER],
         backendRefs: [{ group: "", kind: "Service", name: "web", port: 80 }],
       },
     ]);

@@ -91,13 +91,28 @@ export type SyntheticFilter =
         hostname?: string;
         path?: { type: "ReplaceFullPath"; replaceFullPath: string };
       };
+    }
+  | {
+      type: "ResponseHeaderModifier";
+      responseHeaderModifier: { set: { name: string; value: string }[] };
     };
 export interface SyntheticRule {
   matches: SyntheticMatch[];
-  filters?: SyntheticFilter[];
+  filters: SyntheticFilter[];
   backendRefs: { group: ""; kind: "Service"; name: string; port: number }[];
   timeouts?: { backendRequest: string };
 }
+
+/**
+ * Every answer to an Ingress's request carries `Server: Caddy`, the backend's own `Server`
+ * replaced, as ingress-nginx's carry its own (nginx passes no upstream `Server`) and as the
+ * Ingress conformance suite asks (docs/ingress.md, "The Server header"). Gateway API routes
+ * keep Caddy's reverse-proxy behaviour (the backend's `Server`, if any, and `Via`).
+ */
+export const SERVER_HEADER_FILTER: SyntheticFilter = {
+  type: "ResponseHeaderModifier",
+  responseHeaderModifier: { set: [{ name: "Server", value: "Caddy" }] },
+};
 export interface SyntheticHTTPRoute {
   apiVersion: "gateway.networking.k8s.io/v1";
   kind: "HTTPRoute";
@@ -297,16 +312,24 @@ export function convertIngress(
     if (piece.appRoot)
       return {
         matches,
-        filters: [redirectFilter({ path: effects.appRoot ?? "/", statusCode: 302 })],
+        filters: [
+          SERVER_HEADER_FILTER,
+          redirectFilter({ path: effects.appRoot ?? "/", statusCode: 302 }),
+        ],
         backendRefs: [],
       };
     if (effects.redirect)
-      return { matches, filters: [redirectFilter(effects.redirect)], backendRefs: [] };
+      return {
+        matches,
+        filters: [SERVER_HEADER_FILTER, redirectFilter(effects.redirect)],
+        backendRefs: [],
+      };
     return {
       matches,
-      ...(Object.keys(rewrite).length > 0 && {
-        filters: [{ type: "URLRewrite", urlRewrite: rewrite }],
-      }),
+      filters:
+        Object.keys(rewrite).length > 0
+          ? [SERVER_HEADER_FILTER, { type: "URLRewrite", urlRewrite: rewrite }]
+          : [SERVER_HEADER_FILTER],
       backendRefs: backendRefs(piece, namespace, lookupService, problems),
       ...(effects.backendRequest !== undefined && {
         timeouts: { backendRequest: effects.backendRequest },
@@ -361,7 +384,11 @@ export function convertIngress(
             host,
             [gatewayParent],
             chunk,
-            chunk.map(p => ({ matches: [p.match], filters: [toHTTPS], backendRefs: [] })),
+            chunk.map(p => ({
+              matches: [p.match],
+              filters: [SERVER_HEADER_FILTER, toHTTPS],
+              backendRefs: [],
+            })),
           ),
         );
     }

@@ -4,7 +4,7 @@
  * values leaving the Ingress out, and every route made still passing HTTPRoute validation.
  */
 import type { V1Ingress } from "@kubernetes/client-node";
-import { Target, convertIngress } from "./convert";
+import { SERVER_HEADER_FILTER, Target, convertIngress } from "./convert";
 import { HTTPRouteLike, httpRouteProblems } from "../validation/httproute";
 
 const P = "nginx.ingress.kubernetes.io/";
@@ -47,7 +47,8 @@ describe("ingress-nginx annotations in conversion", () => {
     const annotations = { [`${P}rewrite-target`]: "/", [`${P}server-snippet`]: "x" };
     const out = convert(annotations, true, { ...target, nginxAnnotations: false });
     expect(out.problems).toEqual([]);
-    expect(out.httpRoutes.every(r => r.spec.rules.every(x => x.filters === undefined))).toBe(true);
+    for (const r of out.httpRoutes)
+      for (const x of r.spec.rules) expect(x.filters).toEqual([SERVER_HEADER_FILTER]);
     // Without the opt-in a tls host is served on the Gateway and the ListenerSet alike.
     expect(out.httpRoutes).toHaveLength(1);
     expect(out.httpRoutes[0]!.spec.parentRefs.map(p => p.kind)).toEqual(["Gateway", "ListenerSet"]);
@@ -65,6 +66,7 @@ describe("ingress-nginx annotations in conversion", () => {
       {
         matches: [{ path: { type: "PathPrefix", value: "/api" } }],
         filters: [
+          SERVER_HEADER_FILTER,
           {
             type: "RequestRedirect",
             requestRedirect: { scheme: "https", port: 8443, statusCode: 308 },
@@ -94,6 +96,7 @@ describe("ingress-nginx annotations in conversion", () => {
       {
         matches: [{ path: { type: "PathPrefix", value: "/api" } }],
         filters: [
+          SERVER_HEADER_FILTER,
           {
             type: "RequestRedirect",
             requestRedirect: {
@@ -113,6 +116,7 @@ describe("ingress-nginx annotations in conversion", () => {
       [`${P}permanent-redirect-code`]: "308",
     });
     expect(rule!.filters).toEqual([
+      SERVER_HEADER_FILTER,
       {
         type: "RequestRedirect",
         requestRedirect: {
@@ -131,6 +135,7 @@ describe("ingress-nginx annotations in conversion", () => {
       [`${P}temporal-redirect`]: "/maintenance",
     });
     expect(rule!.filters).toEqual([
+      SERVER_HEADER_FILTER,
       {
         type: "RequestRedirect",
         requestRedirect: {
@@ -143,7 +148,7 @@ describe("ingress-nginx annotations in conversion", () => {
       [`${P}temporal-redirect`]: "/m",
       [`${P}temporal-redirect-code`]: "307",
     });
-    expect(coded!.filters![0]).toMatchObject({ requestRedirect: { statusCode: 307 } });
+    expect(coded!.filters[1]).toMatchObject({ requestRedirect: { statusCode: 307 } });
   });
 
   it("app-root: an Exact / rule per host redirecting (302) to the root, before the paths", () => {
@@ -152,6 +157,7 @@ describe("ingress-nginx annotations in conversion", () => {
     expect(rules[0]).toEqual({
       matches: [{ path: { type: "Exact", value: "/" } }],
       filters: [
+        SERVER_HEADER_FILTER,
         {
           type: "RequestRedirect",
           requestRedirect: {
@@ -174,6 +180,7 @@ describe("ingress-nginx annotations in conversion", () => {
     expect(rule).toEqual({
       matches: [{ path: { type: "PathPrefix", value: "/api" } }],
       filters: [
+        SERVER_HEADER_FILTER,
         {
           type: "URLRewrite",
           urlRewrite: {
