@@ -29,8 +29,12 @@
  */
 import { Capability, PeprValidateRequest, a } from "pepr";
 import type { V1Ingress, V1IngressClass } from "@kubernetes/client-node";
-import { isOurIngress } from "./ingress/classes";
-import { ingressAnnotationWarnings, ingressProblems } from "./validation";
+import { isOurIngress, ourClassOf, readsNginxAnnotations } from "./ingress/classes";
+import {
+  ingressAnnotationProblems,
+  ingressAnnotationWarnings,
+  ingressProblems,
+} from "./validation";
 import { Histogram } from "prom-client";
 import { METRIC_PREFIX, registry } from "./metrics";
 import {
@@ -281,7 +285,7 @@ async function decide<T extends Meta>(
   kind: string,
   ours: (obj: T, namespace: string) => Promise<boolean>,
   problems: (obj: T) => FieldProblem[],
-  statusOnly: (obj: T, namespace: string) => string[] = () => [],
+  statusOnly: (obj: T, namespace: string) => string[] | Promise<string[]> = () => [],
   lookedUp: (obj: T, namespace: string) => Promise<FieldProblem[]> = () => Promise.resolve([]),
 ) {
   const started = performance.now();
@@ -303,7 +307,7 @@ async function decide<T extends Meta>(
   const found = owned.value ? [...problems(obj), ...(await lookedUp(obj, namespace))] : [];
   // What the spec answers in status: stored, with kubectl showing what the status will say.
   const warnings = owned.value
-    ? statusOnly(obj, namespace).map(
+    ? (await statusOnly(obj, namespace)).map(
         w => `${kind} ${shown ? `${shown}/` : ""}${obj.metadata?.name ?? ""}: ${w}`,
       )
     : [];
@@ -403,18 +407,26 @@ const ingressClassLookups = {
   all: cached((_all: string) => list<V1IngressClass>("IngressClass"), LOOKUP_TTL_MS),
 };
 
-/** An Ingress of our class: refused with the converter's own rules, warned about annotations. */
+/** The look-ups of an Ingress's class, through the cache. */
+const ingressClasses = {
+  named: ingressClassLookups.named,
+  all: () => ingressClassLookups.all("all"),
+};
+
+/**
+ * An Ingress of our class: refused with the converter's own rules, warned about annotations;
+ * its ingress-nginx annotations are read when its class opts in.
+ */
 export const validateIngress = (req: PeprValidateRequest<V1Ingress>) =>
   decide(
     req,
     "Ingress",
-    i =>
-      isOurIngress(i, {
-        named: ingressClassLookups.named,
-        all: () => ingressClassLookups.all("all"),
-      }),
+    i => isOurIngress(i, ingressClasses),
     ingressProblems,
-    ingressAnnotationWarnings,
+    async i =>
+      ingressAnnotationWarnings(i, readsNginxAnnotations(await ourClassOf(i, ingressClasses))),
+    async i =>
+      ingressAnnotationProblems(i, readsNginxAnnotations(await ourClassOf(i, ingressClasses))),
   );
 
 /** TLSRoute, TCPRoute and UDPRoute: ours through any parentRef, like the HTTP routes. */

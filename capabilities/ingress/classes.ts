@@ -16,6 +16,15 @@ export const DEFAULT_CLASS_ANNOTATION = "ingressclass.kubernetes.io/is-default-c
 /** The class name as Ingresses gave it before spec.ingressClassName existed. */
 export const LEGACY_CLASS_ANNOTATION = "kubernetes.io/ingress.class";
 export const GATEWAY_GROUP = "gateway.networking.k8s.io";
+/**
+ * On our IngressClass, "true" makes its Ingresses' `nginx.ingress.kubernetes.io/*`
+ * annotations read (validation/nginx-annotations.ts); otherwise they are ignored with a warning.
+ */
+export const NGINX_ANNOTATIONS_OPT_IN = "kengine.io/ingress-nginx-annotations";
+
+/** Whether a class reads the ingress-nginx annotations of its Ingresses. */
+export const readsNginxAnnotations = (cls: V1IngressClass | undefined): boolean =>
+  cls?.metadata?.annotations?.[NGINX_ANNOTATIONS_OPT_IN] === "true";
 
 const isOurs = (c: V1IngressClass): boolean => c.spec?.controller === INGRESS_CONTROLLER;
 
@@ -117,14 +126,22 @@ export interface ClassLookups {
 }
 
 /**
- * Whether an Ingress is of one of our classes, read through look-ups: the named class (field or
- * legacy annotation), else the cluster's default class. The same rule as `classOf`.
+ * Our IngressClass of an Ingress, read through look-ups: the named class (field or legacy
+ * annotation), else the cluster's default class. The same rule as `classOf`.
  */
-export async function isOurIngress(ingress: V1Ingress, lookups: ClassLookups): Promise<boolean> {
+export async function ourClassOf(
+  ingress: V1Ingress,
+  lookups: ClassLookups,
+): Promise<V1IngressClass | undefined> {
   const name = requestedClassName(ingress);
   if (name !== undefined) {
     const cls = await lookups.named(name);
-    return cls !== undefined && classOf(ingress, [cls]) !== undefined;
+    return cls === undefined ? undefined : classOf(ingress, [cls]);
   }
-  return classOf(ingress, await lookups.all()) !== undefined;
+  return classOf(ingress, await lookups.all());
+}
+
+/** Whether an Ingress is of one of our classes, read through look-ups (`ourClassOf`). */
+export async function isOurIngress(ingress: V1Ingress, lookups: ClassLookups): Promise<boolean> {
+  return (await ourClassOf(ingress, lookups)) !== undefined;
 }

@@ -18,6 +18,14 @@ import type { V1Ingress, V1Service } from "@kubernetes/client-node";
 import { FieldProblem, display, truncate } from "../validation/regex";
 import { IngressBackendLike, ingressProblems } from "../validation/ingress";
 import { items } from "../validation/budget";
+import {
+  NGINX_ANNOTATIONS,
+  NO_NGINX_EFFECTS,
+  NginxEffects,
+  RedirectEffect,
+  annotationPath,
+  readNginxAnnotations,
+} from "../validation/nginx-annotations";
 import { GATEWAY_GROUP } from "./classes";
 
 /** Marks every object made from an Ingress. */
@@ -35,6 +43,8 @@ export interface Target {
   readonly gateway: { readonly namespace: string; readonly name: string };
   /** Port of the HTTPS listeners made for `tls` entries (443 unless configured). */
   readonly httpsPort?: number;
+  /** Whether the class reads the ingress-nginx annotations (classes.ts readsNginxAnnotations). */
+  readonly nginxAnnotations?: boolean;
 }
 
 export type ServiceLookup = (namespace: string, name: string) => V1Service | undefined;
@@ -64,14 +74,33 @@ export interface SyntheticMatch {
   path: { type: "Exact" | "PathPrefix"; value: string };
   headers?: { type: "RegularExpression"; name: string; value: string }[];
 }
+export type SyntheticFilter =
+  | {
+      type: "RequestRedirect";
+      requestRedirect: {
+        scheme?: "http" | "https";
+        hostname?: string;
+        port?: number;
+        path?: { type: "ReplaceFullPath"; replaceFullPath: string };
+        statusCode: number;
+      };
+    }
+  | {
+      type: "URLRewrite";
+      urlRewrite: {
+        hostname?: string;
+        path?: { type: "ReplaceFullPath"; replaceFullPath: string };
+      };
+    }
+  | {
+      type: "ResponseHeaderModifier";
+      responseHeaderModifier: { set: { name: string; value: string }[] };
+    };
 export interface SyntheticRule {
   matches: SyntheticMatch[];
   filters: SyntheticFilter[];
   backendRefs: { group: ""; kind: "Service"; name: string; port: number }[];
-}
-export interface SyntheticFilter {
-  type: "ResponseHeaderModifier";
-  responseHeaderModifier: { set: { name: string; value: string }[] };
+  timeouts?: { backendRequest: string };
 }
 
 /**
@@ -167,7 +196,20 @@ interface Piece {
   match: SyntheticMatch;
   backend: IngressBackendLike | undefined;
   source: string;
+  /** The app-root redirect of `/`, made from the annotation rather than a path. */
+  appRoot?: true;
 }
+
+const redirectFilter = (r: RedirectEffect): SyntheticFilter => ({
+  type: "RequestRedirect",
+  requestRedirect: {
+    ...(r.scheme && { scheme: r.scheme }),
+    ...(r.hostname && { hostname: r.hostname }),
+    ...(r.port !== undefined && { port: r.port }),
+    path: { type: "ReplaceFullPath", replaceFullPath: r.path },
+    statusCode: r.statusCode,
+  },
+});
 
 /** Converts one Ingress. Deterministic; never throws on any object shape. */
 export function convertIngress(
@@ -177,6 +219,12 @@ export function convertIngress(
 ): Conversion {
   const problems: FieldProblem[] = ingressProblems(ingress);
   const empty = { httpRoutes: [], listenerSets: [], problems };
+  let effects: NginxEffects = NO_NGINX_EFFECTS;
+  if (target.nginxAnnotations) {
+    const reading = readNginxAnnotations(ingress?.metadata?.annotations);
+    problems.push(...reading.problems);
+    effects = reading.effects;
+  }
   const name = ingress?.metadata?.name;
   const namespace = ingress?.metadata?.namespace;
   if (typeof name !== "string" || !name || typeof namespace !== "string" || !namespace) {
@@ -184,6 +232,14 @@ export function convertIngress(
     return empty;
   }
   if (problems.length > 0) return empty;
+  if (effects.canary) {
+    problems.push({
+      path: annotationPath("canary"),
+      value: "true",
+      message: `canary Ingresses are not served yet: ${NGINX_ANNOTATIONS["canary"]!.becomes}`,
+    });
+    return empty;
+  }
   const spec = ingress.spec && typeof ingress.spec === "object" ? ingress.spec : {};
 
   const listenerSet = tlsListeners(ingress, name, namespace, target, problems);
@@ -213,6 +269,13 @@ export function convertIngress(
         });
       return;
     }
+    if (effects.appRoot !== undefined && !hosts.has(host) && !piece.appRoot)
+      add(host, {
+        match: { ...piece.match, path: { type: "Exact", value: "/" } },
+        backend: undefined,
+        source: annotationPath("app-root"),
+        appRoot: true,
+      });
     seen.set(key, piece.source);
     const list = hosts.get(host) ?? [];
     list.push(piece);
@@ -238,22 +301,96 @@ export function convertIngress(
   }
 
   const httpRoutes: SyntheticHTTPRoute[] = [];
+  const rewrite = {
+    ...(effects.hostname !== undefined && { hostname: effects.hostname }),
+    ...(effects.rewritePath !== undefined && {
+      path: { type: "ReplaceFullPath" as const, replaceFullPath: effects.rewritePath },
+    }),
+  };
+  const ruleOf = (piece: Piece): SyntheticRule => {
+    const matches = [piece.match];
+    if (piece.appRoot)
+      return {
+        matches,
+        filters: [
+          SERVER_HEADER_FILTER,
+          redirectFilter({ path: effects.appRoot ?? "/", statusCode: 302 }),
+        ],
+        backendRefs: [],
+      };
+    if (effects.redirect)
+      return {
+        matches,
+        filters: [SERVER_HEADER_FILTER, redirectFilter(effects.redirect)],
+        backendRefs: [],
+      };
+    return {
+      matches,
+      filters:
+        Object.keys(rewrite).length > 0
+          ? [SERVER_HEADER_FILTER, { type: "URLRewrite", urlRewrite: rewrite }]
+          : [SERVER_HEADER_FILTER],
+      backendRefs: backendRefs(piece, namespace, lookupService, problems),
+      ...(effects.backendRequest !== undefined && {
+        timeouts: { backendRequest: effects.backendRequest },
+      }),
+    };
+  };
+  // ssl-redirect: on a host a `tls` listener serves, the Gateway's own listeners answer a
+  // redirect to https and only the ListenerSet's HTTPS listeners serve the paths.
+  const toHTTPS: SyntheticFilter = {
+    type: "RequestRedirect",
+    requestRedirect: {
+      scheme: "https",
+      ...((target.httpsPort ?? 443) !== 443 && { port: target.httpsPort }),
+      statusCode: 308,
+    },
+  };
+  const route = (
+    part: string,
+    host: string,
+    parentRefs: ParentRef[],
+    chunk: Piece[],
+    rules: SyntheticRule[],
+  ): SyntheticHTTPRoute => {
+    const meta = metadata(ingress, syntheticName(name, part), namespace);
+    meta.annotations[RULE_SOURCES_ANNOTATION] = JSON.stringify(chunk.map(p => p.source));
+    return {
+      apiVersion: "gateway.networking.k8s.io/v1",
+      kind: "HTTPRoute",
+      metadata: meta,
+      spec: { parentRefs, ...(host ? { hostnames: [host] } : {}), rules },
+    };
+  };
   for (const [host, pieces] of hosts) {
+    const parentRefs = parentRefsFor(host);
+    const redirected = effects.sslRedirect && parentRefs.length > 1;
     for (let k = 0; k * MAX_RULES_PER_ROUTE < pieces.length; k++) {
       const chunk = pieces.slice(k * MAX_RULES_PER_ROUTE, (k + 1) * MAX_RULES_PER_ROUTE);
-      const rules = chunk.map(piece => ({
-        matches: [piece.match],
-        filters: [SERVER_HEADER_FILTER],
-        backendRefs: backendRefs(piece, namespace, lookupService, problems),
-      }));
-      const meta = metadata(ingress, syntheticName(name, `route\n${host}\n${k}`), namespace);
-      meta.annotations[RULE_SOURCES_ANNOTATION] = JSON.stringify(chunk.map(p => p.source));
-      httpRoutes.push({
-        apiVersion: "gateway.networking.k8s.io/v1",
-        kind: "HTTPRoute",
-        metadata: meta,
-        spec: { parentRefs: parentRefsFor(host), ...(host ? { hostnames: [host] } : {}), rules },
-      });
+      const rules = chunk.map(ruleOf);
+      httpRoutes.push(
+        route(
+          `route\n${host}\n${k}`,
+          host,
+          redirected ? parentRefs.slice(1) : parentRefs,
+          chunk,
+          rules,
+        ),
+      );
+      if (redirected)
+        httpRoutes.push(
+          route(
+            `redirect\n${host}\n${k}`,
+            host,
+            [gatewayParent],
+            chunk,
+            chunk.map(p => ({
+              matches: [p.match],
+              filters: [SERVER_HEADER_FILTER, toHTTPS],
+              backendRefs: [],
+            })),
+          ),
+        );
     }
   }
   return { httpRoutes, listenerSets: listenerSet ? [listenerSet] : [], problems };

@@ -1,9 +1,9 @@
 /**
  * Property test of the Ingress converter (fast-check): random Ingresses shaped like
  * networking.k8s.io/v1 (valid and malformed values mixed), and arbitrary JSON besides. For each:
- * conversion never throws and is deterministic; every synthetic HTTPRoute passes our HTTPRoute
- * validation (validation/httproute.ts) or the Ingress carries a problem; every object name is a
- * DNS subdomain, unique within the conversion.
+ * conversion never throws and is deterministic, with the ingress-nginx annotations read or not;
+ * every synthetic HTTPRoute passes our HTTPRoute validation (validation/httproute.ts) or the
+ * Ingress carries a problem; every object name is a DNS subdomain, unique within the conversion.
  */
 import fc from "fast-check";
 import type { V1Ingress, V1Service } from "@kubernetes/client-node";
@@ -65,10 +65,34 @@ const pools = (valid: boolean) => {
       fc.constant({}),
     ),
   );
-  return { hosts, paths, pathTypes, backend };
+  const P = "nginx.ingress.kubernetes.io/";
+  const annotations = fc.record(
+    {
+      [`${P}ssl-redirect`]: mix(fc.constantFrom("true", "false"), fc.constant("yes")),
+      [`${P}force-ssl-redirect`]: fc.constantFrom("true", "false"),
+      [`${P}permanent-redirect`]: mix(
+        fc.constantFrom("https://new.example.org/shop", "http://a.example.org:8080", "/moved"),
+        fc.constantFrom("ftp://x", "https://a.example.org/?q", "moved", "https://10.0.0.1/"),
+      ),
+      [`${P}permanent-redirect-code`]: mix(fc.constantFrom("301", "308"), fc.constant("200")),
+      [`${P}temporal-redirect`]: fc.constantFrom("/maintenance", "https://b.example.org/"),
+      [`${P}app-root`]: mix(fc.constantFrom("/app", "/a/b"), fc.constantFrom("app", "/a b")),
+      [`${P}rewrite-target`]: mix(fc.constantFrom("/", "/v2"), fc.constantFrom("/$1", "x")),
+      [`${P}upstream-vhost`]: mix(
+        fc.constantFrom("internal.example.org"),
+        fc.constantFrom("$host", "a:80"),
+      ),
+      [`${P}proxy-read-timeout`]: mix(fc.constantFrom("1", "99999"), fc.constantFrom("0", "5s")),
+      [`${P}backend-protocol`]: fc.constantFrom("HTTP", "GRPC"),
+      [`${P}canary`]: mix(fc.constant("false"), fc.constant("true")),
+      ...(valid ? {} : { [`${P}server-snippet`]: fc.constant("x") }),
+    },
+    { requiredKeys: [] },
+  );
+  return { hosts, paths, pathTypes, backend, annotations };
 };
 const ingressOf = (valid: boolean): fc.Arbitrary<V1Ingress> => {
-  const { hosts, paths, pathTypes, backend } = pools(valid);
+  const { hosts, paths, pathTypes, backend, annotations } = pools(valid);
   return fc.record(
     {
       metadata: fc.record({
@@ -76,6 +100,7 @@ const ingressOf = (valid: boolean): fc.Arbitrary<V1Ingress> => {
         namespace: fc.constant("apps"),
         uid: fc.constant("u"),
         creationTimestamp: fc.constant(new Date("2026-01-01T00:00:00Z")),
+        annotations,
       }),
       spec: fc.record(
         {
@@ -122,16 +147,21 @@ const services: Record<string, V1Service> = {
 };
 const lookup = (ns: string, name: string) => services[`${ns}/${name}`];
 const target = { gateway: { namespace: "infra", name: "shared" } };
+/** A class reading the ingress-nginx annotations, on a non-default HTTPS port. */
+const nginxTarget = { ...target, httpsPort: 8443, nginxAnnotations: true };
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 describe("convertIngress (property)", () => {
   it("never throws, is deterministic, and makes only routes our validation accepts", () => {
     let served = 0;
+    let filtered = 0;
     fc.assert(
-      fc.property(ingressArb, ingress => {
-        const out = convertIngress(ingress, target, lookup);
+      fc.property(ingressArb, fc.boolean(), (ingress, nginx) => {
+        const t = nginx ? nginxTarget : target;
+        const out = convertIngress(ingress, t, lookup);
         if (out.httpRoutes.some(r => r.spec.rules.length > 1)) served++;
-        expect(JSON.stringify(convertIngress(ingress, target, lookup))).toBe(JSON.stringify(out));
+        if (nginx && out.httpRoutes.some(r => r.spec.rules.some(x => x.filters))) filtered++;
+        expect(JSON.stringify(convertIngress(ingress, t, lookup))).toBe(JSON.stringify(out));
         for (const route of out.httpRoutes) {
           const routeProblems = httpRouteProblems(route as HTTPRouteLike);
           if (routeProblems.length > 0) expect(out.problems).not.toEqual([]);
@@ -153,6 +183,7 @@ describe("convertIngress (property)", () => {
     );
     // the generator is not so hostile that nothing converts
     expect(served).toBeGreaterThan(100);
+    expect(filtered).toBeGreaterThan(50);
   });
 
   it("never throws on arbitrary JSON", () => {
@@ -160,6 +191,7 @@ describe("convertIngress (property)", () => {
       fc.property(fc.anything(), fc.anything(), (metadata, spec) => {
         const ingress = { metadata, spec } as unknown as V1Ingress;
         expect(() => convertIngress(ingress, target, lookup)).not.toThrow();
+        expect(() => convertIngress(ingress, nginxTarget, lookup)).not.toThrow();
       }),
       { numRuns: 2000 },
     );

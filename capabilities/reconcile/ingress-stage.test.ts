@@ -4,7 +4,7 @@
  * another class is ignored, synthetic objects get no status writes, and only a changed Ingress
  * is converted again.
  */
-import { createAuthority, generateKeyPair } from "../pki/pki";
+import { createAuthority, generateKeyPair, issueServerCertificate } from "../pki/pki";
 import { DEFAULT_PROXY_SETTINGS } from "../provision";
 import { KubeObject, Snapshot, applyAll, snapshotOf } from "../snapshot";
 import { BuildStage } from "./build-stage";
@@ -280,5 +280,119 @@ describe("Ingress through the build stage", () => {
         parentRefs: [{ name: "elsewhere" }],
       });
     }
+  });
+
+  it("reads the ingress-nginx annotations once the class opts in, and reconverts on the flip", () => {
+    const P = "nginx.ingress.kubernetes.io/";
+    const annotated = (name: string, annotations: Record<string, string>): KubeObject => {
+      const o = ingress(name, "/api");
+      return { ...o, metadata: { ...o.metadata, annotations } } as KubeObject;
+    };
+    const s = applyAll(
+      base,
+      [
+        annotated("moved", { [`${P}permanent-redirect`]: "https://new.example.org/shop" }),
+        annotated("rewritten", {
+          [`${P}rewrite-target`]: "/v2",
+          [`${P}upstream-vhost`]: "internal.example.org",
+          [`${P}proxy-read-timeout`]: "42",
+          [`${P}app-root`]: "/home",
+        }),
+        {
+          apiVersion: "discovery.k8s.io/v1",
+          kind: "EndpointSlice",
+          metadata: {
+            namespace: "team",
+            name: "web-x1",
+            labels: { "kubernetes.io/service-name": "web" },
+          },
+          ports: [{ name: "http", port: 8080 }],
+          endpoints: [{ addresses: ["10.244.0.9"] }],
+        } as unknown as KubeObject,
+      ].map(upsertOf),
+    ).snapshot;
+    const builder = stage();
+    const plain = configText(builder.run({ snapshot: s, translate: true, ca, now }));
+    expect(plain).not.toContain("new.example.org");
+    expect(plain).not.toContain("internal.example.org");
+    const cls = s.objects.IngressClass.get("kengine")!;
+    const optedIn = upsert(s, {
+      ...cls,
+      metadata: {
+        ...cls.metadata,
+        annotations: { "kengine.io/ingress-nginx-annotations": "true" },
+      },
+    } as KubeObject);
+    const out = builder.run({ snapshot: optedIn, translate: true, ca, now });
+    expect(out.ingressesConverted).toBe(4);
+    expect(out.ingresses.get("team/moved")).toEqual([]);
+    expect(out.ingresses.get("team/rewritten")).toEqual([]);
+    const config = configText(out);
+    expect(config).toContain("https://new.example.org/shop");
+    expect(config).toContain("internal.example.org");
+    expect(config).toContain('"/v2');
+    expect(config).toContain("/home");
+    expect(config).toContain('"response_header_timeout":"42000ms"');
+    expect(config).toContain("10.244.0.9:8080");
+  });
+
+  it("ssl-redirect: the Gateway's HTTP listener redirects a tls host, its ListenerSet serves it", () => {
+    const issued = issueServerCertificate(signing, {
+      commonName: "tls.example.com",
+      dnsNames: ["tls.example.com"],
+      keys: generateKeyPair(),
+      notBefore: now,
+      lifetimeDays: 30,
+    });
+    if (!issued.ok) throw new Error(issued.error);
+    const gw = base.objects.Gateway.get("apps/edge")!;
+    const cls = base.objects.IngressClass.get("kengine")!;
+    const tls = ingress("tls", "/api", {
+      tls: [{ hosts: ["tls.example.com"], secretName: "tls-cert" }],
+    });
+    const s = applyAll(
+      base,
+      [
+        {
+          ...gw,
+          spec: {
+            ...(gw.spec as object),
+            allowedListeners: { namespaces: { from: "All" } },
+          },
+        } as KubeObject,
+        {
+          ...cls,
+          metadata: {
+            ...cls.metadata,
+            annotations: { "kengine.io/ingress-nginx-annotations": "true" },
+          },
+        } as KubeObject,
+        {
+          apiVersion: "v1",
+          kind: "Secret",
+          metadata: { namespace: "team", name: "tls-cert" },
+          type: "kubernetes.io/tls",
+          data: {
+            "tls.crt": Buffer.from(issued.value.certificatePem).toString("base64"),
+            "tls.key": Buffer.from(issued.value.privateKey.reveal()).toString("base64"),
+          },
+        } as unknown as KubeObject,
+        tls,
+      ].map(upsertOf),
+    ).snapshot;
+    const out = stage().run({ snapshot: s, translate: true, ca, now });
+    expect(out.ingresses.get("team/tls")).toEqual([]);
+    const config = JSON.parse(configText(out)) as {
+      apps: { http: { servers: Record<string, unknown> } };
+    };
+    const servers = config.apps.http.servers;
+    const http = JSON.stringify(servers["http-80"]);
+    expect(http).toContain('"status_code":308');
+    expect(http).toContain("https://{http.request.host}");
+    const https = JSON.stringify(
+      Object.entries(servers).find(([name]) => name.includes("443"))?.[1],
+    );
+    expect(https).toContain("tls.example.com");
+    expect(https).not.toContain('"status_code":308');
   });
 });

@@ -9,7 +9,7 @@
  * conditions become problems of their Ingress.
  */
 import type { V1Ingress, V1IngressClass, V1Service } from "@kubernetes/client-node";
-import { classOf, servingOf } from "../ingress/classes";
+import { classOf, readsNginxAnnotations, servingOf } from "../ingress/classes";
 import { Conversion, convertIngress } from "../ingress/convert";
 import { sourceIngress } from "../ingress/source";
 import { Kind, KubeObject, Snapshot, applyAll, keyOf } from "../snapshot";
@@ -19,6 +19,8 @@ import type { FieldProblem } from "../validation/regex";
 interface Kept {
   readonly ingress: KubeObject;
   readonly target: string;
+  /** Whether the class read the ingress-nginx annotations. */
+  readonly nginx: boolean;
   /** The Services the conversion looked up, as they were (undefined: absent). */
   readonly services: ReadonlyMap<string, KubeObject | undefined>;
   readonly conversion: Conversion;
@@ -108,11 +110,13 @@ export class IngressStage {
       }
       const target = `${serving.namespace}/${serving.name}`;
       targets.set(key, target);
+      const nginx = readsNginxAnnotations(cls);
       const before = this.#kept.get(key);
       const reusable =
         before !== undefined &&
         sameSource(before.ingress, object) &&
         before.target === target &&
+        before.nginx === nginx &&
         [...before.services].every(([k, svc]) => s.objects.Service.get(k) === svc);
       let kept: Kept;
       if (reusable) kept = before;
@@ -123,6 +127,7 @@ export class IngressStage {
           {
             gateway: { namespace: serving.namespace, name: serving.name },
             httpsPort: this.httpsPort,
+            nginxAnnotations: nginx,
           },
           (namespace, name) => {
             const k = `${namespace}/${name}`;
@@ -131,7 +136,7 @@ export class IngressStage {
             return svc as unknown as V1Service | undefined;
           },
         );
-        kept = { ingress: object, target, services, conversion };
+        kept = { ingress: object, target, nginx, services, conversion };
         converted++;
       }
       next.set(key, kept);
@@ -192,6 +197,8 @@ export class IngressStage {
   }
 }
 
+const NEGATIVE_CONDITIONS = new Set(["Conflicted", "OverlappingTLSConfig", "PartiallyInvalid"]);
+
 /**
  * The status results without synthetic objects (nothing to write: they exist only here), and
  * their failed conditions as problems of the Ingress they came from, keyed `namespace/name`.
@@ -208,11 +215,16 @@ export function splitIngressStatuses(
     problems.set(key, [...(problems.get(key) ?? []), ...at]);
     return true;
   };
+  // Conflicted, OverlappingTLSConfig and PartiallyInvalid are negative: "True" is the failure.
   const failed = (
     conditions: readonly { type: string; status: string; reason: string; message: string }[],
   ): FieldProblem[] =>
     conditions
-      .filter(c => c.status === "False" && c.type !== "Programmed")
+      .filter(c =>
+        NEGATIVE_CONDITIONS.has(c.type)
+          ? c.status === "True"
+          : c.status === "False" && c.type !== "Programmed",
+      )
       .map(c => ({ path: "spec", value: c.reason, message: c.message }));
   const routes = statuses.routes.filter(
     r =>

@@ -42,6 +42,7 @@ export {
   PATH_TYPES,
   checkIngressHost,
   checkIngressPath,
+  ingressAnnotationProblems,
   ingressAnnotationWarnings,
   ingressProblems,
 } from "./ingress";

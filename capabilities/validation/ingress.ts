@@ -12,6 +12,7 @@
 import { Collector, items } from "./budget";
 import { checkURLPath } from "./fields";
 import { FieldProblem, display, truncate } from "./regex";
+import { NGINX_PREFIX, readNginxAnnotations } from "./nginx-annotations";
 
 /* ------------------------------------------------------------------ loose shapes */
 
@@ -80,18 +81,34 @@ export function ingressProblems(ingress: IngressLike, c = new Collector()): Fiel
 
 /**
  * Annotation warnings for admission: annotations of other Ingress controllers are not read, so
- * an Ingress that relies on them behaves differently here (docs/ingress.md, migration).
+ * an Ingress that relies on them behaves differently here (docs/ingress.md, migration). When
+ * the class reads the ingress-nginx annotations, those are warned about by their table
+ * (validation/nginx-annotations.ts): nothing for a supported one, what is missing for a
+ * partial one, "ignored" for the rest.
  */
-export function ingressAnnotationWarnings(ingress: IngressLike): string[] {
+export function ingressAnnotationWarnings(ingress: IngressLike, readsNginx = false): string[] {
   const annotations = ingress?.metadata?.annotations;
   if (!annotations || typeof annotations !== "object") return [];
-  return Object.keys(annotations)
+  const foreign = Object.keys(annotations)
     .filter(key => FOREIGN_ANNOTATION_PREFIXES.some(prefix => key.startsWith(prefix)))
+    .filter(key => !(readsNginx && key.startsWith(NGINX_PREFIX)))
     .sort()
     .map(
       key =>
         `metadata.annotations[${JSON.stringify(key)}]: not implemented by the Kengine ingress controller and ignored (see docs/ingress.md)`,
     );
+  return readsNginx ? [...readNginxAnnotations(annotations).warnings, ...foreign] : foreign;
+}
+
+/**
+ * The refused ingress-nginx annotations and values the proxy cannot run, for an Ingress whose
+ * class reads them (none otherwise): admission refuses it, the converter leaves it out.
+ */
+export function ingressAnnotationProblems(
+  ingress: IngressLike,
+  readsNginx: boolean,
+): FieldProblem[] {
+  return readsNginx ? readNginxAnnotations(ingress?.metadata?.annotations).problems : [];
 }
 
 /** Annotation prefixes of other controllers that people carry over when they switch. */

@@ -2,11 +2,14 @@
  * Ingress v1 on the local cluster with real proxies (docs/ingress.md): an IngressClass naming
  * the demo Gateway, an Ingress with an Exact and a Prefix path and a `tls` Secret, served by
  * the Gateway's proxies next to its own route; a bad Ingress refused at `kubectl apply` with a
- * field path; `status.loadBalancer` showing the Gateway's address (its proxies' Service).
+ * field path; `status.loadBalancer` showing the Gateway's address (its proxies' Service); once
+ * the class opts in, ingress-nginx annotations on real traffic (redirects, ssl-redirect,
+ * rewrite-target) and a snippet refused at `kubectl apply`.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { request } from "node:http";
 import { connect } from "node:tls";
 import { createNamespace, deleteNamespace, eventually, kubectl, kubectlOk } from "../support/kube";
 import { PeprDev, startModule } from "../support/module";
@@ -50,6 +53,21 @@ const servedNames = (address: string, servername: string): Promise<string> =>
       resolve("");
       s.destroy();
     });
+  });
+
+/** Status and Location of a plain HTTP GET on port 80 (redirects are not followed). */
+const located = (address: string, host: string, p: string): Promise<[number, string]> =>
+  new Promise(resolve => {
+    const req = request(
+      { host: address, port: 80, path: p, headers: { Host: host }, timeout: 5000, agent: false },
+      res => {
+        res.resume();
+        resolve([res.statusCode ?? 0, String(res.headers.location ?? "")]);
+      },
+    );
+    req.on("timeout", () => req.destroy(new Error("timeout")));
+    req.on("error", () => resolve([0, ""]));
+    req.end();
   });
 
 describe("Ingress v1 on the Gateway's proxies", () => {
@@ -155,5 +173,74 @@ describe("Ingress v1 on the Gateway's proxies", () => {
     );
     expect(r.code).not.toBe(0);
     expect(r.stderr).toContain("spec.rules[0].http.paths[0].path");
+  });
+
+  it("reads ingress-nginx annotations once the class opts in, on real traffic", async () => {
+    const P = "nginx.ingress.kubernetes.io/";
+    kubectlOk([
+      "annotate",
+      "ingressclass",
+      className,
+      "kengine.io/ingress-nginx-annotations=true",
+      "--overwrite",
+    ]);
+    const annotated = (name: string, host: string, annotations: Record<string, string>) =>
+      JSON.stringify({
+        apiVersion: "networking.k8s.io/v1",
+        kind: "Ingress",
+        metadata: { name, namespace: ns, annotations },
+        spec: {
+          ingressClassName: className,
+          rules: [{ host, http: { paths: [path("/api", "Prefix")] } }],
+        },
+      });
+    kubectlOk(
+      ["apply", "-f", "-"],
+      annotated("rewritten", "rewritten.ingress.test", {
+        [`${P}rewrite-target`]: "/v2",
+        [`${P}app-root`]: "/home",
+      }),
+    );
+    kubectlOk(
+      ["apply", "-f", "-"],
+      annotated("moved", "moved.ingress.test", {
+        [`${P}permanent-redirect`]: "https://new.ingress.test/shop",
+      }),
+    );
+    await eventually(
+      "the permanent redirect",
+      async () => {
+        const r = await located(address, "moved.ingress.test", "/api/x");
+        return r[0] === 301 ? r : undefined;
+      },
+      90_000,
+    );
+    expect(await located(address, "moved.ingress.test", "/api/x")).toEqual([
+      301,
+      "https://new.ingress.test/shop",
+    ]);
+    expect(await located(address, "rewritten.ingress.test", "/")).toEqual([
+      302,
+      "http://rewritten.ingress.test/home",
+    ]);
+    const r = await get(address, "rewritten.ingress.test", "/api/items");
+    expect(r.status).toBe(200);
+    expect((JSON.parse(r.body) as { path: string }).path).toBe("/v2");
+    // ssl-redirect is on by default for the tls host of the first test's Ingress.
+    const toHTTPS = await eventually(
+      "the redirect to https",
+      async () => {
+        const x = await located(address, HOST, "/api");
+        return x[0] === 308 ? x : undefined;
+      },
+      30_000,
+    );
+    expect(toHTTPS).toEqual([308, `https://${HOST}/api`]);
+    const refused = kubectl(
+      ["apply", "-f", "-"],
+      annotated("snippet", "snippet.ingress.test", { [`${P}server-snippet`]: "return 200;" }),
+    );
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain(`metadata.annotations["${P}server-snippet"]`);
   });
 });

@@ -1,0 +1,237 @@
+/**
+ * The ingress-nginx annotations in conversion (docs/ingress.md, "ingress-nginx annotations"):
+ * read only when the class opts in, each mapping onto HTTPRoute filters and timeouts, refused
+ * values leaving the Ingress out, and every route made still passing HTTPRoute validation.
+ */
+import type { V1Ingress } from "@kubernetes/client-node";
+import { SERVER_HEADER_FILTER, Target, convertIngress } from "./convert";
+import { HTTPRouteLike, httpRouteProblems } from "../validation/httproute";
+
+const P = "nginx.ingress.kubernetes.io/";
+const target: Target = { gateway: { namespace: "infra", name: "shared" }, nginxAnnotations: true };
+const lookup = () => undefined;
+const ingress = (annotations: Record<string, string>, tls = false): V1Ingress => ({
+  metadata: { name: "shop", namespace: "apps", uid: "u-1", annotations },
+  spec: {
+    ...(tls ? { tls: [{ hosts: ["shop.example.com"], secretName: "cert" }] } : {}),
+    rules: [
+      {
+        host: "shop.example.com",
+        http: {
+          paths: [
+            {
+              path: "/api",
+              pathType: "Prefix",
+              backend: { service: { name: "web", port: { number: 80 } } },
+            },
+          ],
+        },
+      },
+    ],
+  },
+});
+const convert = (annotations: Record<string, string>, tls = false, t = target) => {
+  const out = convertIngress(ingress(annotations, tls), t, lookup);
+  for (const r of out.httpRoutes) expect(httpRouteProblems(r as HTTPRouteLike)).toEqual([]);
+  return out;
+};
+const rulesOf = (annotations: Record<string, string>) => {
+  const out = convert(annotations);
+  expect(out.problems).toEqual([]);
+  expect(out.httpRoutes).toHaveLength(1);
+  return out.httpRoutes[0]!.spec.rules;
+};
+
+describe("ingress-nginx annotations in conversion", () => {
+  it("are not read unless the class opts in", () => {
+    const annotations = { [`${P}rewrite-target`]: "/", [`${P}server-snippet`]: "x" };
+    const out = convert(annotations, true, { ...target, nginxAnnotations: false });
+    expect(out.problems).toEqual([]);
+    for (const r of out.httpRoutes)
+      for (const x of r.spec.rules) expect(x.filters).toEqual([SERVER_HEADER_FILTER]);
+    // Without the opt-in a tls host is served on the Gateway and the ListenerSet alike.
+    expect(out.httpRoutes).toHaveLength(1);
+    expect(out.httpRoutes[0]!.spec.parentRefs.map(p => p.kind)).toEqual(["Gateway", "ListenerSet"]);
+  });
+
+  it("ssl-redirect (the default): tls hosts answer a 308 to https on the Gateway's listeners", () => {
+    const out = convert({}, true, { ...target, httpsPort: 8443 });
+    expect(out.problems).toEqual([]);
+    const [served, redirect] = out.httpRoutes;
+    expect(served!.spec.parentRefs.map(p => p.kind)).toEqual(["ListenerSet"]);
+    expect(served!.spec.rules[0]!.backendRefs).toHaveLength(1);
+    expect(redirect!.spec.parentRefs.map(p => p.kind)).toEqual(["Gateway"]);
+    expect(redirect!.spec.hostnames).toEqual(["shop.example.com"]);
+    expect(redirect!.spec.rules).toEqual([
+      {
+        matches: [{ path: { type: "PathPrefix", value: "/api" } }],
+        filters: [
+          SERVER_HEADER_FILTER,
+          {
+            type: "RequestRedirect",
+            requestRedirect: { scheme: "https", port: 8443, statusCode: 308 },
+          },
+        ],
+        backendRefs: [],
+      },
+    ]);
+    expect(redirect!.metadata.name).not.toBe(served!.metadata.name);
+  });
+
+  it('ssl-redirect "false" serves tls hosts on HTTP too; force-ssl-redirect redirects', () => {
+    const off = convert({ [`${P}ssl-redirect`]: "false" }, true);
+    expect(off.httpRoutes).toHaveLength(1);
+    expect(off.httpRoutes[0]!.spec.parentRefs).toHaveLength(2);
+    const forced = convert(
+      { [`${P}ssl-redirect`]: "false", [`${P}force-ssl-redirect`]: "true" },
+      true,
+    );
+    expect(forced.httpRoutes).toHaveLength(2);
+    // A host without tls is not redirected: nothing serves it on https.
+    expect(convert({ [`${P}force-ssl-redirect`]: "true" }).httpRoutes).toHaveLength(1);
+  });
+
+  it("permanent-redirect: every path answers the redirect (301 or the code given)", () => {
+    expect(rulesOf({ [`${P}permanent-redirect`]: "https://new.example.org:8443/shop" })).toEqual([
+      {
+        matches: [{ path: { type: "PathPrefix", value: "/api" } }],
+        filters: [
+          SERVER_HEADER_FILTER,
+          {
+            type: "RequestRedirect",
+            requestRedirect: {
+              scheme: "https",
+              hostname: "new.example.org",
+              port: 8443,
+              path: { type: "ReplaceFullPath", replaceFullPath: "/shop" },
+              statusCode: 301,
+            },
+          },
+        ],
+        backendRefs: [],
+      },
+    ]);
+    const [rule] = rulesOf({
+      [`${P}permanent-redirect`]: "http://new.example.org",
+      [`${P}permanent-redirect-code`]: "308",
+    });
+    expect(rule!.filters).toEqual([
+      SERVER_HEADER_FILTER,
+      {
+        type: "RequestRedirect",
+        requestRedirect: {
+          scheme: "http",
+          hostname: "new.example.org",
+          path: { type: "ReplaceFullPath", replaceFullPath: "/" },
+          statusCode: 308,
+        },
+      },
+    ]);
+  });
+
+  it("temporal-redirect: 302 (or its code), and it wins over permanent-redirect", () => {
+    const [rule] = rulesOf({
+      [`${P}permanent-redirect`]: "https://a.example.org/",
+      [`${P}temporal-redirect`]: "/maintenance",
+    });
+    expect(rule!.filters).toEqual([
+      SERVER_HEADER_FILTER,
+      {
+        type: "RequestRedirect",
+        requestRedirect: {
+          path: { type: "ReplaceFullPath", replaceFullPath: "/maintenance" },
+          statusCode: 302,
+        },
+      },
+    ]);
+    const [coded] = rulesOf({
+      [`${P}temporal-redirect`]: "/m",
+      [`${P}temporal-redirect-code`]: "307",
+    });
+    expect(coded!.filters[1]).toMatchObject({ requestRedirect: { statusCode: 307 } });
+  });
+
+  it("app-root: an Exact / rule per host redirecting (302) to the root, before the paths", () => {
+    const rules = rulesOf({ [`${P}app-root`]: "/app" });
+    expect(rules).toHaveLength(2);
+    expect(rules[0]).toEqual({
+      matches: [{ path: { type: "Exact", value: "/" } }],
+      filters: [
+        SERVER_HEADER_FILTER,
+        {
+          type: "RequestRedirect",
+          requestRedirect: {
+            path: { type: "ReplaceFullPath", replaceFullPath: "/app" },
+            statusCode: 302,
+          },
+        },
+      ],
+      backendRefs: [],
+    });
+    expect(rules[1]!.matches[0]!.path).toEqual({ type: "PathPrefix", value: "/api" });
+  });
+
+  it("rewrite-target and upstream-vhost: one URLRewrite; proxy-read-timeout: backendRequest", () => {
+    const [rule] = rulesOf({
+      [`${P}rewrite-target`]: "/v2",
+      [`${P}upstream-vhost`]: "Internal.example.svc",
+      [`${P}proxy-read-timeout`]: "120",
+    });
+    expect(rule).toEqual({
+      matches: [{ path: { type: "PathPrefix", value: "/api" } }],
+      filters: [
+        SERVER_HEADER_FILTER,
+        {
+          type: "URLRewrite",
+          urlRewrite: {
+            hostname: "internal.example.svc",
+            path: { type: "ReplaceFullPath", replaceFullPath: "/v2" },
+          },
+        },
+      ],
+      backendRefs: [{ group: "", kind: "Service", name: "web", port: 80 }],
+      timeouts: { backendRequest: "120s" },
+    });
+  });
+
+  it("refused annotations and values the proxy cannot run leave the Ingress out, with paths", () => {
+    const out = convert({
+      [`${P}configuration-snippet`]: "more_set_headers x;",
+      [`${P}rewrite-target`]: "/$2",
+      [`${P}permanent-redirect`]: "https://a.example.org/?q=1",
+      [`${P}permanent-redirect-code`]: "200",
+      [`${P}upstream-vhost`]: "$host",
+      [`${P}proxy-read-timeout`]: "60s",
+      [`${P}ssl-redirect`]: "yes",
+      [`${P}app-root`]: "app",
+    });
+    expect(out.httpRoutes).toEqual([]);
+    expect(out.problems.map(p => p.path).sort()).toEqual(
+      [
+        "app-root",
+        "configuration-snippet",
+        "permanent-redirect",
+        "permanent-redirect-code",
+        "proxy-read-timeout",
+        "rewrite-target",
+        "ssl-redirect",
+        "upstream-vhost",
+      ].map(n => `metadata.annotations[${JSON.stringify(P + n)}]`),
+    );
+    expect(out.problems.find(p => p.path.includes("snippet"))!.message).toMatch(
+      /refused: the proxy runs no nginx configuration/,
+    );
+  });
+
+  it("a canary Ingress is not served yet, and says so on itself", () => {
+    const out = convert({ [`${P}canary`]: "true", [`${P}canary-weight`]: "10" });
+    expect(out.httpRoutes).toEqual([]);
+    expect(out.problems).toEqual([
+      expect.objectContaining({
+        path: `metadata.annotations[${JSON.stringify(`${P}canary`)}]`,
+        message: expect.stringMatching(/not served yet/),
+      }),
+    ]);
+    expect(convert({ [`${P}canary`]: "false" }).httpRoutes).toHaveLength(1);
+  });
+});

@@ -1,0 +1,107 @@
+/**
+ * The ingress-nginx annotation table at admission: warnings by support level, refusals with
+ * field paths, nothing read without the class's opt-in, and docs/ingress.md listing every
+ * annotation with the table's support level.
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { ingressAnnotationProblems, ingressAnnotationWarnings } from "./ingress";
+import { NGINX_ANNOTATIONS, readNginxAnnotations } from "./nginx-annotations";
+
+const P = "nginx.ingress.kubernetes.io/";
+const at = (name: string) => `metadata.annotations[${JSON.stringify(P + name)}]`;
+const withAnnotations = (annotations: Record<string, string>) => ({
+  metadata: { annotations },
+  spec: {},
+});
+
+describe("ingress-nginx annotations at admission", () => {
+  it("without the opt-in every one is ignored with a warning, none refused", () => {
+    const i = withAnnotations({
+      [`${P}rewrite-target`]: "/",
+      [`${P}server-snippet`]: "x",
+      "traefik.ingress.kubernetes.io/router.priority": "1",
+    });
+    expect(ingressAnnotationWarnings(i)).toEqual([
+      expect.stringMatching(/rewrite-target.*ignored/),
+      expect.stringMatching(/server-snippet.*ignored/),
+      expect.stringMatching(/traefik.*ignored/),
+    ]);
+    expect(ingressAnnotationProblems(i, false)).toEqual([]);
+  });
+
+  it("with the opt-in: supported ones are silent, partial ones say what is missing", () => {
+    const i = withAnnotations({
+      [`${P}ssl-redirect`]: "true",
+      [`${P}permanent-redirect`]: "https://example.org/",
+      [`${P}app-root`]: "/app",
+      [`${P}upstream-vhost`]: "a.example.org",
+      [`${P}rewrite-target`]: "/",
+      [`${P}proxy-read-timeout`]: "30",
+      [`${P}force-ssl-redirect`]: "true",
+      [`${P}backend-protocol`]: "GRPC",
+      "traefik.ingress.kubernetes.io/router.priority": "1",
+    });
+    const warnings = ingressAnnotationWarnings(i, true);
+    expect(warnings).toEqual([
+      expect.stringContaining(`${at("force-ssl-redirect")}: partly supported`),
+      expect.stringContaining(`${at("rewrite-target")}: partly supported`),
+      expect.stringContaining(`${at("proxy-read-timeout")}: partly supported`),
+      expect.stringMatching(/backend-protocol.*"GRPC" is not read.*kubernetes\.io\/h2c/),
+      expect.stringMatching(/traefik.*ignored/),
+    ]);
+    expect(ingressAnnotationProblems(i, true)).toEqual([]);
+    expect(
+      ingressAnnotationWarnings(withAnnotations({ [`${P}backend-protocol`]: "http" }), true),
+    ).toEqual([]);
+  });
+
+  it("not yet supported and unknown ones are ignored with a warning", () => {
+    const warnings = ingressAnnotationWarnings(
+      withAnnotations({
+        [`${P}proxy-body-size`]: "8m",
+        [`${P}canary`]: "true",
+        [`${P}made-up`]: "1",
+      }),
+      true,
+    );
+    expect(warnings).toEqual([
+      `${at("canary")}: not supported yet and ignored (${NGINX_ANNOTATIONS["canary"]!.becomes})`,
+      `${at("made-up")}: not implemented by the Kengine ingress controller and ignored`,
+      expect.stringMatching(/proxy-body-size.*not supported yet/),
+    ]);
+  });
+
+  it("refuses snippets and bad values with the field path and the reason", () => {
+    const problems = ingressAnnotationProblems(
+      withAnnotations({
+        [`${P}configuration-snippet`]: "more_set_headers x;",
+        [`${P}server-snippet`]: "location / {}",
+        [`${P}auth-snippet`]: "x",
+        [`${P}rewrite-target`]: "/$1",
+        [`${P}temporal-redirect`]: "ftp://example.org/",
+      }),
+      true,
+    );
+    expect(problems.map(p => [p.path, p.message])).toEqual([
+      [at("auth-snippet"), expect.stringMatching(/refused: the proxy runs no nginx configuration/)],
+      [at("configuration-snippet"), expect.stringMatching(/refused/)],
+      [at("server-snippet"), expect.stringMatching(/refused/)],
+      [at("temporal-redirect"), "must be an http or https URL"],
+      [at("rewrite-target"), expect.stringMatching(/capture groups need use-regex paths/)],
+    ]);
+  });
+
+  it("reads Go booleans as ingress-nginx does, and never throws on odd shapes", () => {
+    expect(readNginxAnnotations({ [`${P}ssl-redirect`]: "0" }).effects.sslRedirect).toBe(false);
+    expect(readNginxAnnotations({ [`${P}ssl-redirect`]: "True" }).effects.sslRedirect).toBe(true);
+    for (const odd of [null, 1, "x", [], { [`${P}app-root`]: 5 }, { [`${P}ssl-redirect`]: null }])
+      expect(() => readNginxAnnotations(odd)).not.toThrow();
+  });
+
+  it("docs/ingress.md lists every annotation of the table with its support level", () => {
+    const doc = readFileSync(join(__dirname, "../../docs/ingress.md"), "utf8");
+    for (const [name, entry] of Object.entries(NGINX_ANNOTATIONS))
+      expect(doc).toMatch(new RegExp(`\\| \`${name}\` +\\| ${entry.support} +\\|`));
+  });
+});
