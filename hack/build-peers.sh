@@ -80,7 +80,7 @@ declare -A module=(
 declare -A default_secs=(
   [etcd]=45 [kube-apiserver]=172 [kube-controller-manager]=49 [kubectl]=20 [caddy]=70
   [proxy-image]=5 [image]=5 [caddy-2.8]=120 [echo-basic]=9 [pebble]=10 [helm]=240 [loadgen]=5
-  [ingress-conformance]=100 [ingress-echo]=20 [promtool]=150
+  [ingress-conformance]=100 [ingress-echo]=20 [promtool]=240
 )
 # "image" is not a binary: the Bundled proxy's OCI image layout ($cache/image), written by
 # proxy-image from the caddy binary and package.json (version, kengine.proxyImage).
