@@ -33,10 +33,12 @@ declare -A pkg=(
   [loadgen]=./peers/loadgen
   [ingress-conformance]=.
   [ingress-echo]=./images/echoserver
+  [promtool]=github.com/prometheus/prometheus/cmd/promtool
 )
 # Where `go build` runs: a peer with a go.mod of its own is built inside its folder.
 declare -A dir=([caddy-2.8]=peers/caddy-2.8 [pebble]=peers/pebble [helm]=peers/helm [caddy]=../proxy [proxy-image]=../proxy/image
-  [ingress-conformance]=peers/ingress-conformance [ingress-echo]=peers/ingress-conformance)
+  [ingress-conformance]=peers/ingress-conformance [ingress-echo]=peers/ingress-conformance
+  [promtool]=peers/promtool)
 # Peers that are a test binary (`go test -c`): the upstream Ingress conformance suite is a godog
 # runner in a _test.go file.
 declare -A testbin=([ingress-conformance]=1)
@@ -51,6 +53,7 @@ declare -A sources=(
   [loadgen]=peers/loadgen
   [ingress-conformance]=peers/ingress-conformance
   [ingress-echo]=peers/ingress-conformance
+  [promtool]=peers/promtool
 )
 # Folders inside a peer's sources that are not part of it: the proxy's image builder.
 declare -A exclude=([caddy]=../proxy/image)
@@ -68,6 +71,7 @@ declare -A module=(
   [loadgen]="hack/peers/loadgen (the request-path benchmark's load generator)"
   [ingress-conformance]="sigs.k8s.io/ingress-controller-conformance (hack/peers/ingress-conformance)"
   [ingress-echo]="sigs.k8s.io/ingress-controller-conformance/images/echoserver (hack/peers/ingress-conformance)"
+  [promtool]="github.com/prometheus/prometheus (hack/peers/promtool)"
 )
 # Build seconds on this project's 2-core reference machine, idle, cold Go cache (the lead's cold
 # npm start of 2026-11-24: the batch 324 s, caddy 76 s, less the ~9 % of compile CPU that
@@ -76,11 +80,11 @@ declare -A module=(
 declare -A default_secs=(
   [etcd]=45 [kube-apiserver]=172 [kube-controller-manager]=49 [kubectl]=20 [caddy]=70
   [proxy-image]=5 [image]=5 [caddy-2.8]=120 [echo-basic]=9 [pebble]=10 [helm]=240 [loadgen]=5
-  [ingress-conformance]=100 [ingress-echo]=20
+  [ingress-conformance]=100 [ingress-echo]=20 [promtool]=240
 )
 # "image" is not a binary: the Bundled proxy's OCI image layout ($cache/image), written by
 # proxy-image from the caddy binary and package.json (version, kengine.proxyImage).
-order=(etcd kube-apiserver kube-controller-manager kubectl caddy proxy-image image caddy-2.8 echo-basic pebble helm loadgen ingress-conformance ingress-echo)
+order=(etcd kube-apiserver kube-controller-manager kubectl caddy proxy-image image caddy-2.8 echo-basic pebble helm loadgen ingress-conformance ingress-echo promtool)
 # What the local platform (hack/cluster.sh, npm start) needs; tests build the rest on demand.
 main_set=(etcd kube-apiserver kube-controller-manager kubectl caddy image echo-basic pebble)
 want=()

@@ -7,14 +7,13 @@
  */
 import { readFileSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { parse } from "yaml";
+import { DASHBOARD_FILE, observabilityExpressions, readRules } from "../../hack/observability";
 import "../acme/metrics";
 import "./build";
 import "./fleet";
 import { METRIC_PREFIX, registry } from "./index";
 
 const ROOT = join(__dirname, "..", "..");
-const DIR = join(ROOT, "deploy", "observability");
 
 /** PromQL functions (prometheus/promql/parser/functions.go) and aggregation operators. */
 const FUNCTIONS = new Set(
@@ -67,29 +66,6 @@ export function promqlNames(expr: string): PromqlNames {
   return { metrics, functions };
 }
 
-/** Every PromQL expression of the rule file and the dashboard, with where it is. */
-function expressions(): { where: string; expr: string }[] {
-  const out: { where: string; expr: string }[] = [];
-  const rules = parse(readFileSync(join(DIR, "kengine-gateway-rules.yaml"), "utf8"));
-  for (const g of rules.spec.groups)
-    for (const r of g.rules) out.push({ where: `rule ${r.alert ?? r.record}`, expr: r.expr });
-  const dash = JSON.parse(readFileSync(join(DIR, "kengine-gateway-dashboard.json"), "utf8"));
-  const walk = (panels: { title: string; targets?: { expr: string }[]; panels?: [] }[]) => {
-    for (const p of panels) {
-      for (const t of p.targets ?? []) out.push({ where: `panel ${p.title}`, expr: t.expr });
-      walk(p.panels ?? []);
-    }
-  };
-  walk(dash.panels);
-  for (const v of dash.templating.list)
-    if (v.type === "query") {
-      // Grafana's label_values(metric, label): only the first argument is PromQL
-      const m = /^label_values\((.*),\s*\w+\s*\)$/.exec(v.query);
-      out.push({ where: `variable ${v.name}`, expr: m ? m[1] : v.query });
-    }
-  return out;
-}
-
 /** Every series name the registry exposes: histograms as _bucket, _sum and _count. */
 async function registered(): Promise<Set<string>> {
   // admission registers one histogram; importing it sets up Pepr's capability, which logs
@@ -123,7 +99,7 @@ describe("promqlNames", () => {
 });
 
 describe("deploy/observability", () => {
-  const all = expressions();
+  const all = observabilityExpressions();
 
   it("has expressions in both files", () => {
     expect(all.filter(e => e.where.startsWith("rule")).length).toBeGreaterThan(5);
@@ -131,10 +107,10 @@ describe("deploy/observability", () => {
   });
 
   it("every alert has a unique name, a severity, a summary and a duration; every panel a unique id", () => {
-    const rules = parse(readFileSync(join(DIR, "kengine-gateway-rules.yaml"), "utf8"));
+    const rules = readRules();
     expect(rules).toMatchObject({ apiVersion: "monitoring.coreos.com/v1", kind: "PrometheusRule" });
-    const alerts = rules.spec.groups.flatMap((g: { rules: object[] }) => g.rules);
-    const names = alerts.map((r: { alert: string }) => r.alert);
+    const alerts = rules.spec.groups.flatMap(g => g.rules);
+    const names = alerts.map(r => r.alert);
     expect(new Set(names).size).toBe(names.length);
     for (const r of alerts)
       expect(r).toEqual(
@@ -146,7 +122,7 @@ describe("deploy/observability", () => {
           annotations: expect.objectContaining({ summary: expect.any(String) }),
         }),
       );
-    const dash = JSON.parse(readFileSync(join(DIR, "kengine-gateway-dashboard.json"), "utf8"));
+    const dash = JSON.parse(readFileSync(DASHBOARD_FILE, "utf8"));
     const ids = dash.panels.map((p: { id: number }) => p.id);
     expect(new Set(ids).size).toBe(ids.length);
   });
