@@ -251,7 +251,14 @@ describe("config", () => {
       apps: { http: { servers: Record<string, { routes: unknown[] }> } };
     };
     const running = structuredClone(desired);
-    (running.apps.http.servers["http-80"]!.routes as { terminal?: boolean }[])[1]!.terminal = false;
+    // (a backend of the route table, shared dispatch, as the proxy would run it differently)
+    const table = (
+      running.apps.http.servers["http-80"]!.routes as {
+        handle: { backends: Record<string, { flush_interval?: number }> }[];
+      }[]
+    )[0]!.handle[0]!;
+    const backend = Object.keys(table.backends)[0]!;
+    table.backends[backend]!.flush_interval = -1;
     const bytes = JSON.stringify(running);
     const hash = createHash("sha256").update(bytes).digest("hex");
     const secret = {
@@ -282,7 +289,9 @@ describe("config", () => {
     ]);
     expect(r.sourceDetail).toContain("running now on gw-kengine-a");
     expect(
-      r.provenance.find(p => p.path === "/apps/http/servers/http-80/routes/1")!.matchesDesired,
+      r.provenance.find(
+        p => p.path === `/apps/http/servers/http-80/routes/0/handle/0/backends/${backend}`,
+      )!.matchesDesired,
     ).toBe(false);
     expect(r.provenance.find(p => p.path.endsWith("/shop.example.com/0"))!.matchesDesired).toBe(
       true,

@@ -44,6 +44,7 @@ import {
   sniMatch,
   tableBackendIds,
   tableRoute,
+  withTableBackends,
 } from "./listener-routes";
 import { l4Server } from "./l4";
 
@@ -91,11 +92,14 @@ export function caddySourceMap(
       note(`${at}/${i}`, r);
       r.handle.forEach((h, p) => {
         if (h.handler === "subroute") walkRoutes(`${at}/${i}/handle/${p}/routes`, h.routes);
-        if (h.handler === "kengine_route_table")
+        if (h.handler === "kengine_route_table") {
           for (const [key, list] of Object.entries(h.hosts)) {
             note(`${at}/${i}/handle/${p}/hosts/${key}`, list);
             walkRoutes(`${at}/${i}/handle/${p}/hosts/${key}`, list);
           }
+          for (const [id, b] of Object.entries(h.backends ?? {}))
+            note(`${at}/${i}/handle/${p}/backends/${id}`, b);
+        }
       });
     });
   const apps = config.apps as {
@@ -213,7 +217,12 @@ function httpServer(ctx: Ctx, s: HTTPServerIR): CaddyHTTPServer {
     // Only the backends the table names: a route whose hostname an earlier listener of the
     // port takes has no key (route-table.ts), and its backends would be proxies nobody reaches.
     if (ctx.dispatch)
-      routes.push(...dispatchRoutes(ctx, ctx.dispatch, tableBackendIds(ctx, routes[0])));
+      routes[0] = withTableBackends(
+        ctx,
+        routes[0]!,
+        ctx.dispatch,
+        tableBackendIds(ctx, routes[0]!),
+      );
     ctx.memo?.finish();
     ctx.memo = undefined;
   } else if (!s.listeners.some(l => l.hostname === undefined)) routes.push(notFound());

@@ -152,6 +152,27 @@ export function dispatchRoutes(
 }
 
 /**
+ * The route table route with its server's backends inside (shared dispatch): the proxy runs
+ * the backend a host's list names by one lookup, in the table's route, which Caddy's traffic
+ * metrics time once (docs/bench.md "The request path on loopback"). In id order.
+ */
+export function withTableBackends(
+  ctx: Ctx,
+  tableRoute: CaddyRoute,
+  table: ReadonlyMap<string, DispatchEntry>,
+  only: { has(id: string): boolean },
+): CaddyRoute {
+  const entries = [...table.values()].filter(e => only.has(e.id));
+  const h = tableRoute.handle[0];
+  if (entries.length === 0 || h?.handler !== "kengine_route_table") return tableRoute;
+  entries.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const backends: Record<string, CaddyHandler> = {};
+  for (const { id, handler, owners } of entries) backends[id] = own(ctx, handler, owners);
+  const route = { ...tableRoute, handle: [{ ...h, backends }, ...tableRoute.handle.slice(1)] };
+  return own(ctx, route, ownersOf(ctx, tableRoute));
+}
+
+/**
  * The backend ids a table's lists name (with a memo: per list object, and counted from the
  * previous render's by the lists that changed).
  */

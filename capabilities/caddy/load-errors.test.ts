@@ -148,6 +148,12 @@ describe("route table errors (Bundled)", () => {
     );
     expect(deltaErrorLocation(table, "body larger than 4 bytes")).toBeUndefined();
   });
+  it("locates a /load error in one of the table's backends", () => {
+    const message = `loading http app module: provision http: server ns/gw/http-80: setting up route handlers: route 0: ${TABLE}backend "b0123": loading handler modules: position 0: ${TAIL}`;
+    expect(errorLocation(message)).toBe(
+      "/http/servers/ns/gw/http-80/routes/0/handle/0/backends/b0123",
+    );
+  });
 });
 
 describe("caddySourceMap", () => {
@@ -182,11 +188,19 @@ describe("caddySourceMap", () => {
                 },
               );
             });
-            // Then (shared dispatch) a route per backend set.
-            routes.forEach((r, i) => {
-              if (i < head) return;
-              const owners = map.get(`/http/servers/${name}/routes/${i}`) ?? [];
-              const backend = r.match?.[0]?.vars?.[BACKEND_VAR]?.[0];
+            // Then (shared dispatch) a route per backend set, or (Bundled) the table's
+            // backends: each owned by every route whose entry names it.
+            const parts: [string, string | undefined][] = routes.flatMap((r, i) =>
+              i < head
+                ? []
+                : [[`/http/servers/${name}/routes/${i}`, r.match?.[0]?.vars?.[BACKEND_VAR]?.[0]]],
+            );
+            const h0 = routes[0]?.handle[0];
+            if (table && h0?.handler === "kengine_route_table")
+              for (const id of Object.keys(h0.backends ?? {}))
+                parts.push([`/http/servers/${name}/routes/0/handle/0/backends/${id}`, id]);
+            parts.forEach(([location, backend]) => {
+              const owners = map.get(location) ?? [];
               if (backend === undefined) return expect(owners).toEqual([]);
               // A backend's route: every route whose entry names it.
               const users = new Set<string>();

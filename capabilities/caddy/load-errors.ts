@@ -26,6 +26,10 @@ const SUBROUTE =
 const ROUTE_TABLE =
   /^loading handler modules: position (\d+): loading module 'kengine_route_table': provision http\.handlers\.kengine_route_table: host "([^"]+)": /;
 
+/** A route table's backend (shared dispatch): `backend "<id>": ` then the backend's handler. */
+const TABLE_BACKEND =
+  /^loading handler modules: position (\d+): loading module 'kengine_route_table': provision http\.handlers\.kengine_route_table: backend "([^"]+)": /;
+
 /** The config location a Caddy error names; undefined when it names none we render. */
 export function errorLocation(message: string): string | undefined {
   const http = /loading http app module: provision http: server (\S+?): (.*)$/s.exec(message);
@@ -58,6 +62,8 @@ function routeChain(at: string, rest: string): string | undefined {
     rest = rest.slice(route[0].length);
     const sub = SUBROUTE.exec(rest);
     const table = sub ? undefined : ROUTE_TABLE.exec(rest);
+    const backend = sub || table ? undefined : TABLE_BACKEND.exec(rest);
+    if (backend) return `${location}/handle/${backend[1]}/backends/${backend[2]}`;
     if (sub) at = `${location}/handle/${sub[1]}/routes`;
     else if (table) at = `${location}/handle/${table[1]}/hosts/${table[2]}`;
     else return location;

@@ -32,6 +32,11 @@ function normalised(routes: readonly CaddyRoute[], server: Server): string {
   for (const r of server.routes) {
     const id = r.match?.[0]?.vars?.[BACKEND_VAR]?.[0];
     if (id !== undefined) byId.set(id, JSON.stringify(r.handle));
+    // (the table's shape: the backends inside its handler)
+    const h = r.handle[0];
+    if (h?.handler === "kengine_route_table")
+      for (const [b, handler] of Object.entries(h.backends ?? {}))
+        byId.set(b, JSON.stringify([handler]));
   }
   return JSON.stringify(routes, (k, v: unknown) =>
     k === BACKEND_VAR && typeof v === "string" ? byId.get(v) : v,
@@ -174,12 +179,17 @@ function backendsNamed(objects: Parameters<typeof snapshotOf>[0]): void {
         if (k === BACKEND_VAR && typeof v === "string") named.add(v);
         return v;
       });
-      const served = routes.flatMap(r => r.match?.[0]?.vars?.[BACKEND_VAR] ?? []);
+      const table = routes[0].handle[0];
+      const served = Object.keys(
+        table.handler === "kengine_route_table" ? (table.backends ?? {}) : {},
+      );
       expect([name, [...served].sort()]).toEqual([name, [...named].sort()]);
+      // (no backend route is left outside the table)
+      expect(routes.flatMap(r => r.match?.[0]?.vars?.[BACKEND_VAR] ?? [])).toEqual([]);
     }
 }
 
-describe("a table's backend routes", () => {
+describe("a table's backends", () => {
   it("are exactly the backends its host lists name, for random snapshots", () => {
     fc.assert(fc.property(arbitrarySnapshot, backendsNamed), { numRuns: 150 });
   });

@@ -42,6 +42,8 @@ export type CaddyHandler =
       readonly handler: "kengine_route_table";
       readonly id: string;
       readonly hosts: Readonly<Record<string, readonly CaddyRoute[]>>;
+      /** Shared dispatch: backend id → the handler that proxies to it (after a host's list). */
+      readonly backends?: Readonly<Record<string, CaddyHandler>>;
     }
   | {
       readonly handler: "headers";

@@ -94,6 +94,11 @@ export const FEATURES: readonly {
     with: "ours",
     without: "ours-dispatch",
   },
+  {
+    feature: "backends in the route table (vs top-level vars routes, the shape before)",
+    with: "ours",
+    without: "ours-outerdispatch",
+  },
   { feature: "traffic metrics on the minimal config", with: "minimal+metrics", without: "minimal" },
 ];
 
@@ -131,6 +136,28 @@ const VARIANTS: Readonly<Record<string, Setup>> = {
   },
   "ours-table": { kind: "ours", flavor: "Bundled", render: { routeTable: false } },
   "ours-dispatch": { kind: "ours", flavor: "Bundled", render: { dispatch: "per-route" } },
+  "ours-outerdispatch": {
+    kind: "ours",
+    flavor: "Bundled",
+    edit: c => {
+      // The route table's backends as server routes after it, each matched by its variable.
+      for (const server of trafficServers(c)) {
+        const routes = server.routes as Json[];
+        const at = routes.findIndex(r =>
+          (r.handle as Json[] | undefined)?.some(h => h.handler === "kengine_route_table"),
+        );
+        const h = at < 0 ? undefined : (routes[at].handle as Json[])[0];
+        const backends = (h?.backends ?? {}) as Record<string, Json>;
+        if (h) delete h.backends;
+        const outer = Object.entries(backends).map(([id, handler]) => ({
+          match: [{ vars: { kengine_backend: [id] } }],
+          handle: [handler],
+          terminal: true,
+        }));
+        routes.splice(at + 1, 0, ...outer);
+      }
+    },
+  },
   "minimal+metrics": { kind: "minimal", metrics: true },
 };
 

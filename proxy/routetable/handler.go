@@ -12,6 +12,12 @@
 // longest wildcard suffix ("*.example.com" matches a.example.com and a.b.example.com, not
 // example.com), else "*"; the list then runs like a subroute and continues with the next
 // handler unless a route is terminal. No key matched: the next handler runs.
+//
+// "backends" (optional) maps a backend id to the handler that proxies to it: when the host's
+// list has run without answering and set the variable kengine_backend to one of those ids,
+// that handler answers. This is the shared dispatch of docs/bench.md done by one map lookup,
+// inside the one route Caddy's traffic metrics instrument, instead of top-level routes with a
+// `vars` matcher each, tried in a line and instrumented a second time.
 package routetable
 
 import (
@@ -38,9 +44,16 @@ type Handler struct {
 	ID string `json:"id"`
 	// Hosts is the initial table: key → ordered route list.
 	Hosts map[string]json.RawMessage `json:"hosts,omitempty"`
+	// Backends maps a backend id (a value of BackendVar) to the JSON of the handler that
+	// proxies to it; provisioned with the config, not per table generation.
+	Backends map[string]json.RawMessage `json:"backends,omitempty"`
 
-	t *table
+	t        *table
+	backends map[string]caddyhttp.Handler
 }
+
+// BackendVar is the request variable the host lists' `vars` handlers name a backend by.
+const BackendVar = "kengine_backend"
 
 // CaddyModule returns the module's information.
 func (Handler) CaddyModule() caddy.ModuleInfo {
@@ -60,6 +73,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := h.provisionBackends(ctx); err != nil {
+		return err
+	}
 	// Every generation derives from base, never from ctx itself: caddy.NewContext's cancel
 	// runs the *parent's* OnCancel functions, and ctx's are the config's. base has none, and
 	// is never cancelled for the same reason (its context.Context ends with the config's).
@@ -75,6 +91,39 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	h.t = t
 	h.Hosts = nil // provisioned; Caddy keeps the config's bytes itself
 	return nil
+}
+
+// provisionBackends loads each backend's handler as a terminal route without metrics (the
+// table's own route is the one Caddy times), compiled once.
+func (h *Handler) provisionBackends(ctx caddy.Context) error {
+	if len(h.Backends) == 0 {
+		return nil
+	}
+	h.backends = make(map[string]caddyhttp.Handler, len(h.Backends))
+	for id, raw := range h.Backends {
+		route := caddyhttp.Route{HandlersRaw: []json.RawMessage{raw}, Terminal: true}
+		if err := route.Provision(ctx, nil); err != nil {
+			return fmt.Errorf("backend %q: %w", id, err)
+		}
+		h.backends[id] = route.Compile(nil)
+	}
+	h.Backends = nil
+	return nil
+}
+
+// dispatch is the handler after the host's list: the backend the list named, else next.
+type dispatch struct {
+	backends map[string]caddyhttp.Handler
+	next     caddyhttp.Handler
+}
+
+func (d dispatch) ServeHTTP(w http.ResponseWriter, r *http.Request) error {
+	if id, ok := caddyhttp.GetVar(r.Context(), BackendVar).(string); ok {
+		if b := d.backends[id]; b != nil {
+			return b.ServeHTTP(w, r)
+		}
+	}
+	return d.next.ServeHTTP(w, r)
 }
 
 // Cleanup unregisters the table and retires it: each generation is cleaned up once the
@@ -98,6 +147,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	e := s.lookup(r.Host)
 	if e == nil {
 		return next.ServeHTTP(w, r)
+	}
+	if h.backends != nil {
+		next = dispatch{h.backends, next}
 	}
 	return e.routes.Compile(next).ServeHTTP(w, r)
 }

@@ -105,11 +105,16 @@ var notFound = caddyhttp.HandlerFunc(func(w http.ResponseWriter, _ *http.Request
 
 // serve sends one request for host through the handler; the answer's body ("next": no entry).
 func serve(t testing.TB, h *Handler, host string) string {
+	return serveURL(t, h, "http://"+host+"/")
+}
+
+// serveURL is serve for a whole URL.
+func serveURL(t testing.TB, h *Handler, url string) string {
 	w := httptest.NewRecorder()
-	r := httptest.NewRequest(http.MethodGet, "http://"+host+"/", nil)
+	r := httptest.NewRequest(http.MethodGet, url, nil)
 	r = caddyhttp.PrepareRequest(r, caddy.NewReplacer(), w, &caddyhttp.Server{})
 	if err := h.ServeHTTP(w, r, notFound); err != nil {
-		t.Errorf("ServeHTTP(%s): %v", host, err)
+		t.Errorf("ServeHTTP(%s): %v", url, err)
 	}
 	return w.Body.String()
 }
