@@ -236,9 +236,22 @@ describe("Ingress v1 on the Gateway's proxies", () => {
       30_000,
     );
     expect(toHTTPS).toEqual([308, `https://${HOST}/api`]);
-    const refused = kubectl(
-      ["apply", "-f", "-"],
-      annotated("snippet", "snippet.ingress.test", { [`${P}server-snippet`]: "return 200;" }),
+    // Admission reads the class through a look-up cache (at most 5 s old, docs/ingress.md): an
+    // Ingress applied sooner after the opt-in is judged without it, as a user's would be. Each
+    // try is a new object (an unchanged re-apply sends nothing); one admitted is deleted.
+    let tries = 0;
+    const refused = await eventually(
+      "the snippet refused at admission",
+      () => {
+        const name = `snippet-${tries++}`;
+        const r = kubectl(
+          ["apply", "-f", "-"],
+          annotated(name, "snippet.ingress.test", { [`${P}server-snippet`]: "return 200;" }),
+        );
+        if (r.code === 0) kubectl(["delete", "ingress", name, "-n", ns, "--wait=false"]);
+        return r.code !== 0 ? r : undefined;
+      },
+      20_000,
     );
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toContain(`metadata.annotations["${P}server-snippet"]`);
