@@ -35,14 +35,16 @@ const demo = (path: string): string =>
 const addressOf = (): string => demo("{.status.addresses[0].value}");
 
 const HTTPS_HOST = "demo.kengine.local";
+/** The sample Ingress's host (hack/samples/demo-ingress.yaml). */
+const INGRESS_HOST = "ingress.kengine.local";
 
 /**
  * Whether the sample answers 200 through the Gateway's address (the curl lines we print):
  * over HTTP, or over HTTPS with the certificate trusted by `root` (the local ACME CA's).
  */
-const served = (address: string, root?: string): Promise<boolean> =>
+const served = (address: string, root?: string, host = HTTPS_HOST): Promise<boolean> =>
   new Promise(resolve => {
-    const common = { host: address, path: "/", headers: { Host: HTTPS_HOST }, timeout: 2000 };
+    const common = { host: address, path: "/", headers: { Host: host }, timeout: 2000 };
     const answered = (res: { statusCode?: number; resume(): void }) => {
       res.resume();
       resolve(res.statusCode === 200);
@@ -51,7 +53,7 @@ const served = (address: string, root?: string): Promise<boolean> =>
       root === undefined
         ? request({ ...common, port: 80 }, answered)
         : httpsRequest(
-            { ...common, port: 443, servername: HTTPS_HOST, ca: root, agent: false },
+            { ...common, port: 443, servername: host, ca: root, agent: false },
             answered,
           );
     req.on("timeout", () => req.destroy());
@@ -133,8 +135,13 @@ async function main(): Promise<void> {
     process.stderr.write(httpsApplied.stderr);
     return stop(1);
   }
+  const ingressApplied = kubectl("apply", "-f", join(root, "hack", "samples", "demo-ingress.yaml"));
+  if (ingressApplied.status !== 0) {
+    process.stderr.write(ingressApplied.stderr);
+    return stop(1);
+  }
   say(
-    "sample applied: namespace kengine-demo (echo Deployment, Gateway demo with HTTP and automatic HTTPS, HTTPRoute echo)",
+    "sample applied: namespace kengine-demo (echo Deployment, Gateway demo with HTTP and automatic HTTPS, HTTPRoute echo, IngressClass kengine served by that Gateway, Ingress echo)",
   );
 
   const hasNode = kubectl("get", "node", "kengine-local").status === 0;
@@ -162,6 +169,7 @@ async function main(): Promise<void> {
       say(
         `ready after ${Math.round((Date.now() - began) / 1000)} s. Try:\n\n  curl -H 'Host: demo.kengine.local' http://${addr}/\n`,
       );
+      await ingressLine(addr);
       await httpsLine(addr, pebble);
       say(
         "inspect: kubectl --kubeconfig .local/kubeconfig get gateway,httproute,pods -n kengine-demo",
@@ -177,6 +185,20 @@ async function main(): Promise<void> {
     `the Gateway is not programmed after 3 minutes: ${why || "no status yet"}. Logs: .local/logs/, KG_VERBOSE=1 shows the module's.`,
   );
   say("Ctrl-C stops everything.");
+}
+
+/** Waits (1 minute at most) for the sample Ingress to answer and prints its curl line. */
+async function ingressLine(addr: string): Promise<void> {
+  for (let i = 0; i < 60; i++) {
+    if (await served(addr, undefined, INGRESS_HOST)) {
+      say(`the sample Ingress: curl -H 'Host: ${INGRESS_HOST}' http://${addr}/\n`);
+      return;
+    }
+    await sleep(1000);
+  }
+  say(
+    "the sample Ingress does not answer after 1 minute: kubectl --kubeconfig .local/kubeconfig describe ingress echo -n kengine-demo",
+  );
 }
 
 /** The kubectl plugin's line for the demo Gateway (docs/operations.md §8, `kubectl kengine`). */
