@@ -45,28 +45,32 @@ export function adminClient(controllerNamespace = "pepr-system"): AdminClient {
   });
 }
 
-/** The management endpoints of a Gateway's running proxy pods. */
+/** The management endpoints of a Gateway's proxy pods (not those being deleted). */
 export function proxyEndpoints(ns: string, gateway: string): ProxyEndpoint[] {
-  return kubectlOk([
-    "get",
-    "pods",
-    "-n",
-    ns,
-    "-l",
-    `gateway.networking.k8s.io/gateway-name=${gateway},app.kubernetes.io/component=proxy`,
-    "-o",
-    'jsonpath={range .items[?(@.status.podIP)]}{.metadata.name},{.status.podIP}{"\\n"}{end}',
-  ])
-    .trim()
-    .split("\n")
-    .filter(Boolean)
-    .map(l => {
-      const [pod = "", address = ""] = l.split(",");
-      return {
-        name: pod,
-        address,
-        port: DEFAULT_MANAGEMENT_PORT,
-        serverName: proxyServerName(pod, proxyNames(gateway).admin, ns),
-      };
-    });
+  return (
+    kubectlOk([
+      "get",
+      "pods",
+      "-n",
+      ns,
+      "-l",
+      `gateway.networking.k8s.io/gateway-name=${gateway},app.kubernetes.io/component=proxy`,
+      "-o",
+      'jsonpath={range .items[?(@.status.podIP)]}{.metadata.name},{.status.podIP},{.metadata.deletionTimestamp}{"\\n"}{end}',
+    ])
+      .trim()
+      .split("\n")
+      .filter(Boolean)
+      .map(l => l.split(","))
+      // a terminating pod (an old ReplicaSet's, after a rollout) is no longer one of the proxies
+      .filter(([, , deleting]) => !deleting)
+      .map(([pod = "", address = ""]) => {
+        return {
+          name: pod,
+          address,
+          port: DEFAULT_MANAGEMENT_PORT,
+          serverName: proxyServerName(pod, proxyNames(gateway).admin, ns),
+        };
+      })
+  );
 }
