@@ -3,39 +3,95 @@
  * put on PATH, found and run by the real kubectl (`kubectl kengine …`), against the local cluster
  * with the module under `pepr dev` and a Gateway of two proxy pods (tests/support/demo-gateway.ts).
  *
- * status: a healthy Gateway exits 0 with 2/2 proxies; explain: a served route names its
- * listener and proxies, a route whose parent has no such listener is not served, says why and
- * exits 1; config: what the proxies last accepted (the last-good Secret), and with --object only
- * that route's parts; top: two scrapes of the controller's /metrics.
+ * status: a healthy Gateway exits 0 with 2/2 proxies; a listener with a missing certificate
+ * makes it exit 1 and names the listener and reason. explain: a served route names its listener
+ * and proxies; a route whose parent has no such listener, a route shadowed by an older one with
+ * the same match, and a route the proxies refuse (a BackendTLSPolicy CA with a negative serial:
+ * Node parses it, Go refuses it) are not served, say why and exit 1. config: what the proxies
+ * last accepted (the last-good Secret) equals what each proxy returns for GET /config/ over the
+ * controller's management channel, every route has provenance, and with --object only that
+ * route's parts. top: the requests the test sent through the Gateway, counted once across its
+ * two proxies (per Gateway: an HTTPS listener leaves Caddy's metrics without host labels).
  */
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
-import { GATEWAY, applyDemoGateway, settled } from "../support/demo-gateway";
+import { parse } from "yaml";
+import { describeAdminError } from "../../capabilities/proxies";
+import { redact } from "../../cli/config";
+import { adminClient, proxyEndpoints } from "../support/admin-channel";
+import { GATEWAY, applyDemoGateway, jsonpath, selfSigned, settled } from "../support/demo-gateway";
 import { createNamespace, deleteNamespace, eventually, kubectlOk } from "../support/kube";
 import { PeprDev, startModule } from "../support/module";
 import { kubeconfigPath, kubectlBin, localDir, repoRoot } from "../support/paths";
+import { get } from "../support/traffic";
 
 const DOMAIN = "kk.test";
 const pluginDir = join(localDir, "kubectl-plugin");
 
+const pluginEnv = (): NodeJS.ProcessEnv => ({
+  ...process.env,
+  KUBECONFIG: kubeconfigPath,
+  PATH: `${pluginDir}:${dirname(process.execPath)}:${process.env.PATH ?? ""}`,
+});
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
 /** `kubectl kengine ARGS` with the plugin on PATH, as a user's shell runs it. */
-function kengine(args: readonly string[]): { code: number; stdout: string; stderr: string } {
+function kengine(args: readonly string[]): Run {
   const r = spawnSync(kubectlBin, ["kengine", ...args], {
     encoding: "utf8",
     timeout: 120_000,
-    env: {
-      ...process.env,
-      KUBECONFIG: kubeconfigPath,
-      PATH: `${pluginDir}:${dirname(process.execPath)}:${process.env.PATH ?? ""}`,
-    },
+    env: pluginEnv(),
   });
   return {
     code: r.status ?? -1,
     stdout: r.stdout ?? "",
     stderr: r.stderr ?? r.error?.message ?? "",
   };
+}
+
+/** `kubectl kengine ARGS` in the background; `onStderr` sees its stderr as it comes. */
+function kengineAsync(args: readonly string[], onStderr: (text: string) => void): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(kubectlBin, ["kengine", ...args], { env: pluginEnv() });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d: Buffer) => (stdout += d.toString("utf8")));
+    child.stderr.on("data", (d: Buffer) => {
+      stderr += d.toString("utf8");
+      onStderr(stderr);
+    });
+    child.on("error", reject);
+    child.on("close", code => resolve({ code: code ?? -1, stdout, stderr }));
+  });
+}
+
+const httpRoute = (ns: string, name: string, host: string, backend = "echo", port = 8080) =>
+  JSON.stringify({
+    apiVersion: "gateway.networking.k8s.io/v1",
+    kind: "HTTPRoute",
+    metadata: { name, namespace: ns },
+    spec: {
+      parentRefs: [{ name: GATEWAY }],
+      hostnames: [host],
+      rules: [
+        {
+          matches: [{ path: { type: "PathPrefix", value: "/" } }],
+          backendRefs: [{ name: backend, port }],
+        },
+      ],
+    },
+  });
+
+interface ExplainJson {
+  ok: boolean;
+  rows: { hostname: string; served: boolean; why?: string; shadowedBy?: string }[];
 }
 
 describe("kubectl kengine", () => {
@@ -122,15 +178,39 @@ describe("kubectl kengine", () => {
     expect(lost.stdout).toContain(`lost.${DOMAIN}`);
   });
 
-  test("config: what the proxies accepted, and only one route's parts with --object", async () => {
+  test("config: what the proxies run (read over the management channel), with provenance", async () => {
     const report = await eventually("config from the last-good Secret", () => {
       const r = kengine(["config", "-n", ns, GATEWAY, "-o", "json"]);
       if (r.code !== 0) return undefined;
-      const parsed = JSON.parse(r.stdout) as { source: string; proxies: { synced: boolean }[] };
-      return parsed.source === "running" ? parsed : undefined;
+      const parsed = JSON.parse(r.stdout) as {
+        source: string;
+        hash?: string;
+        proxies: { pod: string; synced: boolean; runsThisConfig?: boolean }[];
+        provenance: { path: string; sources: string[] }[];
+        config: unknown;
+      };
+      return parsed.source === "running" && parsed.proxies.every(p => p.runsThisConfig)
+        ? parsed
+        : undefined;
     });
     expect(report.proxies).toHaveLength(2);
-    expect(report.proxies.every(p => p.synced)).toBe(true);
+    expect(report.proxies.every(p => p.synced && p.runsThisConfig)).toBe(true);
+    // every route the Gateway serves has provenance (the unattached `lost` has none)
+    expect(report.provenance.some(p => p.sources.includes(`HTTPRoute ${ns}/echo`))).toBe(true);
+    // each proxy, asked over the controller's authenticated channel, runs exactly that config
+    const endpoints = proxyEndpoints(ns, GATEWAY);
+    expect(endpoints.map(e => e.name).sort()).toEqual(report.proxies.map(p => p.pod).sort());
+    const admin = adminClient();
+    try {
+      for (const e of endpoints) {
+        const read = await admin.getConfig(e);
+        if (!read.ok) throw new Error(`${e.name}: ${describeAdminError(read.error)}`);
+        expect(redact(JSON.parse(read.value.body))).toEqual(report.config);
+        expect(await admin.runsConfig(e, report.hash ?? "")).toEqual({ ok: true, value: true });
+      }
+    } finally {
+      await admin.close();
+    }
     const one = kengine(["config", "-n", ns, GATEWAY, "--object", `HTTPRoute/${ns}/echo`]);
     expect(one.code).toBe(0);
     expect(one.stdout).toContain(`stable.${DOMAIN}`);
@@ -140,23 +220,170 @@ describe("kubectl kengine", () => {
     expect(kengine(["config", "-n", ns, GATEWAY]).stdout).not.toMatch(/PRIVATE KEY/);
   });
 
-  test("top: requests per Gateway from two scrapes of the controller's /metrics", () => {
-    const r = kengine([
-      "top",
-      "gateways",
-      "--window",
-      "2s",
-      "--metrics-url",
-      "https://localhost:3000/metrics",
-      "--insecure-skip-tls-verify",
-      "-o",
-      "json",
+  test("top: the requests sent through the Gateway, counted once across its two proxies", async () => {
+    const address = jsonpath(["get", "gateway", GATEWAY, "-n", ns], "{.status.addresses[0].value}");
+    expect(address).toMatch(/^127\./);
+    const SENT = 40;
+    let sending: Promise<number[]> | undefined;
+    // The controller reads the proxies every 15 s: the window spans one reading after the sends.
+    const run = await kengineAsync(
+      [
+        "top",
+        "gateways",
+        "--window",
+        "22s",
+        "--metrics-url",
+        "https://localhost:3000/metrics",
+        "--insecure-skip-tls-verify",
+        "-o",
+        "yaml",
+      ],
+      // "counting for…" is written after the first scrape: the requests fall in the window
+      err => {
+        if (!sending && /counting for/.test(err))
+          sending = (async () => {
+            const codes: number[] = [];
+            for (let i = 0; i < SENT; i++)
+              codes.push((await get(address, `stable.${DOMAIN}`, `/top/${i}`)).status);
+            return codes;
+          })();
+      },
+    );
+    expect(sending).toBeDefined();
+    expect(await sending).toEqual(Array<number>(SENT).fill(200));
+    expect(run.code).toBe(0);
+    const report = parse(run.stdout) as {
+      by: string;
+      windowSeconds: number;
+      rows: { gateway: string; requests: number; errors5xx: number }[];
+    };
+    expect(report).toMatchObject({ by: "gateways", windowSeconds: 22 });
+    const row = report.rows.find(r => r.gateway === `${ns}/${GATEWAY}`);
+    // every request counted, none twice (two proxies behind one address)
+    expect(row?.requests).toBeGreaterThanOrEqual(SENT);
+    expect(row?.requests).toBeLessThan(2 * SENT);
+    expect(row?.errors5xx).toBe(0);
+  }, 60_000);
+
+  test("explain: a route shadowed by an older one with the same match, and one the proxies refuse", async () => {
+    kubectlOk(["apply", "-f", "-"], httpRoute(ns, "shadow", `stable.${DOMAIN}`));
+    const shadowed = await eventually("explain to see the shadowed route", () => {
+      const r = kengine(["explain", "-n", ns, "httproute/shadow", "-o", "json"]);
+      return r.code === 1 && (JSON.parse(r.stdout) as ExplainJson).rows.length > 0 ? r : undefined;
+    });
+    const s = JSON.parse(shadowed.stdout) as ExplainJson;
+    expect(s.ok).toBe(false);
+    expect(s.rows.length).toBeGreaterThan(0);
+    for (const row of s.rows) {
+      expect(row.served).toBe(false);
+      expect(row.shadowedBy).toBe(`HTTPRoute ${ns}/echo (rule 0, match 0)`);
+      expect(row.why).toMatch(/Gateway API precedence gives it to the older route/);
+    }
+    // the winner is still served
+    expect(kengine(["explain", "-n", ns, "echo"]).code).toBe(0);
+
+    // A route the proxies refuse although admission and the translator let it through.
+    const negative = selfSigned(dir, "negative-ca", ["-set_serial", "-12345"]);
+    kubectlOk(
+      ["apply", "-f", "-"],
+      [
+        JSON.stringify({
+          apiVersion: "v1",
+          kind: "ConfigMap",
+          metadata: { name: "secure-ca", namespace: ns },
+          data: { "ca.crt": negative },
+        }),
+        JSON.stringify({
+          apiVersion: "v1",
+          kind: "Service",
+          metadata: { name: "secure", namespace: ns },
+          spec: { selector: { app: "echo" }, ports: [{ port: 8443, targetPort: 3000 }] },
+        }),
+        JSON.stringify({
+          apiVersion: "gateway.networking.k8s.io/v1",
+          kind: "BackendTLSPolicy",
+          metadata: { name: "secure", namespace: ns },
+          spec: {
+            targetRefs: [{ group: "", kind: "Service", name: "secure" }],
+            validation: {
+              caCertificateRefs: [{ group: "", kind: "ConfigMap", name: "secure-ca" }],
+              hostname: "secure.internal",
+            },
+          },
+        }),
+        httpRoute(ns, "hostile", `hostile.${DOMAIN}`, "secure", 8443),
+      ].join("\n---\n"),
+    );
+    const refused = await eventually(
+      "explain to show the proxies' refusal",
+      () => {
+        const r = kengine(["explain", "-n", ns, "httproute/hostile"]);
+        return r.code === 1 && /negative serial number/.test(r.stdout) ? r : undefined;
+      },
+      120_000,
+      500,
+    );
+    expect(refused.stdout).toContain(`hostile.${DOMAIN}`);
+    expect(refused.stdout).toContain(
+      `the proxies of Gateway ${ns}/${GATEWAY} refused this route's configuration`,
+    );
+  }, 180_000);
+
+  test("status: a listener whose certificate is missing makes the Gateway wrong: exit 1 and why", async () => {
+    // only the listener is wrong: the routes that are not served go
+    kubectlOk(["delete", "httproute", "lost", "shadow", "hostile", "-n", ns, "--wait=true"]);
+    kubectlOk([
+      "patch",
+      "gateway",
+      GATEWAY,
+      "-n",
+      ns,
+      "--type=json",
+      "-p",
+      JSON.stringify([
+        {
+          op: "add",
+          path: "/spec/listeners/-",
+          value: {
+            name: "broken",
+            protocol: "HTTPS",
+            port: 443,
+            hostname: "broken.example.test",
+            tls: { certificateRefs: [{ name: "no-such-cert" }] },
+          },
+        },
+      ]),
     ]);
-    expect(r.stderr).toBe("");
-    expect(r.code).toBe(0);
-    const report = JSON.parse(r.stdout) as { by: string; windowSeconds: number; rows: unknown[] };
-    expect(report.by).toBe("gateways");
-    expect(report.windowSeconds).toBe(2);
-    expect(Array.isArray(report.rows)).toBe(true);
-  });
+    type Report = {
+      ok: boolean;
+      gateways: {
+        refused: { kind: string; listener?: string; condition: string; reason?: string }[];
+        problems: string[];
+      }[];
+    };
+    const broken = await eventually(
+      "status to report the broken listener",
+      () => {
+        const r = kengine(["status", "-n", ns, GATEWAY, "-o", "json"]);
+        if (r.code !== 1) return undefined;
+        const report = JSON.parse(r.stdout) as Report;
+        const refused = report.gateways[0]?.refused ?? [];
+        return refused.length > 0 &&
+          refused.every(o => o.kind === "Listener" && o.listener === "broken") &&
+          refused.some(o => o.reason === "InvalidCertificateRef")
+          ? report
+          : undefined;
+      },
+      60_000,
+      500,
+    );
+    expect(broken.ok).toBe(false);
+    const table = kengine(["status", "-n", ns, GATEWAY]);
+    expect(table.code).toBe(1);
+    expect(table.stdout).toMatch(
+      new RegExp(
+        `Listener ${ns}/${GATEWAY} listener broken: ResolvedRefs=False InvalidCertificateRef`,
+      ),
+    );
+  }, 90_000);
 });
