@@ -17,18 +17,14 @@ import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { kubeClient } from "../../capabilities/kube/client";
 import { registry } from "../../capabilities/metrics";
-import { AdminClient, parsePrometheusText } from "../../capabilities/proxies";
-import {
-  generateKeyPair,
-  issueClientCertificate,
-  loadAuthority,
-  proxyServerName,
-} from "../../capabilities/pki/pki";
+import { parsePrometheusText } from "../../capabilities/proxies";
+import { proxyServerName } from "../../capabilities/pki/pki";
 import { proxyNames } from "../../capabilities/provision";
 import { DEFAULT_PROXY_SETTINGS } from "../../capabilities/provision";
 import { Reconciler } from "../../capabilities/reconcile";
 import { createNamespace, deleteNamespace, eventually, kubectl, kubectlOk } from "../support/kube";
 import { echoBackend, quietLogger } from "../support/manifests";
+import { adminClient } from "../support/admin-channel";
 import { get } from "../support/traffic";
 
 const FLOOD = 10_000;
@@ -44,11 +40,6 @@ const heapMiB = (): number => {
   gc();
   gc();
   return process.memoryUsage().heapUsed / 1024 / 1024;
-};
-
-const must = <T>(r: { ok: true; value: T } | { ok: false; error: string }): T => {
-  if (!r.ok) throw new Error(r.error);
-  return r.value;
 };
 
 /** One GET to a proxy pod (the support helper sends only to loopback and pod addresses). */
@@ -148,25 +139,8 @@ describe("a flood of random Host headers", () => {
     );
 
     // The proxies' /metrics as the controller reads them: mTLS with a client certificate from
-    // the controller CA (the Secret the controller keeps in its namespace).
-    const caData = JSON.parse(
-      kubectlOk(["get", "secret", "kengine-gateway-admin-ca", "-n", ns, "-o", "json"]),
-    ) as { data: Record<string, string> };
-    const decode = (k: string) => Buffer.from(caData.data[k]!, "base64").toString("utf8");
-    const ca = must(loadAuthority(decode("tls.crt"), decode("tls.key")));
-    const client = must(
-      issueClientCertificate(ca, {
-        commonName: "flood test",
-        keys: generateKeyPair(),
-        notBefore: new Date(Date.now() - 60_000),
-        lifetimeDays: 1,
-      }),
-    );
-    const admin = new AdminClient({
-      caPem: ca.certificatePem,
-      certificatePem: client.certificatePem,
-      privateKey: client.privateKey,
-    });
+    // the controller CA (tests/support/admin-channel.ts).
+    const admin = adminClient(ns);
     stops.push(() => admin.close());
     const proxySeries = async () =>
       Promise.all(
