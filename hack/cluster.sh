@@ -140,9 +140,12 @@ wait_for() { # DESCRIPTION SECONDS COMPONENT CMD...
 
 port_free() { ! ss -Hltn "sport = :$1" | grep -q .; }
 
-# Audit log: status-subresource writes of the Gateway API and our own API at Metadata level
-# (who wrote which object's status, and when), nothing else; 20 MB per file, 2 old files kept.
-# tests/integration/controller-handover.test.ts reads it to prove that only the leader writes.
+# Audit log at Metadata level, nothing else; 20 MB per file, 2 old files kept:
+# - status-subresource writes of the Gateway API and our own API (who wrote which object's
+#   status, and when): tests/integration/controller-handover.test.ts proves only the leader writes;
+# - HTTPRoute creates, whose audit annotations say when the API server could not reach a webhook
+#   and admitted the route anyway ("failed-open"): tests/support/deployed-checks.ts tells that
+#   apart from our admission letting a bad route through.
 write_audit_policy() {
   cat >"$local_dir/audit-policy.yaml" <<'EOF'
 apiVersion: audit.k8s.io/v1
@@ -154,6 +157,10 @@ rules:
   resources:
   - {group: gateway.networking.k8s.io, resources: ["*/status"]}
   - {group: gateway.kengine.io, resources: ["*/status"]}
+- level: Metadata
+  verbs: [create]
+  resources:
+  - {group: gateway.networking.k8s.io, resources: [httproutes]}
 - level: None
 EOF
 }

@@ -207,7 +207,7 @@ describe("deployed mode (npm run build's manifests, Pepr's controller image)", (
     expect(holder).toBe(watcher!.metadata.name);
   });
 
-  it("calls the admission webhook through its Service, which denies a bad route with our message", () => {
+  it("calls the admission webhook through its Service, which denies a bad route with our message", async () => {
     const hooks = JSON.parse(
       kubectlOk(["get", "validatingwebhookconfiguration", moduleName, "-o", "json"]),
     ) as { webhooks: { clientConfig: { url?: string; service?: { name: string } } }[] };
@@ -216,7 +216,7 @@ describe("deployed mode (npm run build's manifests, Pepr's controller image)", (
       expect(h.clientConfig.service?.name).toBe(moduleName);
     }
     kubectlOk(["apply", "-f", "-"], demoSample(ns, HOST));
-    expectBadRouteRefused(ns);
+    await expectBadRouteRefused(ns);
     // A good route of ours is admitted (the sample's), and admission was never refused by the
     // API server on its look-ups under its own account.
     expect(kubectl(["get", "httproute", "-n", ns, "-o", "name"]).stdout).toMatch(/httproute/);

@@ -181,6 +181,6 @@ describe("the Helm chart (helm lint, template, install)", () => {
     expect(installed).toBe(true);
     const { reply } = await sampleServes(ns, HOST);
     expect(JSON.parse(reply.body)).toMatchObject({ namespace: ns });
-    expectBadRouteRefused(ns);
+    await expectBadRouteRefused(ns);
   });
 });

@@ -11,6 +11,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
 import cfg from "../../package.json";
+import { auditEvents, webhooksFailedOpen } from "../support/audit";
 import { createNamespace, deleteNamespace, eventually, kubectlOk } from "../support/kube";
 import { kubeconfigPath, kubectlBin, repoRoot } from "../support/paths";
 import { OTHERS_SUFFIX } from "../../hack/webhook";
@@ -77,7 +78,7 @@ describe("admission webhook with every admission pod down", () => {
     expect(webhookNames).toEqual([`pepr-${uuid}.pepr.dev`, `pepr-${uuid}${OTHERS_SUFFIX}`]);
   });
 
-  it("admits objects of other controllers and kinds it cannot prove ours", () => {
+  it("admits objects of other controllers and kinds it cannot prove ours", async () => {
     const objects = [
       gatewayClass(`other-${ns}`, "example.com/other-controller"),
       gateway(ns, "theirs", `other-${ns}`),
@@ -102,6 +103,21 @@ spec:
       });
     }
     once(["delete", "gatewayclass", `other-${ns}`, "--ignore-not-found"]);
+    // The API server's audit log names the webhook it could not reach for the route it stored
+    // (what tests/support/deployed-checks.ts relies on to tell an outage from a wrong admission).
+    const routeCreate = await eventually(
+      "the audit event of creating the HTTPRoute",
+      () =>
+        auditEvents().find(
+          e =>
+            e.verb === "create" &&
+            e.objectRef?.resource === "httproutes" &&
+            e.objectRef.namespace === ns &&
+            e.objectRef.name === "theirs",
+        ),
+      15_000,
+    );
+    expect(webhooksFailedOpen(routeCreate)).toEqual([`pepr-${uuid}${OTHERS_SUFFIX}`]);
   });
 
   it("refuses what is ours by itself, naming the webhook", () => {

@@ -1,7 +1,7 @@
 /**
  * The local kube-apiserver's audit log (hack/cluster.sh: status-subresource writes of the
- * Gateway API and gateway.kengine.io at Metadata level, JSON lines in .local/logs/audit.log
- * plus rotated audit-<time>.log files).
+ * Gateway API and gateway.kengine.io, and HTTPRoute creates, at Metadata level; JSON lines in
+ * .local/logs/audit.log plus rotated audit-<time>.log files).
  */
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
@@ -21,6 +21,18 @@ export interface AuditEvent {
   };
   readonly responseStatus?: { readonly code?: number };
   readonly requestReceivedTimestamp: string;
+  /** Set by admission plugins, e.g. `failed-open.validating.webhook.admission.k8s.io/round_0_index_1`. */
+  readonly annotations?: Readonly<Record<string, string>>;
+}
+
+/**
+ * The webhooks the API server could not call and admitted the request anyway (failurePolicy
+ * Ignore), as its audit annotations name them for one completed create.
+ */
+export function webhooksFailedOpen(e: AuditEvent): string[] {
+  return Object.entries(e.annotations ?? {})
+    .filter(([k]) => k.startsWith("failed-open.validating.webhook.admission.k8s.io/"))
+    .map(([, webhook]) => webhook);
 }
 
 const logs = join(localDir, "logs");
