@@ -15,7 +15,8 @@
  * proxy beside the platform's Gateway; an anonymous client asserts that nothing of an admin API
  * answers, no request reaches a loopback canary or loops through the proxy, and the platform's
  * name answers only the platform's route with its own certificate (BOUNDARY_REGRESSIONS replay
- * what it found).
+ * what it found). Then the same for tenants' Ingresses (tests/support/arbitrary-ingress-boundary.ts),
+ * converted as the controller converts them.
  */
 import fc from "fast-check";
 import { Server, createServer } from "node:http";
@@ -37,6 +38,8 @@ import { BOUNDARY_REGRESSIONS, REGRESSIONS } from "../support/hostile-regression
 import { verdictOf } from "../support/hostile-verdict";
 import { Caddy, loadGateway, startCaddy } from "../support/caddy";
 import { withProxyFlavor } from "../support/flavor";
+import { arbitraryIngressBoundary } from "../support/arbitrary-ingress-boundary";
+import { IngressStage } from "../../capabilities/reconcile/ingress-stage";
 import { freePort, listenerPortOffset } from "../support/ports";
 import {
   BoundaryPorts,
@@ -192,6 +195,7 @@ describe(`hostile tenant objects next to a healthy route (seed ${HOSTILE_SEED})`
 
 const BOUNDARY_SAMPLE = Number(process.env.KG_BOUNDARY_SAMPLE ?? 150);
 const BOUNDARY_SEED = Number(process.env.KG_BOUNDARY_SEED ?? 20261128);
+const INGRESS_BOUNDARY_SAMPLE = Number(process.env.KG_INGRESS_BOUNDARY_SAMPLE ?? 40);
 
 /** What an anonymous client saw of one tenant's objects (boundaryCase). */
 interface BoundaryVerdict {
@@ -282,7 +286,13 @@ describe(`the tenant boundary (seed ${BOUNDARY_SEED}, ${BOUNDARY_SAMPLE} generat
     const m = /^(?:[\d.]+|localhost|\[[\d:]+\]):(\d+)$/.exec(caddy!.adminAddress);
     return m ? Number(m[1]) : adminDecoy.port;
   };
-  const stats = { samples: 0, requests: 0, statuses: {} as Record<string, number> };
+  const stats = {
+    samples: 0,
+    requests: 0,
+    statuses: {} as Record<string, number>,
+    /** Ingress samples served (routes made), not served, and with problems reported. */
+    ingresses: { served: 0, notServed: 0, withProblems: 0 },
+  };
 
   const serve = async (answer: string): Promise<number> => {
     const s = createServer((req, res) => {
@@ -339,7 +349,15 @@ describe(`the tenant boundary (seed ${BOUNDARY_SEED}, ${BOUNDARY_SAMPLE} generat
       [...boundaryGateway(platformEcho, tenantEcho, sample.externalHostnames), ...sample.objects],
       "Bundled",
     );
-    const result = translate(snapshotOf(objects));
+    // Ingresses become routes and ListenerSets as the controller converts them
+    const stored = snapshotOf(objects);
+    const derived = new IngressStage().derive(stored);
+    for (const key of derived.ours) {
+      const served = derived.snapshot.objects.HTTPRoute.size > stored.objects.HTTPRoute.size;
+      stats.ingresses[served ? "served" : "notServed"]++;
+      if ((derived.problems.get(key)?.length ?? 0) > 0) stats.ingresses.withProblems++;
+    }
+    const result = translate(derived.snapshot);
     expect(result.gateways).toHaveLength(1);
     const config = toCaddyConfig(result.gateways[0]!, {
       bindHost: "127.0.0.1",
@@ -365,6 +383,7 @@ describe(`the tenant boundary (seed ${BOUNDARY_SEED}, ${BOUNDARY_SAMPLE} generat
       `127.0.0.1:${ports.admin}`,
       TENANT_HOST,
       "x.example",
+      ...(sample.hosts ?? []),
     ];
     for (const host of hosts)
       for (const p of ADMIN_PATHS)
@@ -429,13 +448,11 @@ describe(`the tenant boundary (seed ${BOUNDARY_SEED}, ${BOUNDARY_SAMPLE} generat
     expect(await boundaryCase(BOUNDARY_REGRESSIONS[name]!(ports))).toEqual(HELD);
   });
 
-  it(`${BOUNDARY_SAMPLE} generated tenants on the Bundled proxy: no admin answer, no dial to a refused destination, no other owner's name served`, async () => {
-    const samples = fc.sample(arbitraryBoundary(ports), {
-      numRuns: BOUNDARY_SAMPLE,
-      seed: BOUNDARY_SEED,
-    });
-    // Every sample runs (a hole does not hide the next): the failures are counted by what
-    // they break, and the first of each kind is shown whole.
+  /**
+   * Runs every sample (a hole does not hide the next): the failures are counted by what they
+   * break, and the first of each kind is shown whole.
+   */
+  async function hunt(samples: readonly BoundarySample[], seed: number): Promise<void> {
     const holes = new Map<string, { count: number; first: string }>();
     for (const [i, sample] of samples.entries()) {
       let kinds: string[];
@@ -454,12 +471,35 @@ describe(`the tenant boundary (seed ${BOUNDARY_SEED}, ${BOUNDARY_SAMPLE} generat
         else
           holes.set(k, {
             count: 1,
-            first: `sample ${i} of seed ${BOUNDARY_SEED} (externalHostnames ${sample.externalHostnames}): ${JSON.stringify(sample.objects.filter(o => o.metadata.name !== "tls-good"))}\n${shown.slice(0, 3000)}`,
+            first: `sample ${i} of seed ${seed} (externalHostnames ${sample.externalHostnames}): ${JSON.stringify(sample.objects.filter(o => o.metadata.name !== "tls-good"))}\n${shown.slice(0, 3000)}`,
           });
       }
     }
-    expect(stats.samples).toBeGreaterThanOrEqual(BOUNDARY_SAMPLE);
     expect(Object.fromEntries(holes)).toEqual({});
     expect((await caddy!.admin("GET", "/config/")).status).toBe(200);
+  }
+
+  it(`${BOUNDARY_SAMPLE} generated tenants on the Bundled proxy: no admin answer, no dial to a refused destination, no other owner's name served`, async () => {
+    const before = stats.samples;
+    await hunt(
+      fc.sample(arbitraryBoundary(ports), { numRuns: BOUNDARY_SAMPLE, seed: BOUNDARY_SEED }),
+      BOUNDARY_SEED,
+    );
+    expect(stats.samples - before).toBe(BOUNDARY_SAMPLE);
+  }, 600_000);
+
+  it(`${INGRESS_BOUNDARY_SAMPLE} generated tenant Ingresses on the Bundled proxy: the same boundary`, async () => {
+    const before = { ...stats.ingresses };
+    await hunt(
+      fc.sample(arbitraryIngressBoundary(ports), {
+        numRuns: INGRESS_BOUNDARY_SAMPLE,
+        seed: BOUNDARY_SEED,
+      }),
+      BOUNDARY_SEED,
+    );
+    // The fixed seed's sample holds both kinds (each Ingress one of ours): Ingresses the proxy
+    // serves beside the platform's routes, and Ingresses with problems reported.
+    expect(stats.ingresses.served).toBeGreaterThan(before.served);
+    expect(stats.ingresses.withProblems).toBeGreaterThan(before.withProblems);
   }, 600_000);
 });

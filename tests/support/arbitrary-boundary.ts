@@ -145,6 +145,8 @@ const xref = (name: string, _port?: number) => ({
 export interface BoundarySample {
   readonly externalHostnames: "Allowed" | "Denied";
   readonly objects: KubeObject[];
+  /** More names the tenant's objects claim, asked for the admin API's paths too. */
+  readonly hosts?: readonly string[];
 }
 
 /** Boundary samples whose destinations are the given ports. */
