@@ -161,13 +161,19 @@ export class LoadBalancers {
   private slices: Informer<EndpointSlice> | undefined;
 
   /**
-   * `forwardClusterIPs: false` where kube-proxy gives Services their cluster IPs (the real node,
-   * hack/node/loadbalancer.ts): then only LoadBalancer addresses are served.
+   * Where kube-proxy gives Services their cluster IPs (the real node, hack/node/services.ts):
+   * `forwardClusterIPs: false`, so only LoadBalancer addresses are served, and `ipMode: "Proxy"`
+   * in their status. kube-proxy captures traffic to a "VIP" address itself (DNAT to an endpoint),
+   * which cannot route from a loopback address to the pod bridge without route_localnet: the
+   * connection timed out. "Proxy" tells it the load balancer forwards, as this one does.
    */
   constructor(
     private readonly api: Api,
     private readonly log: Logger,
-    private readonly opts: { readonly forwardClusterIPs: boolean } = { forwardClusterIPs: true },
+    private readonly opts: {
+      readonly forwardClusterIPs: boolean;
+      readonly ipMode: "VIP" | "Proxy";
+    } = { forwardClusterIPs: true, ipMode: "VIP" },
   ) {}
 
   start(): void {
@@ -371,7 +377,9 @@ export class LoadBalancers {
       await this.api.patch(
         `/api/v1/namespaces/${svc.metadata.namespace}/services/${svc.metadata.name}/status`,
         {
-          status: { loadBalancer: ip ? { ingress: [{ ip, ipMode: "VIP" }] } : { ingress: null } },
+          status: {
+            loadBalancer: ip ? { ingress: [{ ip, ipMode: this.opts.ipMode }] } : { ingress: null },
+          },
         },
       );
     } catch (e) {

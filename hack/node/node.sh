@@ -243,6 +243,13 @@ import_images() { # BIN
     "${ctr[@]}" images import --local --platform linux/amd64 "$state/images/$i.tar" >>"$logs/containerd.log" 2>&1 ||
       die "could not import $i.tar into containerd (log: $logs/containerd.log)"
   done
+  # The echo image under the names the samples and tests use (hack/kubelet matches a repository
+  # whatever its tag; containerd needs the exact name).
+  local tag
+  for tag in v1 v1.6.1 v20251204-v1.4.1; do
+    "${ctr[@]}" images tag --force "$echo_ref" "registry.k8s.io/gateway-api/echo-basic:$tag" >>"$logs/containerd.log" 2>&1 ||
+      die "could not tag the echo image as echo-basic:$tag (log: $logs/containerd.log)"
+  done
   # The Bundled proxy's image, an OCI layout build-peers.sh writes (its index names it in full).
   local layout
   layout="$(dirname "$bin")/image"

@@ -4,7 +4,8 @@
  *
  * - LoadBalancer Services: the local load balancer of hack/kubelet (loadbalancer.ts: a loopback
  *   address 127.20.x.y per Service in status.loadBalancer, and a host-side forwarder to the
- *   Service's ready endpoints). kube-proxy serves the cluster IPs on this node, so this does not.
+ *   Service's ready endpoints, `ipMode: Proxy` so that kube-proxy leaves the address to it).
+ *   kube-proxy serves the cluster IPs on this node, so this does not.
  * - The API server for pods: kube-apiserver listens on loopback only, so this forwards the node's
  *   bridge address (10.244.0.1:6443, where node.sh's EndpointSlice for the `kubernetes` Service
  *   points; kube-proxy sends 10.96.0.1:443 there) to it.
@@ -34,7 +35,10 @@ async function main(): Promise<void> {
   const upstream = upstreamOf(creds.server);
   const api = await forwardTcp({ host: host!, port: Number(port) }, upstream);
   log.info(`API server for pods: ${host}:${port} → ${upstream.host}:${upstream.port}`);
-  const lbs = new LoadBalancers(new Api(creds, log), log, { forwardClusterIPs: false });
+  const lbs = new LoadBalancers(new Api(creds, log), log, {
+    forwardClusterIPs: false,
+    ipMode: "Proxy",
+  });
   lbs.start();
   log.info("node services ready: LoadBalancer Services get 127.20.x.y addresses");
   const stop = (sig: string) => {
