@@ -202,8 +202,8 @@ export const notFound = (): CaddyRoute => ({
 export function tableRoute(ctx: Ctx, s: HTTPServerIR, id: string): CaddyRoute {
   const listeners = s.listeners.map((l, i) => {
     // Unmerged: the table already finds a host's routes by its key, and a merged route would be
-    // written whole into the list of every host it names (O(hosts²) bytes: 64 MB for 3,000
-    // routes of the cluster bench, and every new host changing hundreds of keys' lists).
+    // written whole into the list of every host it names (O(hosts²) bytes, and every new host
+    // changing hundreds of keys' lists).
     const routes = listenerRoutes(ctx, s, l, i, false);
     // The Host patterns of the listener's wildcard route hostnames, back to the hostname (none
     // when the listener's state counts none).
