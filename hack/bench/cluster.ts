@@ -415,7 +415,8 @@ async function proxyPods(kube: Kube, gw: string): Promise<ProxyPod[]> {
  * loop starts a request at most every `gapMs`, so the poller stays under `parallel × 1000 /
  * gapMs` requests/s. Unbounded, the loops would take the cores from the controller and the
  * proxy they measure (a Bundled proxy's 404 for an unknown host is fast, so it would be polled
- * hardest; docs/bench.md, "The cluster run of 2026-11-24 evening"). Resolves with the time of the first 200 and the number of requests sent.
+ * hardest; docs/bench.md, "The cluster run of 2026-11-24 evening"). Resolves with the time of
+ * the first 200 and the number of requests sent.
  */
 async function pollUntilServed(
   pool: Pool,
