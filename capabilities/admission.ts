@@ -125,9 +125,8 @@ const list = async <T>(kind: Kind, namespace?: string): Promise<T[]> =>
 
 /**
  * A parent the API server was slow to read again: its last answer, up to a minute old, rather
- * than a request held for seconds or refused. Under a burst of route changes the API server
- * answered these reads in over 3.5 s and admission refused routes of ours for it (docs/bench.md,
- * churn). Only "it exists, of this class" is served stale: a stale "does not exist" would let an
+ * than a request held for seconds or refused: under a burst of route changes the API server can
+ * answer these reads slower than admission may wait (docs/bench.md, churn). Only "it exists, of this class" is served stale: a stale "does not exist" would let an
  * object of ours through unchecked. What a minute-old answer can get wrong (a Gateway deleted or
  * moved to another class within that minute) the translator still judges from what is stored.
  */
@@ -323,8 +322,8 @@ async function decide<T extends Meta>(
 /**
  * How long the ownership look-ups of one request may take: inside the webhook's timeout
  * (package.json pepr.webhookTimeout, 5 s) with 1.5 s left for Pepr and the round trip, so a slow
- * API server yields a clear denial rather than "context deadline exceeded". It was 2 s: at load
- * average 18 on 2 cores, 3 of 404 conformance admissions waited longer and were refused.
+ * API server yields a clear denial rather than "context deadline exceeded", and a loaded one still
+ * answers in time (docs/bench.md, "admission").
  */
 const LOOKUP_DEADLINE_MS = 3_500;
 

@@ -103,8 +103,8 @@ writeFileSync(join(templates, "admission-rbac.yaml"), edits.value.rbac);
 // 4b. The module's code in the chart as a file, not as base64 text in a template. Helm keeps
 // each release in a Secret of at most 1 MiB, holding the chart (every file base64-encoded) and
 // the rendered manifest, both gzipped together. Pepr's template holds the gzipped code as
-// base64 text, which the release then encodes again and gzip cannot take back: the release of
-// a 1,033,598-byte bundle was refused as "Too long" (CI, 2026-11-25). As a binary file the
+// base64 text, which the release then encodes again and gzip cannot take back, so a bundle
+// near 1 MB made a release Helm refuses as "Too long". As a binary file the
 // code is encoded once in the chart; the template renders the same Secret from it.
 const secretTemplate = join(templates, "module-secret.yaml");
 const secret = parseAllDocuments(readFileSync(secretTemplate, "utf8"))[0]?.toJS() as

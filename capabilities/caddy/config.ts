@@ -19,7 +19,7 @@ import {
   JsonObject,
   MANAGEMENT_SERVER_NAME,
 } from "./types";
-import { tableId } from "./route-table";
+import { ROUTE_TABLE_HANDLER, tableId } from "./route-table";
 import { tableMemo } from "./render-memo";
 import {
   CaddyOptions,
@@ -92,7 +92,7 @@ export function caddySourceMap(
       note(`${at}/${i}`, r);
       r.handle.forEach((h, p) => {
         if (h.handler === "subroute") walkRoutes(`${at}/${i}/handle/${p}/routes`, h.routes);
-        if (h.handler === "kengine_route_table") {
+        if (h.handler === ROUTE_TABLE_HANDLER) {
           for (const [key, list] of Object.entries(h.hosts)) {
             note(`${at}/${i}/handle/${p}/hosts/${key}`, list);
             walkRoutes(`${at}/${i}/handle/${p}/hosts/${key}`, list);

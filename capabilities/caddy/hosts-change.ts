@@ -5,8 +5,8 @@
  * (render-memo.ts), its exact hosts (table-digests.ts) — is then derived from the
  * previous record's by those keys instead of by every key. Held weakly by the new record, and
  * the record it came from weakly by the note: a note holding its `from` would keep every record
- * ever rendered alive, each through its successor's note (a chain that grew by one 3,000-key
- * record per build: 20 MiB of heap between 1,000 and 3,000 routes in the cluster bench).
+ * ever rendered alive, each through its successor's note (a chain growing by one record per
+ * build).
  */
 export interface HostsChange {
   readonly from: object;

@@ -164,7 +164,7 @@ export function withTableBackends(
 ): CaddyRoute {
   const entries = [...table.values()].filter(e => only.has(e.id));
   const h = tableRoute.handle[0];
-  if (entries.length === 0 || h?.handler !== "kengine_route_table") return tableRoute;
+  if (entries.length === 0 || h?.handler !== ROUTE_TABLE_HANDLER) return tableRoute;
   entries.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const backends: Record<string, CaddyHandler> = {};
   for (const { id, handler, owners } of entries) backends[id] = own(ctx, handler, owners);
@@ -178,7 +178,7 @@ export function withTableBackends(
  */
 export function tableBackendIds(ctx: Ctx, route: CaddyRoute): { has(id: string): boolean } {
   const h = route.handle[0];
-  if (!ctx.memo || h?.handler !== "kengine_route_table") return backendIdsIn(route);
+  if (!ctx.memo || h?.handler !== ROUTE_TABLE_HANDLER) return backendIdsIn(route);
   return ctx.memo.backendIds(h.hosts, list => derivedOf(list, "backendIds", l => backendIdsIn(l)));
 }
 
@@ -202,8 +202,8 @@ export const notFound = (): CaddyRoute => ({
 export function tableRoute(ctx: Ctx, s: HTTPServerIR, id: string): CaddyRoute {
   const listeners = s.listeners.map((l, i) => {
     // Unmerged: the table already finds a host's routes by its key, and a merged route would be
-    // written whole into the list of every host it names (O(hosts²) bytes: 64 MB for 3,000
-    // routes of the cluster bench, and every new host changing hundreds of keys' lists).
+    // written whole into the list of every host it names (O(hosts²) bytes, and every new host
+    // changing hundreds of keys' lists).
     const routes = listenerRoutes(ctx, s, l, i, false);
     // The Host patterns of the listener's wildcard route hostnames, back to the hostname (none
     // when the listener's state counts none).

@@ -21,6 +21,7 @@ import {
   readinessServer,
 } from "./management";
 import { asObject } from "./list-json";
+import { ROUTE_TABLE_HANDLER } from "./route-table";
 import { err, ok, Result } from "../result";
 import type { PlainConfig } from "./types";
 
@@ -79,7 +80,7 @@ export function exactHosts(routes: unknown): string[] {
     // A route table's exact keys are hosts too, and those of its lists (walked once per list
     // object: a render keeps unchanged lists).
     // (per table, derived from the last table of its id: table-digests.ts)
-    const table = o.handler === "kengine_route_table" ? asObject(o.hosts) : undefined;
+    const table = o.handler === ROUTE_TABLE_HANDLER ? asObject(o.hosts) : undefined;
     if (table) tables.push(tableExactHosts(String(o.id), table, listHosts));
     for (const set of Array.isArray(o.match) ? o.match : []) {
       const host = asObject(set)?.host;
@@ -113,7 +114,7 @@ const hasTable = (v: unknown): boolean => {
   if (Array.isArray(v)) return v.some(hasTable);
   const o = asObject(v);
   if (o === undefined) return false;
-  if (o.handler === "kengine_route_table") return true;
+  if (o.handler === ROUTE_TABLE_HANDLER) return true;
   for (const k in o) if (Object.hasOwn(o, k) && hasTable(o[k])) return true;
   return false;
 };

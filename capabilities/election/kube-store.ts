@@ -2,9 +2,9 @@
  * The Lease store backed by the API server, over the controller's own client (kube/client.ts).
  *
  * Not kubernetes-fluent-client: its 3.11.6 `K8s()` builds a new undici Agent for every request
- * with a 10-minute keep-alive and never closes it, so each request left a connection, its TLS
- * state and about 20–30 KiB of heap alive for ten minutes (hack/bench/heap-kfc.ts); the
- * election renews every retryPeriod (2 s), about 300 idle connections at any time.
+ * with a 10-minute keep-alive and never closes it, so each request would leave a connection and
+ * its TLS state alive for ten minutes (hack/bench/heap-kfc.ts measures it); the election renews
+ * every retryPeriod, so hundreds of idle connections would pile up.
  */
 import { KubeClient, kubeClient } from "../kube/client";
 import { ConflictError, LeaseRecord, LeaseStore, LeaseWrite } from "./types";

@@ -26,7 +26,7 @@ export const SUPPORTED_FEATURES: readonly string[] = [
   // Terminate-mode TLS listeners (caddy-l4 tls handler), also sharing a port with Passthrough.
   "TLSRouteModeMixed",
   "TLSRouteModeTerminate",
-  // Passed the conformance suite on 2026-11-21 (first run of the day):
+  // Proven by the conformance suite:
   "GatewayHTTPListenerIsolation",
   "GatewayInfrastructurePropagation",
   "GRPCRouteNamedRouteRule",
@@ -36,7 +36,7 @@ export const SUPPORTED_FEATURES: readonly string[] = [
   "HTTPRouteParentRefPort",
   "TCPRoute",
   "UDPRoute",
-  // Passed the conformance suite on 2026-11-21 (later run; docs/features.md says how):
+  // Proven by the conformance suite (docs/features.md says how):
   "BackendTLSPolicy",
   "GatewayAddressEmpty",
   "GatewayHTTPSListenerDetectMisdirectedRequests",
@@ -46,25 +46,25 @@ export const SUPPORTED_FEATURES: readonly string[] = [
   "HTTPRouteRequestTimeout",
   "HTTPRouteRetry",
   "ListenerSet",
-  // Passed the conformance suite on 2026-11-21 (the local load balancer honours spec.loadBalancerIP):
+  // Proven by the conformance suite (the local load balancer honours spec.loadBalancerIP):
   "GatewayStaticAddresses",
-  // Passed the conformance suite on 2026-11-21 (kengine_mirror, Bundled flavour only):
+  // Proven by the conformance suite (kengine_mirror, Bundled flavour only):
   "HTTPRouteRequestMirror",
   "HTTPRouteRequestMultipleMirrors",
   "HTTPRouteRequestPercentageMirror",
-  // Passed the conformance suite on 2026-11-21 (kengine_http transport, Bundled flavour only):
+  // Proven by the conformance suite (kengine_http transport, Bundled flavour only):
   "BackendTLSPolicySANValidation",
   // No test in suite v1.6.1 (v1.7.0's connection-error test fails dials); proven on real Caddy
   // by tests/integration/retry-caddy.test.ts (retry_match on is_transport_error, Caddy >= 2.11.3):
   "HTTPRouteRetryBackendTimeout",
   "HTTPRouteRetryConnectionError",
-  // Passed the conformance suite on 2026-11-21 (client certificates; the backend one on the
+  // Proven by the conformance suite (client certificates; the backend one on the
   // kengine_http transport, Bundled flavour only):
   "GatewayBackendClientCertificate",
   "GatewayFrontendClientCertificateValidation",
   "GatewayFrontendClientCertificateValidationInsecureFallback",
   // Gateway API v1.7.0 names (suite v1.6.1 ignores them; v1.6.1's names above stay for it).
-  // Passed suite v1.7.0 on 2026-11-24 (GatewayInfrastructureMetadata, GRPCRouteRequestHeaderModifier):
+  // Proven by suite v1.7.0 (GatewayInfrastructureMetadata, GRPCRouteRequestHeaderModifier):
   "GatewayInfrastructure",
   "GRPCRouteRequestHeaderModifier",
   // The route's own hostname breaks ties of intersected hostnames (precedence.ts):

@@ -153,14 +153,10 @@ const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0
 
 describe("convertIngress (property)", () => {
   it("never throws, is deterministic, and makes only routes our validation accepts", () => {
-    let served = 0;
-    let filtered = 0;
     fc.assert(
       fc.property(ingressArb, fc.boolean(), (ingress, nginx) => {
         const t = nginx ? nginxTarget : target;
         const out = convertIngress(ingress, t, lookup);
-        if (out.httpRoutes.some(r => r.spec.rules.length > 1)) served++;
-        if (nginx && out.httpRoutes.some(r => r.spec.rules.some(x => x.filters))) filtered++;
         expect(JSON.stringify(convertIngress(ingress, t, lookup))).toBe(JSON.stringify(out));
         for (const route of out.httpRoutes) {
           const routeProblems = httpRouteProblems(route as HTTPRouteLike);
@@ -181,7 +177,19 @@ describe("convertIngress (property)", () => {
       }),
       { numRuns: 2000 },
     );
-    // the generator is not so hostile that nothing converts
+  });
+
+  it("the generator is not so hostile that nothing converts", () => {
+    // A fixed seed: the counts are over generated cases, so they must be the same every run
+    // (with a random seed a run could, rarely, fall short). The property above stays random.
+    const cases = fc.sample(fc.tuple(ingressArb, fc.boolean()), { numRuns: 2000, seed: 31 });
+    let served = 0;
+    let filtered = 0;
+    for (const [ingress, nginx] of cases) {
+      const out = convertIngress(ingress, nginx ? nginxTarget : target, lookup);
+      if (out.httpRoutes.some(r => r.spec.rules.length > 1)) served++;
+      if (nginx && out.httpRoutes.some(r => r.spec.rules.some(x => x.filters))) filtered++;
+    }
     expect(served).toBeGreaterThan(100);
     expect(filtered).toBeGreaterThan(50);
   });

@@ -16,9 +16,8 @@
  *   own status write coming back) cannot change what a proxy serves. They are built trailing
  *   on their own timings, never lead, and neither start nor prolong a quiet spell's end, so a
  *   stream of them (the echoes of 2,000 route status writes after a bulk create) does not hold
- *   a route change in a burst up to the maximum wait. (The propagation bench's first sample
- *   after such a create, 423 ms, had one more cause: applying the echoes one by one;
- *   reconcile/echoes.ts.) A burst holding both is built at the earlier of the two deadlines.
+ *   a route change in a burst up to the maximum wait (applying the echoes themselves is
+ *   reconcile/echoes.ts). A burst holding both is built at the earlier of the two deadlines.
  *
  * The decision is pure (`batchNotify`, `batchDeadline`, `batchDue`); `Batcher` is the small
  * timer adapter, with the clock and timers injected so it is testable without real time.

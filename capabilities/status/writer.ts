@@ -39,7 +39,7 @@ export interface WriteReport {
 /**
  * How often a burst rewrites a GatewayClass, Gateway or ListenerSet whose counts (attachedRoutes)
  * or messages change: a route attached in a burst shows in its Gateway's status at most this
- * long after its own (1 s until 2026-11-25: half of it, on average, in the settle bench).
+ * long after its own (docs/bench.md, settle).
  */
 export const PARENT_STATUS_INTERVAL_MS = 250;
 

@@ -413,10 +413,10 @@ async function proxyPods(kube: Kube, gw: string): Promise<ProxyPod[]> {
  * Polls one proxy until `host` answers 200, with `parallel` request loops on their own
  * keep-alive connections (one loop alone manages only a few hundred requests/s here); each
  * loop starts a request at most every `gapMs`, so the poller stays under `parallel × 1000 /
- * gapMs` requests/s. Unbounded, 8 loops sent 7,451 requests/s to a Bundled proxy (its 404 for
- * an unknown host is fast) and took the two cores from the controller and the proxy they
- * measure (2026-11-24 18:27: p50 12.5 s on Bundled against 2.1 s on stock Caddy, polled at
- * 206/s). Resolves with the time of the first 200 and the number of requests sent.
+ * gapMs` requests/s. Unbounded, the loops would take the cores from the controller and the
+ * proxy they measure (a Bundled proxy's 404 for an unknown host is fast, so it would be polled
+ * hardest; docs/bench.md, "The cluster run of 2026-11-24 evening"). Resolves with the time of
+ * the first 200 and the number of requests sent.
  */
 async function pollUntilServed(
   pool: Pool,

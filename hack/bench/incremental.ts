@@ -37,10 +37,8 @@ import { snapshotObjects } from "./workload";
 
 export type Mode = "full" | "incremental";
 /**
- * Changed-route builds before the measured ones (2026-11-24 evening: with the first build
- * alone as warm-up, the first mode's incremental renders measured 1.5–2× a second pass in the
- * same process; night: with 3, the render of 15 changes measured 22–25 ms where the same
- * builds from the 20th on measured 12–17 ms — a controller runs its change paths compiled).
+ * Changed-route builds before the measured ones: a controller runs its change paths compiled,
+ * and fewer warm-up builds measured the JIT rather than the code (docs/bench.md, "incremental").
  */
 const WARM_UP = 20;
 const PHASES = ["snapshot", "translate", "render", "status"] as const;

@@ -1,5 +1,5 @@
 /**
- * The targets of issues 9 and 16 as data: each row names the target, what was measured and whether
+ * The benchmark targets as data: each row names the target, what was measured and whether
  * it is met. One place decides "met", for the printed table, bench.json and the README.
  */
 export interface Row {

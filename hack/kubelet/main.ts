@@ -1,7 +1,7 @@
 /**
  * The kengine-local kubelet: registers the node, binds and runs Pods as local processes in
  * their own network namespaces, serves container logs, and gives LoadBalancer Services a
- * loopback address. Started by hack/cluster.sh up; see hack/kubelet/README in design.md §5.
+ * loopback address. Started by hack/cluster.sh up; see hack/kubelet/README.md.
  */
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";

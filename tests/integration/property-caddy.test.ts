@@ -4,7 +4,7 @@
  * real Caddy (with caddy-l4) through /load; each must be accepted. The pure half
  * (never throws, deterministic) is capabilities/translate/property.test.ts.
  *
- * Then the hunt of issue 15: hostile tenant objects generated from the CRDs' patterns
+ * Then the hunt for hostile input: hostile tenant objects generated from the CRDs' patterns
  * (tests/support/arbitrary-hostile.ts), one at a time next to a healthy route on a shared
  * Gateway, loaded into the bundled proxy and Caddy 2.8 (Kengine flavour); the healthy route
  * must answer and the object must be refused at admission, programmed or reported. What the
