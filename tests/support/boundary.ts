@@ -5,14 +5,16 @@
  * canaries that count every request a proxy forwards to a refused destination, and memory
  * readings of proxy and controller processes from /proc.
  */
-import { ChildProcess, spawn, spawnSync } from "node:child_process";
+import { ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { readFileSync, readlinkSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync, readlinkSync, statSync } from "node:fs";
+import { join } from "node:path";
 import { Server, createServer } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import { AddressInfo } from "node:net";
 import { hostname } from "node:os";
 import { Agent, request } from "undici";
+import { localDir } from "./paths";
 
 /** The XBackend CRD's hostname pattern (Gateway API v1.7.0 experimental). */
 export const XBACKEND_HOSTNAME =
@@ -198,12 +200,38 @@ for (const port of ports) {
 export const podNetns = (uid: string): string =>
   `kg-${createHash("sha256").update(uid).digest("hex").slice(0, 12)}`;
 
+/**
+ * Where a pod's network namespace is mounted: named by the local kubelet, or, on the real node
+ * (hack/node/README.md), the path containerd reports for the pod's sandbox through CRI.
+ */
+export function podNetnsPath(uid: string): string {
+  const named = `/var/run/netns/${podNetns(uid)}`;
+  const nodeBin = join(localDir, "node", "bin");
+  if (existsSync(named) || !existsSync(nodeBin)) return named;
+  const crictl = (...args: string[]) =>
+    execFileSync(
+      join(readFileSync(nodeBin, "utf8").trim(), "crictl"),
+      ["--runtime-endpoint", `unix://${join(localDir, "node", "containerd.sock")}`, ...args],
+      { encoding: "utf8" },
+    ).trim();
+  const sandbox = crictl("pods", "-q", "--label", `io.kubernetes.pod.uid=${uid}`).split("\n")[0];
+  if (!sandbox) throw new Error(`no sandbox of pod ${uid} on the real node`);
+  return crictl(
+    "inspectp",
+    "-o",
+    "go-template",
+    "--template",
+    '{{range .info.runtimeSpec.linux.namespaces}}{{if eq .type "network"}}{{.path}}{{end}}{{end}}',
+    sandbox,
+  );
+}
+
 export function podCanary(uid: string, ports: readonly number[]): PodCanary {
   const netns = podNetns(uid);
   const hits: CanaryHit[] = [];
   const child: ChildProcess = spawn(
-    "ip",
-    ["netns", "exec", netns, process.execPath, "-e", CANARY_SOURCE, JSON.stringify(ports)],
+    "nsenter",
+    [`--net=${podNetnsPath(uid)}`, process.execPath, "-e", CANARY_SOURCE, JSON.stringify(ports)],
     { stdio: ["ignore", "pipe", "pipe"] },
   );
   let buffer = "";
@@ -260,12 +288,18 @@ export function memoryOf(pid: number): Memory {
   return { rssMiB: round1(kb("VmRSS") / 1024), peakMiB: round1(kb("VmHWM") / 1024) };
 }
 
-/** The Caddy processes of a pod (the local kubelet runs each container as a process of its netns). */
+/** The Caddy processes of a pod: the processes in its network namespace that run caddy. */
 export function caddyPidsOfPod(uid: string): number[] {
-  const out = spawnSync("ip", ["netns", "pids", podNetns(uid)], { encoding: "utf8" }).stdout ?? "";
-  return out
-    .split("\n")
-    .filter(Boolean)
+  const ns = `net:[${statSync(podNetnsPath(uid)).ino}]`;
+  return readdirSync("/proc")
+    .filter(d => /^\d+$/.test(d))
+    .filter(d => {
+      try {
+        return readlinkSync(`/proc/${d}/ns/net`) === ns;
+      } catch {
+        return false;
+      }
+    })
     .map(Number)
     .filter(pid => {
       try {
