@@ -179,3 +179,30 @@ export async function createRoutes(
 ): Promise<void> {
   await Kube.each(objs, 16, o => kube.create(o as never));
 }
+
+/**
+ * The local cluster, as jest's globalSetup brings it up for the integration tests
+ * (tests/support/global-setup.ts): the peers (cached; under the peers lock), then `hack/cluster.sh
+ * up` (idempotent). A cluster this process started is taken down when it exits, however it
+ * exits (KG_KEEP_CLUSTER=1 keeps it); one that was running is left as it was. The caller holds
+ * the cluster lock.
+ */
+export function localCluster(log: (l: string) => void): void {
+  const cluster = (cmd: string, stdio: "pipe" | "inherit") =>
+    execFileSync("bash", [join(repoRoot, "hack", "cluster.sh"), cmd], {
+      encoding: "utf8",
+      // cluster.sh's own progress goes to our stderr: stdout carries no results here
+      stdio: stdio === "pipe" ? "pipe" : ["ignore", 2, 2],
+    });
+  const wasRunning = /kube-apiserver\s+running/.test(cluster("status", "pipe"));
+  execFileSync("flock", ["/tmp/kg-peers.lock", "bash", join(repoRoot, "hack", "build-peers.sh")], {
+    stdio: ["ignore", "ignore", "inherit"],
+  });
+  if (!wasRunning) log("no local cluster answers: starting it (hack/cluster.sh up)");
+  cluster("up", "inherit");
+  if (wasRunning || process.env.KG_KEEP_CLUSTER === "1") return;
+  process.once("exit", () => {
+    log("taking the local cluster down (hack/cluster.sh down)");
+    cluster("down", "inherit");
+  });
+}

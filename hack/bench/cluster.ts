@@ -6,7 +6,6 @@
  *
  *   flock /tmp/kg-cluster.lock npx tsx hack/bench/cluster.ts --only=settle,memory --out=FILE
  */
-import { execFileSync } from "node:child_process";
 import { createWriteStream, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -15,8 +14,9 @@ import { KubeObject } from "../../capabilities/snapshot";
 import { steadyClient } from "../../tests/support/traffic";
 import { PeprDev, startPeprDev } from "../pepr-dev";
 import { admissionScenario } from "./cluster-admission";
+import { fanoutScenario } from "./cluster-fanout";
+import { restartResult } from "./cluster-restart";
 import {
-  apiRequests,
   controllerMemory,
   controllerPid,
   controllerRssMiB,
@@ -45,7 +45,7 @@ import {
   kubectlBin,
   localDir,
   parameters,
-  repoRoot,
+  localCluster,
 } from "./cluster-setup";
 import {
   CLUSTER_SCENARIOS,
@@ -452,152 +452,7 @@ export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> 
     if (mainReady && mainFlavor !== "Bundled") await step("flavour", () => useFlavor("Bundled"));
 
     if (only.has("fanout") || only.has("apiRequests"))
-      await step("fanout", async () => {
-        await adminKube.apply(gateway(FAN) as never);
-        await createRoutes(
-          adminKube,
-          httpRoutes({
-            ...base,
-            routes: 1000,
-            firstRoute: 100000,
-            parent: FAN,
-            routeLabels: { "bench-set": FAN },
-          }),
-        );
-        let fanRoutes = 1000;
-        const scale = async (n: number) => {
-          await adminKube.apply(parameters(FAN, n) as never);
-          await until(
-            `${n} ready proxies of ${FAN}`,
-            async () => ((await proxyPods(adminKube, FAN)).length === n ? true : undefined),
-            900_000,
-            1000,
-          );
-          await gatewayReady(adminKube, FAN, fanRoutes, n, 900_000);
-        };
-        /** One change (a new route), until every proxy serves it; median of `runs`. */
-        const fanout = async (n: number, runs: number) => {
-          const pods = await proxyPods(adminKube, FAN);
-          // About 8 request loops in all, so one proxy is polled as finely as the machine allows.
-          const perProxy = Math.max(1, Math.floor(8 / pods.length));
-          const pools = pods.map(
-            p => new Pool(`http://${p.ip}:80`, { connections: perProxy, pipelining: 1 }),
-          );
-          const samples: number[] = [];
-          const pids = proxyPids(pods.map(p => p.name));
-          const ctl = controllerPid();
-          const proxyCpu: number[] = [];
-          const controllerCpu: number[] = [];
-          for (let k = 0; k < runs; k++) {
-            const probe = httpRoute(
-              600000 + n * 100 + k,
-              { ...base, parent: FAN, routeLabels: { "bench-set": FAN } },
-              true,
-            );
-            const host = (probe as unknown as { spec: { hostnames: string[] } }).spec.hostnames[0];
-            const cpu0 = pids.reduce((a, p) => a + cpuMs(p), 0);
-            const ctl0 = cpuMs(ctl);
-            const t0 = now();
-            const all = Promise.all(pools.map(p => pollUntilServed(p, host, 120_000, perProxy)));
-            await adminKube.create(probe as never);
-            const ts = await all;
-            samples.push(Math.max(...ts.map(x => x.t)) - t0);
-            proxyCpu.push(pids.reduce((a, p) => a + cpuMs(p), 0) - cpu0);
-            controllerCpu.push(cpuMs(ctl) - ctl0);
-            fanRoutes++;
-            await gatewayReady(adminKube, FAN, fanRoutes, n, 300_000);
-            await sleep(1000);
-          }
-          await Promise.all(pools.map(p => p.close()));
-          return {
-            proxies: n,
-            ms: round(median(samples)),
-            samples: samples.map(round),
-            // CPU the proxies (all of them, together) and the controller spent per change: on a
-            // machine with `cores` cores, proxyCpuMs / cores is a floor for ms.
-            proxyCpuMs: median(proxyCpu),
-            controllerCpuMs: median(controllerCpu),
-            proxyPids: pids.length,
-          };
-        };
-        /** Requests of the controller while idle plus 100 route changes spread over the window. */
-        type Window = { controller: number; byKind: Record<string, number>; all: number };
-        let windows = 0;
-        const apiWindow = async (): Promise<Window> => {
-          // Each window's changes must be new hostnames: a repeated one is no change at all.
-          const w = windows++;
-          await sleep(5000);
-          const a = await apiRequests(adminKube);
-          const changes = 100;
-          const t0 = now();
-          for (let k = 0; k < changes; k++) {
-            const due = t0 + (k * opts.apiWindowS * 1000) / changes;
-            if (due > now()) await sleep(due - now());
-            const name = `r${100000 + (k % 1000)}`;
-            await adminKube.ok(
-              "PATCH",
-              `/apis/gateway.networking.k8s.io/v1/namespaces/${NS}/httproutes/${name}`,
-              { spec: { hostnames: [`${name}-w${w}v${k}.bench.local`] } },
-              "application/merge-patch+json",
-            );
-          }
-          const rest = t0 + opts.apiWindowS * 1000 - now();
-          if (rest > 0) await sleep(rest);
-          const b = await apiRequests(adminKube);
-          const byKind: Record<string, number> = {};
-          for (const [k, v] of Object.entries(b.byKind))
-            if (v - (a.byKind[k] ?? 0) > 0) byKind[k] = v - (a.byKind[k] ?? 0);
-          return {
-            controller: b.controller - a.controller,
-            byKind,
-            all: b.all - a.all,
-          };
-        };
-        await scale(1);
-        log("fan: 1 proxy programmed with 1,000 routes");
-        const fan: NonNullable<ClusterResults["fanout"]> = [];
-        if (only.has("fanout")) {
-          fan.push(await fanout(1, 5));
-          results.fanout = fan;
-        }
-        let api1: Window | undefined;
-        if (only.has("apiRequests"))
-          await step("apiRequests", async () => {
-            api1 = await apiWindow();
-            log(`apiRequests with 1 proxy: ${JSON.stringify(api1)}`);
-            await scale(20);
-            const api20 = await apiWindow();
-            log(`apiRequests with 20 proxies: ${JSON.stringify(api20)}`);
-            results.apiRequests = {
-              proxies1: api1.controller,
-              proxies20: api20.controller,
-              windowS: opts.apiWindowS,
-              routeChanges: 100,
-              byKind1: api1.byKind,
-              byKind20: api20.byKind,
-              allClients1: api1.all,
-              allClients20: api20.all,
-            };
-          });
-        if (only.has("fanout")) {
-          for (const n of opts.fanout.filter(x => x > 1)) {
-            try {
-              await scale(n);
-              log(`fan: ${n} proxies programmed`);
-              fan.push(await fanout(n, 3));
-              results.fanout = fan;
-              opts.onProgress?.(results);
-              log(`fanout: ${JSON.stringify(fan[fan.length - 1])}`);
-            } catch (e) {
-              results.fanoutNote = `${n} proxies: ${String(e).slice(0, 300)}`;
-              log(`fanout ${n} failed: ${results.fanoutNote}`);
-              break;
-            }
-          }
-          results.fanout = fan;
-        }
-        await adminKube.apply(parameters(FAN, 1) as never);
-      });
+      await step("fanout", () => fanoutScenario(adminKube, opts, results, step));
 
     /** Up to `total` HTTPRoutes on main (workload routes r10000…), settled and programmed. */
     let nextMainRoute = 10000;
@@ -653,35 +508,7 @@ export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> 
         // startPeprDev returns once the output says "snapshot synced" (it polls the output every
         // 200 ms): the caches filled at most 200 ms before this.
         const tSynced = now();
-        let tCurrent = 0;
-        let metric: Awaited<ReturnType<typeof moduleMetrics>> | undefined;
-        for (const deadline = now() + 600_000; now() < deadline; await sleep(20)) {
-          metric = await moduleMetrics();
-          const leading = metric("kengine_gateway_is_leader") >= 1;
-          const proxies = metric("kengine_gateway_proxies");
-          const programmed = metric("kengine_gateway_proxies", 'state="Programmed"');
-          const statusPass =
-            metric("kengine_gateway_status_writes_total") +
-              metric("kengine_gateway_status_noops_total") >
-            0;
-          if (leading && proxies > 0 && programmed === proxies && statusPass) {
-            tCurrent = now();
-            break;
-          }
-        }
-        if (!tCurrent || !metric)
-          throw new Error("the restarted controller never led with status current");
-        const firstSnapshotS = metric("kengine_gateway_first_snapshot_seconds");
-        results.restart = {
-          routes: mainCount,
-          firstSnapshotS: Math.round(firstSnapshotS * 100) / 100,
-          afterCachesFilledS: Math.round((tCurrent - tSynced) / 10) / 100,
-          totalS: Math.round((tCurrent - tKilled) / 10) / 100,
-          proxiesReloaded: metric("kengine_gateway_proxy_pushes_total", 'result="success"'),
-          // of those pushes: whole configs (/load) and route-table deltas
-          proxyLoads: metric("kengine_gateway_proxy_pushes_by_kind_total", 'kind="load"'),
-          proxyDeltas: metric("kengine_gateway_proxy_pushes_by_kind_total", 'kind="delta"'),
-        };
+        results.restart = await restartResult(mainCount, tKilled, tSynced);
         log(`restart: ${JSON.stringify(results.restart)}`);
       });
     // Last: with a heap limit the module may run out of heap on the way to 10,000 routes, and
@@ -724,33 +551,6 @@ export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> 
     await closeWatchAgent();
     rmSync(dir, { recursive: true, force: true });
   }
-}
-
-/**
- * The local cluster, as jest's globalSetup brings it up for the integration tests
- * (tests/support/global-setup.ts): the peers (cached; under the peers lock), then `hack/cluster.sh
- * up` (idempotent). A cluster this process started is taken down when it exits, however it
- * exits (KG_KEEP_CLUSTER=1 keeps it); one that was running is left as it was. The caller holds
- * the cluster lock.
- */
-function localCluster(log: (l: string) => void): void {
-  const cluster = (cmd: string, stdio: "pipe" | "inherit") =>
-    execFileSync("bash", [join(repoRoot, "hack", "cluster.sh"), cmd], {
-      encoding: "utf8",
-      // cluster.sh's own progress goes to our stderr: stdout carries no results here
-      stdio: stdio === "pipe" ? "pipe" : ["ignore", 2, 2],
-    });
-  const wasRunning = /kube-apiserver\s+running/.test(cluster("status", "pipe"));
-  execFileSync("flock", ["/tmp/kg-peers.lock", "bash", join(repoRoot, "hack", "build-peers.sh")], {
-    stdio: ["ignore", "ignore", "inherit"],
-  });
-  if (!wasRunning) log("no local cluster answers: starting it (hack/cluster.sh up)");
-  cluster("up", "inherit");
-  if (wasRunning || process.env.KG_KEEP_CLUSTER === "1") return;
-  process.once("exit", () => {
-    log("taking the local cluster down (hack/cluster.sh down)");
-    cluster("down", "inherit");
-  });
 }
 
 async function main(argv: string[]): Promise<void> {
