@@ -39,7 +39,7 @@ Usage:
       desired config computed locally (the output says which). --object: only that object's parts
       (Listener/NS/GATEWAY/LISTENER for a Gateway listener).
 
-  kubectl kengine top     [routes|gateways] [--window 10s] [-o json]
+  kubectl kengine top     [routes|gateways] [--window 30s] [-o json]
       Requests per second and 5xx share per route (or Gateway), every proxy of a Gateway summed
       once, from two scrapes of the leading controller's /metrics (through the API server's pods
       proxy: needs get on pods/proxy in the controller's namespace). Under pepr dev:

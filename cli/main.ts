@@ -116,6 +116,9 @@ function kubeConfig(args: Args): KubeConfig {
 
 /** The metrics port of Pepr's watcher pods (its HTTPS server). */
 const METRICS_PORT = 3000;
+/** The controller reads every proxy's request counters this often (docs/operations.md §8): a
+ * shorter window may hold no reading at all and show zero. */
+const CONTROLLER_READ_SECONDS = 15;
 
 /** `top`: two scrapes of the leading controller's /metrics, `windowSeconds` apart. */
 async function top(args: Args, io: Io): Promise<number> {
@@ -124,7 +127,7 @@ async function top(args: Args, io: Io): Promise<number> {
     io.err(`top routes or top gateways, not ${by}`);
     return 2;
   }
-  const windowSeconds = args.windowSeconds ?? 10;
+  const windowSeconds = args.windowSeconds ?? 2 * CONTROLLER_READ_SECONDS;
   let scrape: () => Promise<string>;
   try {
     if (args.metricsUrl) {
@@ -143,6 +146,10 @@ async function top(args: Args, io: Io): Promise<number> {
     }
     const before = requestSamples(await scrape());
     if (args.output !== "json") io.err(`counting for ${windowSeconds} s…`);
+    if (windowSeconds < CONTROLLER_READ_SECONDS)
+      io.err(
+        `note: the controller reads the proxies every ${CONTROLLER_READ_SECONDS} s; a shorter window may count nothing`,
+      );
     await new Promise(r => setTimeout(r, windowSeconds * 1000));
     const report = topReport(before, requestSamples(await scrape()), windowSeconds, by);
     if (args.output === "json") io.out(JSON.stringify(report, null, 2));

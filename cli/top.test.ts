@@ -90,7 +90,10 @@ describe("top", () => {
     const write = jest
       .spyOn(process.stdout, "write")
       .mockImplementation(t => ((out += String(t)), true));
-    const err = jest.spyOn(process.stderr, "write").mockImplementation(() => true);
+    let said = "";
+    const err = jest
+      .spyOn(process.stderr, "write")
+      .mockImplementation(t => ((said += String(t)), true));
     try {
       const code = await main(["top", "--metrics-url", url, "--window", "1s", "-o", "json"]);
       expect(code).toBe(0);
@@ -100,6 +103,8 @@ describe("top", () => {
       server.close();
     }
     expect(n).toBe(2);
+    // a window shorter than the controller's 15 s read may hold no reading: it says so
+    expect(said).toMatch(/reads the proxies every 15 s/);
     expect(JSON.parse(out).rows).toEqual([
       {
         gateway: "shop/gw",
