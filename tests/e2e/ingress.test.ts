@@ -293,4 +293,34 @@ describe("Ingress v1 on the Gateway's proxies", () => {
       checks: 7,
     });
   });
+
+  it("publishes the configured static addresses in status.loadBalancer instead", async () => {
+    // The configuration override (docs/ingress.md, "status.loadBalancer"): the module is
+    // restarted with KENGINE_INGRESS_STATUS_ADDRESSES in its environment.
+    await dev?.stop();
+    process.env.KENGINE_INGRESS_STATUS_ADDRESSES = "203.0.113.9, ingress.example.org";
+    try {
+      dev = await startModule();
+    } finally {
+      delete process.env.KENGINE_INGRESS_STATUS_ADDRESSES;
+    }
+    const shown = await eventually(
+      "the static addresses",
+      () => {
+        const v = jsonpath(
+          ["get", "ingress", "shop", "-n", ns],
+          "{.status.loadBalancer.ingress[*].ip}|{.status.loadBalancer.ingress[*].hostname}",
+        );
+        return v === "203.0.113.9|ingress.example.org" ? v : undefined;
+      },
+      120_000,
+    );
+    expect(shown).toBe("203.0.113.9|ingress.example.org");
+    rows.push({
+      scenario: "status.loadBalancer from static addresses",
+      proved:
+        "KENGINE_INGRESS_STATUS_ADDRESSES (an IP and a host name) replaces the proxies' address",
+      checks: 1,
+    });
+  }, 300_000);
 });
