@@ -13,7 +13,13 @@ import { request } from "node:http";
 import { connect } from "node:tls";
 import { createNamespace, deleteNamespace, eventually, kubectl, kubectlOk } from "../support/kube";
 import { PeprDev, startModule } from "../support/module";
-import { applyDemoGateway, jsonpath, selfSigned, settled } from "../support/demo-gateway";
+import {
+  applyDemoGateway,
+  jsonpath,
+  selfSigned,
+  settled,
+  writeReportSection,
+} from "../support/demo-gateway";
 import { get } from "../support/traffic";
 
 const DOMAIN = "ing.kengine.local";
@@ -76,6 +82,9 @@ describe("Ingress v1 on the Gateway's proxies", () => {
   let dir: string;
   let address: string;
   const className = `kengine-e2e-${Date.now().toString(36)}`;
+  const started = Date.now();
+  /** One row per test that passed: what it proved and how many checks on real traffic/API. */
+  const rows: { scenario: string; proved: string; checks: number }[] = [];
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "kg-ing-"));
@@ -97,6 +106,13 @@ describe("Ingress v1 on the Gateway's proxies", () => {
   }, 420_000);
 
   afterAll(async () => {
+    if (rows.length)
+      writeReportSection("ingress", "tests/e2e/ingress.test.ts", {
+        durationMs: Date.now() - started,
+        scenariosPassed: rows.length,
+        checks: rows.reduce((n, r) => n + r.checks, 0),
+        scenarios: rows,
+      });
     await dev?.stop();
     if (className) kubectl(["delete", "ingressclass", className, "--ignore-not-found"]);
     if (ns) deleteNamespace(ns);
@@ -145,6 +161,11 @@ describe("Ingress v1 on the Gateway's proxies", () => {
       60_000,
     );
     expect(names).toContain(`DNS:${HOST}`);
+    rows.push({
+      scenario: "host and path rules, TLS from a Secret",
+      proved: "Exact vs Prefix matching on 4 paths, the Secret's certificate served on 443",
+      checks: 5,
+    });
   });
 
   it("writes status.loadBalancer with the proxies' address", async () => {
@@ -156,6 +177,11 @@ describe("Ingress v1 on the Gateway's proxies", () => {
       60_000,
     );
     expect(shown).toBe(address);
+    rows.push({
+      scenario: "status.loadBalancer",
+      proved: "the Ingress shows the proxies' Service address",
+      checks: 1,
+    });
   });
 
   it("refuses a bad Ingress at kubectl apply with a field path", () => {
@@ -173,6 +199,11 @@ describe("Ingress v1 on the Gateway's proxies", () => {
     );
     expect(r.code).not.toBe(0);
     expect(r.stderr).toContain("spec.rules[0].http.paths[0].path");
+    rows.push({
+      scenario: "admission",
+      proved: "a bad path is refused at kubectl apply with its field path",
+      checks: 2,
+    });
   });
 
   it("reads ingress-nginx annotations once the class opts in, on real traffic", async () => {
@@ -255,5 +286,41 @@ describe("Ingress v1 on the Gateway's proxies", () => {
     );
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toContain(`metadata.annotations["${P}server-snippet"]`);
+    rows.push({
+      scenario: "ingress-nginx annotations",
+      proved:
+        "permanent-redirect, app-root, rewrite-target, ssl-redirect on traffic; server-snippet refused at admission",
+      checks: 7,
+    });
   });
+
+  it("publishes the configured static addresses in status.loadBalancer instead", async () => {
+    // The configuration override (docs/ingress.md, "status.loadBalancer"): the module is
+    // restarted with KENGINE_INGRESS_STATUS_ADDRESSES in its environment.
+    await dev?.stop();
+    process.env.KENGINE_INGRESS_STATUS_ADDRESSES = "203.0.113.9, ingress.example.org";
+    try {
+      dev = await startModule();
+    } finally {
+      delete process.env.KENGINE_INGRESS_STATUS_ADDRESSES;
+    }
+    const shown = await eventually(
+      "the static addresses",
+      () => {
+        const v = jsonpath(
+          ["get", "ingress", "shop", "-n", ns],
+          "{.status.loadBalancer.ingress[*].ip}|{.status.loadBalancer.ingress[*].hostname}",
+        );
+        return v === "203.0.113.9|ingress.example.org" ? v : undefined;
+      },
+      120_000,
+    );
+    expect(shown).toBe("203.0.113.9|ingress.example.org");
+    rows.push({
+      scenario: "status.loadBalancer from static addresses",
+      proved:
+        "KENGINE_INGRESS_STATUS_ADDRESSES (an IP and a host name) replaces the proxies' address",
+      checks: 1,
+    });
+  }, 300_000);
 });
