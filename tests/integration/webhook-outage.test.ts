@@ -11,7 +11,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
 import cfg from "../../package.json";
-import { auditEvents, webhooksFailedOpen } from "../support/audit";
+import { routeCreateEvent, webhooksFailedOpen } from "../support/audit";
 import { createNamespace, deleteNamespace, eventually, kubectlOk } from "../support/kube";
 import { kubeconfigPath, kubectlBin, repoRoot } from "../support/paths";
 import { OTHERS_SUFFIX } from "../../hack/webhook";
@@ -107,14 +107,7 @@ spec:
     // (what tests/support/deployed-checks.ts relies on to tell an outage from a wrong admission).
     const routeCreate = await eventually(
       "the audit event of creating the HTTPRoute",
-      () =>
-        auditEvents().find(
-          e =>
-            e.verb === "create" &&
-            e.objectRef?.resource === "httproutes" &&
-            e.objectRef.namespace === ns &&
-            e.objectRef.name === "theirs",
-        ),
+      () => routeCreateEvent(ns, "theirs"),
       15_000,
     );
     expect(webhooksFailedOpen(routeCreate)).toEqual([`pepr-${uuid}${OTHERS_SUFFIX}`]);

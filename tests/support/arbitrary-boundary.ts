@@ -59,6 +59,19 @@ export interface BoundaryPorts {
 const b64 = (s: string): string => Buffer.from(s).toString("base64");
 const b = fc.integer({ min: 0, max: 255 });
 
+/** The tenant's own valid certificate, Secret `tenant/tls-good` (the name the reports leave out). */
+export const tenantTlsSecret = (): KubeObject =>
+  ({
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: { name: "tls-good", namespace: "tenant" },
+    type: "kubernetes.io/tls",
+    data: {
+      "tls.crt": b64(SECRET_CONTENTS.good.crt),
+      "tls.key": b64(SECRET_CONTENTS.good.key),
+    },
+  }) as KubeObject;
+
 /** A certificate for the platform's name, distinct from every tenant certificate. */
 const platformPair = (() => {
   const r = createAuthority({
@@ -240,16 +253,7 @@ export function arbitraryBoundary(ports: BoundaryPorts): fc.Arbitrary<BoundarySa
         const port = https ? (ls.port === 80 ? 443 : ls.port) : 80;
         const authTo = names[r.seed % names.length]!;
         objects.push(
-          {
-            apiVersion: "v1",
-            kind: "Secret",
-            metadata: { name: "tls-good", namespace: "tenant" },
-            type: "kubernetes.io/tls",
-            data: {
-              "tls.crt": b64(SECRET_CONTENTS.good.crt),
-              "tls.key": b64(SECRET_CONTENTS.good.key),
-            },
-          } as KubeObject,
+          tenantTlsSecret(),
           {
             apiVersion: GW,
             kind: "ListenerSet",

@@ -18,11 +18,16 @@ import fc from "fast-check";
 import { KubeObject } from "../../capabilities/snapshot";
 import { NGINX_ANNOTATIONS_OPT_IN } from "../../capabilities/ingress/classes";
 import type { BoundaryPorts, BoundarySample } from "./arbitrary-boundary";
-import { PLATFORM_HOST, PLATFORM_PATH, TENANT_HOST, TENANT_TOKEN } from "./arbitrary-boundary";
-import { SECRET_CONTENTS, tenantMeta } from "./arbitrary-hostile";
+import {
+  PLATFORM_HOST,
+  PLATFORM_PATH,
+  TENANT_HOST,
+  TENANT_TOKEN,
+  tenantTlsSecret,
+} from "./arbitrary-boundary";
+import { tenantMeta } from "./arbitrary-hostile";
 
 const NGINX = "nginx.ingress.kubernetes.io/";
-const b64 = (s: string): string => Buffer.from(s).toString("base64");
 
 /** Hosts an Ingress rule or `tls` entry may claim. */
 const claimedHost = fc.constantFrom(
@@ -160,16 +165,7 @@ export function arbitraryIngressBoundary(ports: BoundaryPorts): fc.Arbitrary<Bou
             },
           },
         } as KubeObject,
-        {
-          apiVersion: "v1",
-          kind: "Secret",
-          metadata: { name: "tls-good", namespace: "tenant" },
-          type: "kubernetes.io/tls",
-          data: {
-            "tls.crt": b64(SECRET_CONTENTS.good.crt),
-            "tls.key": b64(SECRET_CONTENTS.good.key),
-          },
-        } as KubeObject,
+        tenantTlsSecret(),
         {
           apiVersion: "gateway.networking.x-k8s.io/v1alpha1",
           kind: "XBackend",

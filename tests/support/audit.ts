@@ -66,3 +66,14 @@ export const isStatusWrite = (e: AuditEvent): boolean =>
   e.objectRef?.subresource === "status" &&
   (e.responseStatus?.code ?? 0) >= 200 &&
   (e.responseStatus?.code ?? 0) < 300;
+
+/** The audit event of a successful create of HTTPRoute `namespace/name`, once it is written. */
+export const routeCreateEvent = (namespace: string, name: string): AuditEvent | undefined =>
+  auditEvents().find(
+    e =>
+      e.verb === "create" &&
+      e.objectRef?.resource === "httproutes" &&
+      e.objectRef.namespace === namespace &&
+      e.objectRef.name === name &&
+      (e.responseStatus?.code ?? 0) < 300,
+  );

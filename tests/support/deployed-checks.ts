@@ -5,7 +5,7 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { auditEvents, webhooksFailedOpen } from "./audit";
+import { routeCreateEvent, webhooksFailedOpen } from "./audit";
 import { jsonpath } from "./demo-gateway";
 import { eventually, kubectl, kubectlOk } from "./kube";
 import { demoSample } from "./manifests";
@@ -34,15 +34,7 @@ const PROBLEM = 'spec.rules[0].filters[0].requestHeaderModifier.remove[0]: conta
 async function failedOpen(ns: string, name: string): Promise<string[]> {
   const create = await eventually(
     `the audit event of creating HTTPRoute ${ns}/${name}`,
-    () =>
-      auditEvents().find(
-        e =>
-          e.verb === "create" &&
-          e.objectRef?.resource === "httproutes" &&
-          e.objectRef.namespace === ns &&
-          e.objectRef.name === name &&
-          (e.responseStatus?.code ?? 0) < 300,
-      ),
+    () => routeCreateEvent(ns, name),
     15_000,
   );
   return webhooksFailedOpen(create);
