@@ -6,6 +6,7 @@
 import { KubeConfig } from "@kubernetes/client-node";
 import { stringify } from "yaml";
 import { kubeClient } from "../capabilities/kube/client";
+import { TRAFFIC_INTERVAL_MS } from "../capabilities/reconcile/options";
 import { Args, USAGE, parseArgs } from "./args";
 import { currentNamespace, getText, leaderIdentity, podProxyPath, readCluster } from "./cluster";
 import { configReport, configYAML, parseObjectArg } from "./config";
@@ -116,9 +117,9 @@ function kubeConfig(args: Args): KubeConfig {
 
 /** The metrics port of Pepr's watcher pods (its HTTPS server). */
 const METRICS_PORT = 3000;
-/** The controller reads every proxy's request counters this often (docs/operations.md §8): a
- * shorter window may hold no reading at all and show zero. */
-const CONTROLLER_READ_SECONDS = 15;
+/** The controller reads every proxy's request counters this often: a shorter window may hold no
+ * reading at all and show zero. */
+const CONTROLLER_READ_SECONDS = TRAFFIC_INTERVAL_MS / 1000;
 
 /** `top`: two scrapes of the leading controller's /metrics, `windowSeconds` apart. */
 async function top(args: Args, io: Io): Promise<number> {

@@ -7,6 +7,9 @@ import type { ProxySettings } from "../provision";
 import type { RetryPolicy } from "./list";
 import type { Logger } from "./logger";
 
+/** How often the proxies' request counters are read by default (`kubectl kengine top` waits two). */
+export const TRAFFIC_INTERVAL_MS = 15_000;
+
 export interface ReconcilerOptions {
   readonly kube: KubeClient;
   readonly log: Logger;
@@ -20,7 +23,10 @@ export interface ReconcilerOptions {
   readonly verifyIntervalMs?: number;
   /** How often provisioned objects are re-applied even if unchanged (repairs deletions). */
   readonly resyncIntervalMs?: number;
-  /** How often the proxies' own /metrics are read (traffic per Gateway and route); 0: never. */
+  /**
+   * How often the proxies' own /metrics are read (traffic per Gateway and route); 0: never.
+   * Default TRAFFIC_INTERVAL_MS.
+   */
   readonly trafficIntervalMs?: number;
   /** Sees every push-engine event (metrics, tests). */
   readonly onFleetEvent?: (event: FleetEvent) => void;

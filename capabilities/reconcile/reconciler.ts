@@ -35,7 +35,7 @@ import { AcmeManager } from "../acme/manager";
 
 export type { Logger } from "./logger";
 export type { ReconcilerOptions } from "./options";
-import type { ReconcilerOptions } from "./options";
+import { TRAFFIC_INTERVAL_MS, type ReconcilerOptions } from "./options";
 
 export class Reconciler {
   // The stages, in the order a build runs them (docs/architecture.md §6).
@@ -291,7 +291,7 @@ export class Reconciler {
       this.#provision.reapplyAll();
       this.requestBuild();
     });
-    const trafficEvery = this.o.trafficIntervalMs ?? 15_000;
+    const trafficEvery = this.o.trafficIntervalMs ?? TRAFFIC_INTERVAL_MS;
     if (trafficEvery > 0) this.#every(trafficEvery, () => void this.collectTraffic());
     this.requestBuild();
   }
