@@ -19,8 +19,10 @@ import { FieldProblem, display, truncate } from "../validation/regex";
 import { IngressBackendLike, ingressProblems } from "../validation/ingress";
 import { items } from "../validation/budget";
 import {
+  CanaryMatch,
   NGINX_ANNOTATIONS,
   NO_NGINX_EFFECTS,
+  CorsEffect,
   NginxEffects,
   RedirectEffect,
   annotationPath,
@@ -61,6 +63,8 @@ interface Metadata {
     uid: string;
     controller: boolean;
   }[];
+  /** The Ingress's uid and the object's name: keys the session tokens' HMAC. */
+  uid: string;
   creationTimestamp?: string;
   generation?: number;
 }
@@ -72,7 +76,7 @@ interface ParentRef {
 }
 export interface SyntheticMatch {
   path: { type: "Exact" | "PathPrefix"; value: string };
-  headers?: { type: "RegularExpression"; name: string; value: string }[];
+  headers?: { type: "Exact" | "RegularExpression"; name: string; value: string }[];
 }
 export type SyntheticFilter =
   | {
@@ -95,12 +99,18 @@ export type SyntheticFilter =
   | {
       type: "ResponseHeaderModifier";
       responseHeaderModifier: { set: { name: string; value: string }[] };
-    };
+    }
+  | { type: "CORS"; cors: CorsEffect };
 export interface SyntheticRule {
   matches: SyntheticMatch[];
   filters: SyntheticFilter[];
   backendRefs: { group: ""; kind: "Service"; name: string; port: number }[];
   timeouts?: { backendRequest: string };
+  sessionPersistence?: {
+    type: "Cookie";
+    cookie: { name: string; path?: string; lifetimeType: "Session" | "Permanent" };
+    absoluteTimeout?: string;
+  };
 }
 
 /**
@@ -232,11 +242,11 @@ export function convertIngress(
     return empty;
   }
   if (problems.length > 0) return empty;
-  if (effects.canary) {
+  if (effects.canary?.length === 0) {
     problems.push({
       path: annotationPath("canary"),
       value: "true",
-      message: `canary Ingresses are not served yet: ${NGINX_ANNOTATIONS["canary"]!.becomes}`,
+      message: `a canary without canary-by-header or canary-by-cookie is not served: ${NGINX_ANNOTATIONS["canary-weight"]!.becomes}`,
     });
     return empty;
   }
@@ -294,6 +304,16 @@ export function convertIngress(
       add(host, { match, backend: p.backend, source: `spec.rules[${i}].http.paths[${j}]` });
     });
   });
+  // server-alias: the named hosts' paths under each alias; the Ingress's own rules come first.
+  const named = [...hosts].filter(([host]) => host !== "" && !host.startsWith("*."));
+  for (const alias of effects.aliases ?? [])
+    for (const [, pieces] of named)
+      for (const piece of pieces)
+        add(
+          alias,
+          { ...piece, source: `${piece.source} (${annotationPath("server-alias")})` },
+          true,
+        );
   if (spec.defaultBackend) {
     // The catch-all: what no rule of any host matches (an explicit "/" rule without host wins).
     const match: SyntheticMatch = { path: { type: "PathPrefix", value: "/" } };
@@ -307,8 +327,29 @@ export function convertIngress(
       path: { type: "ReplaceFullPath" as const, replaceFullPath: effects.rewritePath },
     }),
   };
+  // canary: each selecting header is a match of its own, more specific than the main Ingress's.
+  const matchesOf = (piece: Piece): SyntheticMatch[] =>
+    effects.canary
+      ? effects.canary.map((h: CanaryMatch) => ({
+          ...piece.match,
+          headers: [...(piece.match.headers ?? []), { ...h }],
+        }))
+      : [piece.match];
+  const cors: SyntheticFilter[] = effects.cors
+    ? [{ type: "CORS", cors: structuredClone(effects.cors) }]
+    : [];
+  const affinity = effects.affinity;
+  const sessionPersistence: SyntheticRule["sessionPersistence"] = affinity && {
+    type: "Cookie",
+    cookie: {
+      name: affinity.cookieName,
+      ...(affinity.path !== undefined && { path: affinity.path }),
+      lifetimeType: affinity.maxAgeS !== undefined ? "Permanent" : "Session",
+    },
+    ...(affinity.maxAgeS !== undefined && { absoluteTimeout: `${affinity.maxAgeS}s` }),
+  };
   const ruleOf = (piece: Piece): SyntheticRule => {
-    const matches = [piece.match];
+    const matches = matchesOf(piece);
     if (piece.appRoot)
       return {
         matches,
@@ -328,12 +369,13 @@ export function convertIngress(
       matches,
       filters:
         Object.keys(rewrite).length > 0
-          ? [SERVER_HEADER_FILTER, { type: "URLRewrite", urlRewrite: rewrite }]
-          : [SERVER_HEADER_FILTER],
+          ? [SERVER_HEADER_FILTER, ...cors, { type: "URLRewrite", urlRewrite: rewrite }]
+          : [SERVER_HEADER_FILTER, ...cors],
       backendRefs: backendRefs(piece, namespace, lookupService, problems),
       ...(effects.backendRequest !== undefined && {
         timeouts: { backendRequest: effects.backendRequest },
       }),
+      ...(sessionPersistence && { sessionPersistence: structuredClone(sessionPersistence) }),
     };
   };
   // ssl-redirect: on a host a `tls` listener serves, the Gateway's own listeners answer a
@@ -385,7 +427,7 @@ export function convertIngress(
             [gatewayParent],
             chunk,
             chunk.map(p => ({
-              matches: [p.match],
+              matches: matchesOf(p),
               filters: [SERVER_HEADER_FILTER, toHTTPS],
               backendRefs: [],
             })),
@@ -408,6 +450,7 @@ function metadata(ingress: V1Ingress, name: string, namespace: string): Metadata
   return {
     name,
     namespace,
+    uid: `${ingress.metadata?.uid ?? ""}/${name}`,
     labels: { [SYNTHETIC_LABEL]: "true" },
     annotations: { [SOURCE_ANNOTATION]: `${namespace}/${ingress.metadata?.name ?? ""}` },
     ownerReferences: [

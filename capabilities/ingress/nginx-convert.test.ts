@@ -223,15 +223,196 @@ describe("ingress-nginx annotations in conversion", () => {
     );
   });
 
-  it("a canary Ingress is not served yet, and says so on itself", () => {
+  it("a canary without a header or cookie is not served, and says so on itself", () => {
     const out = convert({ [`${P}canary`]: "true", [`${P}canary-weight`]: "10" });
     expect(out.httpRoutes).toEqual([]);
     expect(out.problems).toEqual([
       expect.objectContaining({
         path: `metadata.annotations[${JSON.stringify(`${P}canary`)}]`,
-        message: expect.stringMatching(/not served yet/),
+        message: expect.stringMatching(
+          /without canary-by-header or canary-by-cookie is not served/,
+        ),
       }),
     ]);
     expect(convert({ [`${P}canary`]: "false" }).httpRoutes).toHaveLength(1);
+  });
+
+  it("a canary by header and cookie: one match per selector, each more specific than the path", () => {
+    const [rule] = rulesOf({
+      [`${P}canary`]: "true",
+      [`${P}canary-by-header`]: "X-Canary",
+      [`${P}canary-by-cookie`]: "beta",
+      [`${P}canary-weight`]: "50",
+    });
+    expect(rule!.matches).toEqual([
+      {
+        path: { type: "PathPrefix", value: "/api" },
+        headers: [{ type: "Exact", name: "X-Canary", value: "always" }],
+      },
+      {
+        path: { type: "PathPrefix", value: "/api" },
+        headers: [
+          {
+            type: "RegularExpression",
+            name: "Cookie",
+            value: String.raw`(?:.*;)?\s*beta=always\s*(?:;.*)?`,
+          },
+        ],
+      },
+    ]);
+    const cookie = new RegExp(`^(?:${rule!.matches[1]!.headers![0]!.value})$`);
+    expect(cookie.test("a=1; beta=always")).toBe(true);
+    expect(cookie.test("beta=always")).toBe(true);
+    expect(cookie.test("xbeta=always")).toBe(false);
+    expect(cookie.test("beta=never; a=always")).toBe(false);
+    const [byValue] = rulesOf({
+      [`${P}canary`]: "true",
+      [`${P}canary-by-header`]: "X-Canary",
+      [`${P}canary-by-header-value`]: "v2",
+      [`${P}canary-by-header-pattern`]: "ignored",
+    });
+    expect(byValue!.matches[0]!.headers).toEqual([
+      { type: "Exact", name: "X-Canary", value: "v2" },
+    ]);
+    const [byPattern] = rulesOf({
+      [`${P}canary`]: "true",
+      [`${P}canary-by-header`]: "X-Canary",
+      [`${P}canary-by-header-pattern`]: "v[0-9]+",
+    });
+    expect(byPattern!.matches[0]!.headers).toEqual([
+      { type: "RegularExpression", name: "X-Canary", value: "v[0-9]+" },
+    ]);
+    for (const bad of <Record<string, string>[]>[
+      { [`${P}canary-by-header`]: "Host" },
+      { [`${P}canary-by-header`]: "bad header" },
+      { [`${P}canary-by-header`]: "X", [`${P}canary-by-header-pattern`]: "(?<=x)" },
+      { [`${P}canary-by-cookie`]: "a;b" },
+    ]) {
+      const out = convert({ [`${P}canary`]: "true", ...bad });
+      expect(out.httpRoutes).toEqual([]);
+      expect(out.problems.length).toBeGreaterThan(0);
+    }
+  });
+
+  it("enable-cors: a CORS filter with ingress-nginx's defaults, and the values given", () => {
+    const [rule] = rulesOf({ [`${P}enable-cors`]: "true" });
+    expect(rule!.filters).toEqual([
+      SERVER_HEADER_FILTER,
+      {
+        type: "CORS",
+        cors: {
+          allowOrigins: ["*"],
+          allowMethods: ["GET", "PUT", "POST", "DELETE", "PATCH", "OPTIONS"],
+          allowHeaders: [
+            "DNT",
+            "Keep-Alive",
+            "User-Agent",
+            "X-Requested-With",
+            "If-Modified-Since",
+            "Cache-Control",
+            "Content-Type",
+            "Authorization",
+          ],
+          exposeHeaders: [],
+          allowCredentials: true,
+          maxAge: 1728000,
+        },
+      },
+    ]);
+    const [given] = rulesOf({
+      [`${P}enable-cors`]: "true",
+      [`${P}cors-allow-origin`]: "https://a.example.com, https://*.b.example.com:8443",
+      [`${P}cors-allow-methods`]: "get, POST",
+      [`${P}cors-allow-headers`]: "X-Token",
+      [`${P}cors-expose-headers`]: "X-Trace, X-Id",
+      [`${P}cors-allow-credentials`]: "false",
+      [`${P}cors-max-age`]: "60",
+      [`${P}rewrite-target`]: "/",
+    });
+    expect(given!.filters[1]).toEqual({
+      type: "CORS",
+      cors: {
+        allowOrigins: ["https://a.example.com", "https://*.b.example.com:8443"],
+        allowMethods: ["GET", "POST"],
+        allowHeaders: ["X-Token"],
+        exposeHeaders: ["X-Trace", "X-Id"],
+        allowCredentials: false,
+        maxAge: 60,
+      },
+    });
+    expect(given!.filters[2]!.type).toBe("URLRewrite");
+    // Without enable-cors the cors-* annotations change nothing.
+    const [off] = rulesOf({ [`${P}cors-allow-origin`]: "https://a.example.com" });
+    expect(off!.filters).toEqual([SERVER_HEADER_FILTER]);
+    for (const bad of <Record<string, string>[]>[
+      { [`${P}cors-allow-origin`]: "example.com" },
+      { [`${P}cors-allow-origin`]: "*, https://a.example.com" },
+      { [`${P}cors-allow-methods`]: "FETCH" },
+      { [`${P}cors-allow-headers`]: "X Y" },
+      { [`${P}cors-max-age`]: "-1" },
+      { [`${P}cors-allow-credentials`]: "maybe" },
+    ]) {
+      const out = convert({ [`${P}enable-cors`]: "true", ...bad });
+      expect(out.httpRoutes).toEqual([]);
+      expect(out.problems.length).toBeGreaterThan(0);
+    }
+  });
+
+  it("affinity: cookie: sessionPersistence on forwarding rules, INGRESSCOOKIE by default", () => {
+    const [rule] = rulesOf({ [`${P}affinity`]: "cookie" });
+    expect(rule!.sessionPersistence).toEqual({
+      type: "Cookie",
+      cookie: { name: "INGRESSCOOKIE", lifetimeType: "Session" },
+    });
+    const [given] = rulesOf({
+      [`${P}affinity`]: "cookie",
+      [`${P}affinity-mode`]: "persistent",
+      [`${P}session-cookie-name`]: "route",
+      [`${P}session-cookie-path`]: "/api",
+      [`${P}session-cookie-max-age`]: "3600",
+    });
+    expect(given!.sessionPersistence).toEqual({
+      type: "Cookie",
+      cookie: { name: "route", path: "/api", lifetimeType: "Permanent" },
+      absoluteTimeout: "3600s",
+    });
+    const [expires] = rulesOf({
+      [`${P}affinity`]: "cookie",
+      [`${P}session-cookie-expires`]: "60",
+    });
+    expect(expires!.sessionPersistence?.absoluteTimeout).toBe("60s");
+    // A redirect answers without a backend: no session there.
+    const [redirect] = rulesOf({
+      [`${P}affinity`]: "cookie",
+      [`${P}permanent-redirect`]: "https://example.org/",
+    });
+    expect(redirect!.sessionPersistence).toBeUndefined();
+    for (const bad of <Record<string, string>[]>[
+      { [`${P}affinity`]: "ip" },
+      { [`${P}session-cookie-name`]: "a b" },
+      { [`${P}session-cookie-path`]: "api" },
+      { [`${P}session-cookie-max-age`]: "0" },
+    ]) {
+      const out = convert({ [`${P}affinity`]: "cookie", ...bad });
+      expect(out.httpRoutes).toEqual([]);
+      expect(out.problems.length).toBeGreaterThan(0);
+    }
+  });
+
+  it("server-alias: the named hosts' paths under each alias, the Ingress's own rule first", () => {
+    const out = convert({ [`${P}server-alias`]: "www.example.com, Shop.Example.org" });
+    expect(out.problems).toEqual([]);
+    expect(out.httpRoutes.map(r => r.spec.hostnames)).toEqual([
+      ["shop.example.com"],
+      ["www.example.com"],
+      ["shop.example.org"],
+    ]);
+    for (const r of out.httpRoutes)
+      expect(r.spec.rules[0]!.matches[0]!.path).toEqual({ type: "PathPrefix", value: "/api" });
+    for (const bad of ["*.example.com", "a.example.com:80", " , "]) {
+      const refused = convert({ [`${P}server-alias`]: bad });
+      expect(refused.httpRoutes).toEqual([]);
+      expect(refused.problems.length).toBeGreaterThan(0);
+    }
   });
 });

@@ -60,13 +60,13 @@ describe("ingress-nginx annotations at admission", () => {
     const warnings = ingressAnnotationWarnings(
       withAnnotations({
         [`${P}proxy-body-size`]: "8m",
-        [`${P}canary`]: "true",
+        [`${P}canary-weight`]: "10",
         [`${P}made-up`]: "1",
       }),
       true,
     );
     expect(warnings).toEqual([
-      `${at("canary")}: not supported yet and ignored (${NGINX_ANNOTATIONS["canary"]!.becomes})`,
+      `${at("canary-weight")}: not supported yet and ignored (${NGINX_ANNOTATIONS["canary-weight"]!.becomes})`,
       `${at("made-up")}: not implemented by the Kengine ingress controller and ignored`,
       expect.stringMatching(/proxy-body-size.*not supported yet/),
     ]);

@@ -7,8 +7,9 @@
  *
  * Pure; annotation values come from raw JSON and are read as possibly of any type.
  */
-import { checkURLPath } from "./fields";
+import { checkMatchedHeaderName, checkURLPath } from "./fields";
 import { FieldProblem, display, truncate } from "./field-problem";
+import { checkRegex, quoteRE2 } from "./regex";
 
 export const NGINX_PREFIX = "nginx.ingress.kubernetes.io/";
 
@@ -90,36 +91,104 @@ export const NGINX_ANNOTATIONS: Readonly<Record<string, AnnotationEntry>> = {
     becomes:
       "HTTP is the default; for GRPC set the Service port's appProtocol to kubernetes.io/h2c, for HTTPS and GRPCS add a BackendTLSPolicy: the proxy reads the protocol from those, not from the Ingress",
   },
-  canary: notYet(
-    "a canary Ingress is not served (reported on it): its main Ingress answers every request",
+  canary: {
+    support: "partial",
+    becomes:
+      "the canary Ingress's rules are served for requests that canary-by-header or canary-by-cookie select (a more specific match wins over the main Ingress's); canary-weight is not honoured, and a canary without a header or cookie is not served (reported on it)",
+  },
+  "canary-weight": notYet(
+    "a canary is chosen only by header or cookie; without one it is not served",
   ),
-  "canary-weight": notYet("see canary"),
-  "canary-weight-total": notYet("see canary"),
-  "canary-by-header": notYet("see canary"),
-  "canary-by-header-value": notYet("see canary"),
-  "canary-by-header-pattern": notYet("see canary"),
-  "canary-by-cookie": notYet("see canary"),
+  "canary-weight-total": notYet("see canary-weight"),
+  "canary-by-header": {
+    support: "partial",
+    becomes:
+      'requests whose header has the value "always" (or canary-by-header-value, or a match of canary-by-header-pattern) go to the canary; "never" is not special, since no weight is honoured',
+  },
+  "canary-by-header-value": {
+    support: "supported",
+    becomes: "the header's exact value that selects the canary",
+  },
+  "canary-by-header-pattern": {
+    support: "supported",
+    becomes:
+      "an RE2 regular expression on the header's value that selects the canary (when canary-by-header-value is not set)",
+  },
+  "canary-by-cookie": {
+    support: "partial",
+    becomes:
+      'requests carrying the cookie with the value "always" go to the canary; "never" is not special, since no weight is honoured',
+  },
   "proxy-body-size": notYet("no limit on the request body is applied"),
   "whitelist-source-range": notYet("every client address is admitted"),
   "denylist-source-range": notYet("no client address is refused"),
-  "enable-cors": notYet("no CORS headers are added"),
-  "cors-allow-origin": notYet("see enable-cors"),
-  "cors-allow-methods": notYet("see enable-cors"),
-  "cors-allow-headers": notYet("see enable-cors"),
-  "cors-expose-headers": notYet("see enable-cors"),
-  "cors-allow-credentials": notYet("see enable-cors"),
-  "cors-max-age": notYet("see enable-cors"),
-  affinity: notYet("requests are balanced without session affinity"),
-  "affinity-mode": notYet("see affinity"),
-  "session-cookie-name": notYet("see affinity"),
-  "session-cookie-path": notYet("see affinity"),
-  "session-cookie-max-age": notYet("see affinity"),
-  "session-cookie-expires": notYet("see affinity"),
-  "session-cookie-samesite": notYet("see affinity"),
+  "enable-cors": {
+    support: "supported",
+    becomes:
+      "an HTTPRoute CORS filter on every path, with ingress-nginx's defaults for the cors-* annotations not set; an origin `*` with credentials allowed answers the request's own origin (the Gateway API rule) where ingress-nginx answers `*`",
+  },
+  "cors-allow-origin": {
+    support: "supported",
+    becomes:
+      "cors.allowOrigins (comma-separated; `*`, or scheme://host[:port] with an optional leading `*.` label)",
+  },
+  "cors-allow-methods": {
+    support: "supported",
+    becomes: "cors.allowMethods (comma-separated methods)",
+  },
+  "cors-allow-headers": {
+    support: "supported",
+    becomes: "cors.allowHeaders (comma-separated header names)",
+  },
+  "cors-expose-headers": {
+    support: "supported",
+    becomes: "cors.exposeHeaders (comma-separated header names)",
+  },
+  "cors-allow-credentials": {
+    support: "supported",
+    becomes: "cors.allowCredentials (default true, as in ingress-nginx)",
+  },
+  "cors-max-age": {
+    support: "supported",
+    becomes: "cors.maxAge in seconds (default 1728000, as in ingress-nginx)",
+  },
+  affinity: {
+    support: "supported",
+    becomes:
+      'only "cookie": sessionPersistence with a cookie on every forwarding path; a client keeps its backend endpoint while it is ready',
+  },
+  "affinity-mode": {
+    support: "partial",
+    becomes:
+      '"balanced" and "persistent" behave alike: a session keeps its endpoint while it is ready, and moves when it goes away',
+  },
+  "session-cookie-name": {
+    support: "supported",
+    becomes: "the session cookie's name (default INGRESSCOOKIE, as in ingress-nginx)",
+  },
+  "session-cookie-path": {
+    support: "supported",
+    becomes: "the session cookie's Path (default /)",
+  },
+  "session-cookie-max-age": {
+    support: "supported",
+    becomes:
+      "a Permanent cookie with that Max-Age in seconds (absoluteTimeout); without it the cookie lasts the browser session",
+  },
+  "session-cookie-expires": {
+    support: "partial",
+    becomes:
+      "read as session-cookie-max-age (seconds) when that is not set; no Expires attribute is sent",
+  },
+  "session-cookie-samesite": notYet("the session cookie carries no SameSite attribute"),
   "auth-url": notYet("requests are not authenticated"),
   "auth-response-headers": notYet("see auth-url"),
   "auth-signin": notYet("see auth-url"),
-  "server-alias": notYet("only the rule's host is served"),
+  "server-alias": {
+    support: "supported",
+    becomes:
+      "every path of the Ingress's named hosts is served under each alias too (comma-separated DNS names); a rule of the Ingress for the alias itself wins",
+  },
   "configuration-snippet": SNIPPET,
   "server-snippet": SNIPPET,
   "auth-snippet": SNIPPET,
@@ -152,8 +221,42 @@ export interface NginxEffects {
   readonly hostname?: string;
   /** proxy-read-timeout: HTTPRoute timeouts.backendRequest. */
   readonly backendRequest?: string;
-  /** canary: "true": the Ingress is not served. */
-  readonly canary: boolean;
+  /**
+   * canary: "true": the header matches that send a request to this Ingress (each one alone);
+   * empty when nothing selects the canary, and then the Ingress is not served.
+   */
+  readonly canary?: readonly CanaryMatch[];
+  /** enable-cors: the HTTPRoute CORS filter of every path. */
+  readonly cors?: CorsEffect;
+  /** affinity: cookie: the sessionPersistence of every forwarding path. */
+  readonly affinity?: AffinityEffect;
+  /** server-alias: more hosts served with the paths of the Ingress's named hosts. */
+  readonly aliases?: readonly string[];
+}
+
+/** A header match selecting a canary Ingress's rules. */
+export interface CanaryMatch {
+  readonly type: "Exact" | "RegularExpression";
+  readonly name: string;
+  readonly value: string;
+}
+
+/** The HTTPRoute CORS filter's fields (Gateway API HTTPCORSFilter). */
+export interface CorsEffect {
+  readonly allowOrigins: string[];
+  readonly allowMethods: string[];
+  readonly allowHeaders: string[];
+  readonly exposeHeaders: string[];
+  readonly allowCredentials: boolean;
+  readonly maxAge: number;
+}
+
+/** A session cookie (Gateway API sessionPersistence of type Cookie). */
+export interface AffinityEffect {
+  readonly cookieName: string;
+  readonly path?: string;
+  /** A Permanent cookie's Max-Age; none: a browser-session cookie. */
+  readonly maxAgeS?: number;
 }
 
 export interface NginxReading {
@@ -183,6 +286,35 @@ const BOOL: Readonly<Record<string, boolean>> = {
   False: false,
 };
 const REDIRECT_CODES = [301, 302, 303, 307, 308];
+/** An RFC 7230 token: header and cookie names (the Gateway API CRDs' pattern). */
+const TOKEN = /^[A-Za-z0-9!#$%&'*+\-.^_`|~]+$/;
+/** A CORS origin as the HTTPRoute CRD accepts it. */
+const ORIGIN =
+  /(^\*$)|(^(http(s)?):\/\/(((\*\.)?([a-zA-Z0-9-]+\.)*[a-zA-Z0-9-]+|\*)(:([0-9]{1,5}))?)$)/;
+const METHODS = [
+  "GET",
+  "HEAD",
+  "POST",
+  "PUT",
+  "DELETE",
+  "CONNECT",
+  "OPTIONS",
+  "TRACE",
+  "PATCH",
+  "*",
+];
+/** ingress-nginx's defaults for cors-allow-methods and cors-allow-headers. */
+const CORS_METHODS = ["GET", "PUT", "POST", "DELETE", "PATCH", "OPTIONS"];
+const CORS_HEADERS = [
+  "DNT",
+  "Keep-Alive",
+  "User-Agent",
+  "X-Requested-With",
+  "If-Modified-Since",
+  "Cache-Control",
+  "Content-Type",
+  "Authorization",
+];
 const LABEL = /^[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?$/;
 
 const isHostname = (h: string): boolean =>
@@ -305,7 +437,160 @@ export function readNginxAnnotations(annotations: unknown): NginxReading {
     else backendRequest = `${Number(v)}s`;
   }
 
-  for (const name of ["force-ssl-redirect", "rewrite-target", "proxy-read-timeout"])
+  const list = (name: string): string[] =>
+    raw[name]!.split(",")
+      .map(v => v.trim())
+      .filter(v => v !== "");
+  const tokens = (name: string, fallback: readonly string[]): string[] => {
+    if (!has(name)) return [...fallback];
+    const values = [...new Set(list(name))];
+    for (const v of values)
+      if (!TOKEN.test(v) || v.length > 256)
+        bad(name, `${JSON.stringify(truncate(v))} is not a header name`);
+    if (values.length > 64) bad(name, "may list at most 64 names");
+    if (values.includes("*") && values.length > 1) bad(name, "cannot list * beside other names");
+    return values;
+  };
+  const seconds = (name: string, max: number): number | undefined => {
+    const v = raw[name]!.trim();
+    if (!/^[0-9]{1,10}$/.test(v) || Number(v) < 1 || Number(v) > max)
+      return bad(name, `must be a whole number of seconds from 1 to ${max}`);
+    return Number(v);
+  };
+
+  let cors: CorsEffect | undefined;
+  if (bool("enable-cors", false)) {
+    const origins = has("cors-allow-origin") ? [...new Set(list("cors-allow-origin"))] : ["*"];
+    for (const o of origins)
+      if (!ORIGIN.test(o) || o.length > 253)
+        bad(
+          "cors-allow-origin",
+          `${JSON.stringify(truncate(o))} is not an origin: use *, or scheme://host[:port] with an optional leading "*." label`,
+        );
+    if (origins.length === 0 || origins.length > 64)
+      bad("cors-allow-origin", "must list from 1 to 64 origins");
+    if (origins.includes("*") && origins.length > 1)
+      bad("cors-allow-origin", "cannot list * beside other origins");
+    const methods = has("cors-allow-methods")
+      ? [...new Set(list("cors-allow-methods").map(m => m.toUpperCase()))]
+      : [...CORS_METHODS];
+    for (const m of methods)
+      if (!METHODS.includes(m))
+        bad(
+          "cors-allow-methods",
+          `${JSON.stringify(truncate(m))} is not one of ${METHODS.join(", ")}`,
+        );
+    if (methods.includes("*") && methods.length > 1)
+      bad("cors-allow-methods", "cannot list * beside other methods");
+    const maxAge = has("cors-max-age") ? seconds("cors-max-age", 2_147_483_647) : 1_728_000;
+    cors = {
+      allowOrigins: origins,
+      allowMethods: methods,
+      allowHeaders: tokens("cors-allow-headers", CORS_HEADERS),
+      exposeHeaders: tokens("cors-expose-headers", []),
+      allowCredentials: bool("cors-allow-credentials", true),
+      maxAge: maxAge ?? 1_728_000,
+    };
+  } else
+    for (const name of Object.keys(raw))
+      if (name.startsWith("cors-"))
+        warnings.push(
+          `${annotationPath(name)}: ignored without ${NGINX_PREFIX}enable-cors: "true"`,
+        );
+
+  let affinity: AffinityEffect | undefined;
+  if (has("affinity")) {
+    if (raw["affinity"]!.trim() !== "cookie") bad("affinity", 'must be "cookie", the only kind');
+    else {
+      const cookieName = has("session-cookie-name")
+        ? raw["session-cookie-name"]!.trim()
+        : "INGRESSCOOKIE";
+      if (!TOKEN.test(cookieName) || cookieName.length > 256)
+        bad("session-cookie-name", "must be a cookie name token (RFC 6265)");
+      let cookiePath: string | undefined;
+      if (has("session-cookie-path")) {
+        const v = raw["session-cookie-path"]!.trim();
+        // eslint-disable-next-line no-control-regex -- matching control characters is the point
+        if (!v.startsWith("/") || /[\u0000-\u001f\u007f;]/.test(v) || v.length > 1024)
+          bad("session-cookie-path", 'must start with "/" and hold no ";" or control character');
+        else if (v !== "/") cookiePath = v;
+      }
+      const lifetime = has("session-cookie-max-age")
+        ? "session-cookie-max-age"
+        : has("session-cookie-expires")
+          ? "session-cookie-expires"
+          : undefined;
+      // absoluteTimeout holds up to 4 groups of 5 digits: 99999h is the longest.
+      const maxAgeS = lifetime ? seconds(lifetime, 99_999 * 3600) : undefined;
+      affinity = {
+        cookieName,
+        ...(cookiePath !== undefined && { path: cookiePath }),
+        ...(maxAgeS !== undefined && { maxAgeS }),
+      };
+    }
+  } else
+    for (const name of Object.keys(raw))
+      if (name.startsWith("session-cookie-") || name === "affinity-mode")
+        warnings.push(`${annotationPath(name)}: ignored without ${NGINX_PREFIX}affinity: "cookie"`);
+
+  let canary: CanaryMatch[] | undefined;
+  if (has("canary") && BOOL[raw["canary"]!.trim()] === true) {
+    canary = [];
+    if (has("canary-by-header")) {
+      const name = raw["canary-by-header"]!.trim();
+      const found = checkMatchedHeaderName(annotationPath("canary-by-header"), name);
+      if (found.length > 0) problems.push(...found);
+      else if (name.toLowerCase() === "host")
+        bad("canary-by-header", "cannot be Host: the Host header chooses the rule, not a canary");
+      else if (has("canary-by-header-value")) {
+        const value = raw["canary-by-header-value"]!.trim();
+        if (value === "" || value.length > 4096 || !/^[\x20-\x7e]+$/.test(value))
+          bad("canary-by-header-value", "must be printable ASCII, 1 to 4096 characters");
+        else canary.push({ type: "Exact", name, value });
+      } else if (has("canary-by-header-pattern")) {
+        const pattern = raw["canary-by-header-pattern"]!.trim();
+        const wrong = checkRegex(annotationPath("canary-by-header-pattern"), pattern);
+        if (pattern === "") bad("canary-by-header-pattern", "must not be empty");
+        else if (wrong.length > 0) problems.push(...wrong);
+        else canary.push({ type: "RegularExpression", name, value: pattern });
+      } else canary.push({ type: "Exact", name, value: "always" });
+    }
+    if (has("canary-by-cookie")) {
+      const name = raw["canary-by-cookie"]!.trim();
+      if (!TOKEN.test(name) || name.length > 256)
+        bad("canary-by-cookie", "must be a cookie name token (RFC 6265)");
+      else
+        canary.push({
+          type: "RegularExpression",
+          name: "Cookie",
+          value: `(?:.*;)?\\s*${quoteRE2(name)}=always\\s*(?:;.*)?`,
+        });
+    }
+  }
+
+  let aliases: string[] | undefined;
+  if (has("server-alias")) {
+    aliases = [...new Set(list("server-alias").map(a => a.toLowerCase()))];
+    for (const a of aliases)
+      if (!isHostname(a))
+        bad(
+          "server-alias",
+          `${JSON.stringify(truncate(a))} is not a DNS name (no wildcard, no port)`,
+        );
+    if (aliases.length === 0 || aliases.length > 16)
+      bad("server-alias", "must list from 1 to 16 names");
+  }
+
+  for (const name of [
+    "force-ssl-redirect",
+    "rewrite-target",
+    "proxy-read-timeout",
+    "canary",
+    "canary-by-header",
+    "canary-by-cookie",
+    "affinity-mode",
+    "session-cookie-expires",
+  ])
     if (has(name) && !problems.some(p => p.path === annotationPath(name)))
       warnings.push(
         `${annotationPath(name)}: partly supported: ${NGINX_ANNOTATIONS[name]!.becomes}`,
@@ -335,10 +620,13 @@ export function readNginxAnnotations(annotations: unknown): NginxReading {
     ...(rewritePath !== undefined && { rewritePath }),
     ...(hostname !== undefined && { hostname }),
     ...(backendRequest !== undefined && { backendRequest }),
-    canary: has("canary") && BOOL[raw["canary"]!.trim()] === true,
+    ...(canary && { canary }),
+    ...(cors && { cors }),
+    ...(affinity && { affinity }),
+    ...(aliases && { aliases }),
   };
   return { effects, problems, warnings };
 }
 
 /** Effects of an Ingress whose class does not opt in: nothing is read. */
-export const NO_NGINX_EFFECTS: NginxEffects = { sslRedirect: false, canary: false };
+export const NO_NGINX_EFFECTS: NginxEffects = { sslRedirect: false };

@@ -4,12 +4,13 @@
  * the Gateway's proxies next to its own route; a bad Ingress refused at `kubectl apply` with a
  * field path; `status.loadBalancer` showing the Gateway's address (its proxies' Service); once
  * the class opts in, ingress-nginx annotations on real traffic (redirects, ssl-redirect,
- * rewrite-target) and a snippet refused at `kubectl apply`.
+ * rewrite-target, CORS, cookie affinity, a header and cookie canary, server-alias) and a
+ * snippet refused at `kubectl apply`.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { request } from "node:http";
+import { type IncomingHttpHeaders, request } from "node:http";
 import { connect } from "node:tls";
 import { createNamespace, deleteNamespace, eventually, kubectl, kubectlOk } from "../support/kube";
 import { PeprDev, startModule } from "../support/module";
@@ -59,6 +60,36 @@ const servedNames = (address: string, servername: string): Promise<string> =>
       resolve("");
       s.destroy();
     });
+  });
+
+/** One plain HTTP request on port 80: status, response headers and body. */
+const call = (
+  address: string,
+  host: string,
+  p: string,
+  method = "GET",
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: IncomingHttpHeaders; body: string }> =>
+  new Promise(resolve => {
+    const req = request(
+      {
+        host: address,
+        port: 80,
+        path: p,
+        method,
+        headers: { Host: host, ...headers },
+        timeout: 5000,
+        agent: false,
+      },
+      res => {
+        let body = "";
+        res.on("data", d => (body += d));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+      },
+    );
+    req.on("timeout", () => req.destroy(new Error("timeout")));
+    req.on("error", () => resolve({ status: 0, headers: {}, body: "" }));
+    req.end();
   });
 
 /** Status and Location of a plain HTTP GET on port 80 (redirects are not followed). */
@@ -291,6 +322,107 @@ describe("Ingress v1 on the Gateway's proxies", () => {
       proved:
         "permanent-redirect, app-root, rewrite-target, ssl-redirect on traffic; server-snippet refused at admission",
       checks: 7,
+    });
+  });
+
+  it("maps CORS, cookie affinity, a header or cookie canary and server-alias onto real traffic", async () => {
+    // The class opted in in the previous test.
+    const P = "nginx.ingress.kubernetes.io/";
+    const ingress = (
+      name: string,
+      host: string,
+      annotations: Record<string, string>,
+    ): Record<string, unknown> => ({
+      apiVersion: "networking.k8s.io/v1",
+      kind: "Ingress",
+      metadata: { name, namespace: ns, annotations },
+      spec: {
+        ingressClassName: className,
+        rules: [{ host, http: { paths: [path("/api", "Prefix")] } }],
+      },
+    });
+    for (const object of [
+      ingress("cors", "cors.ingress.test", {
+        [`${P}enable-cors`]: "true",
+        [`${P}cors-allow-origin`]: "https://app.example.org",
+        [`${P}cors-allow-methods`]: "GET, PUT",
+        [`${P}cors-max-age`]: "600",
+      }),
+      ingress("sticky", "sticky.ingress.test", {
+        [`${P}affinity`]: "cookie",
+        [`${P}session-cookie-name`]: "route",
+      }),
+      ingress("main", "canary.ingress.test", {}),
+      ingress("canary", "canary.ingress.test", {
+        [`${P}canary`]: "true",
+        [`${P}canary-by-header`]: "X-Canary",
+        [`${P}canary-by-cookie`]: "beta",
+        [`${P}rewrite-target`]: "/canary",
+      }),
+      ingress("aliased", "primary.ingress.test", { [`${P}server-alias`]: "alias.ingress.test" }),
+    ])
+      kubectlOk(["apply", "-f", "-"], JSON.stringify(object));
+
+    // server-alias: the alias answers with the Ingress's paths (the last Ingress applied).
+    const aliased = await eventually(
+      "the alias served",
+      async () => {
+        const r = await call(address, "alias.ingress.test", "/api/x");
+        return r.status === 200 ? r : undefined;
+      },
+      90_000,
+    );
+    expect(JSON.parse(aliased.body).path).toBe("/api/x");
+    expect((await call(address, "primary.ingress.test", "/api/x")).status).toBe(200);
+
+    // CORS: a preflight from the allowed origin, and a simple request's headers.
+    const preflight = await call(address, "cors.ingress.test", "/api/x", "OPTIONS", {
+      Origin: "https://app.example.org",
+      "Access-Control-Request-Method": "PUT",
+    });
+    expect(preflight.headers["access-control-allow-origin"]).toBe("https://app.example.org");
+    expect(String(preflight.headers["access-control-allow-methods"])).toMatch(/PUT/);
+    expect(preflight.headers["access-control-max-age"]).toBe("600");
+    const simple = await call(address, "cors.ingress.test", "/api/x", "GET", {
+      Origin: "https://app.example.org",
+    });
+    expect(simple.status).toBe(200);
+    expect(simple.headers["access-control-allow-origin"]).toBe("https://app.example.org");
+    const foreign = await call(address, "cors.ingress.test", "/api/x", "GET", {
+      Origin: "https://evil.example.net",
+    });
+    expect(foreign.headers["access-control-allow-origin"]).toBeUndefined();
+
+    // Affinity: the cookie the first answer sets keeps every later request on one echo pod.
+    const first = await call(address, "sticky.ingress.test", "/api/x");
+    expect(first.status).toBe(200);
+    const cookie = String(first.headers["set-cookie"] ?? "").match(/^route=[^;]+/)?.[0];
+    expect(cookie).toBeDefined();
+    const pods = new Set<string>();
+    for (let i = 0; i < 12; i++) {
+      const r = await call(address, "sticky.ingress.test", "/api/x", "GET", { Cookie: cookie! });
+      expect(r.status).toBe(200);
+      pods.add(JSON.parse(r.body).pod);
+    }
+    expect([...pods]).toEqual([JSON.parse(first.body).pod]);
+
+    // Canary: the header or cookie selects it (its rewrite shows it), anything else the main.
+    const canaryPath = async (headers: Record<string, string>): Promise<string> =>
+      JSON.parse((await call(address, "canary.ingress.test", "/api/x", "GET", headers)).body).path;
+    await eventually(
+      "the canary selected by its header",
+      async () => ((await canaryPath({ "X-Canary": "always" })) === "/canary" ? true : undefined),
+      30_000,
+    );
+    expect(await canaryPath({})).toBe("/api/x");
+    expect(await canaryPath({ "X-Canary": "never" })).toBe("/api/x");
+    expect(await canaryPath({ Cookie: "a=1; beta=always" })).toBe("/canary");
+    expect(await canaryPath({ Cookie: "beta=never" })).toBe("/api/x");
+    rows.push({
+      scenario: "ingress-nginx CORS, affinity, canary, server-alias",
+      proved:
+        "enable-cors preflight and simple requests (allowed and foreign origin); affinity cookie keeps one pod over 12 requests; canary-by-header and canary-by-cookie select the canary, others the main Ingress; server-alias answers",
+      checks: 14,
     });
   });
 

@@ -62,6 +62,9 @@ const hostileValues = (ports: BoundaryPorts) =>
     "GRPC",
     "FCGI",
     "proxy_pass http://127.0.0.1:2019;",
+    "cookie",
+    "X-Canary",
+    "*",
   );
 
 const annotationNames = fc.constantFrom(
@@ -79,6 +82,18 @@ const annotationNames = fc.constantFrom(
   "configuration-snippet",
   "canary",
   "use-regex",
+  "enable-cors",
+  "cors-allow-origin",
+  "cors-allow-headers",
+  "cors-expose-headers",
+  "affinity",
+  "session-cookie-name",
+  "session-cookie-path",
+  "canary-by-header",
+  "canary-by-header-value",
+  "canary-by-header-pattern",
+  "canary-by-cookie",
+  "server-alias",
 );
 
 /** The Ingress boundary samples whose destinations are the given ports. */
