@@ -120,8 +120,16 @@ export const NGINX_ANNOTATIONS: Readonly<Record<string, AnnotationEntry>> = {
       'requests carrying the cookie with the value "always" go to the canary; "never" is not special, since no weight is honoured',
   },
   "proxy-body-size": notYet("no limit on the request body is applied"),
-  "whitelist-source-range": notYet("every client address is admitted"),
-  "denylist-source-range": notYet("no client address is refused"),
+  "whitelist-source-range": {
+    support: "refused",
+    becomes:
+      "the proxy does not restrict client addresses per Ingress yet, and serving the Ingress without the restriction would open its backends to every client: restrict at the Gateway's listeners or with a NetworkPolicy, and remove the annotation",
+  },
+  "denylist-source-range": {
+    support: "refused",
+    becomes:
+      "the proxy does not refuse client addresses per Ingress yet, and serving the Ingress without the restriction would admit the denied clients: refuse them at the Gateway or with a NetworkPolicy, and remove the annotation",
+  },
   "enable-cors": {
     support: "supported",
     becomes:
@@ -181,9 +189,16 @@ export const NGINX_ANNOTATIONS: Readonly<Record<string, AnnotationEntry>> = {
       "read as session-cookie-max-age (seconds) when that is not set; no Expires attribute is sent",
   },
   "session-cookie-samesite": notYet("the session cookie carries no SameSite attribute"),
-  "auth-url": notYet("requests are not authenticated"),
-  "auth-response-headers": notYet("see auth-url"),
-  "auth-signin": notYet("see auth-url"),
+  "auth-url": {
+    support: "refused",
+    becomes:
+      "per-Ingress external authentication is not supported yet, and serving the Ingress without it would let unauthenticated requests through: use the Gateway listener's ExternalAuth filter (docs/operations.md), and remove the annotation",
+  },
+  "auth-response-headers": notYet("read only with auth-url, which is refused"),
+  "auth-signin": {
+    support: "refused",
+    becomes: "belongs to auth-url, which is refused",
+  },
   "server-alias": {
     support: "supported",
     becomes:
