@@ -20,7 +20,6 @@ import { IngressBackendLike, ingressProblems } from "../validation/ingress";
 import { items } from "../validation/budget";
 import {
   CanaryMatch,
-  NGINX_ANNOTATIONS,
   NO_NGINX_EFFECTS,
   CorsEffect,
   NginxEffects,
@@ -29,6 +28,15 @@ import {
   readNginxAnnotations,
 } from "../validation/nginx-annotations";
 import { GATEWAY_GROUP } from "./classes";
+import {
+  SyntheticPath,
+  hostsIntersect,
+  pathMatch,
+  singleLabelHostRegex,
+  syntheticName,
+} from "./names";
+
+export { hostsIntersect, pathMatch, singleLabelHostRegex, syntheticName };
 
 /** Marks every object made from an Ingress. */
 export const SYNTHETIC_LABEL = "ingress.kengine.io/synthetic";
@@ -75,7 +83,7 @@ interface ParentRef {
   namespace?: string;
 }
 export interface SyntheticMatch {
-  path: { type: "Exact" | "PathPrefix"; value: string };
+  path: SyntheticPath;
   headers?: { type: "Exact" | "RegularExpression"; name: string; value: string }[];
 }
 export type SyntheticFilter =
@@ -104,7 +112,7 @@ export type SyntheticFilter =
 export interface SyntheticRule {
   matches: SyntheticMatch[];
   filters: SyntheticFilter[];
-  backendRefs: { group: ""; kind: "Service"; name: string; port: number }[];
+  backendRefs: { group: ""; kind: "Service"; name: string; port: number; weight?: number }[];
   timeouts?: { backendRequest: string };
   sessionPersistence?: {
     type: "Cookie";
@@ -146,58 +154,27 @@ export interface SyntheticListenerSet {
   metadata: Metadata;
   spec: { parentRef: ParentRef; listeners: SyntheticListener[] };
 }
+/** A canary's canary-weight: its share of the main Ingress's paths (reconcile/ingress-stage.ts). */
+export interface CanaryWeight {
+  readonly weight: number;
+  readonly total: number;
+  /** The canary's paths and their backends (in the canary's namespace, as the main's). */
+  readonly paths: readonly {
+    readonly host: string;
+    readonly path: SyntheticMatch["path"];
+    readonly backendRefs: SyntheticRule["backendRefs"];
+    readonly source: string;
+  }[];
+}
 export interface Conversion {
   readonly httpRoutes: SyntheticHTTPRoute[];
   readonly listenerSets: SyntheticListenerSet[];
+  /** Whether the Ingress is a canary (nginx `canary: "true"`): never a main Ingress. */
+  readonly canary?: true;
+  /** canary-weight of a canary Ingress, applied to its main Ingress's routes. */
+  readonly canaryWeight?: CanaryWeight;
   /** Reported on the Ingress (Events, admission warnings), with Ingress field paths. */
   readonly problems: FieldProblem[];
-}
-
-/* ------------------------------------------------------------------ naming */
-
-/** FNV-1a, 32 bits, as 8 hex digits: short, stable names (collisions only cost a suffix). */
-const fnv = (s: string, seed: number): string => {
-  let h = seed >>> 0;
-  for (let i = 0; i < s.length; i++) {
-    h ^= s.charCodeAt(i);
-    h = Math.imul(h, 0x01000193) >>> 0;
-  }
-  return h.toString(16).padStart(8, "0");
-};
-const digest = (s: string): string => fnv(s, 0x811c9dc5) + fnv(s, 0x050c5d1f);
-
-/** `ingress-<name>-<digest>`: a DNS label-safe name within 253 characters. */
-export function syntheticName(ingressName: string, part: string): string {
-  const base = ingressName.replace(/[^-a-z0-9]/g, "-").slice(0, 200);
-  return `ingress-${base}-${digest(`${ingressName}\n${part}`)}`;
-}
-
-/* ------------------------------------------------------------------ hosts and paths */
-
-const escapeRE2 = (s: string): string => s.replace(/[\\.+*?()|[\]{}^$]/g, "\\$&");
-
-/**
- * The Host match making a Gateway wildcard behave as an Ingress one: `*.foo.com` in Ingress
- * matches exactly one label, in Gateway API one or more. The proxy matches the Host header
- * (with an optional port) against `^(?:…)$`.
- */
-export const singleLabelHostRegex = (host: string): string =>
-  `(?i)[^.:]+${escapeRE2(host.slice(1))}(?::[0-9]+)?`;
-
-/** Whether a route host and a listener host can both match a request ("" matches any). */
-export function hostsIntersect(a: string, b: string): boolean {
-  if (a === "" || b === "" || a === b) return true;
-  const covers = (wild: string, other: string): boolean =>
-    wild.startsWith("*.") && other.endsWith(wild.slice(1));
-  return covers(a, b) || covers(b, a);
-}
-
-/** The Gateway API path match of an Ingress path (docs/ingress.md, "Paths"). */
-export function pathMatch(path: string | undefined, pathType: string): SyntheticMatch["path"] {
-  if (pathType === "Exact") return { type: "Exact", value: path ?? "/" };
-  // Prefix and ImplementationSpecific: element-wise prefix; "/foo/" and "/foo" are the same.
-  const p = !path ? "/" : path.length > 1 ? path.replace(/\/+$/, "") || "/" : path;
-  return { type: "PathPrefix", value: p };
 }
 
 /* ------------------------------------------------------------------ conversion */
@@ -242,11 +219,12 @@ export function convertIngress(
     return empty;
   }
   if (problems.length > 0) return empty;
-  if (effects.canary?.length === 0) {
+  if (effects.canary?.length === 0 && !effects.canaryWeight) {
     problems.push({
       path: annotationPath("canary"),
       value: "true",
-      message: `a canary without canary-by-header or canary-by-cookie is not served: ${NGINX_ANNOTATIONS["canary-weight"]!.becomes}`,
+      message:
+        "a canary without canary-by-header, canary-by-cookie or canary-weight selects no request: it is not served",
     });
     return empty;
   }
@@ -404,6 +382,23 @@ export function convertIngress(
       spec: { parentRefs, ...(host ? { hostnames: [host] } : {}), rules },
     };
   };
+  let canaryWeight: CanaryWeight | undefined;
+  if (effects.canaryWeight) {
+    const paths = [...hosts].flatMap(([host, pieces]) =>
+      pieces
+        .filter(p => !p.appRoot)
+        .map(p => ({
+          host,
+          path: p.match.path,
+          backendRefs: backendRefs(p, namespace, lookupService, problems),
+          source: p.source,
+        })),
+    );
+    canaryWeight = { ...effects.canaryWeight, paths };
+    // Only a weight: the canary has no routes of its own, only a share of the main's.
+    if (effects.canary?.length === 0)
+      return { httpRoutes: [], listenerSets: [], problems, canary: true, canaryWeight };
+  }
   for (const [host, pieces] of hosts) {
     const parentRefs = parentRefsFor(host);
     const redirected = effects.sslRedirect && parentRefs.length > 1;
@@ -435,7 +430,13 @@ export function convertIngress(
         );
     }
   }
-  return { httpRoutes, listenerSets: listenerSet ? [listenerSet] : [], problems };
+  return {
+    httpRoutes,
+    listenerSets: listenerSet ? [listenerSet] : [],
+    problems,
+    ...(effects.canary && { canary: true as const }),
+    ...(canaryWeight && { canaryWeight }),
+  };
 }
 
 function metadata(ingress: V1Ingress, name: string, namespace: string): Metadata {

@@ -223,15 +223,13 @@ describe("ingress-nginx annotations in conversion", () => {
     );
   });
 
-  it("a canary without a header or cookie is not served, and says so on itself", () => {
-    const out = convert({ [`${P}canary`]: "true", [`${P}canary-weight`]: "10" });
+  it("a canary without a header, cookie or weight is not served, and says so on itself", () => {
+    const out = convert({ [`${P}canary`]: "true", [`${P}canary-weight-total`]: "10" });
     expect(out.httpRoutes).toEqual([]);
     expect(out.problems).toEqual([
       expect.objectContaining({
         path: `metadata.annotations[${JSON.stringify(`${P}canary`)}]`,
-        message: expect.stringMatching(
-          /without canary-by-header or canary-by-cookie is not served/,
-        ),
+        message: expect.stringMatching(/canary-weight selects no request: it is not served/),
       }),
     ]);
     expect(convert({ [`${P}canary`]: "false" }).httpRoutes).toHaveLength(1);

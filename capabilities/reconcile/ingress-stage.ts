@@ -10,6 +10,7 @@
  */
 import type { V1Ingress, V1IngressClass, V1Service } from "@kubernetes/client-node";
 import { classOf, readsNginxAnnotations, servingOf } from "../ingress/classes";
+import { splitCanaryWeights } from "../ingress/canary";
 import { Conversion, convertIngress } from "../ingress/convert";
 import { sourceIngress } from "../ingress/source";
 import { Kind, KubeObject, Snapshot, applyAll, keyOf } from "../snapshot";
@@ -40,6 +41,9 @@ export interface IngressDerived {
 }
 
 const SYNTHETIC_KINDS = ["HTTPRoute", "ListenerSet"] as const;
+
+/** A creationTimestamp as the API sends it (a Date once a client has parsed it). */
+const timestamp = (t: unknown): string => (t instanceof Date ? t.toISOString() : String(t ?? ""));
 
 /**
  * Whether a conversion of `a` holds for `b`: the same object, or the same spec generation and
@@ -173,9 +177,23 @@ export class IngressStage {
     problems: Map<string, FieldProblem[]>,
   ): Pick<Snapshot["objects"], (typeof SYNTHETIC_KINDS)[number]> {
     const events: { type: "upsert"; kind: Kind; object: KubeObject }[] = [];
+    const split = splitCanaryWeights(
+      [...kept].map(([key, { ingress, target, conversion }]) => ({
+        key,
+        namespace: ingress.metadata.namespace ?? "",
+        target,
+        createdAt: timestamp(ingress.metadata.creationTimestamp),
+        httpRoutes: conversion.httpRoutes,
+        canary: conversion.canary === true,
+        ...(conversion.canaryWeight && { canaryWeight: conversion.canaryWeight }),
+      })),
+    );
+    for (const [key, found] of split.problems) problems.set(key, [...found]);
     for (const [key, { conversion }] of kept) {
       const objects: [Kind, KubeObject][] = [
-        ...conversion.httpRoutes.map(o => ["HTTPRoute", o] as [Kind, KubeObject]),
+        ...conversion.httpRoutes.map(
+          o => ["HTTPRoute", split.routes.get(o) ?? o] as [Kind, KubeObject],
+        ),
         ...conversion.listenerSets.map(o => ["ListenerSet", o] as [Kind, KubeObject]),
       ];
       for (const [kind, object] of objects) {

@@ -60,15 +60,16 @@ describe("ingress-nginx annotations at admission", () => {
     const warnings = ingressAnnotationWarnings(
       withAnnotations({
         [`${P}proxy-body-size`]: "8m",
-        [`${P}canary-weight`]: "10",
+        [`${P}session-cookie-samesite`]: "Lax",
         [`${P}made-up`]: "1",
       }),
       true,
     );
     expect(warnings).toEqual([
-      `${at("canary-weight")}: not supported yet and ignored (${NGINX_ANNOTATIONS["canary-weight"]!.becomes})`,
       `${at("made-up")}: not implemented by the Kengine ingress controller and ignored`,
       expect.stringMatching(/proxy-body-size.*not supported yet/),
+      `${at("session-cookie-samesite")}: not supported yet and ignored (${NGINX_ANNOTATIONS["session-cookie-samesite"]!.becomes})`,
+      `${at("session-cookie-samesite")}: ignored without ${P}affinity: "cookie"`,
     ]);
   });
 

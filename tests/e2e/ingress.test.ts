@@ -4,7 +4,8 @@
  * the Gateway's proxies next to its own route; a bad Ingress refused at `kubectl apply` with a
  * field path; `status.loadBalancer` showing the Gateway's address (its proxies' Service); once
  * the class opts in, ingress-nginx annotations on real traffic (redirects, ssl-redirect,
- * rewrite-target, CORS, cookie affinity, a header and cookie canary, server-alias) and a
+ * rewrite-target, CORS, cookie affinity, a header and cookie canary, a canary-weight split,
+ * server-alias) and a
  * snippet refused at `kubectl apply`.
  */
 import { mkdtempSync, rmSync } from "node:fs";
@@ -423,6 +424,81 @@ describe("Ingress v1 on the Gateway's proxies", () => {
       proved:
         "enable-cors preflight and simple requests (allowed and foreign origin); affinity cookie keeps one pod over 12 requests; canary-by-header and canary-by-cookie select the canary, others the main Ingress; server-alias answers",
       checks: 14,
+    });
+  });
+
+  it("splits a path by canary-weight between the main Ingress's backend and the canary's", async () => {
+    const P = "nginx.ingress.kubernetes.io/";
+    // One echo pod behind each Service, so the answering pod tells which backend took it.
+    const pods = jsonpath(["get", "pods", "-n", ns, "-l", "app=echo"], "{.items[*].metadata.name}")
+      .split(" ")
+      .sort();
+    expect(pods).toHaveLength(2);
+    kubectlOk(["label", "pod", "-n", ns, pods[0]!, "split=main", "--overwrite"]);
+    kubectlOk(["label", "pod", "-n", ns, pods[1]!, "split=canary", "--overwrite"]);
+    const service = (name: string, split: string) => ({
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: { name, namespace: ns },
+      spec: {
+        selector: { app: "echo", split },
+        ports: [{ name: "http", port: 8080, targetPort: 3000 }],
+      },
+    });
+    const ingress = (name: string, backend: string, annotations: Record<string, string>) => ({
+      apiVersion: "networking.k8s.io/v1",
+      kind: "Ingress",
+      metadata: { name, namespace: ns, annotations },
+      spec: {
+        ingressClassName: className,
+        rules: [
+          {
+            host: "weighted.ingress.test",
+            http: {
+              paths: [
+                {
+                  path: "/",
+                  pathType: "Prefix",
+                  backend: { service: { name: backend, port: { number: 8080 } } },
+                },
+              ],
+            },
+          },
+        ],
+      },
+    });
+    for (const object of [
+      service("echo-main", "main"),
+      service("echo-canary", "canary"),
+      ingress("weighted-main", "echo-main", {}),
+      ingress("weighted-canary", "echo-canary", {
+        [`${P}canary`]: "true",
+        [`${P}canary-weight`]: "30",
+      }),
+    ])
+      kubectlOk(["apply", "-f", "-"], JSON.stringify(object));
+    const podOf = async (): Promise<string> => {
+      const r = await call(address, "weighted.ingress.test", "/w");
+      return r.status === 200 ? (JSON.parse(r.body) as { pod: string }).pod : `status ${r.status}`;
+    };
+    await eventually(
+      "the canary's pod answering",
+      async () => ((await podOf()) === pods[1] ? true : undefined),
+      90_000,
+    );
+    const counts = new Map<string, number>();
+    for (let i = 0; i < 200; i++) {
+      const pod = await podOf();
+      counts.set(pod, (counts.get(pod) ?? 0) + 1);
+    }
+    // 30 % of 200 is 60; the binomial's standard deviation is 6.5: 30..100 is beyond 4 of them.
+    expect([...counts.keys()].sort()).toEqual(pods);
+    expect(counts.get(pods[1]!)).toBeGreaterThan(30);
+    expect(counts.get(pods[1]!)).toBeLessThan(100);
+    rows.push({
+      scenario: "ingress-nginx canary-weight",
+      proved: `a canary-weight of 30 sent ${counts.get(pods[1]!)} of 200 requests to the canary's pod, the rest to the main Ingress's`,
+      checks: 4,
     });
   });
 
