@@ -6,7 +6,8 @@
  * the class opts in, ingress-nginx annotations on real traffic (redirects, ssl-redirect,
  * rewrite-target, CORS, cookie affinity, a header and cookie canary, a canary-weight split,
  * server-alias) and a
- * snippet refused at `kubectl apply`.
+ * snippet refused at `kubectl apply`; a healthy Ingress answering every request while broken
+ * ones arrive beside it.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -22,7 +23,7 @@ import {
   settled,
   writeReportSection,
 } from "../support/demo-gateway";
-import { get } from "../support/traffic";
+import { get, steadyClient } from "../support/traffic";
 
 const DOMAIN = "ing.kengine.local";
 const HOST = "shop.ingress.test";
@@ -499,6 +500,103 @@ describe("Ingress v1 on the Gateway's proxies", () => {
       scenario: "ingress-nginx canary-weight",
       proved: `a canary-weight of 30 sent ${counts.get(pods[1]!)} of 200 requests to the canary's pod, the rest to the main Ingress's`,
       checks: 4,
+    });
+  });
+
+  it("keeps a healthy Ingress answering every request while broken ones arrive beside it", async () => {
+    const P = "nginx.ingress.kubernetes.io/";
+    const ingress = (
+      name: string,
+      host: string,
+      backend: object,
+      extra: { annotations?: Record<string, string>; tls?: object[] } = {},
+    ) => ({
+      apiVersion: "networking.k8s.io/v1",
+      kind: "Ingress",
+      metadata: { name, namespace: ns, annotations: extra.annotations ?? {} },
+      spec: {
+        ingressClassName: className,
+        ...(extra.tls && { tls: extra.tls }),
+        rules: [
+          {
+            ...(host && { host }),
+            http: { paths: [{ path: "/", pathType: "Prefix", backend: { service: backend } }] },
+          },
+        ],
+      },
+    });
+    const echo = { name: "echo", port: { name: "http" } };
+    kubectlOk(
+      ["apply", "-f", "-"],
+      JSON.stringify(ingress("healthy", "healthy.ingress.test", echo)),
+    );
+    await eventually(
+      "the healthy Ingress served",
+      async () =>
+        (await get(address, "healthy.ingress.test", "/")).status === 200 ? true : undefined,
+      60_000,
+    );
+    // A Secret that is no certificate, for a tls entry.
+    kubectlOk(
+      ["apply", "-f", "-"],
+      JSON.stringify({
+        apiVersion: "v1",
+        kind: "Secret",
+        type: "kubernetes.io/tls",
+        metadata: { name: "not-a-cert", namespace: ns },
+        data: {
+          "tls.crt": Buffer.from("garbage").toString("base64"),
+          "tls.key": Buffer.from("garbage").toString("base64"),
+        },
+      }),
+    );
+    const client = steadyClient(address, "healthy.ingress.test", { max: 5_000 });
+    const broken = [
+      // the healthy host and path again, newer: precedence keeps the older one
+      ingress("same-host", "healthy.ingress.test", { name: "missing", port: { number: 80 } }),
+      // a named port of a Service that does not exist
+      ingress("no-service", "b1.ingress.test", { name: "missing", port: { name: "http" } }),
+      // a tls Secret that holds no certificate
+      ingress("bad-tls", "b2.ingress.test", echo, {
+        tls: [{ hosts: ["b2.ingress.test"], secretName: "not-a-cert" }],
+      }),
+      // a canary whose weight has no main Ingress
+      ingress("lonely-canary", "b3.ingress.test", echo, {
+        annotations: { [`${P}canary`]: "true", [`${P}canary-weight`]: "50" },
+      }),
+      // a rule for every host, its Service missing: the healthy host's own rule is more specific
+      ingress("empty-default", "", { name: "missing", port: { number: 80 } }),
+    ];
+    for (const object of broken) kubectlOk(["apply", "-f", "-"], JSON.stringify(object));
+    // each broken one is reported on itself
+    const reported = await eventually(
+      "an IngressNotServed Event on each broken Ingress",
+      () => {
+        const names = kubectl([
+          "get",
+          "events",
+          "-n",
+          ns,
+          "--field-selector",
+          "reason=IngressNotServed",
+          "-o",
+          "jsonpath={.items[*].involvedObject.name}",
+        ]).stdout.split(" ");
+        const want = ["same-host", "no-service", "bad-tls", "lonely-canary"];
+        return want.every(n => names.includes(n)) ? want : undefined;
+      },
+      60_000,
+    );
+    await new Promise(r => setTimeout(r, 5_000));
+    const result = await client.stop();
+    for (const object of broken)
+      kubectl(["delete", "ingress", object.metadata.name, "-n", ns, "--wait=false"]);
+    expect(result.sent).toBeGreaterThan(100);
+    expect(result.failures).toEqual([]);
+    rows.push({
+      scenario: "a broken Ingress next to a healthy one",
+      proved: `${result.sent} requests to the healthy Ingress, 0 failed, while 5 broken Ingresses arrived (${reported.join(", ")} reported in IngressNotServed Events)`,
+      checks: 3,
     });
   });
 

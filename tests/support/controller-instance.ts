@@ -12,6 +12,7 @@
 import { kubeClient, userAgent } from "../../capabilities/kube/client";
 import { DEFAULT_PROXY_SETTINGS } from "../../capabilities/provision";
 import { Reconciler } from "../../capabilities/reconcile";
+import { ingressStatusAddressesFromEnv } from "../../capabilities/reconcile/ingress-status";
 
 /** The election timing the handover test uses: short, so a killed leader is replaced soon. */
 export const INSTANCE_ELECTION = {
@@ -46,6 +47,8 @@ async function main(): Promise<void> {
     election: { name: lease, ...INSTANCE_ELECTION },
     defaults: { ...DEFAULT_PROXY_SETTINGS, replicas: 1 },
     onFleetEvent: e => say({ fleet: e.type }),
+    // KENGINE_INGRESS_STATUS_ADDRESSES, as the deployed controller reads it
+    ingressStatusAddresses: ingressStatusAddressesFromEnv(process.env),
     // KG_ACME_BACKOFF_MS: the ACME suites' short back-off after a failed order
     ...(process.env["KG_ACME_BACKOFF_MS"] && {
       acme: {

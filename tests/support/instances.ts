@@ -22,7 +22,12 @@ export interface Instance {
  * a child process that a SIGKILL of the CLI leaves running). Stop it with SIGTERM (graceful) or
  * SIGKILL (no Lease release); stopInstances waits for every one.
  */
-export function startInstance(namespace: string, identity: string, lease: string): Instance {
+export function startInstance(
+  namespace: string,
+  identity: string,
+  lease: string,
+  env: NodeJS.ProcessEnv = {},
+): Instance {
   const proc = spawn(
     process.execPath,
     [
@@ -33,7 +38,7 @@ export function startInstance(namespace: string, identity: string, lease: string
       identity,
       lease,
     ],
-    { cwd: repoRoot, env: process.env, stdio: ["ignore", "pipe", "pipe"] },
+    { cwd: repoRoot, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] },
   );
   const inst: Instance = { identity, proc, fleet: [], acme: [], leader: false, started: false };
   let buf = "";
