@@ -361,6 +361,22 @@ describe("Ingress v1 on the Gateway's proxies", () => {
         [`${P}canary-by-cookie`]: "beta",
         [`${P}rewrite-target`]: "/canary",
       }),
+      ingress("vhost", "vhost.ingress.test", {
+        [`${P}upstream-vhost`]: "internal.example.org",
+        [`${P}affinity`]: "cookie",
+        [`${P}session-cookie-path`]: "/api",
+        [`${P}session-cookie-max-age`]: "3600",
+      }),
+      ingress("temporal", "temporal.ingress.test", {
+        [`${P}temporal-redirect`]: "https://maintenance.ingress.test/",
+        [`${P}temporal-redirect-code`]: "307",
+      }),
+      ingress("by-value", "canary.ingress.test", {
+        [`${P}canary`]: "true",
+        [`${P}canary-by-header`]: "X-Version",
+        [`${P}canary-by-header-value`]: "v2",
+        [`${P}rewrite-target`]: "/v2",
+      }),
       ingress("aliased", "primary.ingress.test", { [`${P}server-alias`]: "alias.ingress.test" }),
     ])
       kubectlOk(["apply", "-f", "-"], JSON.stringify(object));
@@ -420,11 +436,27 @@ describe("Ingress v1 on the Gateway's proxies", () => {
     expect(await canaryPath({ "X-Canary": "never" })).toBe("/api/x");
     expect(await canaryPath({ Cookie: "a=1; beta=always" })).toBe("/canary");
     expect(await canaryPath({ Cookie: "beta=never" })).toBe("/api/x");
+    expect(await canaryPath({ "X-Version": "v2" })).toBe("/v2");
+    expect(await canaryPath({ "X-Version": "v3" })).toBe("/api/x");
+
+    // upstream-vhost: the backend sees the Host; a Permanent session cookie on its path.
+    const vhost = await call(address, "vhost.ingress.test", "/api/x");
+    expect(vhost.status).toBe(200);
+    expect(JSON.parse(vhost.body).host).toBe("internal.example.org");
+    const setCookie = String(vhost.headers["set-cookie"] ?? "");
+    expect(setCookie).toMatch(/^INGRESSCOOKIE=/);
+    expect(setCookie).toMatch(/Path=\/api/);
+    expect(setCookie).toMatch(/Max-Age=3600/);
+    // temporal-redirect with its code
+    expect(await located(address, "temporal.ingress.test", "/api/x")).toEqual([
+      307,
+      "https://maintenance.ingress.test/",
+    ]);
     rows.push({
       scenario: "ingress-nginx CORS, affinity, canary, server-alias",
       proved:
-        "enable-cors preflight and simple requests (allowed and foreign origin); affinity cookie keeps one pod over 12 requests; canary-by-header and canary-by-cookie select the canary, others the main Ingress; server-alias answers",
-      checks: 14,
+        "enable-cors preflight and simple requests (allowed and foreign origin); affinity cookie keeps one pod over 12 requests, with session-cookie-path and -max-age in Set-Cookie; canary-by-header, -header-value and canary-by-cookie select the canary, others the main Ingress; upstream-vhost's Host at the backend; temporal-redirect with its code; server-alias answers",
+      checks: 23,
     });
   });
 
