@@ -509,6 +509,9 @@ function entryRoute(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR, e: HTTPRouteEn
       )
       .join(" && ");
   const handle: CaddyHandler[] = [];
+  // Before anything reads the body: Caddy answers 413 past the limit.
+  if (e.maxRequestBodyBytes !== undefined)
+    handle.push({ handler: "request_body", max_size: e.maxRequestBodyBytes });
   if (e.cors) handle.push(cors(e.cors));
   handle.push(...headerHandlers(e.requestHeaders, e.responseHeaders));
   handle.push(...rewriteHandlers(e.rewrite, prefixModifier));

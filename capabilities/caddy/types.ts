@@ -51,6 +51,8 @@ export type CaddyHandler =
       readonly response?: CaddyHeaderOps;
     }
   | { readonly handler: "rewrite"; readonly uri: string }
+  /** Caddy's own: bodies past `max_size` bytes are answered 413. */
+  | { readonly handler: "request_body"; readonly max_size: number }
   /** Our module (proxy/deadline): the rest of the route within `timeout`, else 504. */
   | { readonly handler: "kengine_deadline"; readonly timeout: string }
   | {

@@ -27,6 +27,7 @@ import {
   annotationPath,
   readNginxAnnotations,
 } from "../validation/nginx-annotations";
+import { MAX_REQUEST_BODY_FIELD } from "../ir";
 import { GATEWAY_GROUP } from "./classes";
 import {
   SyntheticPath,
@@ -114,6 +115,8 @@ export interface SyntheticRule {
   filters: SyntheticFilter[];
   backendRefs: { group: ""; kind: "Service"; name: string; port: number; weight?: number }[];
   timeouts?: { backendRequest: string };
+  /** proxy-body-size (ir/types.ts MAX_REQUEST_BODY_FIELD: no Gateway API field says it). */
+  [MAX_REQUEST_BODY_FIELD]?: number;
   sessionPersistence?: {
     type: "Cookie";
     cookie: { name: string; path?: string; lifetimeType: "Session" | "Permanent" };
@@ -354,6 +357,9 @@ export function convertIngress(
         timeouts: { backendRequest: effects.backendRequest },
       }),
       ...(sessionPersistence && { sessionPersistence: structuredClone(sessionPersistence) }),
+      ...(effects.maxBodyBytes !== undefined && {
+        [MAX_REQUEST_BODY_FIELD]: effects.maxBodyBytes,
+      }),
     };
   };
   // ssl-redirect: on a host a `tls` listener serves, the Gateway's own listeners answer a

@@ -397,6 +397,25 @@ describe("ingress-nginx annotations in conversion", () => {
     }
   });
 
+  it("proxy-body-size: the rule's body limit in bytes, nginx's units; 0 is none", () => {
+    const field = "x-kengine-max-request-body-bytes";
+    for (const [v, bytes] of [
+      ["1048576", 1048576],
+      ["512k", 524288],
+      ["8M", 8388608],
+      ["1g", 1073741824],
+    ] as const)
+      expect(rulesOf({ [`${P}proxy-body-size`]: v })[0]![field]).toBe(bytes);
+    expect(rulesOf({ [`${P}proxy-body-size`]: "0" })[0]).not.toHaveProperty(field);
+    for (const bad of ["8mb", "-1", "1.5m", "99999999999999g"]) {
+      const out = convert({ [`${P}proxy-body-size`]: bad });
+      expect(out.httpRoutes).toEqual([]);
+      expect(out.problems.map(p => p.path)).toEqual([
+        `metadata.annotations["${P}proxy-body-size"]`,
+      ]);
+    }
+  });
+
   it("server-alias: the named hosts' paths under each alias, the Ingress's own rule first", () => {
     const out = convert({ [`${P}server-alias`]: "www.example.com, Shop.Example.org" });
     expect(out.problems).toEqual([]);

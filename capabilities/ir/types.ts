@@ -279,9 +279,19 @@ export interface MirrorIR {
   readonly egressGuard?: EgressGuardIR;
 }
 
+/**
+ * A rule field only the HTTPRoutes made from Ingresses carry (ingress/convert.ts, the
+ * ingress-nginx `proxy-body-size`): the largest request body, in bytes. Gateway API has no
+ * such field; the API server prunes it from any stored HTTPRoute, so only a synthetic route
+ * can have it.
+ */
+export const MAX_REQUEST_BODY_FIELD = "x-kengine-max-request-body-bytes";
+
 export interface HTTPRouteEntryIR {
   readonly route: RouteRef;
   readonly match: HTTPMatchIR;
+  /** Larger request bodies are refused with 413 (MAX_REQUEST_BODY_FIELD). */
+  readonly maxRequestBodyBytes?: number;
   /** Answers CORS preflights and adds CORS headers to responses for allowed origins (runs first). */
   readonly cors?: CorsIR;
   readonly requestHeaders?: HeaderOpsIR;

@@ -297,6 +297,7 @@ describe("Ingress through the build stage", () => {
           [`${P}upstream-vhost`]: "internal.example.org",
           [`${P}proxy-read-timeout`]: "42",
           [`${P}app-root`]: "/home",
+          [`${P}proxy-body-size`]: "8m",
         }),
         {
           apiVersion: "discovery.k8s.io/v1",
@@ -333,6 +334,9 @@ describe("Ingress through the build stage", () => {
     expect(config).toContain('"/v2');
     expect(config).toContain("/home");
     expect(config).toContain('"response_header_timeout":"42000ms"');
+    // proxy-body-size: Caddy's request_body handler first in the Ingress's route
+    expect(config).toContain('{"handler":"request_body","max_size":8388608}');
+    expect(plain).not.toContain("request_body");
     expect(config).toContain("10.244.0.9:8080");
   });
 

@@ -239,6 +239,9 @@ function attachmentEntries(
         const entry: HTTPRouteEntryIR = {
           route: ref,
           match,
+          ...(rule.maxRequestBodyBytes !== undefined && {
+            maxRequestBodyBytes: rule.maxRequestBodyBytes,
+          }),
           ...(rule.cors && { cors: rule.cors }),
           ...(rule.requestHeaders && { requestHeaders: rule.requestHeaders }),
           ...(rule.responseHeaders && { responseHeaders: rule.responseHeaders }),

@@ -10,6 +10,7 @@
 import {
   BackendIR,
   CorsIR,
+  MAX_REQUEST_BODY_FIELD,
   HTTPMatchIR,
   HeaderOpsIR,
   MirrorIR,
@@ -62,6 +63,7 @@ export interface CompiledRule {
   /** The rule has RequestMirror filters (mirrored or not, it needs the mirror capability). */
   readonly mirrored?: boolean;
   readonly session?: SessionIR;
+  readonly maxRequestBodyBytes?: number;
 }
 
 export interface CompiledRoute {
@@ -143,6 +145,7 @@ export function compileHTTPRoute(s: Snapshot, route: HTTPRoute): CompiledRoute {
       timeouts: timeoutsIR(rule.timeouts),
       retry: retryIR(rule.retry),
       session: sessionIR(route, rule, i),
+      maxRequestBodyBytes: maxRequestBody(rule),
     };
   });
 }
@@ -192,6 +195,13 @@ interface RuleParts {
   readonly timeouts?: TimeoutsIR;
   readonly retry?: RetryIR;
   readonly session?: SessionIR;
+  readonly maxRequestBodyBytes?: number;
+}
+
+/** The body limit of a rule made from an Ingress (MAX_REQUEST_BODY_FIELD), if any. */
+function maxRequestBody(rule: object): number | undefined {
+  const v = (rule as Record<string, unknown>)[MAX_REQUEST_BODY_FIELD];
+  return typeof v === "number" && Number.isSafeInteger(v) && v > 0 ? v : undefined;
 }
 
 function compile<R extends HTTPRoute | GRPCRoute>(
@@ -346,6 +356,7 @@ function buildRule(
     ...(p.timeouts && { timeouts: p.timeouts }),
     ...(p.retry && { retry: p.retry }),
     ...(p.session && { session: p.session }),
+    ...(p.maxRequestBodyBytes !== undefined && { maxRequestBodyBytes: p.maxRequestBodyBytes }),
   };
 }
 

@@ -59,7 +59,7 @@ describe("ingress-nginx annotations at admission", () => {
   it("not yet supported and unknown ones are ignored with a warning", () => {
     const warnings = ingressAnnotationWarnings(
       withAnnotations({
-        [`${P}proxy-body-size`]: "8m",
+        [`${P}proxy-read-timeout-x`]: "8m",
         [`${P}session-cookie-samesite`]: "Lax",
         [`${P}made-up`]: "1",
       }),
@@ -67,7 +67,7 @@ describe("ingress-nginx annotations at admission", () => {
     );
     expect(warnings).toEqual([
       `${at("made-up")}: not implemented by the Kengine ingress controller and ignored`,
-      expect.stringMatching(/proxy-body-size.*not supported yet/),
+      `${at("proxy-read-timeout-x")}: not implemented by the Kengine ingress controller and ignored`,
       `${at("session-cookie-samesite")}: not supported yet and ignored (${NGINX_ANNOTATIONS["session-cookie-samesite"]!.becomes})`,
       `${at("session-cookie-samesite")}: ignored without ${P}affinity: "cookie"`,
     ]);

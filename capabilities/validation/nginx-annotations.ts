@@ -53,6 +53,8 @@ export interface NginxEffects {
   readonly cors?: CorsEffect;
   /** affinity: cookie: the sessionPersistence of every forwarding path. */
   readonly affinity?: AffinityEffect;
+  /** proxy-body-size: the largest request body in bytes (none: no limit). */
+  readonly maxBodyBytes?: number;
   /** server-alias: more hosts served with the paths of the Ingress's named hosts. */
   readonly aliases?: readonly string[];
 }
@@ -408,6 +410,17 @@ export function readNginxAnnotations(annotations: unknown): NginxReading {
       if (name.startsWith("canary-"))
         warnings.push(`${annotationPath(name)}: ignored without ${NGINX_PREFIX}canary: "true"`);
 
+  let maxBodyBytes: number | undefined;
+  if (has("proxy-body-size")) {
+    // nginx's size syntax: a number, optionally k/K, m/M or g/G (powers of 1024).
+    const m = /^([0-9]{1,12})([kKmMgG]?)$/.exec(raw["proxy-body-size"]!.trim());
+    const unit: Record<string, number> = { "": 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 };
+    const bytes = m ? Number(m[1]) * unit[m[2]!.toLowerCase()]! : NaN;
+    if (!Number.isSafeInteger(bytes))
+      bad("proxy-body-size", 'must be a size such as 1048576, 512k, 8m or 1g ("0": no limit)');
+    else if (bytes > 0) maxBodyBytes = bytes;
+  }
+
   let aliases: string[] | undefined;
   if (has("server-alias")) {
     aliases = [...new Set(list("server-alias").map(a => a.toLowerCase()))];
@@ -465,6 +478,7 @@ export function readNginxAnnotations(annotations: unknown): NginxReading {
     ...(cors && { cors }),
     ...(affinity && { affinity }),
     ...(aliases && { aliases }),
+    ...(maxBodyBytes !== undefined && { maxBodyBytes }),
   };
   return { effects, problems, warnings };
 }

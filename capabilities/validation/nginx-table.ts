@@ -115,7 +115,11 @@ export const NGINX_ANNOTATIONS: Readonly<Record<string, AnnotationEntry>> = {
     becomes:
       'requests carrying the cookie with the value "always" go to the canary; "never" is not special: such requests are split by canary-weight like others',
   },
-  "proxy-body-size": notYet("no limit on the request body is applied"),
+  "proxy-body-size": {
+    support: "supported",
+    becomes:
+      "the largest request body (bytes, or with k, m or g as nginx reads them; 0: no limit): a larger one is answered 413 before the backend gets it (on the Caddy 2.8 flavours a body without Content-Length is cut at the limit instead). Without it no limit applies, where ingress-nginx's default is 1m",
+  },
   "whitelist-source-range": {
     support: "refused",
     becomes:

@@ -94,6 +94,7 @@ const annotationNames = fc.constantFrom(
   "canary-by-header-pattern",
   "canary-by-cookie",
   "server-alias",
+  "proxy-body-size",
 );
 
 /** The Ingress boundary samples whose destinations are the given ports. */
