@@ -50,6 +50,44 @@ const path = (p: string, pathType: string) => ({
   backend: { service: { name: "echo", port: { name: "http" } } },
 });
 
+/** The sample's echo Service, by port name. */
+const ECHO = { name: "echo", port: { name: "http" } };
+
+/** What differs between the test's Ingresses (path "/api" and the echo unless given). */
+interface IngressShape {
+  readonly annotations?: Record<string, string>;
+  readonly path?: string;
+  readonly service?: object;
+  readonly tls?: object[];
+}
+
+/** An Ingress of class `className`: one rule (no host: every host) with one Prefix path. */
+const ingressOf = (
+  ns: string,
+  className: string,
+  name: string,
+  host: string,
+  o: IngressShape = {},
+) => ({
+  apiVersion: "networking.k8s.io/v1",
+  kind: "Ingress",
+  metadata: { name, namespace: ns, annotations: o.annotations ?? {} },
+  spec: {
+    ingressClassName: className,
+    ...(o.tls && { tls: o.tls }),
+    rules: [
+      {
+        ...(host && { host }),
+        http: {
+          paths: [
+            { path: o.path ?? "/api", pathType: "Prefix", backend: { service: o.service ?? ECHO } },
+          ],
+        },
+      },
+    ],
+  },
+});
+
 /** The certificate's subjectAltName the proxy shows for `servername` on port 443. */
 const servedNames = (address: string, servername: string): Promise<string> =>
   new Promise(resolve => {
@@ -71,6 +109,7 @@ const call = (
   p: string,
   method = "GET",
   headers: Record<string, string> = {},
+  body?: Buffer,
 ): Promise<{ status: number; headers: IncomingHttpHeaders; body: string }> =>
   new Promise(resolve => {
     const req = request(
@@ -91,7 +130,7 @@ const call = (
     );
     req.on("timeout", () => req.destroy(new Error("timeout")));
     req.on("error", () => resolve({ status: 0, headers: {}, body: "" }));
-    req.end();
+    req.end(body);
   });
 
 /** Status and Location of a plain HTTP GET on port 80 (redirects are not followed). */
@@ -249,15 +288,7 @@ describe("Ingress v1 on the Gateway's proxies", () => {
       "--overwrite",
     ]);
     const annotated = (name: string, host: string, annotations: Record<string, string>) =>
-      JSON.stringify({
-        apiVersion: "networking.k8s.io/v1",
-        kind: "Ingress",
-        metadata: { name, namespace: ns, annotations },
-        spec: {
-          ingressClassName: className,
-          rules: [{ host, http: { paths: [path("/api", "Prefix")] } }],
-        },
-      });
+      JSON.stringify(ingressOf(ns, className, name, host, { annotations }));
     kubectlOk(
       ["apply", "-f", "-"],
       annotated("rewritten", "rewritten.ingress.test", {
@@ -330,19 +361,8 @@ describe("Ingress v1 on the Gateway's proxies", () => {
   it("maps CORS, cookie affinity, a header or cookie canary and server-alias onto real traffic", async () => {
     // The class opted in in the previous test.
     const P = "nginx.ingress.kubernetes.io/";
-    const ingress = (
-      name: string,
-      host: string,
-      annotations: Record<string, string>,
-    ): Record<string, unknown> => ({
-      apiVersion: "networking.k8s.io/v1",
-      kind: "Ingress",
-      metadata: { name, namespace: ns, annotations },
-      spec: {
-        ingressClassName: className,
-        rules: [{ host, http: { paths: [path("/api", "Prefix")] } }],
-      },
-    });
+    const ingress = (name: string, host: string, annotations: Record<string, string>) =>
+      ingressOf(ns, className, name, host, { annotations });
     for (const object of [
       ingress("cors", "cors.ingress.test", {
         [`${P}enable-cors`]: "true",
@@ -377,6 +397,7 @@ describe("Ingress v1 on the Gateway's proxies", () => {
         [`${P}canary-by-header-value`]: "v2",
         [`${P}rewrite-target`]: "/v2",
       }),
+      ingress("limited", "limited.ingress.test", { [`${P}proxy-body-size`]: "1k" }),
       ingress("aliased", "primary.ingress.test", { [`${P}server-alias`]: "alias.ingress.test" }),
     ])
       kubectlOk(["apply", "-f", "-"], JSON.stringify(object));
@@ -447,6 +468,11 @@ describe("Ingress v1 on the Gateway's proxies", () => {
     expect(setCookie).toMatch(/^INGRESSCOOKIE=/);
     expect(setCookie).toMatch(/Path=\/api/);
     expect(setCookie).toMatch(/Max-Age=3600/);
+    // proxy-body-size: 1 KiB passes, one byte more is answered 413
+    const post = (n: number) =>
+      call(address, "limited.ingress.test", "/api/x", "POST", {}, Buffer.alloc(n, 120));
+    expect((await post(1024)).status).toBe(200);
+    expect((await post(1025)).status).toBe(413);
     // temporal-redirect with its code
     expect(await located(address, "temporal.ingress.test", "/api/x")).toEqual([
       307,
@@ -455,8 +481,8 @@ describe("Ingress v1 on the Gateway's proxies", () => {
     rows.push({
       scenario: "ingress-nginx CORS, affinity, canary, server-alias",
       proved:
-        "enable-cors preflight and simple requests (allowed and foreign origin); affinity cookie keeps one pod over 12 requests, with session-cookie-path and -max-age in Set-Cookie; canary-by-header, -header-value and canary-by-cookie select the canary, others the main Ingress; upstream-vhost's Host at the backend; temporal-redirect with its code; server-alias answers",
-      checks: 23,
+        "enable-cors preflight and simple requests (allowed and foreign origin); affinity cookie keeps one pod over 12 requests, with session-cookie-path and -max-age in Set-Cookie; canary-by-header, -header-value and canary-by-cookie select the canary, others the main Ingress; upstream-vhost's Host at the backend; proxy-body-size 1k (1,024 bytes pass, 1,025 get 413); temporal-redirect with its code; server-alias answers",
+      checks: 25,
     });
   });
 
@@ -478,28 +504,12 @@ describe("Ingress v1 on the Gateway's proxies", () => {
         ports: [{ name: "http", port: 8080, targetPort: 3000 }],
       },
     });
-    const ingress = (name: string, backend: string, annotations: Record<string, string>) => ({
-      apiVersion: "networking.k8s.io/v1",
-      kind: "Ingress",
-      metadata: { name, namespace: ns, annotations },
-      spec: {
-        ingressClassName: className,
-        rules: [
-          {
-            host: "weighted.ingress.test",
-            http: {
-              paths: [
-                {
-                  path: "/",
-                  pathType: "Prefix",
-                  backend: { service: { name: backend, port: { number: 8080 } } },
-                },
-              ],
-            },
-          },
-        ],
-      },
-    });
+    const ingress = (name: string, backend: string, annotations: Record<string, string>) =>
+      ingressOf(ns, className, name, "weighted.ingress.test", {
+        annotations,
+        path: "/",
+        service: { name: backend, port: { number: 8080 } },
+      });
     for (const object of [
       service("echo-main", "main"),
       service("echo-canary", "canary"),
@@ -537,27 +547,9 @@ describe("Ingress v1 on the Gateway's proxies", () => {
 
   it("keeps a healthy Ingress answering every request while broken ones arrive beside it", async () => {
     const P = "nginx.ingress.kubernetes.io/";
-    const ingress = (
-      name: string,
-      host: string,
-      backend: object,
-      extra: { annotations?: Record<string, string>; tls?: object[] } = {},
-    ) => ({
-      apiVersion: "networking.k8s.io/v1",
-      kind: "Ingress",
-      metadata: { name, namespace: ns, annotations: extra.annotations ?? {} },
-      spec: {
-        ingressClassName: className,
-        ...(extra.tls && { tls: extra.tls }),
-        rules: [
-          {
-            ...(host && { host }),
-            http: { paths: [{ path: "/", pathType: "Prefix", backend: { service: backend } }] },
-          },
-        ],
-      },
-    });
-    const echo = { name: "echo", port: { name: "http" } };
+    const ingress = (name: string, host: string, service: object, o: IngressShape = {}) =>
+      ingressOf(ns, className, name, host, { ...o, path: "/", service });
+    const echo = ECHO;
     kubectlOk(
       ["apply", "-f", "-"],
       JSON.stringify(ingress("healthy", "healthy.ingress.test", echo)),

@@ -22,6 +22,7 @@ import {
 } from "../support/audit";
 import { INSTANCE_ELECTION } from "../support/controller-instance";
 import { createNamespace, deleteNamespace, eventually, kubectl, kubectlOk } from "../support/kube";
+import { classAndGateway } from "../support/manifests";
 import { Instance, startInstance, stopInstances } from "../support/instances";
 
 interface Cond {
@@ -124,23 +125,7 @@ spec:
     ns = createNamespace("handover");
     kubectlOk(
       ["apply", "-f", "-"],
-      `apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {name: ${cls}}
-spec: {controllerName: kengine.io/gateway-controller}
----
-apiVersion: v1
-kind: Service
-metadata: {name: echo, namespace: ${ns}}
-spec: {ports: [{name: http, port: 8080}]}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {name: gw, namespace: ${ns}}
-spec:
-  gatewayClassName: ${cls}
-  listeners: [{name: http, port: 80, protocol: HTTP}]
----
+      `${classAndGateway(ns, cls)}---
 ${route("before")}`,
     );
   });

@@ -9,6 +9,7 @@
 import type { ChildProcess } from "node:child_process";
 import { K8s, kind } from "kubernetes-fluent-client";
 import { createNamespace, deleteNamespace, eventually, kubectl, kubectlOk } from "../support/kube";
+import { classAndGateway } from "../support/manifests";
 import { Instance, startInstance, stopInstance, stopInstances } from "../support/instances";
 
 const COUNT = 12;
@@ -70,23 +71,7 @@ spec:
     ns = createNamespace("ing-lead");
     kubectlOk(
       ["apply", "-f", "-"],
-      `apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {name: ${gatewayClass}}
-spec: {controllerName: kengine.io/gateway-controller}
----
-apiVersion: v1
-kind: Service
-metadata: {name: echo, namespace: ${ns}}
-spec: {ports: [{name: http, port: 8080}]}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {name: gw, namespace: ${ns}}
-spec:
-  gatewayClassName: ${gatewayClass}
-  listeners: [{name: http, port: 80, protocol: HTTP, allowedRoutes: {namespaces: {from: Same}}}]
----
+      `${classAndGateway(ns, gatewayClass, "{namespaces: {from: Same}}")}---
 apiVersion: networking.k8s.io/v1
 kind: IngressClass
 metadata: {name: ${ingressClass}}

@@ -116,3 +116,26 @@ export const echoRoute = (
     rules: [{ ...rule, backendRefs: [{ name: "echo", port: 8080 }] }],
   },
 });
+
+/**
+ * YAML: a GatewayClass `cls` of ours, a Service `echo` without endpoints and a Gateway `gw` of
+ * that class in `ns` with one HTTP listener on port 80 (`allowedRoutes` as given).
+ */
+export const classAndGateway = (ns: string, cls: string, allowedRoutes = ""): string =>
+  `apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: ${cls}}
+spec: {controllerName: kengine.io/gateway-controller}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: echo, namespace: ${ns}}
+spec: {ports: [{name: http, port: 8080}]}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: ${ns}}
+spec:
+  gatewayClassName: ${cls}
+  listeners: [{name: http, port: 80, protocol: HTTP${allowedRoutes ? `, allowedRoutes: ${allowedRoutes}` : ""}}]
+`;
