@@ -16,7 +16,7 @@
  */
 import type { V1Ingress, V1Service } from "@kubernetes/client-node";
 import { FieldProblem, display, truncate } from "../validation/regex";
-import { IngressBackendLike, ingressProblems } from "../validation/ingress";
+import { IngressBackendLike, asksRegexPaths, ingressProblems } from "../validation/ingress";
 import { items } from "../validation/budget";
 import {
   CanaryMatch,
@@ -207,7 +207,8 @@ export function convertIngress(
   target: Target,
   lookupService: ServiceLookup,
 ): Conversion {
-  const problems: FieldProblem[] = ingressProblems(ingress);
+  const regexPaths = target.nginxAnnotations === true && asksRegexPaths(ingress);
+  const problems: FieldProblem[] = ingressProblems(ingress, undefined, regexPaths);
   const empty = { httpRoutes: [], listenerSets: [], problems };
   let effects: NginxEffects = NO_NGINX_EFFECTS;
   if (target.nginxAnnotations) {
@@ -277,7 +278,7 @@ export function convertIngress(
     const host = typeof rule.host === "string" ? rule.host : "";
     items(rule.http?.paths).forEach((p, j) => {
       if (!p || typeof p !== "object") return;
-      const match: SyntheticMatch = { path: pathMatch(p.path, p.pathType) };
+      const match: SyntheticMatch = { path: pathMatch(p.path, p.pathType, regexPaths) };
       if (host.startsWith("*."))
         match.headers = [
           { type: "RegularExpression", name: "Host", value: singleLabelHostRegex(host) },

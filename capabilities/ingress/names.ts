@@ -5,7 +5,7 @@
  */
 /** A Gateway API path match made from an Ingress path. */
 export interface SyntheticPath {
-  type: "Exact" | "PathPrefix";
+  type: "Exact" | "PathPrefix" | "RegularExpression";
   value: string;
 }
 
@@ -49,8 +49,17 @@ export function hostsIntersect(a: string, b: string): boolean {
 }
 
 /** The Gateway API path match of an Ingress path (docs/ingress.md, "Paths"). */
-export function pathMatch(path: string | undefined, pathType: string): SyntheticPath {
+export function pathMatch(
+  path: string | undefined,
+  pathType: string,
+  regex = false,
+): SyntheticPath {
   if (pathType === "Exact") return { type: "Exact", value: path ?? "/" };
+  // use-regex: from the path's start, anything after it (nginx `^path`); the proxy matches the
+  // whole path against `^(?:…)$`. Case-sensitive, unlike nginx's `~*`: a flag group would hide
+  // the literal prefix that ranks the expression against Prefix paths (translate/precedence.ts).
+  if (regex && path)
+    return { type: "RegularExpression", value: path.includes("|") ? `(?:${path}).*` : `${path}.*` };
   // Prefix and ImplementationSpecific: element-wise prefix; "/foo/" and "/foo" are the same.
   const p = !path ? "/" : path.length > 1 ? path.replace(/\/+$/, "") || "/" : path;
   return { type: "PathPrefix", value: p };

@@ -416,6 +416,41 @@ describe("ingress-nginx annotations in conversion", () => {
     }
   });
 
+  it("use-regex: Prefix paths as RE2 from the path's start, Exact literal", () => {
+    const regex = (path: string, pathType = "Prefix", t = target) => {
+      const i = ingress({ [`${P}use-regex`]: "true" });
+      i.spec!.rules![0]!.http!.paths[0] = {
+        path,
+        pathType,
+        backend: { service: { name: "web", port: { number: 80 } } },
+      };
+      return convertIngress(i, t, lookup);
+    };
+    const out = regex("/items/[0-9]+");
+    expect(out.problems).toEqual([]);
+    expect(out.httpRoutes[0]!.spec.rules[0]!.matches[0]!.path).toEqual({
+      type: "RegularExpression",
+      value: "/items/[0-9]+.*",
+    });
+    expect(httpRouteProblems(out.httpRoutes[0] as HTTPRouteLike)).toEqual([]);
+    const full = new RegExp(`^(?:${out.httpRoutes[0]!.spec.rules[0]!.matches[0]!.path.value})$`);
+    expect(full.test("/items/42/x")).toBe(true);
+    expect(full.test("/items/abc")).toBe(false);
+    expect(full.test("/v1/items/42")).toBe(false);
+    // a top-level alternation keeps every branch a prefix
+    expect(regex("/a|/b").httpRoutes[0]!.spec.rules[0]!.matches[0]!.path.value).toBe("(?:/a|/b).*");
+    expect(regex("/exact", "Exact").httpRoutes[0]!.spec.rules[0]!.matches[0]!.path).toEqual({
+      type: "Exact",
+      value: "/exact",
+    });
+    // what RE2 refuses is refused; so is a regex-looking path when the class does not opt in
+    for (const bad of ["/(?=a)", "/a)(", "/a b"])
+      expect(regex(bad).problems.map(p => p.path)).toEqual(["spec.rules[0].http.paths[0].path"]);
+    const literal = regex("/items/[0-9]+", "Prefix", { ...target, nginxAnnotations: false });
+    expect(literal.httpRoutes).toEqual([]);
+    expect(literal.problems[0]!.message).toMatch(/looks like a regular expression/);
+  });
+
   it("server-alias: the named hosts' paths under each alias, the Ingress's own rule first", () => {
     const out = convert({ [`${P}server-alias`]: "www.example.com, Shop.Example.org" });
     expect(out.problems).toEqual([]);

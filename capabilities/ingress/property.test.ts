@@ -101,6 +101,7 @@ const pools = (valid: boolean) => {
       [`${P}affinity`]: mix(fc.constant("cookie"), fc.constant("ip")),
       [`${P}session-cookie-name`]: mix(fc.constantFrom("route", "S_ID"), fc.constant("{a}")),
       [`${P}session-cookie-max-age`]: mix(fc.constantFrom("60", "86400"), fc.constant("1h")),
+      [`${P}use-regex`]: fc.constantFrom("true", "false"),
       [`${P}proxy-body-size`]: mix(fc.constantFrom("0", "1k", "8m"), fc.constant("8mb")),
       [`${P}server-alias`]: mix(
         fc.constantFrom("www.example.com", "a.example.org, b.example.org"),

@@ -11,7 +11,7 @@
  */
 import { Collector, items } from "./budget";
 import { checkURLPath } from "./fields";
-import { FieldProblem, display, truncate } from "./regex";
+import { FieldProblem, checkRegex, display, truncate } from "./regex";
 import { NGINX_PREFIX, readNginxAnnotations } from "./nginx-annotations";
 
 /* ------------------------------------------------------------------ loose shapes */
@@ -52,7 +52,29 @@ export const PATH_TYPES = ["Exact", "Prefix", "ImplementationSpecific"] as const
 /* ------------------------------------------------------------------ entry points */
 
 /** Collects every problem of an Ingress's spec (not just the first), within the budget. */
-export function ingressProblems(ingress: IngressLike, c = new Collector()): FieldProblem[] {
+/** Go's strconv.ParseBool spellings of true, which ingress-nginx reads. */
+const TRUE = new Set(["1", "t", "T", "TRUE", "true", "True"]);
+
+/**
+ * Whether the Ingress asks for regular-expression paths (`nginx.ingress.kubernetes.io/use-regex`
+ * true). Only a class that reads the ingress-nginx annotations honours it.
+ */
+export function asksRegexPaths(ingress: IngressLike): boolean {
+  const v: unknown = ingress?.metadata?.annotations?.["nginx.ingress.kubernetes.io/use-regex"];
+  return typeof v === "string" && TRUE.has(v.trim());
+}
+
+/**
+ * The rules of one Ingress. `regexPaths` (default: the Ingress asks for them) reads Prefix and
+ * ImplementationSpecific paths as RE2 regular expressions; the converter passes false when the
+ * class does not read the annotation, and admission then refuses them through
+ * ingressAnnotationProblems.
+ */
+export function ingressProblems(
+  ingress: IngressLike,
+  c = new Collector(),
+  regexPaths = asksRegexPaths(ingress),
+): FieldProblem[] {
   const spec = ingress?.spec;
   if (!spec || typeof spec !== "object") return c.problems();
   if (spec.defaultBackend !== undefined && spec.defaultBackend !== null)
@@ -65,7 +87,7 @@ export function ingressProblems(ingress: IngressLike, c = new Collector()): Fiel
     items(rule.http?.paths).forEach((p, j) => {
       if (c.done || !p || typeof p !== "object") return;
       const where = `${at}.http.paths[${j}]`;
-      if (c.spend(`${where}.path`)) c.add(checkIngressPath(where, p.path, p.pathType));
+      if (c.spend(`${where}.path`)) c.add(checkIngressPath(where, p.path, p.pathType, regexPaths));
       backend(c, `${where}.backend`, p.backend);
     });
   });
@@ -108,7 +130,12 @@ export function ingressAnnotationProblems(
   ingress: IngressLike,
   readsNginx: boolean,
 ): FieldProblem[] {
-  return readsNginx ? readNginxAnnotations(ingress?.metadata?.annotations).problems : [];
+  if (readsNginx) return readNginxAnnotations(ingress?.metadata?.annotations).problems;
+  // use-regex is not read: its paths are matched literally, and the regex-looking ones refused
+  if (!asksRegexPaths(ingress)) return [];
+  const literal = ingressProblems(ingress, new Collector(), false);
+  const asRegex = new Set(ingressProblems(ingress, new Collector(), true).map(p => p.path));
+  return literal.filter(p => !asRegex.has(p.path));
 }
 
 /** Annotation prefixes of other controllers that people carry over when they switch. */
@@ -162,7 +189,12 @@ const REGEX_LOOKING = /[\\^$()[\]{}|*]|\.\+/;
  * A path that looks like a regular expression is refused: it would be matched literally here,
  * unlike in controllers that read `use-regex`.
  */
-export function checkIngressPath(at: string, path: unknown, pathType: unknown): FieldProblem[] {
+export function checkIngressPath(
+  at: string,
+  path: unknown,
+  pathType: unknown,
+  regex = false,
+): FieldProblem[] {
   const type = display(pathType ?? "");
   if (!(PATH_TYPES as readonly string[]).includes(type))
     return [
@@ -176,6 +208,15 @@ export function checkIngressPath(at: string, path: unknown, pathType: unknown): 
   if ((path === undefined || path === "") && type === "ImplementationSpecific") return [];
   if (typeof path !== "string" || !path.startsWith("/"))
     return [{ path: where, value: truncate(display(path ?? "")), message: 'must start with "/"' }];
+  // use-regex: an RE2 expression matched from the path's start (docs/ingress.md, "Paths")
+  if (regex && type !== "Exact") {
+    // eslint-disable-next-line no-control-regex -- matching control characters is the point
+    if (/[\u0000-\u0020\u007f]/.test(path))
+      return [
+        { path: where, value: truncate(path), message: "must hold no space or control character" },
+      ];
+    return checkRegex(where, path);
+  }
   if (REGEX_LOOKING.test(path))
     return [
       {

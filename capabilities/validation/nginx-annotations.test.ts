@@ -5,7 +5,7 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { ingressAnnotationProblems, ingressAnnotationWarnings } from "./ingress";
+import { ingressAnnotationProblems, ingressAnnotationWarnings, ingressProblems } from "./ingress";
 import { NGINX_ANNOTATIONS, readNginxAnnotations } from "./nginx-annotations";
 
 const P = "nginx.ingress.kubernetes.io/";
@@ -28,6 +28,39 @@ describe("ingress-nginx annotations at admission", () => {
       expect.stringMatching(/traefik.*ignored/),
     ]);
     expect(ingressAnnotationProblems(i, false)).toEqual([]);
+  });
+
+  it("use-regex: regex paths pass the path rules as RE2 only where the class reads it", () => {
+    const i = {
+      metadata: { annotations: { [`${P}use-regex`]: "true" } },
+      spec: {
+        rules: [
+          {
+            http: {
+              paths: [
+                {
+                  path: "/items/[0-9]+",
+                  pathType: "Prefix",
+                  backend: { service: { name: "a", port: { number: 1 } } },
+                },
+                {
+                  path: "/(?=x)",
+                  pathType: "ImplementationSpecific",
+                  backend: { service: { name: "a", port: { number: 1 } } },
+                },
+              ],
+            },
+          },
+        ],
+      },
+    };
+    // the single-object rules read both as RE2: the lookahead is refused
+    expect(ingressProblems(i).map(p => p.path)).toEqual(["spec.rules[0].http.paths[1].path"]);
+    // a class that does not read it matches them literally: the first is refused too
+    expect(ingressAnnotationProblems(i, false).map(p => p.path)).toEqual([
+      "spec.rules[0].http.paths[0].path",
+    ]);
+    expect(ingressAnnotationProblems(i, true)).toEqual([]);
   });
 
   it("with the opt-in: supported ones are silent, partial ones say what is missing", () => {
@@ -89,7 +122,7 @@ describe("ingress-nginx annotations at admission", () => {
       [at("configuration-snippet"), expect.stringMatching(/refused/)],
       [at("server-snippet"), expect.stringMatching(/refused/)],
       [at("temporal-redirect"), "must be an http or https URL"],
-      [at("rewrite-target"), expect.stringMatching(/capture groups need use-regex paths/)],
+      [at("rewrite-target"), expect.stringMatching(/capture groups are not supported/)],
     ]);
   });
 

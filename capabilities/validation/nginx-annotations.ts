@@ -242,7 +242,7 @@ export function readNginxAnnotations(annotations: unknown): NginxReading {
     if (/\$\d|\$\{\d/.test(target))
       bad(
         "rewrite-target",
-        "capture groups need use-regex paths, which are not supported: use plain paths and a target without $1",
+        "capture groups are not supported, with or without use-regex: use a target without $1",
       );
     else rewritePath = path("rewrite-target", target);
   }
@@ -438,6 +438,7 @@ export function readNginxAnnotations(annotations: unknown): NginxReading {
     "force-ssl-redirect",
     "rewrite-target",
     "proxy-read-timeout",
+    "use-regex",
     "canary",
     "canary-by-header",
     "canary-by-cookie",

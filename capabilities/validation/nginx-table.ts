@@ -61,11 +61,13 @@ export const NGINX_ANNOTATIONS: Readonly<Record<string, AnnotationEntry>> = {
   "rewrite-target": {
     support: "partial",
     becomes:
-      "URLRewrite ReplaceFullPath on every path (nginx replaces the whole matched URI); capture groups such as `$1` are refused, since regular-expression paths are",
+      "URLRewrite ReplaceFullPath on every path (nginx replaces the whole matched URI); capture groups such as `$1` are refused, even with use-regex",
   },
-  "use-regex": notYet(
-    "paths are matched as written; paths that look like regular expressions are refused",
-  ),
+  "use-regex": {
+    support: "partial",
+    becomes:
+      "Prefix and ImplementationSpecific paths are RE2 regular expressions matched from the path's start, case-sensitively (ingress-nginx's `~*` was not) and ranked by their literal prefix against Prefix paths (ingress-nginx tried them first); Exact paths stay literal; what RE2 refuses (lookarounds, backreferences) is refused; rewrite-target capture groups are not supported",
+  },
   "upstream-vhost": {
     support: "supported",
     becomes: "URLRewrite hostname: the backend sees that Host",
