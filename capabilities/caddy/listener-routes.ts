@@ -3,7 +3,7 @@
  * entries' routes in precedence order (matchers: hosts, SNI, path, headers), and the shared
  * dispatch routes that name a backend set once.
  */
-import { HTTPListenerIR, HTTPRouteEntryIR, HTTPServerIR } from "../ir";
+import { HTTPListenerIR, HTTPRouteEntryIR, HTTPServerIR, SourceRangesIR } from "../ir";
 import { DEFAULT_PROXY_FLAVOR } from "../flavor/proxy-flavor";
 import { listenerFiltersRoute } from "./listener-filters";
 import { escapePlaceholders, unescapePlaceholders } from "./placeholders";
@@ -509,6 +509,8 @@ function entryRoute(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR, e: HTTPRouteEn
       )
       .join(" && ");
   const handle: CaddyHandler[] = [];
+  // Client ranges first: a refused client gets 403 and nothing else runs.
+  if (e.sourceRanges) handle.push(sourceRangeGuard(e.sourceRanges));
   // Before anything reads the body: Caddy answers 413 past the limit.
   if (e.maxRequestBodyBytes !== undefined)
     handle.push({ handler: "request_body", max_size: e.maxRequestBodyBytes });
@@ -520,6 +522,23 @@ function entryRoute(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR, e: HTTPRouteEn
   handle.push(...action(ctx, s, e));
   const matchSet = set as CaddyMatcherSet;
   return { ...(Object.keys(set).length > 0 && { match: [matchSet] }), handle, terminal: true };
+}
+
+/**
+ * A subroute answering 403 to a client (the TCP peer) inside a denied range or outside the
+ * allowed ones; any other request goes on to the rest of the route.
+ */
+function sourceRangeGuard(r: SourceRangesIR): CaddyHandler {
+  const refuse = [{ handler: "static_response" as const, status_code: 403 }];
+  return {
+    handler: "subroute",
+    routes: [
+      ...(r.deny ? [{ match: [{ remote_ip: { ranges: r.deny } }], handle: refuse }] : []),
+      ...(r.allow
+        ? [{ match: [{ not: [{ remote_ip: { ranges: r.allow } }] }], handle: refuse }]
+        : []),
+    ],
+  };
 }
 
 function action(ctx: Ctx, s: HTTPServerIR, e: HTTPRouteEntryIR): CaddyHandler[] {

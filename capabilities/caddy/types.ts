@@ -23,6 +23,7 @@ export type CaddyMatcherSet = {
   readonly expression?: string;
   readonly vars?: Readonly<Record<string, readonly string[]>>;
   readonly not?: readonly CaddyMatcherSet[];
+  readonly remote_ip?: { readonly ranges: readonly string[] };
 };
 
 export type CaddyHeaderOps = {

@@ -27,7 +27,7 @@ import {
   annotationPath,
   readNginxAnnotations,
 } from "../validation/nginx-annotations";
-import { MAX_REQUEST_BODY_FIELD } from "../ir";
+import { MAX_REQUEST_BODY_FIELD, SOURCE_RANGES_FIELD } from "../ir";
 import { GATEWAY_GROUP } from "./classes";
 import {
   SyntheticPath,
@@ -117,6 +117,8 @@ export interface SyntheticRule {
   timeouts?: { backendRequest: string };
   /** proxy-body-size (ir/types.ts MAX_REQUEST_BODY_FIELD: no Gateway API field says it). */
   [MAX_REQUEST_BODY_FIELD]?: number;
+  /** whitelist/denylist-source-range (ir/types.ts SOURCE_RANGES_FIELD). */
+  [SOURCE_RANGES_FIELD]?: { allow?: string[]; deny?: string[] };
   sessionPersistence?: {
     type: "Cookie";
     cookie: { name: string; path?: string; lifetimeType: "Session" | "Permanent" };
@@ -386,7 +388,20 @@ export function convertIngress(
       apiVersion: "gateway.networking.k8s.io/v1",
       kind: "HTTPRoute",
       metadata: meta,
-      spec: { parentRefs, ...(host ? { hostnames: [host] } : {}), rules },
+      spec: {
+        parentRefs,
+        ...(host ? { hostnames: [host] } : {}),
+        // source ranges on every rule, redirects included, as ingress-nginx's allow/deny
+        rules: effects.sourceRanges
+          ? rules.map(r => ({
+              ...r,
+              [SOURCE_RANGES_FIELD]: structuredClone(effects.sourceRanges) as {
+                allow?: string[];
+                deny?: string[];
+              },
+            }))
+          : rules,
+      },
     };
   };
   let canaryWeight: CanaryWeight | undefined;

@@ -451,6 +451,36 @@ describe("ingress-nginx annotations in conversion", () => {
     expect(literal.problems[0]!.message).toMatch(/looks like a regular expression/);
   });
 
+  it("whitelist/denylist-source-range: canonical CIDRs on every rule, redirects included", () => {
+    const field = "x-kengine-source-ranges";
+    const [rule] = rulesOf({
+      [`${P}whitelist-source-range`]: "10.0.0.0/8, 192.0.2.7, 2001:DB8::/32",
+      [`${P}denylist-source-range`]: "10.1.0.0/16",
+    });
+    expect(rule![field]).toEqual({
+      allow: ["10.0.0.0/8", "192.0.2.7/32", "2001:db8::/32"],
+      deny: ["10.1.0.0/16"],
+    });
+    const [redirect] = rulesOf({
+      [`${P}whitelist-source-range`]: "10.0.0.0/8",
+      [`${P}permanent-redirect`]: "https://example.org/",
+    });
+    expect(redirect![field]).toEqual({ allow: ["10.0.0.0/8"] });
+    for (const bad of [
+      "10.0.0.0/33",
+      "10.0.0",
+      "example.com",
+      "{remote_host}",
+      "::ffff:1.2.3.4/128",
+      "fe80::1%eth0",
+      ",",
+    ]) {
+      const out = convert({ [`${P}whitelist-source-range`]: bad });
+      expect(out.httpRoutes).toEqual([]);
+      expect(out.problems.length).toBeGreaterThan(0);
+    }
+  });
+
   it("server-alias: the named hosts' paths under each alias, the Ingress's own rule first", () => {
     const out = convert({ [`${P}server-alias`]: "www.example.com, Shop.Example.org" });
     expect(out.problems).toEqual([]);

@@ -287,9 +287,23 @@ export interface MirrorIR {
  */
 export const MAX_REQUEST_BODY_FIELD = "x-kengine-max-request-body-bytes";
 
+/**
+ * Like MAX_REQUEST_BODY_FIELD: the client address ranges of a rule made from an Ingress
+ * (ingress-nginx `whitelist-source-range` / `denylist-source-range`), `{allow?, deny?}` CIDRs.
+ */
+export const SOURCE_RANGES_FIELD = "x-kengine-source-ranges";
+
+/** Client address ranges: outside `allow` (when given) or inside `deny`, the answer is 403. */
+export interface SourceRangesIR {
+  readonly allow?: readonly string[];
+  readonly deny?: readonly string[];
+}
+
 export interface HTTPRouteEntryIR {
   readonly route: RouteRef;
   readonly match: HTTPMatchIR;
+  /** Checked first: the TCP peer's address (SOURCE_RANGES_FIELD). */
+  readonly sourceRanges?: SourceRangesIR;
   /** Larger request bodies are refused with 413 (MAX_REQUEST_BODY_FIELD). */
   readonly maxRequestBodyBytes?: number;
   /** Answers CORS preflights and adds CORS headers to responses for allowed origins (runs first). */

@@ -298,6 +298,7 @@ describe("Ingress through the build stage", () => {
           [`${P}proxy-read-timeout`]: "42",
           [`${P}app-root`]: "/home",
           [`${P}proxy-body-size`]: "8m",
+          [`${P}whitelist-source-range`]: "10.0.0.0/8",
         }),
         {
           apiVersion: "discovery.k8s.io/v1",
@@ -337,6 +338,10 @@ describe("Ingress through the build stage", () => {
     // proxy-body-size: Caddy's request_body handler first in the Ingress's route
     expect(config).toContain('{"handler":"request_body","max_size":8388608}');
     expect(plain).not.toContain("request_body");
+    // whitelist-source-range: a 403 for any client outside the range, first in the route
+    expect(config).toContain(
+      '{"handler":"subroute","routes":[{"match":[{"not":[{"remote_ip":{"ranges":["10.0.0.0/8"]}}]}],"handle":[{"handler":"static_response","status_code":403}]}]},{"handler":"request_body"',
+    );
     expect(config).toContain("10.244.0.9:8080");
   });
 

@@ -239,6 +239,7 @@ function attachmentEntries(
         const entry: HTTPRouteEntryIR = {
           route: ref,
           match,
+          ...(rule.sourceRanges && { sourceRanges: rule.sourceRanges }),
           ...(rule.maxRequestBodyBytes !== undefined && {
             maxRequestBodyBytes: rule.maxRequestBodyBytes,
           }),

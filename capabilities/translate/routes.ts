@@ -11,6 +11,8 @@ import {
   BackendIR,
   CorsIR,
   MAX_REQUEST_BODY_FIELD,
+  SOURCE_RANGES_FIELD,
+  SourceRangesIR,
   HTTPMatchIR,
   HeaderOpsIR,
   MirrorIR,
@@ -64,6 +66,7 @@ export interface CompiledRule {
   readonly mirrored?: boolean;
   readonly session?: SessionIR;
   readonly maxRequestBodyBytes?: number;
+  readonly sourceRanges?: SourceRangesIR;
 }
 
 export interface CompiledRoute {
@@ -146,6 +149,7 @@ export function compileHTTPRoute(s: Snapshot, route: HTTPRoute): CompiledRoute {
       retry: retryIR(rule.retry),
       session: sessionIR(route, rule, i),
       maxRequestBodyBytes: maxRequestBody(rule),
+      sourceRanges: sourceRanges(rule),
     };
   });
 }
@@ -196,6 +200,23 @@ interface RuleParts {
   readonly retry?: RetryIR;
   readonly session?: SessionIR;
   readonly maxRequestBodyBytes?: number;
+  readonly sourceRanges?: SourceRangesIR;
+}
+
+/** CIDRs as the converter writes them (validation/nginx-annotations.ts); anything else: none. */
+const CIDR = /^(?:[0-9]{1,3}(?:\.[0-9]{1,3}){3}\/[0-9]{1,2}|[0-9a-f:]+\/[0-9]{1,3})$/;
+const cidrs = (v: unknown): string[] | undefined =>
+  Array.isArray(v) && v.length > 0 && v.every(c => typeof c === "string" && CIDR.test(c))
+    ? [...(v as string[])]
+    : undefined;
+
+/** The client address ranges of a rule made from an Ingress (SOURCE_RANGES_FIELD), if any. */
+function sourceRanges(rule: object): SourceRangesIR | undefined {
+  const v = (rule as Record<string, unknown>)[SOURCE_RANGES_FIELD];
+  if (!v || typeof v !== "object") return undefined;
+  const allow = cidrs((v as Record<string, unknown>)["allow"]);
+  const deny = cidrs((v as Record<string, unknown>)["deny"]);
+  return allow || deny ? { ...(allow && { allow }), ...(deny && { deny }) } : undefined;
 }
 
 /** The body limit of a rule made from an Ingress (MAX_REQUEST_BODY_FIELD), if any. */
@@ -357,6 +378,7 @@ function buildRule(
     ...(p.retry && { retry: p.retry }),
     ...(p.session && { session: p.session }),
     ...(p.maxRequestBodyBytes !== undefined && { maxRequestBodyBytes: p.maxRequestBodyBytes }),
+    ...(p.sourceRanges && { sourceRanges: p.sourceRanges }),
   };
 }
 

@@ -7,6 +7,7 @@
  *
  * Pure; annotation values come from raw JSON and are read as possibly of any type.
  */
+import { isIP } from "node:net";
 import { checkMatchedHeaderName, checkURLPath } from "./fields";
 import { FieldProblem, display, truncate } from "./field-problem";
 import { checkRegex, quoteRE2 } from "./regex";
@@ -53,6 +54,8 @@ export interface NginxEffects {
   readonly cors?: CorsEffect;
   /** affinity: cookie: the sessionPersistence of every forwarding path. */
   readonly affinity?: AffinityEffect;
+  /** whitelist-source-range / denylist-source-range: CIDRs. */
+  readonly sourceRanges?: { readonly allow?: readonly string[]; readonly deny?: readonly string[] };
   /** proxy-body-size: the largest request body in bytes (none: no limit). */
   readonly maxBodyBytes?: number;
   /** server-alias: more hosts served with the paths of the Ingress's named hosts. */
@@ -141,6 +144,21 @@ const CORS_HEADERS = [
   "Authorization",
 ];
 const LABEL = /^[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?$/;
+
+/** An IPv4 or IPv6 address or CIDR, in canonical CIDR form; undefined when it is none. */
+function cidr(v: string): string | undefined {
+  const [address = "", bits, extra] = v.split("/");
+  if (extra !== undefined) return undefined;
+  const family = isIP(address);
+  if (family === 0 || address.includes("%")) return undefined;
+  const max = family === 4 ? 32 : 128;
+  if (bits !== undefined && !/^[0-9]{1,3}$/.test(bits)) return undefined;
+  const n = bits === undefined ? max : Number(bits);
+  if (n > max) return undefined;
+  // IPv4-mapped IPv6 and zones are left out: Caddy would read them differently
+  if (family === 6 && address.includes(".")) return undefined;
+  return `${address.toLowerCase()}/${n}`;
+}
 
 const isHostname = (h: string): boolean =>
   h.length > 0 && h.length <= 253 && h.split(".").every(l => LABEL.test(l));
@@ -410,6 +428,20 @@ export function readNginxAnnotations(annotations: unknown): NginxReading {
       if (name.startsWith("canary-"))
         warnings.push(`${annotationPath(name)}: ignored without ${NGINX_PREFIX}canary: "true"`);
 
+  const ranges = (name: string): string[] | undefined => {
+    if (!has(name)) return undefined;
+    const out: string[] = [];
+    for (const v of list(name)) {
+      const c = cidr(v);
+      if (c === undefined) bad(name, `${JSON.stringify(truncate(v))} is not an IP address or CIDR`);
+      else out.push(c);
+    }
+    if (out.length === 0 || out.length > 256) return bad(name, "must list from 1 to 256 ranges");
+    return [...new Set(out)];
+  };
+  const allow = ranges("whitelist-source-range");
+  const deny = ranges("denylist-source-range");
+
   let maxBodyBytes: number | undefined;
   if (has("proxy-body-size")) {
     // nginx's size syntax: a number, optionally k/K, m/M or g/G (powers of 1024).
@@ -480,6 +512,9 @@ export function readNginxAnnotations(annotations: unknown): NginxReading {
     ...(affinity && { affinity }),
     ...(aliases && { aliases }),
     ...(maxBodyBytes !== undefined && { maxBodyBytes }),
+    ...((allow || deny) && {
+      sourceRanges: { ...(allow && { allow }), ...(deny && { deny }) },
+    }),
   };
   return { effects, problems, warnings };
 }

@@ -123,14 +123,14 @@ export const NGINX_ANNOTATIONS: Readonly<Record<string, AnnotationEntry>> = {
       "the largest request body (bytes, or with k, m or g as nginx reads them; 0: no limit): a larger one is answered 413 before the backend gets it (on the Caddy 2.8 flavours a body without Content-Length is cut at the limit instead). Without it no limit applies, where ingress-nginx's default is 1m",
   },
   "whitelist-source-range": {
-    support: "refused",
+    support: "supported",
     becomes:
-      "the proxy does not restrict client addresses per Ingress yet, and serving the Ingress without the restriction would open its backends to every client: restrict at the Gateway's listeners or with a NetworkPolicy, and remove the annotation",
+      "only clients whose address is in one of the ranges (comma-separated CIDRs or addresses) reach the paths; others get 403. The address is the TCP peer the proxy sees: behind a load balancer that does not keep the client's address, it is the balancer's",
   },
   "denylist-source-range": {
-    support: "refused",
+    support: "supported",
     becomes:
-      "the proxy does not refuse client addresses per Ingress yet, and serving the Ingress without the restriction would admit the denied clients: refuse them at the Gateway or with a NetworkPolicy, and remove the annotation",
+      "clients whose address is in one of the ranges get 403 (checked with whitelist-source-range: either refuses). The same address as whitelist-source-range",
   },
   "enable-cors": {
     support: "supported",

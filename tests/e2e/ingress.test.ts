@@ -398,6 +398,15 @@ describe("Ingress v1 on the Gateway's proxies", () => {
         [`${P}rewrite-target`]: "/v2",
       }),
       ingress("limited", "limited.ingress.test", { [`${P}proxy-body-size`]: "1k" }),
+      ingress("allowed", "allowed.ingress.test", {
+        [`${P}whitelist-source-range`]: "0.0.0.0/0, ::/0",
+      }),
+      ingress("outside", "outside.ingress.test", {
+        [`${P}whitelist-source-range`]: "192.0.2.0/24",
+      }),
+      ingress("denied", "denied.ingress.test", {
+        [`${P}denylist-source-range`]: "0.0.0.0/0, ::/0",
+      }),
       ingressOf(ns, className, "regex", "regex.ingress.test", {
         annotations: { [`${P}use-regex`]: "true" },
         path: "/items/[0-9]+",
@@ -477,6 +486,10 @@ describe("Ingress v1 on the Gateway's proxies", () => {
       call(address, "limited.ingress.test", "/api/x", "POST", {}, Buffer.alloc(n, 120));
     expect((await post(1024)).status).toBe(200);
     expect((await post(1025)).status).toBe(413);
+    // source ranges: every address allowed, none (TEST-NET-1 only), every address denied
+    expect((await call(address, "allowed.ingress.test", "/api/x")).status).toBe(200);
+    expect((await call(address, "outside.ingress.test", "/api/x")).status).toBe(403);
+    expect((await call(address, "denied.ingress.test", "/api/x")).status).toBe(403);
     // use-regex: from the path's start
     expect((await call(address, "regex.ingress.test", "/items/42/x")).status).toBe(200);
     expect((await call(address, "regex.ingress.test", "/items/abc")).status).toBe(404);
@@ -488,8 +501,8 @@ describe("Ingress v1 on the Gateway's proxies", () => {
     rows.push({
       scenario: "ingress-nginx CORS, affinity, canary, server-alias",
       proved:
-        "enable-cors preflight and simple requests (allowed and foreign origin); affinity cookie keeps one pod over 12 requests, with session-cookie-path and -max-age in Set-Cookie; canary-by-header, -header-value and canary-by-cookie select the canary, others the main Ingress; upstream-vhost's Host at the backend; proxy-body-size 1k (1,024 bytes pass, 1,025 get 413); use-regex (/items/42/x served by /items/[0-9]+, /items/abc not); temporal-redirect with its code; server-alias answers",
-      checks: 27,
+        "enable-cors preflight and simple requests (allowed and foreign origin); affinity cookie keeps one pod over 12 requests, with session-cookie-path and -max-age in Set-Cookie; canary-by-header, -header-value and canary-by-cookie select the canary, others the main Ingress; upstream-vhost's Host at the backend; proxy-body-size 1k (1,024 bytes pass, 1,025 get 413); whitelist/denylist-source-range (200 inside, 403 outside or denied); use-regex (/items/42/x served by /items/[0-9]+, /items/abc not); temporal-redirect with its code; server-alias answers",
+      checks: 30,
     });
   });
 
