@@ -65,6 +65,8 @@ const hostileValues = (ports: BoundaryPorts) =>
     "cookie",
     "X-Canary",
     "*",
+    "0.0.0.0/0",
+    "127.0.0.1/32, ::1",
   );
 
 const annotationNames = fc.constantFrom(
@@ -95,6 +97,8 @@ const annotationNames = fc.constantFrom(
   "canary-by-cookie",
   "server-alias",
   "proxy-body-size",
+  "whitelist-source-range",
+  "denylist-source-range",
 );
 
 /** The Ingress boundary samples whose destinations are the given ports. */
