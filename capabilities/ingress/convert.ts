@@ -203,6 +203,18 @@ const redirectFilter = (r: RedirectEffect): SyntheticFilter => ({
   },
 });
 
+/**
+ * Seconds as a Gateway API Duration: groups of at most 5 digits (`86400` is `24h`), so any
+ * value up to 99999h fits the CRD's pattern.
+ */
+export function duration(seconds: number): string {
+  const h = Math.floor(seconds / 3600);
+  const m = Math.floor((seconds % 3600) / 60);
+  const s = seconds % 60;
+  const out = `${h ? `${h}h` : ""}${m ? `${m}m` : ""}${s ? `${s}s` : ""}`;
+  return out || "0s";
+}
+
 /** Converts one Ingress. Deterministic; never throws on any object shape. */
 export function convertIngress(
   ingress: V1Ingress,
@@ -330,7 +342,7 @@ export function convertIngress(
       ...(affinity.path !== undefined && { path: affinity.path }),
       lifetimeType: affinity.maxAgeS !== undefined ? "Permanent" : "Session",
     },
-    ...(affinity.maxAgeS !== undefined && { absoluteTimeout: `${affinity.maxAgeS}s` }),
+    ...(affinity.maxAgeS !== undefined && { absoluteTimeout: duration(affinity.maxAgeS) }),
   };
   const ruleOf = (piece: Piece): SyntheticRule => {
     const matches = matchesOf(piece);

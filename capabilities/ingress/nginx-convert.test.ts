@@ -6,6 +6,7 @@
 import type { V1Ingress } from "@kubernetes/client-node";
 import { SERVER_HEADER_FILTER, Target, convertIngress } from "./convert";
 import { HTTPRouteLike, httpRouteProblems } from "../validation/httproute";
+import { durationMs } from "../validation/session";
 
 const P = "nginx.ingress.kubernetes.io/";
 const target: Target = { gateway: { namespace: "infra", name: "shared" }, nginxAnnotations: true };
@@ -372,13 +373,23 @@ describe("ingress-nginx annotations in conversion", () => {
     expect(given!.sessionPersistence).toEqual({
       type: "Cookie",
       cookie: { name: "route", path: "/api", lifetimeType: "Permanent" },
-      absoluteTimeout: "3600s",
+      absoluteTimeout: "1h",
     });
     const [expires] = rulesOf({
       [`${P}affinity`]: "cookie",
       [`${P}session-cookie-expires`]: "60",
     });
-    expect(expires!.sessionPersistence?.absoluteTimeout).toBe("60s");
+    expect(expires!.sessionPersistence?.absoluteTimeout).toBe("1m");
+    // a day and odd lengths: groups of at most 5 digits, read back to the same seconds
+    for (const [v, d] of [
+      ["86400", "24h"],
+      ["90061", "25h1m1s"],
+      ["359996400", "99999h"],
+    ]) {
+      const [r] = rulesOf({ [`${P}affinity`]: "cookie", [`${P}session-cookie-max-age`]: v! });
+      expect(r!.sessionPersistence?.absoluteTimeout).toBe(d);
+      expect(durationMs(d!)).toBe(Number(v) * 1000);
+    }
     // A redirect answers without a backend: no session there.
     const [redirect] = rulesOf({
       [`${P}affinity`]: "cookie",
