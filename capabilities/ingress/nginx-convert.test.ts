@@ -383,6 +383,7 @@ describe("ingress-nginx annotations in conversion", () => {
     // a day and odd lengths: groups of at most 5 digits, read back to the same seconds
     for (const [v, d] of [
       ["86400", "24h"],
+      ["604800", "168h"],
       ["90061", "25h1m1s"],
       ["359996400", "99999h"],
     ]) {

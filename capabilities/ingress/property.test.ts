@@ -100,7 +100,10 @@ const pools = (valid: boolean) => {
       [`${P}cors-max-age`]: mix(fc.constantFrom("1", "600"), fc.constant("0")),
       [`${P}affinity`]: mix(fc.constant("cookie"), fc.constant("ip")),
       [`${P}session-cookie-name`]: mix(fc.constantFrom("route", "S_ID"), fc.constant("{a}")),
-      [`${P}session-cookie-max-age`]: mix(fc.constantFrom("60", "86400"), fc.constant("1h")),
+      [`${P}session-cookie-max-age`]: mix(
+        fc.constantFrom("60", "86400", "604800"),
+        fc.constant("1h"),
+      ),
       [`${P}use-regex`]: fc.constantFrom("true", "false"),
       [`${P}proxy-body-size`]: mix(fc.constantFrom("0", "1k", "8m"), fc.constant("8mb")),
       [`${P}server-alias`]: mix(
