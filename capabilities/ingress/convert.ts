@@ -18,6 +18,7 @@ import type { V1Ingress, V1Service } from "@kubernetes/client-node";
 import { FieldProblem, display, truncate } from "../validation/regex";
 import { IngressBackendLike, asksRegexPaths, ingressProblems } from "../validation/ingress";
 import { items } from "../validation/budget";
+import { ACME_ISSUER_OPTION, acmeNameProblem } from "../validation/acme";
 import {
   CanaryMatch,
   NO_NGINX_EFFECTS,
@@ -56,6 +57,8 @@ export interface Target {
   readonly httpsPort?: number;
   /** Whether the class reads the ingress-nginx annotations (classes.ts readsNginxAnnotations). */
   readonly nginxAnnotations?: boolean;
+  /** The class's ACME issuer for `tls` entries without a Secret (docs/ingress.md, "Automatic HTTPS"). */
+  readonly acmeIssuer?: string;
 }
 
 export type ServiceLookup = (namespace: string, name: string) => V1Service | undefined;
@@ -147,7 +150,9 @@ export interface SyntheticListener {
   protocol: "HTTPS";
   tls: {
     mode: "Terminate";
-    certificateRefs: { group: ""; kind: "Secret"; name: string }[];
+    certificateRefs?: { group: ""; kind: "Secret"; name: string }[];
+    /** An ACME issuer instead of a Secret (validation/acme.ts ACME_ISSUER_OPTION). */
+    options?: Record<string, string>;
   };
   allowedRoutes: { namespaces: { from: "Same" } };
 }
@@ -521,12 +526,14 @@ function tlsListeners(
   const hostSeen = new Map<string, string>();
   items(ingress.spec?.tls).forEach((t, i) => {
     if (!t || typeof t !== "object") return;
-    if (!t.secretName || typeof t.secretName !== "string") {
+    const secret = typeof t.secretName === "string" && t.secretName ? t.secretName : undefined;
+    const own = ingress.metadata?.annotations?.[ACME_ISSUER_OPTION];
+    const issuer = typeof own === "string" && own ? own : target.acmeIssuer;
+    if (!secret && !issuer) {
       problems.push({
         path: `spec.tls[${i}].secretName`,
         value: "",
-        message:
-          "is required: certificates without a Secret (automatic HTTPS) are not supported for Ingress yet; the entry is not served",
+        message: `is required unless the IngressClass or the Ingress names an ACME issuer (annotation ${ACME_ISSUER_OPTION}): the entry is not served`,
       });
       return;
     }
@@ -544,6 +551,13 @@ function tlsListeners(
         return;
       }
       hostSeen.set(host ?? "", where);
+      const nameProblem = secret
+        ? undefined
+        : acmeNameProblem({ hostname: host, protocol: "HTTPS" });
+      if (nameProblem) {
+        problems.push({ path: where, value: host ?? "", message: `${nameProblem}; not served` });
+        return;
+      }
       if (listeners.length >= MAX_LISTENERS) {
         problems.push({
           path: where,
@@ -557,10 +571,9 @@ function tlsListeners(
         ...(host ? { hostname: host } : {}),
         port: target.httpsPort ?? 443,
         protocol: "HTTPS",
-        tls: {
-          mode: "Terminate",
-          certificateRefs: [{ group: "", kind: "Secret", name: t.secretName! }],
-        },
+        tls: secret
+          ? { mode: "Terminate", certificateRefs: [{ group: "", kind: "Secret", name: secret }] }
+          : { mode: "Terminate", options: { [ACME_ISSUER_OPTION]: issuer! } },
         allowedRoutes: { namespaces: { from: "Same" } },
       });
     });

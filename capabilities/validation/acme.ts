@@ -318,3 +318,28 @@ export function acmeGatewayParametersProblems(
     },
   ];
 }
+
+/**
+ * The HTTPS listeners the Ingress stage made for an Ingress `tls` entry without a Secret and
+ * granted the host to (docs/ingress.md, "Automatic HTTPS"): the only ListenerSet listeners
+ * ordered for and answered. Object identity, filled only by the stage for the objects it built,
+ * so no API object (whatever its name, labels, annotations or owner references) is ever in it.
+ */
+const ingressAcmeListeners = new WeakSet<object>();
+
+/** The Ingress stage's mark on a synthetic listener (`on`: granted the host or not). */
+export function markIngressAcmeListener(listener: object, on: boolean): void {
+  if (on) ingressAcmeListeners.add(listener);
+  else ingressAcmeListeners.delete(listener);
+}
+
+/** Whether the Ingress stage made this listener and granted it its host. */
+export const isIngressAcmeListener = (listener: object): boolean =>
+  ingressAcmeListeners.has(listener);
+
+/** The annotation naming the ACME issuer of an IngressClass or an Ingress (the Ingress wins). */
+export const INGRESS_ACME_ANNOTATION = ACME_ISSUER_OPTION;
+
+/** Why an Ingress listener's host is not ordered: a listener of the Gateway itself names it. */
+export const ingressPlatformNameMessage = (host: string, gateway: string): string =>
+  `host ${host} is named by a listener of Gateway ${gateway}: the platform's certificate, not ordered for an Ingress`;
