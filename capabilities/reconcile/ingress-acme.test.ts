@@ -14,6 +14,7 @@ import {
   AcmeAnnotation,
   acmeSecretLabels,
   acmeSecretName,
+  ingressAcmeWarnings,
   isIngressAcmeListener,
 } from "../validation/acme";
 import { IngressStage } from "./ingress-stage";
@@ -279,6 +280,40 @@ describe("automatic HTTPS for Ingress", () => {
         match: expect.objectContaining({ hostname: "shop.example.com" }),
         action: { type: "respond", status: 200, body: "tok.key" },
       }),
+    ]);
+  });
+});
+
+describe("admission warnings of automatic HTTPS for Ingress", () => {
+  const tls = (tlsEntries: object[], annotations: Record<string, string> = {}) => ({
+    metadata: { annotations },
+    spec: { tls: tlsEntries as { hosts?: string[]; secretName?: string }[] },
+  });
+  it("warns when no issuer is named or a host cannot be ordered; a Secret needs neither", () => {
+    expect(
+      ingressAcmeWarnings(tls([{ hosts: ["a.example.com"], secretName: "s" }]), undefined),
+    ).toEqual([]);
+    expect(ingressAcmeWarnings(tls([{ hosts: ["a.example.com"] }]), "le")).toEqual([]);
+    expect(
+      ingressAcmeWarnings(
+        tls([{ hosts: ["a.example.com"] }], { [ACME_ISSUER_OPTION]: "le" }),
+        undefined,
+      ),
+    ).toEqual([]);
+    expect(ingressAcmeWarnings(tls([{ hosts: ["a.example.com"] }]), undefined)).toEqual([
+      expect.stringContaining(
+        "spec.tls[0]: no secretName and neither the IngressClass nor the Ingress",
+      ),
+    ]);
+    expect(
+      ingressAcmeWarnings(tls([{ hosts: ["ok.example.com", "*.example.com"] }, {}]), "le"),
+    ).toEqual([
+      expect.stringMatching(
+        /^spec\.tls\[0\]\.hosts\[1\]: wildcard name \*\.example\.com needs the DNS-01/,
+      ),
+      expect.stringMatching(
+        /^spec\.tls\[1\]\.hosts\[0\]: an automatic certificate needs the listener's hostname/,
+      ),
     ]);
   });
 });
