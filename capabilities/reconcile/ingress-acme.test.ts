@@ -17,7 +17,8 @@ import {
   ingressAcmeWarnings,
   isIngressAcmeListener,
 } from "../validation/acme";
-import { IngressStage } from "./ingress-stage";
+import type { StatusResults } from "../translate";
+import { IngressStage, splitIngressStatuses } from "./ingress-stage";
 
 const GWAPI = "gateway.networking.k8s.io/v1";
 const objects = (classIssuer: string): KubeObject[] =>
@@ -315,5 +316,37 @@ describe("admission warnings of automatic HTTPS for Ingress", () => {
         /^spec\.tls\[1\]\.hosts\[0\]: an automatic certificate needs the listener's hostname/,
       ),
     ]);
+  });
+});
+
+describe("what the Ingress's Event says of its automatic certificate", () => {
+  it("says pending (the listener's Programmed=False/Pending message) as a problem", () => {
+    const d = derive([ingress("team", "shop", ["shop.example.com"])]);
+    const ls = [...d.snapshot.objects.ListenerSet.values()][0]!;
+    const pending = "certificate pending: no ACME order yet for shop.example.com (issuer le)";
+    const statuses = {
+      gateways: [],
+      routes: [],
+      listenerSets: [
+        {
+          namespace: "team",
+          name: ls.metadata.name,
+          conditions: [],
+          listeners: [
+            {
+              name: "tls-0-0",
+              conditions: [
+                { type: "Programmed", status: "False", reason: "Pending", message: pending },
+              ],
+            },
+          ],
+        },
+      ],
+    } as unknown as StatusResults;
+    const split = splitIngressStatuses(statuses, d.snapshot);
+    expect(split.problems.get("team/shop")).toEqual([
+      { path: "spec.tls (tls-0-0)", value: "Pending", message: pending },
+    ]);
+    expect(split.statuses.listenerSets).toEqual([]);
   });
 });

@@ -303,7 +303,15 @@ export function splitIngressStatuses(
       !report(snapshot.objects.ListenerSet.get(`${l.namespace}/${l.name}`), [
         ...failed(l.conditions),
         ...l.listeners.flatMap(x =>
-          failed(x.conditions).map(p => ({ ...p, path: `spec.tls (${x.name})` })),
+          [
+            ...failed(x.conditions),
+            // Automatic HTTPS waiting for its certificate (translate/acme.ts): said too.
+            ...x.conditions
+              .filter(
+                c => c.type === "Programmed" && c.status === "False" && c.reason === "Pending",
+              )
+              .map(c => ({ path: "spec", value: c.reason, message: c.message })),
+          ].map(p => ({ ...p, path: `spec.tls (${x.name})` })),
         ),
       ]),
   );
