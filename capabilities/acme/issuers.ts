@@ -1,6 +1,7 @@
 /**
  * Which names the fleet needs certificates for, and from which issuer: ACME listeners of our
- * Gateways' own spec (validation/acme.ts; never a ListenerSet's) and the issuers of their
+ * Gateways' own spec (validation/acme.ts) and those the Ingress stage built for them
+ * (docs/ingress.md, "Automatic HTTPS"; never a tenant's ListenerSet's), and the issuers of their
  * GatewayClass's KengineParameters (`spec.acme.issuers`), each granted to the namespaces its
  * `allowedNamespaces` names. A Gateway's own parameters declare no issuers (they are refused
  * when they try: validation/overrides.ts). Reads the snapshot only; the one state is a memo of
