@@ -285,6 +285,27 @@ describe("automatic HTTPS for Ingress", () => {
   });
 });
 
+describe("a tenant's ListenerSet beside the synthetic one", () => {
+  it("gets no order for its host, whatever it copies of the synthetic one", () => {
+    const real = derive([ingress("team", "shop", ["shop.example.com"])]);
+    const synthetic = [...real.snapshot.objects.ListenerSet.values()][0]!;
+    const copy = JSON.parse(JSON.stringify(synthetic)) as {
+      metadata: { name: string };
+      spec: { listeners: { hostname?: string }[] };
+    };
+    copy.metadata.name = "copy";
+    copy.spec.listeners[0]!.hostname = "evil.example.com";
+    const d = derive([
+      ingress("team", "shop", ["shop.example.com"]),
+      copy as unknown as KubeObject,
+    ]);
+    expect(names(d.snapshot)).toEqual([
+      "apps/kengine-acme-platform.example.com le",
+      "apps/kengine-acme-shop.example.com le",
+    ]);
+  });
+});
+
 describe("admission warnings of automatic HTTPS for Ingress", () => {
   const tls = (tlsEntries: object[], annotations: Record<string, string> = {}) => ({
     metadata: { annotations },
