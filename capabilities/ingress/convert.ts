@@ -8,7 +8,7 @@
  *
  * An Ingress with any validation problem (validation/ingress.ts) converts to nothing and
  * reports the problems on itself. Problems only the converter sees (a Service or named port
- * that cannot be resolved, a `tls` entry without a Secret, duplicates) leave out or disable
+ * that cannot be resolved, a `tls` entry with neither a Secret nor an ACME issuer, duplicates) leave out or disable
  * just that piece: a path whose backend cannot be resolved keeps its match and gets no
  * backends, so it answers 500 as Gateway API says, instead of falling through to another rule.
  *
@@ -18,7 +18,7 @@ import type { V1Ingress, V1Service } from "@kubernetes/client-node";
 import { FieldProblem, display, truncate } from "../validation/regex";
 import { IngressBackendLike, asksRegexPaths, ingressProblems } from "../validation/ingress";
 import { items } from "../validation/budget";
-import { ACME_ISSUER_OPTION, acmeNameProblem } from "../validation/acme";
+import { SyntheticListener, tlsListenersOf } from "./tls";
 import {
   CanaryMatch,
   NO_NGINX_EFFECTS,
@@ -39,6 +39,7 @@ import {
 } from "./names";
 
 export { hostsIntersect, pathMatch, singleLabelHostRegex, syntheticName };
+export type { SyntheticListener };
 
 /** Marks every object made from an Ingress. */
 export const SYNTHETIC_LABEL = "ingress.kengine.io/synthetic";
@@ -142,19 +143,6 @@ export interface SyntheticHTTPRoute {
   kind: "HTTPRoute";
   metadata: Metadata;
   spec: { parentRefs: ParentRef[]; hostnames?: string[]; rules: SyntheticRule[] };
-}
-export interface SyntheticListener {
-  name: string;
-  hostname?: string;
-  port: number;
-  protocol: "HTTPS";
-  tls: {
-    mode: "Terminate";
-    certificateRefs?: { group: ""; kind: "Secret"; name: string }[];
-    /** An ACME issuer instead of a Secret (validation/acme.ts ACME_ISSUER_OPTION). */
-    options?: Record<string, string>;
-  };
-  allowedRoutes: { namespaces: { from: "Same" } };
 }
 export interface SyntheticListenerSet {
   apiVersion: "gateway.networking.k8s.io/v1";
@@ -522,62 +510,7 @@ function tlsListeners(
   target: Target,
   problems: FieldProblem[],
 ): SyntheticListenerSet | undefined {
-  const listeners: SyntheticListener[] = [];
-  const hostSeen = new Map<string, string>();
-  items(ingress.spec?.tls).forEach((t, i) => {
-    if (!t || typeof t !== "object") return;
-    const secret = typeof t.secretName === "string" && t.secretName ? t.secretName : undefined;
-    const own = ingress.metadata?.annotations?.[ACME_ISSUER_OPTION];
-    const issuer = typeof own === "string" && own ? own : target.acmeIssuer;
-    if (!secret && !issuer) {
-      problems.push({
-        path: `spec.tls[${i}].secretName`,
-        value: "",
-        message: `is required unless the IngressClass or the Ingress names an ACME issuer (annotation ${ACME_ISSUER_OPTION}): the entry is not served`,
-      });
-      return;
-    }
-    const listed = items(t.hosts);
-    const hosts: readonly (string | undefined)[] = listed.length ? listed : [undefined];
-    hosts.forEach((host, j) => {
-      const where = listed.length ? `spec.tls[${i}].hosts[${j}]` : `spec.tls[${i}]`;
-      const first = hostSeen.get(host ?? "");
-      if (first !== undefined) {
-        problems.push({
-          path: where,
-          value: host ?? "",
-          message: `duplicates ${first}: the first entry's Secret is used`,
-        });
-        return;
-      }
-      hostSeen.set(host ?? "", where);
-      const nameProblem = secret
-        ? undefined
-        : acmeNameProblem({ hostname: host, protocol: "HTTPS" });
-      if (nameProblem) {
-        problems.push({ path: where, value: host ?? "", message: `${nameProblem}; not served` });
-        return;
-      }
-      if (listeners.length >= MAX_LISTENERS) {
-        problems.push({
-          path: where,
-          value: host ?? "",
-          message: `more than ${MAX_LISTENERS} TLS hosts in one Ingress: this one is not served`,
-        });
-        return;
-      }
-      listeners.push({
-        name: `tls-${i}-${j}`,
-        ...(host ? { hostname: host } : {}),
-        port: target.httpsPort ?? 443,
-        protocol: "HTTPS",
-        tls: secret
-          ? { mode: "Terminate", certificateRefs: [{ group: "", kind: "Secret", name: secret }] }
-          : { mode: "Terminate", options: { [ACME_ISSUER_OPTION]: issuer! } },
-        allowedRoutes: { namespaces: { from: "Same" } },
-      });
-    });
-  });
+  const listeners = tlsListenersOf(ingress, target, MAX_LISTENERS, problems);
   if (listeners.length === 0) return undefined;
   return {
     apiVersion: "gateway.networking.k8s.io/v1",
