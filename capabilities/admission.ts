@@ -75,7 +75,11 @@ import { parametersRefShapeProblem } from "./validation/parametersref";
 import { gatewayClassProblems } from "./validation/gatewayclass";
 import { referenceGrantProblems } from "./validation/referencegrant";
 import { gatewayProblems, gatewayTLSWarnings } from "./validation/gateway";
-import { listenerSetAcmeWarnings } from "./validation/acme";
+import {
+  ACME_ISSUER_OPTION,
+  ingressAcmeWarnings,
+  listenerSetAcmeWarnings,
+} from "./validation/acme";
 import { grpcRouteProblems } from "./validation/grpcroute";
 import { httpRouteProblems } from "./validation/httproute";
 import { l4RouteProblems } from "./validation/l4route";
@@ -422,8 +426,13 @@ export const validateIngress = (req: PeprValidateRequest<V1Ingress>) =>
     "Ingress",
     i => isOurIngress(i, ingressClasses),
     ingressProblems,
-    async i =>
-      ingressAnnotationWarnings(i, readsNginxAnnotations(await ourClassOf(i, ingressClasses))),
+    async i => {
+      const cls = await ourClassOf(i, ingressClasses);
+      return [
+        ...ingressAnnotationWarnings(i, readsNginxAnnotations(cls)),
+        ...ingressAcmeWarnings(i, cls?.metadata?.annotations?.[ACME_ISSUER_OPTION] || undefined),
+      ];
+    },
     async i =>
       ingressAnnotationProblems(i, readsNginxAnnotations(await ourClassOf(i, ingressClasses))),
   );

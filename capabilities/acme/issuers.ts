@@ -1,6 +1,7 @@
 /**
  * Which names the fleet needs certificates for, and from which issuer: ACME listeners of our
- * Gateways' own spec (validation/acme.ts; never a ListenerSet's) and the issuers of their
+ * Gateways' own spec (validation/acme.ts) and those the Ingress stage built for them
+ * (docs/ingress.md, "Automatic HTTPS"; never a tenant's ListenerSet's), and the issuers of their
  * GatewayClass's KengineParameters (`spec.acme.issuers`), each granted to the namespaces its
  * `allowedNamespaces` names. A Gateway's own parameters declare no issuers (they are refused
  * when they try: validation/overrides.ts). Reads the snapshot only; the one state is a memo of
@@ -13,6 +14,7 @@ import {
   Gateway,
   GatewayClass,
   KengineParameters,
+  Listener,
   Snapshot,
   keyOf,
   selectorMatches,
@@ -26,6 +28,7 @@ import {
   acmeNameProblem,
   acmeSecretName,
   isCertificateSecretFor,
+  isIngressAcmeListener,
   writtenByController,
 } from "../validation/acme";
 
@@ -152,10 +155,16 @@ export type IssuerResolution =
 
 /**
  * The issuer `issuerName` for a listener of `gw`: declared in its GatewayClass's parameters and
- * granted to the Gateway's namespace, with a challenge we build. The one rule the translator
- * (listener status, HTTP-01 answers) and the manager (what to order) share.
+ * granted to the Gateway's namespace (an Ingress's listener: the Ingress's namespace), with a
+ * challenge we build. The one rule the translator (listener status, HTTP-01 answers) and the
+ * manager (what to order) share.
  */
-export function issuerFor(s: Snapshot, gw: Gateway, issuerName: string): IssuerResolution {
+export function issuerFor(
+  s: Snapshot,
+  gw: Gateway,
+  issuerName: string,
+  grantNamespace: string = gw.metadata.namespace ?? "",
+): IssuerResolution {
   const className = gw.spec?.gatewayClassName ?? "";
   const gc = s.objects.GatewayClass.get(className);
   const fail = (reason: "NotDeclared" | "NotGranted" | "Unsupported", message: string) =>
@@ -174,7 +183,7 @@ export function issuerFor(s: Snapshot, gw: Gateway, issuerName: string): IssuerR
       "NotDeclared",
       `ACME issuer ${issuerName} is not declared in KengineParameters ${fromClass.parameters} of GatewayClass ${className} (spec.acme.issuers)`,
     );
-  const ns = gw.metadata.namespace ?? "";
+  const ns = grantNamespace;
   const granted =
     issuer.grant.from === "All" ||
     (issuer.grant.from === "Same" && ns === issuer.namespace) ||
@@ -200,7 +209,8 @@ export function wantedNames(s: Snapshot): WantedName[] {
     const gc = s.objects.GatewayClass.get(gw.spec?.gatewayClassName ?? "");
     if (!isOurClass(gc)) continue;
     const listeners = gw.spec.listeners ?? [];
-    if (!listeners.some(l => acmeIssuerOf(l) !== undefined)) continue;
+    const fromIngresses = ingressAcmeListenersOf(s, gw);
+    if (!listeners.some(l => acmeIssuerOf(l) !== undefined) && fromIngresses.length === 0) continue;
     // Parameters that cannot be used leave the Gateway without proxies: nothing to validate on.
     if (gatewayParametersProblem(s, gc, gw)) continue;
     const ns = gw.metadata.namespace ?? "";
@@ -208,11 +218,16 @@ export function wantedNames(s: Snapshot): WantedName[] {
     const addresses = (
       (gw as { status?: { addresses?: { value?: string }[] } }).status?.addresses ?? []
     ).flatMap(a => (a.value ? [a.value] : []));
-    for (const l of listeners) {
+    const own = new Set(listeners.flatMap(l => (l.hostname ? [l.hostname.toLowerCase()] : [])));
+    const candidates = [
+      ...listeners.map(l => ({ l, grantNamespace: ns })),
+      ...fromIngresses.filter(c => !own.has(c.l.hostname?.toLowerCase() ?? "")),
+    ];
+    for (const { l, grantNamespace } of candidates) {
       const issuerName = acmeIssuerOf(l);
       if (issuerName === undefined || acmeNameProblem(l) || !l.hostname) continue;
       // Not ordered: the listener's status says why (translate/acme.ts).
-      const resolved = issuerFor(s, gw, issuerName);
+      const resolved = issuerFor(s, gw, issuerName, grantNamespace);
       if (!resolved.ok) continue;
       const secretName = acmeSecretName(l.hostname);
       const secret = s.objects.Secret.get(`${ns}/${secretName}`);
@@ -235,6 +250,26 @@ export function wantedNames(s: Snapshot): WantedName[] {
     }
   }
   return [...byKey.values()];
+}
+
+/**
+ * The listeners the Ingress stage made for `gw` and granted their host (validation/acme.ts
+ * isIngressAcmeListener), each with its Ingress's namespace, which the issuer's grant is
+ * checked against. A tenant's own ListenerSet never has one.
+ */
+export function ingressAcmeListenersOf(
+  s: Snapshot,
+  gw: Gateway,
+): { readonly l: Listener; readonly grantNamespace: string }[] {
+  const out: { l: Listener; grantNamespace: string }[] = [];
+  for (const ls of s.objects.ListenerSet.values()) {
+    const ref = ls.spec?.parentRef;
+    if (!ref || ref.name !== gw.metadata.name) continue;
+    if ((ref.namespace ?? ls.metadata.namespace) !== gw.metadata.namespace) continue;
+    for (const l of ls.spec.listeners ?? [])
+      if (isIngressAcmeListener(l)) out.push({ l, grantNamespace: ls.metadata.namespace ?? "" });
+  }
+  return out;
 }
 
 /** What the certificate Secret says about a name (the persisted order state). */

@@ -8,7 +8,7 @@
  *
  * An Ingress with any validation problem (validation/ingress.ts) converts to nothing and
  * reports the problems on itself. Problems only the converter sees (a Service or named port
- * that cannot be resolved, a `tls` entry without a Secret, duplicates) leave out or disable
+ * that cannot be resolved, a `tls` entry with neither a Secret nor an ACME issuer, duplicates) leave out or disable
  * just that piece: a path whose backend cannot be resolved keeps its match and gets no
  * backends, so it answers 500 as Gateway API says, instead of falling through to another rule.
  *
@@ -18,6 +18,7 @@ import type { V1Ingress, V1Service } from "@kubernetes/client-node";
 import { FieldProblem, display, truncate } from "../validation/regex";
 import { IngressBackendLike, asksRegexPaths, ingressProblems } from "../validation/ingress";
 import { items } from "../validation/budget";
+import { SyntheticListener, tlsListenersOf } from "./tls";
 import {
   CanaryMatch,
   NO_NGINX_EFFECTS,
@@ -38,6 +39,7 @@ import {
 } from "./names";
 
 export { hostsIntersect, pathMatch, singleLabelHostRegex, syntheticName };
+export type { SyntheticListener };
 
 /** Marks every object made from an Ingress. */
 export const SYNTHETIC_LABEL = "ingress.kengine.io/synthetic";
@@ -56,6 +58,8 @@ export interface Target {
   readonly httpsPort?: number;
   /** Whether the class reads the ingress-nginx annotations (classes.ts readsNginxAnnotations). */
   readonly nginxAnnotations?: boolean;
+  /** The class's ACME issuer for `tls` entries without a Secret (docs/ingress.md, "Automatic HTTPS"). */
+  readonly acmeIssuer?: string;
 }
 
 export type ServiceLookup = (namespace: string, name: string) => V1Service | undefined;
@@ -141,17 +145,6 @@ export interface SyntheticHTTPRoute {
   kind: "HTTPRoute";
   metadata: Metadata;
   spec: { parentRefs: ParentRef[]; hostnames?: string[]; rules: SyntheticRule[] };
-}
-export interface SyntheticListener {
-  name: string;
-  hostname?: string;
-  port: number;
-  protocol: "HTTPS";
-  tls: {
-    mode: "Terminate";
-    certificateRefs: { group: ""; kind: "Secret"; name: string }[];
-  };
-  allowedRoutes: { namespaces: { from: "Same" } };
 }
 export interface SyntheticListenerSet {
   apiVersion: "gateway.networking.k8s.io/v1";
@@ -544,54 +537,7 @@ function tlsListeners(
   target: Target,
   problems: FieldProblem[],
 ): SyntheticListenerSet | undefined {
-  const listeners: SyntheticListener[] = [];
-  const hostSeen = new Map<string, string>();
-  items(ingress.spec?.tls).forEach((t, i) => {
-    if (!t || typeof t !== "object") return;
-    if (!t.secretName || typeof t.secretName !== "string") {
-      problems.push({
-        path: `spec.tls[${i}].secretName`,
-        value: "",
-        message:
-          "is required: certificates without a Secret (automatic HTTPS) are not supported for Ingress yet; the entry is not served",
-      });
-      return;
-    }
-    const listed = items(t.hosts);
-    const hosts: readonly (string | undefined)[] = listed.length ? listed : [undefined];
-    hosts.forEach((host, j) => {
-      const where = listed.length ? `spec.tls[${i}].hosts[${j}]` : `spec.tls[${i}]`;
-      const first = hostSeen.get(host ?? "");
-      if (first !== undefined) {
-        problems.push({
-          path: where,
-          value: host ?? "",
-          message: `duplicates ${first}: the first entry's Secret is used`,
-        });
-        return;
-      }
-      hostSeen.set(host ?? "", where);
-      if (listeners.length >= MAX_LISTENERS) {
-        problems.push({
-          path: where,
-          value: host ?? "",
-          message: `more than ${MAX_LISTENERS} TLS hosts in one Ingress: this one is not served`,
-        });
-        return;
-      }
-      listeners.push({
-        name: `tls-${i}-${j}`,
-        ...(host ? { hostname: host } : {}),
-        port: target.httpsPort ?? 443,
-        protocol: "HTTPS",
-        tls: {
-          mode: "Terminate",
-          certificateRefs: [{ group: "", kind: "Secret", name: t.secretName! }],
-        },
-        allowedRoutes: { namespaces: { from: "Same" } },
-      });
-    });
-  });
+  const listeners = tlsListenersOf(ingress, target, MAX_LISTENERS, problems);
   if (listeners.length === 0) return undefined;
   return {
     apiVersion: "gateway.networking.k8s.io/v1",

@@ -57,6 +57,8 @@ export interface BuildInput {
 export interface BuildOutput {
   /** The translator's status results (Programmed and addresses are the fleet's: status-stage.ts). */
   readonly statuses: StatusResults;
+  /** The snapshot translated: the input with the Ingresses' synthetic objects (ingress-stage.ts). */
+  readonly derived: Snapshot;
   /** Each Gateway's plan, in translation order, gated by isolation. */
   readonly plans: GatewayPlan[];
   /** Why a Gateway could not be planned, by `namespace/name`. */
@@ -161,6 +163,7 @@ export class BuildStage {
     counts.rendered = sealedRenders() - rendersBefore;
     const entriesAfter = fragmentCounts();
     return {
+      derived: snapshot,
       statuses: split.statuses,
       ingresses,
       ingressesConverted: derived.converted,

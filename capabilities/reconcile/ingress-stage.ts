@@ -16,12 +16,15 @@ import { sourceIngress } from "../ingress/source";
 import { Kind, KubeObject, Snapshot, applyAll, keyOf } from "../snapshot";
 import type { StatusResults } from "../translate";
 import type { FieldProblem } from "../validation/regex";
+import { INGRESS_ACME_ANNOTATION, acmeIssuerOf, markIngressAcmeListener } from "../validation/acme";
 
 interface Kept {
   readonly ingress: KubeObject;
   readonly target: string;
   /** Whether the class read the ingress-nginx annotations. */
   readonly nginx: boolean;
+  /** The class's ACME issuer annotation (validation/acme.ts INGRESS_ACME_ANNOTATION). */
+  readonly acmeIssuer: string | undefined;
   /** The Services the conversion looked up, as they were (undefined: absent). */
   readonly services: ReadonlyMap<string, KubeObject | undefined>;
   readonly conversion: Conversion;
@@ -115,12 +118,14 @@ export class IngressStage {
       const target = `${serving.namespace}/${serving.name}`;
       targets.set(key, target);
       const nginx = readsNginxAnnotations(cls);
+      const acmeIssuer = cls.metadata?.annotations?.[INGRESS_ACME_ANNOTATION] || undefined;
       const before = this.#kept.get(key);
       const reusable =
         before !== undefined &&
         sameSource(before.ingress, object) &&
         before.target === target &&
         before.nginx === nginx &&
+        before.acmeIssuer === acmeIssuer &&
         [...before.services].every(([k, svc]) => s.objects.Service.get(k) === svc);
       let kept: Kept;
       if (reusable) kept = before;
@@ -132,6 +137,7 @@ export class IngressStage {
             gateway: { namespace: serving.namespace, name: serving.name },
             httpsPort: this.httpsPort,
             nginxAnnotations: nginx,
+            ...(acmeIssuer && { acmeIssuer }),
           },
           (namespace, name) => {
             const k = `${namespace}/${name}`;
@@ -140,7 +146,7 @@ export class IngressStage {
             return svc as unknown as V1Service | undefined;
           },
         );
-        kept = { ingress: object, target, nginx, services, conversion };
+        kept = { ingress: object, target, nginx, acmeIssuer, services, conversion };
         converted++;
       }
       next.set(key, kept);
@@ -189,6 +195,7 @@ export class IngressStage {
       })),
     );
     for (const [key, found] of split.problems) problems.set(key, [...found]);
+    claimAcmeHosts(kept, problems);
     for (const [key, { conversion }] of kept) {
       const objects: [Kind, KubeObject][] = [
         ...conversion.httpRoutes.map(
@@ -212,6 +219,45 @@ export class IngressStage {
     }
     const derived = applyAll(s, events).snapshot;
     return { HTTPRoute: derived.objects.HTTPRoute, ListenerSet: derived.objects.ListenerSet };
+  }
+}
+
+/**
+ * Which Ingress listeners with an ACME issuer may be ordered for and answered (docs/ingress.md,
+ * "Automatic HTTPS"): per Gateway and host, the oldest Ingress (then namespace/name, the
+ * precedence routes use) wins; another namespace's Ingress asking for the same host is
+ * reported and its listener left unmarked, so it gets neither an order nor an HTTP-01 answer.
+ * Ingresses of the winner's namespace share its certificate.
+ */
+function claimAcmeHosts(
+  kept: ReadonlyMap<string, Kept>,
+  problems: Map<string, FieldProblem[]>,
+): void {
+  const ordered = [...kept].sort(([ka, a], [kb, b]) => {
+    const ta = timestamp(a.ingress.metadata.creationTimestamp);
+    const tb = timestamp(b.ingress.metadata.creationTimestamp);
+    return ta !== tb ? (ta < tb ? -1 : 1) : ka < kb ? -1 : ka > kb ? 1 : 0;
+  });
+  const owner = new Map<string, { namespace: string; key: string }>();
+  for (const [key, { ingress, target, conversion }] of ordered) {
+    const namespace = ingress.metadata.namespace ?? "";
+    for (const ls of conversion.listenerSets)
+      for (const l of ls.spec.listeners) {
+        if (acmeIssuerOf(l) === undefined || !l.hostname) continue;
+        const claim = `${target}\n${l.hostname.toLowerCase()}`;
+        const first = owner.get(claim);
+        if (first === undefined) owner.set(claim, { namespace, key });
+        const granted = first === undefined || first.namespace === namespace;
+        markIngressAcmeListener(l, granted);
+        if (granted) continue;
+        const list = problems.get(key) ?? [];
+        list.push({
+          path: "spec.tls",
+          value: l.hostname,
+          message: `host ${l.hostname} already has an automatic certificate for the older Ingress ${first.key}: not ordered for this one`,
+        });
+        problems.set(key, list);
+      }
   }
 }
 
@@ -257,7 +303,15 @@ export function splitIngressStatuses(
       !report(snapshot.objects.ListenerSet.get(`${l.namespace}/${l.name}`), [
         ...failed(l.conditions),
         ...l.listeners.flatMap(x =>
-          failed(x.conditions).map(p => ({ ...p, path: `spec.tls (${x.name})` })),
+          [
+            ...failed(x.conditions),
+            // Automatic HTTPS waiting for its certificate (translate/acme.ts): said too.
+            ...x.conditions
+              .filter(
+                c => c.type === "Programmed" && c.status === "False" && c.reason === "Pending",
+              )
+              .map(c => ({ path: "spec", value: c.reason, message: c.message })),
+          ].map(p => ({ ...p, path: `spec.tls (${x.name})` })),
         ),
       ]),
   );

@@ -401,7 +401,8 @@ export class Reconciler {
     this.#admin?.setChannels(new Map(built.channels));
     run.mark("render");
     if (!leader) return ended();
-    this.#acme.update(snapshot, now);
+    // The derived snapshot: an Ingress's automatic HTTPS names are ordered too (docs/ingress.md).
+    this.#acme.update(built.derived, now);
     // Push stage: plans → the fleet (push-stage.ts).
     const pushed = this.#pusher.push({ plans, snapshot, fleet, receivedAt: run.receivedAt });
     counts.pushed = pushed.pushed;

@@ -3,8 +3,9 @@
  * GatewayClass's parameters when granted to the Gateway's namespace (acme/issuers.ts), the
  * certificate from the Secret the ACME manager keeps for the listener's hostname in the
  * Gateway's namespace, and the listener's status says what the manager last wrote there
- * (pending, the CA's error word for word, renewal time). Only the Gateway's own listeners get
- * either, and HTTP-01 answers are read only from the Secrets the manager writes.
+ * (pending, the CA's error word for word, renewal time). Only the Gateway's own listeners and
+ * the listeners the Ingress stage made for it get either (docs/ingress.md, "Automatic HTTPS"),
+ * and HTTP-01 answers are read only from the Secrets the manager writes.
  * Pure: everything comes from the snapshot.
  */
 import { issuerFor } from "../acme/issuers";
@@ -18,6 +19,7 @@ import {
   acmeSecretName,
   foreignSecretMessage,
   isCertificateSecretFor,
+  isIngressAcmeListener,
   storedChallenges,
 } from "../validation/acme";
 import { checkKeyPair } from "../validation/keypair";
@@ -35,18 +37,23 @@ export interface AcmeListenerResult {
 const decode = (b64: string | undefined): string =>
   b64 === undefined ? "" : Buffer.from(b64, "base64").toString("utf8");
 
-/** A listener of `gw`'s own spec that names `issuer` (ListenerSet listeners get none). */
+/**
+ * A listener of `gw`'s own spec that names `issuer`, or one the Ingress stage made for `gw`
+ * (validation/acme.ts isIngressAcmeListener), whose issuer grant is checked against
+ * `grantNamespace` (the Ingress's); other ListenerSet listeners get none.
+ */
 export function acmeListener(
   s: Snapshot,
   gw: Gateway,
   l: Listener,
   issuer: string,
   into: CertificateIR[],
+  grantNamespace: string = gw.metadata.namespace ?? "",
 ): AcmeListenerResult {
   const problem = acmeNameProblem(l);
   if (problem)
     return { resolvedRefs: { reason: ListenerReason.InvalidCertificateRef, message: problem } };
-  const resolved = issuerFor(s, gw, issuer);
+  const resolved = issuerFor(s, gw, issuer, grantNamespace);
   if (!resolved.ok)
     return {
       resolvedRefs: {
@@ -114,15 +121,16 @@ const covers = (listenerHost: string | undefined, name: string): boolean =>
  * The HTTP-01 answers of the Gateway's ACME names, first on every port-80 HTTP listener that
  * covers the name: the CA reaches whichever proxy its connection lands on, so every proxy of
  * the fleet gets them in the config it is pushed. Answers come only for hostnames of the
- * Gateway's own listeners whose issuer is granted, and only from the Secret the manager writes
- * for that hostname in the Gateway's namespace (labels and name annotation checked): a
- * ListenerSet's listener or another namespace's Secret never puts an answer on the proxies.
+ * Gateway's own listeners (and the Ingress stage's granted ones) whose issuer is granted, and
+ * only from the Secret the manager writes for that hostname in the Gateway's namespace (labels
+ * and name annotation checked): a tenant's ListenerSet listener or another namespace's Secret
+ * never puts an answer on the proxies.
  */
 export function withHttp01Answers(
   s: Snapshot,
   gw: Gateway,
   listeners: readonly {
-    readonly owner: { readonly kind: string };
+    readonly owner: { readonly kind: string; readonly namespace?: string };
     readonly listener: Listener;
   }[],
   ir: GatewayIR,
@@ -130,14 +138,20 @@ export function withHttp01Answers(
   const namespace = gw.metadata.namespace ?? "";
   const answers: { name: string; token: string; keyAuthorization: string }[] = [];
   const seen = new Set<string>();
+  const own = new Set(
+    (gw.spec.listeners ?? []).flatMap(l => (l.hostname ? [l.hostname.toLowerCase()] : [])),
+  );
   for (const { owner, listener } of listeners) {
-    if (owner.kind !== "Gateway") continue;
+    const fromIngress = owner.kind === "ListenerSet" && isIngressAcmeListener(listener);
+    if (owner.kind !== "Gateway" && !fromIngress) continue;
+    if (fromIngress && own.has(listener.hostname?.toLowerCase() ?? "")) continue;
     const name = listener.hostname;
     const issuer = acmeIssuerOf(listener);
     if (issuer === undefined || !name || acmeNameProblem(listener)) continue;
     if (seen.has(name.toLowerCase())) continue;
     seen.add(name.toLowerCase());
-    if (!issuerFor(s, gw, issuer).ok) continue;
+    const grantNamespace = fromIngress ? (owner.namespace ?? "") : namespace;
+    if (!issuerFor(s, gw, issuer, grantNamespace).ok) continue;
     const secret = s.objects.Secret.get(`${namespace}/${acmeSecretName(name)}`);
     if (!isCertificateSecretFor(secret, name)) continue;
     for (const [token, keyAuthorization] of storedChallenges(secret?.metadata.annotations))

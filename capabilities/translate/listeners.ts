@@ -20,7 +20,12 @@ import { refPermitted } from "./refs";
 import { ClientValidation, frontendValidation } from "./gatewaytls";
 import { listenerProblems } from "../validation/gateway";
 import { problemText } from "../validation/message";
-import { ACME_LISTENERSET_MESSAGE, acmeIssuerOf } from "../validation/acme";
+import {
+  ACME_LISTENERSET_MESSAGE,
+  acmeIssuerOf,
+  ingressPlatformNameMessage,
+  isIngressAcmeListener,
+} from "../validation/acme";
 import { acmeListener } from "./acme";
 import { resolveListenerFilters } from "./listenerfilters";
 import type { EgressPolicy } from "./egress";
@@ -234,7 +239,8 @@ function draft(
     }
     const refs = l.tls?.certificateRefs ?? [];
     const issuer = acmeIssuerOf(l);
-    if (issuer !== undefined && owner.kind === "ListenerSet") {
+    const fromIngress = owner.kind === "ListenerSet" && isIngressAcmeListener(l);
+    if (issuer !== undefined && owner.kind === "ListenerSet" && !fromIngress) {
       // The ACME manager orders for a Gateway's own listeners only (acme/issuers.ts), and
       // HTTP-01 is answered only for those (translate/acme.ts): a tenant's ListenerSet never
       // spends the platform's issuer account nor answers a challenge for the platform's name.
@@ -242,8 +248,19 @@ function draft(
         reason: ListenerReason.InvalidCertificateRef,
         message: ACME_LISTENERSET_MESSAGE,
       };
+    } else if (
+      issuer !== undefined &&
+      fromIngress &&
+      l.hostname &&
+      (gw.spec.listeners ?? []).some(o => o.hostname?.toLowerCase() === l.hostname!.toLowerCase())
+    ) {
+      // The platform's own name: the Gateway's listener holds its certificate.
+      d.resolvedRefs = {
+        reason: ListenerReason.InvalidCertificateRef,
+        message: ingressPlatformNameMessage(l.hostname, keyOf(gw)),
+      };
     } else if (issuer !== undefined) {
-      const r = acmeListener(s, gw, l, issuer, d.certificates);
+      const r = acmeListener(s, gw, l, issuer, d.certificates, owner.namespace);
       if (r.resolvedRefs) d.resolvedRefs = r.resolvedRefs;
       if (r.pending !== undefined) d.pending = r.pending;
       if (r.note !== undefined) d.resolvedNote = r.note;

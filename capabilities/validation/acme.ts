@@ -318,3 +318,64 @@ export function acmeGatewayParametersProblems(
     },
   ];
 }
+
+/**
+ * The HTTPS listeners the Ingress stage made for an Ingress `tls` entry without a Secret and
+ * granted the host to (docs/ingress.md, "Automatic HTTPS"): the only ListenerSet listeners
+ * ordered for and answered. Object identity, filled only by the stage for the objects it built,
+ * so no API object (whatever its name, labels, annotations or owner references) is ever in it.
+ */
+const ingressAcmeListeners = new WeakSet<object>();
+
+/** The Ingress stage's mark on a synthetic listener (`on`: granted the host or not). */
+export function markIngressAcmeListener(listener: object, on: boolean): void {
+  if (on) ingressAcmeListeners.add(listener);
+  else ingressAcmeListeners.delete(listener);
+}
+
+/** Whether the Ingress stage made this listener and granted it its host. */
+export const isIngressAcmeListener = (listener: object): boolean =>
+  ingressAcmeListeners.has(listener);
+
+/** The annotation naming the ACME issuer of an IngressClass or an Ingress (the Ingress wins). */
+export const INGRESS_ACME_ANNOTATION = ACME_ISSUER_OPTION;
+
+/** Why an Ingress listener's host is not ordered: a listener of the Gateway itself names it. */
+export const ingressPlatformNameMessage = (host: string, gateway: string): string =>
+  `host ${host} is named by a listener of Gateway ${gateway}: the platform's certificate, not ordered for an Ingress`;
+
+/**
+ * The kubectl warnings of an Ingress's `tls` entries without a Secret, decided from the object
+ * and its class's issuer annotation (`classIssuer`) alone: no issuer named, or a host that
+ * cannot be ordered. Whether the issuer exists and is granted is said later in an Event.
+ */
+export function ingressAcmeWarnings(
+  ingress: {
+    readonly metadata?: { readonly annotations?: Readonly<Record<string, string>> };
+    readonly spec?: {
+      readonly tls?: readonly {
+        readonly hosts?: readonly string[];
+        readonly secretName?: string;
+      }[];
+    };
+  },
+  classIssuer: string | undefined,
+): string[] {
+  const tls = Array.isArray(ingress?.spec?.tls) ? ingress.spec.tls : [];
+  const own = ingress?.metadata?.annotations?.[ACME_ISSUER_OPTION];
+  const issuer = (typeof own === "string" && own) || classIssuer;
+  return tls.slice(0, 64).flatMap((t, i) => {
+    if (!t || typeof t !== "object" || (typeof t.secretName === "string" && t.secretName))
+      return [];
+    if (!issuer)
+      return [
+        `spec.tls[${i}]: no secretName and neither the IngressClass nor the Ingress names an ACME issuer (annotation ${ACME_ISSUER_OPTION}): the entry is not served`,
+      ];
+    const hosts: readonly (string | undefined)[] =
+      Array.isArray(t.hosts) && t.hosts.length > 0 ? t.hosts : [undefined];
+    return hosts.slice(0, 64).flatMap((h, j) => {
+      const problem = acmeNameProblem({ hostname: h, protocol: "HTTPS" });
+      return problem ? [`spec.tls[${i}].hosts[${j}]: ${problem}; not served`] : [];
+    });
+  });
+}
