@@ -11,6 +11,7 @@ import { KubeObject, Snapshot, snapshotOf } from "../snapshot";
 import { withHttp01Answers } from "../translate/acme";
 import {
   ACME_ISSUER_OPTION,
+  ACME_LISTENERSET_MESSAGE,
   AcmeAnnotation,
   acmeSecretLabels,
   acmeSecretName,
@@ -369,5 +370,35 @@ describe("what the Ingress's Event says of its automatic certificate", () => {
       { path: "spec.tls (tls-0-0)", value: "Pending", message: pending },
     ]);
     expect(split.statuses.listenerSets).toEqual([]);
+  });
+
+  it("does not repeat the ListenerSet refusal for a host an older Ingress holds", () => {
+    const d = derive([ingress("team", "shop", ["shop.example.com"])]);
+    const ls = [...d.snapshot.objects.ListenerSet.values()][0]!;
+    const statuses = {
+      gateways: [],
+      routes: [],
+      listenerSets: [
+        {
+          namespace: "team",
+          name: ls.metadata.name,
+          conditions: [],
+          listeners: [
+            {
+              name: "tls-0-0",
+              conditions: [
+                {
+                  type: "ResolvedRefs",
+                  status: "False",
+                  reason: "InvalidCertificateRef",
+                  message: ACME_LISTENERSET_MESSAGE,
+                },
+              ],
+            },
+          ],
+        },
+      ],
+    } as unknown as StatusResults;
+    expect(splitIngressStatuses(statuses, d.snapshot).problems.get("team/shop")).toEqual([]);
   });
 });

@@ -16,7 +16,12 @@ import { sourceIngress } from "../ingress/source";
 import { Kind, KubeObject, Snapshot, applyAll, keyOf } from "../snapshot";
 import type { StatusResults } from "../translate";
 import type { FieldProblem } from "../validation/regex";
-import { INGRESS_ACME_ANNOTATION, acmeIssuerOf, markIngressAcmeListener } from "../validation/acme";
+import {
+  ACME_LISTENERSET_MESSAGE,
+  INGRESS_ACME_ANNOTATION,
+  acmeIssuerOf,
+  markIngressAcmeListener,
+} from "../validation/acme";
 
 interface Kept {
   readonly ingress: KubeObject;
@@ -304,7 +309,9 @@ export function splitIngressStatuses(
         ...failed(l.conditions),
         ...l.listeners.flatMap(x =>
           [
-            ...failed(x.conditions),
+            // A listener the stage did not grant its host says so itself ("older Ingress"):
+            // the translator's refusal of a ListenerSet's ACME listener would only repeat it.
+            ...failed(x.conditions).filter(p => p.message !== ACME_LISTENERSET_MESSAGE),
             // Automatic HTTPS waiting for its certificate (translate/acme.ts): said too.
             ...x.conditions
               .filter(
