@@ -8,9 +8,10 @@
  *
  * An Ingress with any validation problem (validation/ingress.ts) converts to nothing and
  * reports the problems on itself. Problems only the converter sees (a Service or named port
- * that cannot be resolved, a `tls` entry with neither a Secret nor an ACME issuer, duplicates) leave out or disable
- * just that piece: a path whose backend cannot be resolved keeps its match and gets no
- * backends, so it answers 500 as Gateway API says, instead of falling through to another rule.
+ * that cannot be resolved, a `tls` entry with neither a Secret nor an ACME issuer, duplicates)
+ * leave out or disable just that piece: a path whose backend cannot be resolved keeps its
+ * match and gets no backends, so it answers 500 as Gateway API says, instead of falling
+ * through to another rule.
  *
  * Pure: no I/O, no clock; Services are read through the look-up function given.
  */
@@ -58,7 +59,7 @@ export interface Target {
   readonly httpsPort?: number;
   /** Whether the class reads the ingress-nginx annotations (classes.ts readsNginxAnnotations). */
   readonly nginxAnnotations?: boolean;
-  /** The class's ACME issuer for `tls` entries without a Secret (docs/ingress.md, "Automatic HTTPS"). */
+  /** The class's ACME issuer for `tls` entries without a Secret (docs/ingress.md). */
   readonly acmeIssuer?: string;
 }
 
