@@ -125,7 +125,9 @@ describe("ingest once", () => {
         const d = Object.fromEntries(
           watchedResources.map(r => [r, (after.get(r) ?? 0) - (before.get(r) ?? 0)]),
         );
-        return Object.values(d).every(n => n === 1) ? d : undefined;
+        if (Object.values(d).every(n => n === 1)) return d;
+        // said in the timeout's message: which kinds are off, and by how much
+        throw new Error(`open watches added per kind: ${JSON.stringify(d)}`);
       },
       60_000,
       500,
