@@ -21,7 +21,8 @@
  * being read, removed when the read ends).
  */
 import type { V1Ingress, V1IngressClass } from "@kubernetes/client-node";
-import { classOf } from "../ingress/classes";
+import { classOf, servingOf } from "../ingress/classes";
+import { ACME_ISSUER_OPTION, acmeSecretName } from "../validation/acme";
 import { managementSecretName } from "../workload";
 import { isOurClass } from "../ownership";
 import { resolveSettings } from "../provision";
@@ -108,10 +109,22 @@ function ingressSecrets(s: Snapshot): ReadonlySet<string> {
     const names = new Set<string>();
     for (const o of s.objects.Ingress.values()) {
       const ingress = o as unknown as V1Ingress;
-      if (!classOf(ingress, classes)) continue;
+      const cls = classOf(ingress, classes);
+      if (!cls) continue;
+      // Automatic HTTPS (docs/ingress.md): the certificate Secret in the serving Gateway's namespace.
+      const serving = servingOf(cls);
+      const acme =
+        serving.kind === "Gateway" &&
+        Boolean(
+          ingress.metadata?.annotations?.[ACME_ISSUER_OPTION] ??
+            cls.metadata?.annotations?.[ACME_ISSUER_OPTION],
+        );
       for (const t of Array.isArray(ingress.spec?.tls) ? ingress.spec.tls : [])
         if (typeof t?.secretName === "string" && t.secretName)
           names.add(`${o.metadata.namespace}/${t.secretName}`);
+        else if (acme && serving.kind === "Gateway")
+          for (const h of Array.isArray(t?.hosts) ? t.hosts.slice(0, 64) : [])
+            if (typeof h === "string" && h) names.add(`${serving.namespace}/${acmeSecretName(h)}`);
     }
     byClasses.set(s.objects.IngressClass, (found = names));
   }

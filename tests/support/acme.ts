@@ -34,7 +34,12 @@ const jsonpath = (args: string[], path: string): string =>
 
 export async function acmeSetting(
   prefix: string,
-  o: { readonly replicas: number; readonly validitySeconds?: number },
+  o: {
+    readonly replicas: number;
+    readonly validitySeconds?: number;
+    /** Pebble's DNS also answers every `*.<namespace>.example.com` (an Ingress's hosts). */
+    readonly namespaceDomain?: boolean;
+  },
 ): Promise<AcmeSetting> {
   const ns = createNamespace(prefix);
   const cls = `${prefix}-${Date.now().toString(36)}`;
@@ -45,7 +50,10 @@ export async function acmeSetting(
       jsonpath(["get", "gateway", GW, "-n", ns], "{.status.addresses[0].value}") || undefined);
   const pebble = await startPebble({
     dir: mkdtempSync(join(tmpdir(), `kg-${prefix}-`)),
-    resolve: n => (n === name ? addressOf() : undefined),
+    resolve: n =>
+      n === name || (o.namespaceDomain && n.endsWith(`.${ns}.example.com`))
+        ? addressOf()
+        : undefined,
     ...(o.validitySeconds !== undefined && { validitySeconds: o.validitySeconds }),
   });
   kubectlOk(
