@@ -342,10 +342,10 @@ describe("admission warnings of automatic HTTPS for Ingress", () => {
 });
 
 describe("what the Ingress's Event says of its automatic certificate", () => {
-  it("says pending (the listener's Programmed=False/Pending message) as a problem", () => {
+  /** The statuses of the one Ingress listener `tls-0-0` of team/shop, with this condition. */
+  const withListenerCondition = (condition: object) => {
     const d = derive([ingress("team", "shop", ["shop.example.com"])]);
     const ls = [...d.snapshot.objects.ListenerSet.values()][0]!;
-    const pending = "certificate pending: no ACME order yet for shop.example.com (issuer le)";
     const statuses = {
       gateways: [],
       routes: [],
@@ -354,18 +354,21 @@ describe("what the Ingress's Event says of its automatic certificate", () => {
           namespace: "team",
           name: ls.metadata.name,
           conditions: [],
-          listeners: [
-            {
-              name: "tls-0-0",
-              conditions: [
-                { type: "Programmed", status: "False", reason: "Pending", message: pending },
-              ],
-            },
-          ],
+          listeners: [{ name: "tls-0-0", conditions: [condition] }],
         },
       ],
     } as unknown as StatusResults;
-    const split = splitIngressStatuses(statuses, d.snapshot);
+    return splitIngressStatuses(statuses, d.snapshot);
+  };
+
+  it("says pending (the listener's Programmed=False/Pending message) as a problem", () => {
+    const pending = "certificate pending: no ACME order yet for shop.example.com (issuer le)";
+    const split = withListenerCondition({
+      type: "Programmed",
+      status: "False",
+      reason: "Pending",
+      message: pending,
+    });
     expect(split.problems.get("team/shop")).toEqual([
       { path: "spec.tls (tls-0-0)", value: "Pending", message: pending },
     ]);
@@ -373,32 +376,12 @@ describe("what the Ingress's Event says of its automatic certificate", () => {
   });
 
   it("does not repeat the ListenerSet refusal for a host an older Ingress holds", () => {
-    const d = derive([ingress("team", "shop", ["shop.example.com"])]);
-    const ls = [...d.snapshot.objects.ListenerSet.values()][0]!;
-    const statuses = {
-      gateways: [],
-      routes: [],
-      listenerSets: [
-        {
-          namespace: "team",
-          name: ls.metadata.name,
-          conditions: [],
-          listeners: [
-            {
-              name: "tls-0-0",
-              conditions: [
-                {
-                  type: "ResolvedRefs",
-                  status: "False",
-                  reason: "InvalidCertificateRef",
-                  message: ACME_LISTENERSET_MESSAGE,
-                },
-              ],
-            },
-          ],
-        },
-      ],
-    } as unknown as StatusResults;
-    expect(splitIngressStatuses(statuses, d.snapshot).problems.get("team/shop")).toEqual([]);
+    const split = withListenerCondition({
+      type: "ResolvedRefs",
+      status: "False",
+      reason: "InvalidCertificateRef",
+      message: ACME_LISTENERSET_MESSAGE,
+    });
+    expect(split.problems.get("team/shop")).toEqual([]);
   });
 });
