@@ -347,6 +347,7 @@ describe("what the Ingress's Event says of its automatic certificate", () => {
     const d = derive([ingress("team", "shop", ["shop.example.com"])]);
     const ls = [...d.snapshot.objects.ListenerSet.values()][0]!;
     const statuses = {
+      gatewayClasses: [],
       gateways: [],
       routes: [],
       listenerSets: [

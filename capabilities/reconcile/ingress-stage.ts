@@ -9,7 +9,15 @@
  * conditions become problems of their Ingress.
  */
 import type { V1Ingress, V1IngressClass, V1Service } from "@kubernetes/client-node";
-import { classOf, readsNginxAnnotations, servingOf } from "../ingress/classes";
+import { INGRESS_CONTROLLER, classOf, readsNginxAnnotations, servingOf } from "../ingress/classes";
+import {
+  FleetObjects,
+  fleetGatewayName,
+  fleetObjects,
+  isFleetObject,
+  isIngressObject,
+  markIngressObject,
+} from "../ingress/fleet";
 import { splitCanaryWeights } from "../ingress/canary";
 import { Conversion, convertIngress } from "../ingress/convert";
 import { sourceIngress } from "../ingress/source";
@@ -48,7 +56,13 @@ export interface IngressDerived {
   readonly targets: ReadonlyMap<string, string>;
 }
 
-const SYNTHETIC_KINDS = ["HTTPRoute", "ListenerSet"] as const;
+const SYNTHETIC_KINDS = ["HTTPRoute", "ListenerSet", "Gateway", "GatewayClass"] as const;
+
+/** A class's fleet (ingress/fleet.ts), kept while the class object stays the same. */
+interface Fleet {
+  readonly cls: KubeObject;
+  readonly objects: FleetObjects;
+}
 
 /** A creationTimestamp as the API sends it (a Date once a client has parsed it). */
 const timestamp = (t: unknown): string => (t instanceof Date ? t.toISOString() : String(t ?? ""));
@@ -95,10 +109,36 @@ export class IngressStage {
       }
     | undefined;
 
+  /** Fleets by IngressClass name (classes served by KengineParameters). */
+  #fleets = new Map<string, Fleet>();
+
   constructor(private readonly httpsPort?: number) {}
+
+  /**
+   * The fleets of our classes served by KengineParameters, made anew only for a changed class;
+   * a fleet whose Gateway's name a real Gateway has is left out (its Ingresses say so).
+   */
+  #fleetsOf(s: Snapshot): Map<string, Fleet> {
+    const next = new Map<string, Fleet>();
+    for (const object of s.objects.IngressClass.values()) {
+      const cls = object as unknown as V1IngressClass;
+      if (cls.spec?.controller !== INGRESS_CONTROLLER) continue;
+      const serving = servingOf(cls);
+      if (serving.kind !== "KengineParameters") continue;
+      const name = object.metadata.name;
+      if (s.objects.Gateway.has(`${serving.namespace}/${fleetGatewayName(name)}`)) continue;
+      const before = this.#fleets.get(name);
+      next.set(
+        name,
+        before?.cls === object ? before : { cls: object, objects: fleetObjects(cls, serving) },
+      );
+    }
+    return next;
+  }
 
   derive(s: Snapshot): IngressDerived {
     const classes = [...s.objects.IngressClass.values()] as unknown as V1IngressClass[];
+    const fleets = this.#fleetsOf(s);
     const next = new Map<string, Kept>();
     const problems = new Map<string, FieldProblem[]>();
     const ours = new Set<string>();
@@ -112,15 +152,20 @@ export class IngressStage {
       const key = keyOf(object);
       ours.add(key);
       const serving = servingOf(cls);
-      if (serving.kind !== "Gateway") {
-        const message =
-          serving.kind === "Invalid"
-            ? serving.reason
-            : `IngressClass ${cls.metadata?.name ?? ""}: classes served by KengineParameters are not supported yet; name a Gateway`;
+      if (serving.kind === "Invalid") {
+        problems.set(key, [{ path: "spec.ingressClassName", value: "", message: serving.reason }]);
+        continue;
+      }
+      const gateway =
+        serving.kind === "Gateway"
+          ? serving
+          : { namespace: serving.namespace, name: fleetGatewayName(cls.metadata?.name ?? "") };
+      if (serving.kind === "KengineParameters" && !fleets.has(cls.metadata?.name ?? "")) {
+        const message = `IngressClass ${cls.metadata?.name ?? ""}: a Gateway ${gateway.namespace}/${gateway.name} already exists, so the class's own proxies cannot be made (rename or delete that Gateway)`;
         problems.set(key, [{ path: "spec.ingressClassName", value: "", message }]);
         continue;
       }
-      const target = `${serving.namespace}/${serving.name}`;
+      const target = `${gateway.namespace}/${gateway.name}`;
       targets.set(key, target);
       const nginx = readsNginxAnnotations(cls);
       const acmeIssuer = cls.metadata?.annotations?.[INGRESS_ACME_ANNOTATION] || undefined;
@@ -139,7 +184,7 @@ export class IngressStage {
         const conversion = convertIngress(
           ingress,
           {
-            gateway: { namespace: serving.namespace, name: serving.name },
+            gateway: { namespace: gateway.namespace, name: gateway.name },
             httpsPort: this.httpsPort,
             nginxAnnotations: nginx,
             ...(acmeIssuer && { acmeIssuer }),
@@ -159,16 +204,23 @@ export class IngressStage {
     }
     const changed =
       next.size !== this.#kept.size ||
-      [...next].some(([k, v]) => this.#kept.get(k)?.conversion !== v.conversion);
+      [...next].some(([k, v]) => this.#kept.get(k)?.conversion !== v.conversion) ||
+      fleets.size !== this.#fleets.size ||
+      [...fleets].some(([k, v]) => this.#fleets.get(k) !== v);
     this.#kept = next;
-    if (next.size === 0) {
+    this.#fleets = fleets;
+    if (next.size === 0 && fleets.size === 0) {
       this.#derived = undefined;
       return { snapshot: s, problems, converted, ours, targets };
     }
     const base = SYNTHETIC_KINDS.map(k => s.objects[k]);
     if (changed || !this.#derived || this.#derived.base.some((m, i) => m !== base[i])) {
       const collisions = new Map<string, FieldProblem[]>();
-      this.#derived = { base, objects: this.#synthetic(s, next, collisions), collisions };
+      this.#derived = {
+        base,
+        objects: this.#synthetic(s, next, fleets, collisions),
+        collisions,
+      };
     }
     for (const [key, found] of this.#derived.collisions)
       problems.set(key, [...(problems.get(key) ?? []), ...found]);
@@ -181,13 +233,22 @@ export class IngressStage {
     };
   }
 
-  /** The HTTPRoute and ListenerSet maps with every conversion added; a real object wins. */
+  /**
+   * The HTTPRoute, ListenerSet, Gateway and GatewayClass maps with every conversion and fleet
+   * added; a real object wins.
+   */
   #synthetic(
     s: Snapshot,
     kept: ReadonlyMap<string, Kept>,
+    fleets: ReadonlyMap<string, Fleet>,
     problems: Map<string, FieldProblem[]>,
   ): Pick<Snapshot["objects"], (typeof SYNTHETIC_KINDS)[number]> {
     const events: { type: "upsert"; kind: Kind; object: KubeObject }[] = [];
+    for (const { objects } of fleets.values())
+      events.push(
+        { type: "upsert", kind: "GatewayClass", object: objects.gatewayClass },
+        { type: "upsert", kind: "Gateway", object: objects.gateway },
+      );
     const split = splitCanaryWeights(
       [...kept].map(([key, { ingress, target, conversion }]) => ({
         key,
@@ -219,11 +280,17 @@ export class IngressStage {
           problems.set(key, list);
           continue;
         }
+        markIngressObject(object);
         events.push({ type: "upsert", kind, object });
       }
     }
     const derived = applyAll(s, events).snapshot;
-    return { HTTPRoute: derived.objects.HTTPRoute, ListenerSet: derived.objects.ListenerSet };
+    return {
+      HTTPRoute: derived.objects.HTTPRoute,
+      ListenerSet: derived.objects.ListenerSet,
+      Gateway: derived.objects.Gateway,
+      GatewayClass: derived.objects.GatewayClass,
+    };
   }
 }
 
@@ -278,7 +345,8 @@ export function splitIngressStatuses(
 ): { statuses: StatusResults; problems: Map<string, FieldProblem[]> } {
   const problems = new Map<string, FieldProblem[]>();
   const report = (o: KubeObject | undefined, at: FieldProblem[]): boolean => {
-    const source = o && sourceIngress(o);
+    // Made by the stage (identity): a tenant's object wearing its label is reported as itself.
+    const source = isIngressObject(o) && sourceIngress(o!);
     if (!source) return false;
     const key = `${source.namespace}/${source.name}`;
     problems.set(key, [...(problems.get(key) ?? []), ...at]);
@@ -322,10 +390,22 @@ export function splitIngressStatuses(
         ),
       ]),
   );
+  // A class's own Gateway and GatewayClass exist only here too (ingress/fleet.ts).
+  const gateways = statuses.gateways.filter(
+    g => !isFleetObject(snapshot.objects.Gateway.get(`${g.namespace}/${g.name}`)),
+  );
+  const gatewayClasses = statuses.gatewayClasses.filter(
+    c => !isFleetObject(snapshot.objects.GatewayClass.get(c.name)),
+  );
   if (
     routes.length === statuses.routes.length &&
-    listenerSets.length === statuses.listenerSets.length
+    listenerSets.length === statuses.listenerSets.length &&
+    gateways.length === statuses.gateways.length &&
+    gatewayClasses.length === statuses.gatewayClasses.length
   )
     return { statuses, problems };
-  return { statuses: { ...statuses, routes, listenerSets }, problems };
+  return {
+    statuses: { ...statuses, routes, listenerSets, gateways, gatewayClasses },
+    problems,
+  };
 }

@@ -28,6 +28,7 @@ import {
 import { X509Certificate, createPublicKey } from "node:crypto";
 import { DEFAULT_PROXY_FLAVOR, capabilitiesOf } from "../flavor/proxy-flavor";
 import type { GatewayIR } from "../ir";
+import { fleetOwner } from "../ingress/fleet";
 import { Target } from "../proxies";
 import {
   CaddyOptions,
@@ -422,6 +423,7 @@ export function planGateway(
     namespace: ir.namespace,
     name: ir.name,
     uid: gw?.metadata.uid ?? "",
+    ...(fleetOwner(gw) && { owner: fleetOwner(gw) }),
     ...proxyListeners(gw, ir),
     infrastructure: gw?.spec.infrastructure,
     addresses: gw?.spec.addresses,

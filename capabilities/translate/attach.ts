@@ -19,6 +19,7 @@ import { RouteKind, namespaceAllowed } from "./listeners";
 import { RefusedObject, refusalMessage } from "./refused";
 import { CompiledRoute, compileGRPCRoute, compileHTTPRoute, ruleNeeds } from "./routes";
 import { compileL4Route } from "./routes-l4";
+import { ingressOnlyClass } from "../ingress/fleet";
 import type { RouteParentStatusResult } from "./status";
 import type { AnyCompiled, GatewayContext } from "./context";
 
@@ -70,6 +71,8 @@ export function attach(
   parentRef: ParentReference,
   target: ParentTarget,
   refusal?: RefusedObject,
+  /** Made from an Ingress by the ingress stage (ingress/fleet.ts isIngressObject). */
+  fromIngress = false,
 ): RouteParentStatusResult {
   const { ctx } = target;
   const owned = ctx.listeners.filter(l =>
@@ -120,6 +123,13 @@ export function attach(
     return reject(
       RouteReason.UnsupportedValue,
       refusalMessage(refusal, "this route's configuration"),
+    );
+  // An IngressClass's own Gateway serves only its Ingresses (ingress/fleet.ts).
+  const ingressClass = ingressOnlyClass(ctx.gateway);
+  if (ingressClass !== undefined && !fromIngress)
+    return reject(
+      RouteReason.NotAllowedByListeners,
+      `Gateway ${keyOf(ctx.gateway)} serves only the Ingresses of IngressClass ${ingressClass}`,
     );
   if (target.type === "listenerSet" && target.refused) {
     return reject(

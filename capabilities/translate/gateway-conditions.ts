@@ -1,6 +1,7 @@
 /** The conditions and status of a Gateway, its listeners and the ListenerSets naming it. */
 import { keyOf } from "../snapshot";
 import { missingCapability } from "../flavor/proxy-flavor";
+import { ingressOnlyClass } from "../ingress/fleet";
 import { SUPPORTED_ADDRESS_TYPES } from "../provision/addresses";
 import {
   Condition,
@@ -159,14 +160,17 @@ export function listenerSetResults(
   }
   for (const ls of ctx.refusedListenerSets) {
     const from = gw.spec.allowedListeners?.namespaces?.from ?? "None";
+    const ingressClass = ingressOnlyClass(gw);
     statuses.push({
       namespace: ls.metadata.namespace ?? "",
       name: ls.metadata.name,
       conditions: refusedConditions(
         ListenerSetReason.NotAllowed,
-        from === "None"
-          ? `Gateway ${keyOf(gw)} does not allow ListenerSets (spec.allowedListeners.namespaces.from: None, the default)`
-          : `Gateway ${keyOf(gw)} does not allow ListenerSets from namespace ${ls.metadata.namespace} (spec.allowedListeners.namespaces.from: ${from})`,
+        ingressClass !== undefined
+          ? `Gateway ${keyOf(gw)} serves only the Ingresses of IngressClass ${ingressClass}`
+          : from === "None"
+            ? `Gateway ${keyOf(gw)} does not allow ListenerSets (spec.allowedListeners.namespaces.from: None, the default)`
+            : `Gateway ${keyOf(gw)} does not allow ListenerSets from namespace ${ls.metadata.namespace} (spec.allowedListeners.namespaces.from: ${from})`,
         ls.metadata.generation,
       ),
       listeners: [],

@@ -27,6 +27,7 @@ import {
   isIngressAcmeListener,
 } from "../validation/acme";
 import { acmeListener } from "./acme";
+import { ingressOnlyClass, isIngressObject } from "../ingress/fleet";
 import { resolveListenerFilters } from "./listenerfilters";
 import type { EgressPolicy } from "./egress";
 import { DEFAULT_PROXY_FLAVOR, ProxyFlavor } from "../flavor/proxy-flavor";
@@ -121,16 +122,19 @@ export function listenerSetsOf(
     return keyOf(a) < keyOf(b) ? -1 : 1;
   });
   const from = gw.spec.allowedListeners?.namespaces?.from ?? "None";
+  // An IngressClass's own Gateway takes only what was made from its Ingresses (ingress/fleet.ts).
+  const ingressOnly = ingressOnlyClass(gw) !== undefined;
   for (const ls of sets) {
     const ns = ls.metadata.namespace ?? "";
     const ok =
-      from === "All" ||
-      (from === "Same" && ns === gwNs) ||
-      (from === "Selector" &&
-        selectorMatches(
-          gw.spec.allowedListeners?.namespaces?.selector,
-          s.objects.Namespace.get(ns)?.metadata.labels,
-        ));
+      (!ingressOnly || isIngressObject(ls)) &&
+      (from === "All" ||
+        (from === "Same" && ns === gwNs) ||
+        (from === "Selector" &&
+          selectorMatches(
+            gw.spec.allowedListeners?.namespaces?.selector,
+            s.objects.Namespace.get(ns)?.metadata.labels,
+          )));
     (ok ? allowed : refused).push(ls);
   }
   return { allowed, refused };

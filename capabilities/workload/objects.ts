@@ -51,6 +51,16 @@ export interface GatewayRef {
   readonly containerListeners?: readonly { readonly port: number; readonly protocol: string }[];
   /** spec.addresses: static addresses the proxies' Service requests (provision/addresses.ts). */
   readonly addresses?: readonly AddressSpec[];
+  /**
+   * What owns what we create, when not the Gateway: an IngressClass's own Gateway exists only in
+   * the controller (ingress/fleet.ts), so its objects are owned by the IngressClass.
+   */
+  readonly owner?: {
+    readonly apiVersion: string;
+    readonly kind: string;
+    readonly name: string;
+    readonly uid: string;
+  };
   /** spec.infrastructure.labels / annotations: propagated to everything we create. */
   readonly infrastructure?: {
     readonly labels?: Readonly<Record<string, string>>;
@@ -79,10 +89,12 @@ export interface KubeManifest {
 }
 
 const ownerRef = (gw: GatewayRef) => ({
-  apiVersion: "gateway.networking.k8s.io/v1",
-  kind: "Gateway",
-  name: gw.name,
-  uid: gw.uid,
+  ...(gw.owner ?? {
+    apiVersion: "gateway.networking.k8s.io/v1",
+    kind: "Gateway",
+    name: gw.name,
+    uid: gw.uid,
+  }),
   controller: true,
   blockOwnerDeletion: true,
 });

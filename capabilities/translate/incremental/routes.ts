@@ -9,6 +9,7 @@ import { attach, parentTarget } from "../attach";
 import { compileAny, compileMaps } from "./compile";
 import { keptOrMade, stableData } from "./kept";
 import { sortedByKey } from "./order";
+import { isIngressObject } from "../../ingress/fleet";
 
 /**
  * Per route object, what it contributed to the last build that translated it: kept while the
@@ -291,7 +292,16 @@ function routeOutcome(
         ];
     const { result, added } = keptOrMade(c, i, reads, () => {
       const before = new Map([...target.ctx.attachments].map(([id, l]) => [id, l.length]));
-      const result = attach(s, kind, c, route.metadata.generation, parentRef, target, refusal);
+      const result = attach(
+        s,
+        kind,
+        c,
+        route.metadata.generation,
+        parentRef,
+        target,
+        refusal,
+        isIngressObject(obj),
+      );
       const added: [string, Attachment][] = [];
       for (const [id, list] of target.ctx.attachments)
         for (const a of list.slice(before.get(id) ?? 0)) added.push([id, a]);

@@ -1,0 +1,243 @@
+/**
+ * An IngressClass served by KengineParameters (docs/ingress.md, "A fleet of its own"): the
+ * build plans proxies of the class's own, owned by the IngressClass, serving its Ingresses;
+ * nothing a tenant writes can attach to that Gateway, however it copies the stage's labels;
+ * neither the Gateway nor its class gets a status write.
+ */
+import { createAuthority, generateKeyPair } from "../pki/pki";
+import { DEFAULT_PROXY_SETTINGS } from "../provision";
+import { KubeObject, Snapshot, applyAll, snapshotOf } from "../snapshot";
+import { fleetGatewayName } from "../ingress/fleet";
+import { SOURCE_ANNOTATION, SYNTHETIC_LABEL } from "../ingress/convert";
+import { BuildStage } from "./build-stage";
+import type { GatedPlan } from "./isolation";
+
+const now = new Date("2026-11-20T00:00:00Z");
+const signing = (() => {
+  const r = createAuthority({
+    commonName: "controller CA",
+    keys: generateKeyPair(),
+    notBefore: now,
+    lifetimeDays: 3650,
+  });
+  if (!r.ok) throw new Error(r.error);
+  return r.value;
+})();
+const ca = { signing, trusted: [signing.certificatePem] };
+
+const ingress = (name: string, ns = "team"): KubeObject =>
+  ({
+    apiVersion: "networking.k8s.io/v1",
+    kind: "Ingress",
+    metadata: {
+      namespace: ns,
+      name,
+      uid: `u-${name}`,
+      generation: 1,
+      creationTimestamp: "2026-11-01T00:00:00Z",
+    },
+    spec: {
+      ingressClassName: "public",
+      rules: [
+        {
+          host: `${name}.example.com`,
+          http: {
+            paths: [
+              {
+                path: "/",
+                pathType: "Prefix",
+                backend: { service: { name: "web", port: { number: 8080 } } },
+              },
+            ],
+          },
+        },
+      ],
+    },
+  }) as unknown as KubeObject;
+
+const FLEET = "infra/ingress-public";
+
+const base = snapshotOf([
+  {
+    apiVersion: "gateway.kengine.io/v1alpha1",
+    kind: "KengineParameters",
+    metadata: { namespace: "infra", name: "edge-proxies" },
+    spec: { proxy: { replicas: 3 } },
+  },
+  {
+    apiVersion: "networking.k8s.io/v1",
+    kind: "IngressClass",
+    metadata: { name: "public", uid: "ic-1", creationTimestamp: "2026-10-01T00:00:00Z" },
+    spec: {
+      controller: "kengine.io/ingress-controller",
+      parameters: {
+        apiGroup: "gateway.kengine.io",
+        kind: "KengineParameters",
+        scope: "Namespace",
+        namespace: "infra",
+        name: "edge-proxies",
+      },
+    },
+  },
+  {
+    apiVersion: "v1",
+    kind: "Service",
+    metadata: { namespace: "team", name: "web" },
+    spec: { ports: [{ port: 8080 }] },
+  },
+  {
+    apiVersion: "discovery.k8s.io/v1",
+    kind: "EndpointSlice",
+    metadata: {
+      namespace: "infra",
+      name: "ingress-public-kengine-admin-x1",
+      labels: { "kubernetes.io/service-name": "ingress-public-kengine-admin" },
+    },
+    ports: [{ name: "admin", port: 19443 }],
+    endpoints: [{ addresses: ["10.244.0.9"], targetRef: { kind: "Pod", name: "p-f", uid: "uf" } }],
+  },
+  ingress("shop"),
+  ingress("blog", "other"),
+] as unknown as KubeObject[]);
+
+function stage() {
+  const isolation = {
+    refused: () => [],
+    gate: <P extends GatedPlan>(plan: P): P => plan,
+    retain: () => {},
+  };
+  return new BuildStage({
+    defaults: DEFAULT_PROXY_SETTINGS,
+    namespace: "kengine-system",
+    log: { warn() {}, error() {} },
+    isolation,
+  });
+}
+
+const upsert = (s: Snapshot, ...objects: KubeObject[]): Snapshot =>
+  applyAll(
+    s,
+    objects.map(object => ({ type: "upsert", kind: object.kind as "Ingress", object }) as const),
+  ).snapshot;
+
+const fleetPlan = (out: ReturnType<BuildStage["run"]>) => out.plans.find(p => p.key === FLEET);
+const configOf = (out: ReturnType<BuildStage["run"]>): string =>
+  Buffer.from(fleetPlan(out)!.targets[0]!.config.bytes).toString();
+
+/** A tenant's own HTTPRoute naming the fleet's Gateway, wearing the stage's label and annotation. */
+const tenantRoute = {
+  apiVersion: "gateway.networking.k8s.io/v1",
+  kind: "HTTPRoute",
+  metadata: {
+    namespace: "team",
+    name: "sneaky",
+    generation: 1,
+    labels: { [SYNTHETIC_LABEL]: "true" },
+    annotations: { [SOURCE_ANNOTATION]: "team/shop" },
+  },
+  spec: {
+    parentRefs: [{ name: "ingress-public", namespace: "infra" }],
+    hostnames: ["admin.example.com"],
+    rules: [{ backendRefs: [{ name: "web", port: 8080 }] }],
+  },
+} as unknown as KubeObject;
+
+const tenantListenerSet = {
+  apiVersion: "gateway.networking.k8s.io/v1",
+  kind: "ListenerSet",
+  metadata: { namespace: "team", name: "extra-port", generation: 1 },
+  spec: {
+    parentRef: { name: "ingress-public", namespace: "infra" },
+    listeners: [{ name: "raw", port: 9000, protocol: "TCP" }],
+  },
+} as unknown as KubeObject;
+
+describe("an IngressClass served by KengineParameters", () => {
+  it("plans proxies of its own, owned by the IngressClass, serving every Ingress of the class", () => {
+    const out = stage().run({ snapshot: base, translate: true, ca, now });
+    const plan = fleetPlan(out);
+    expect(plan).toBeDefined();
+    expect(out.ingressTargets.get("team/shop")).toBe(FLEET);
+    expect(out.ingressTargets.get("other/blog")).toBe(FLEET);
+    expect(out.ingresses.get("team/shop")).toEqual([]);
+    const config = configOf(out);
+    expect(config).toContain("shop.example.com");
+    expect(config).toContain("blog.example.com");
+    const deployment = plan!.manifests.find(m => m.kind === "Deployment")!;
+    expect(deployment.metadata.namespace).toBe("infra");
+    expect(deployment.metadata.name).toBe("ingress-public-kengine");
+    expect((deployment as unknown as { spec: { replicas?: number } }).spec.replicas).toBe(3);
+    for (const m of plan!.manifests)
+      expect(m.metadata.ownerReferences).toEqual([
+        expect.objectContaining({ kind: "IngressClass", name: "public", uid: "ic-1" }),
+      ]);
+    // Neither the Gateway nor its class exists in the API: no status of theirs is written.
+    expect(out.statuses.gateways.map(g => `${g.namespace}/${g.name}`)).not.toContain(FLEET);
+    expect(out.statuses.gatewayClasses.map(c => c.name)).toEqual([]);
+  });
+
+  it("a class without Ingresses has its proxies already", () => {
+    const empty = applyAll(
+      base,
+      [...base.objects.Ingress.values()].map(object => ({
+        type: "delete",
+        kind: "Ingress",
+        object,
+      })),
+    ).snapshot;
+    const out = stage().run({ snapshot: empty, translate: true, ca, now });
+    expect(fleetPlan(out)?.manifests.some(m => m.kind === "Deployment")).toBe(true);
+  });
+
+  it("refuses a tenant's route and ListenerSet naming the fleet's Gateway, whatever labels they copy", () => {
+    const out = stage().run({
+      snapshot: upsert(base, tenantRoute, tenantListenerSet),
+      translate: true,
+      ca,
+      now,
+    });
+    const route = out.statuses.routes.find(r => r.name === "sneaky");
+    expect(route?.parents[0]?.conditions).toContainEqual(
+      expect.objectContaining({
+        type: "Accepted",
+        status: "False",
+        reason: "NotAllowedByListeners",
+        message: "Gateway infra/ingress-public serves only the Ingresses of IngressClass public",
+      }),
+    );
+    const ls = out.statuses.listenerSets.find(l => l.name === "extra-port");
+    expect(ls?.conditions).toContainEqual(
+      expect.objectContaining({ type: "Accepted", status: "False", reason: "NotAllowed" }),
+    );
+    const config = configOf(out);
+    expect(config).not.toContain("admin.example.com");
+    expect(config).not.toContain("9000");
+    expect(config).toContain("shop.example.com");
+    const service = fleetPlan(out)!.manifests.find(
+      m => m.kind === "Service" && m.metadata.name === "ingress-public-kengine",
+    ) as unknown as { spec: { ports: { port: number }[] } };
+    expect(service.spec.ports.map(p => p.port)).toEqual([80]);
+  });
+
+  it("a real Gateway of the fleet's name is left alone; the class's Ingresses say why they are not served", () => {
+    const real = {
+      apiVersion: "gateway.networking.k8s.io/v1",
+      kind: "Gateway",
+      metadata: { namespace: "infra", name: "ingress-public", uid: "real" },
+      spec: { gatewayClassName: "someone-else", listeners: [] },
+    } as unknown as KubeObject;
+    const out = stage().run({ snapshot: upsert(base, real), translate: true, ca, now });
+    expect(fleetPlan(out)).toBeUndefined();
+    expect(out.ingresses.get("team/shop")?.[0]?.message).toContain(
+      "a Gateway infra/ingress-public already exists",
+    );
+    expect(out.ingressTargets.has("team/shop")).toBe(false);
+  });
+
+  it("names the fleet's Gateway as a DNS label, keeping dotted class names apart", () => {
+    expect(fleetGatewayName("public")).toBe("ingress-public");
+    const dotted = fleetGatewayName("a.b");
+    expect(dotted).toMatch(/^ingress-a-b-[0-9a-f]{8}$/);
+    expect(fleetGatewayName("a-b")).not.toBe(dotted);
+  });
+});
