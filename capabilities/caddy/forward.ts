@@ -79,6 +79,14 @@ export function forward(
   const h2c = upstreams.some(u => u.h2c);
   const errorPort = (ctx.opts.errorResponderListen ?? DEFAULT_ERROR_LISTEN).split(":").pop()!;
   const headerTimeout = minDefined(policy.timeouts?.backendRequestMs, policy.timeouts?.requestMs);
+  // The connection's timeouts (from an Ingress): every flavour's http transport has them.
+  const connection = {
+    ...(policy.timeouts?.connectMs !== undefined && {
+      dial_timeout: `${policy.timeouts.connectMs}ms`,
+    }),
+    ...(policy.timeouts?.sendMs !== undefined && { write_timeout: `${policy.timeouts.sendMs}ms` }),
+  };
+  const timed = headerTimeout !== undefined || Object.keys(connection).length > 0;
   const retry = policy.retry;
   const match = retry && retryMatch(retry.codes, ctx.caps.retryOnTransportError);
   return {
@@ -137,6 +145,7 @@ export function forward(
               },
             }),
             ...(headerTimeout !== undefined && { response_header_timeout: `${headerTimeout}ms` }),
+            ...connection,
             tls: {
               server_name: escapePlaceholders(tls.serverName),
               ...(tls.caCertificates && {
@@ -147,12 +156,13 @@ export function forward(
             },
           },
         }
-      : (h2c || headerTimeout !== undefined || guard) && {
+      : (h2c || timed || guard) && {
           transport: {
             protocol: guard ? "kengine_http" : "http",
             ...(guard && { egress_guard: guard }),
             ...(h2c && { versions: ["h2c", "2"] }),
             ...(headerTimeout !== undefined && { response_header_timeout: `${headerTimeout}ms` }),
+            ...connection,
           },
         }),
   };

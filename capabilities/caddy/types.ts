@@ -114,6 +114,8 @@ export type CaddyHandler =
         readonly client_certificate?: { readonly certificate: string; readonly key: string };
         readonly versions?: readonly string[];
         readonly response_header_timeout?: string;
+        readonly dial_timeout?: string;
+        readonly write_timeout?: string;
         readonly tls?: {
           readonly server_name: string;
           readonly ca?: {

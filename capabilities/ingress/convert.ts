@@ -29,7 +29,7 @@ import {
   annotationPath,
   readNginxAnnotations,
 } from "../validation/nginx-annotations";
-import { MAX_REQUEST_BODY_FIELD, SOURCE_RANGES_FIELD } from "../ir";
+import { MAX_REQUEST_BODY_FIELD, PROXY_TIMEOUTS_FIELD, SOURCE_RANGES_FIELD } from "../ir";
 import { GATEWAY_GROUP } from "./classes";
 import {
   SyntheticPath,
@@ -122,6 +122,8 @@ export interface SyntheticRule {
   timeouts?: { backendRequest: string };
   /** proxy-body-size (ir/types.ts MAX_REQUEST_BODY_FIELD: no Gateway API field says it). */
   [MAX_REQUEST_BODY_FIELD]?: number;
+  /** proxy-connect/send-timeout in seconds (ir/types.ts PROXY_TIMEOUTS_FIELD). */
+  [PROXY_TIMEOUTS_FIELD]?: { connect?: number; send?: number };
   /** whitelist/denylist-source-range (ir/types.ts SOURCE_RANGES_FIELD). */
   [SOURCE_RANGES_FIELD]?: { allow?: string[]; deny?: string[] };
   sessionPersistence?: {
@@ -369,6 +371,7 @@ export function convertIngress(
       ...(effects.maxBodyBytes !== undefined && {
         [MAX_REQUEST_BODY_FIELD]: effects.maxBodyBytes,
       }),
+      ...(effects.proxyTimeouts && { [PROXY_TIMEOUTS_FIELD]: { ...effects.proxyTimeouts } }),
     };
   };
   // ssl-redirect: on a host a `tls` listener serves, the Gateway's own listeners answer a

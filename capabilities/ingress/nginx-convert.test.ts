@@ -428,6 +428,30 @@ describe("ingress-nginx annotations in conversion", () => {
     }
   });
 
+  it("proxy-connect/send-timeout: the rule's connection timeouts in seconds, an hour at most", () => {
+    const field = "x-kengine-proxy-timeouts";
+    const [rule] = rulesOf({
+      [`${P}proxy-connect-timeout`]: "15",
+      [`${P}proxy-send-timeout`]: " 3600s ",
+    });
+    expect(rule![field]).toEqual({ connect: 15, send: 3600 });
+    expect(rulesOf({ [`${P}proxy-send-timeout`]: "1" })[0]![field]).toEqual({ send: 1 });
+    expect(rulesOf({})[0]).not.toHaveProperty(field);
+    // A redirect answers without a backend: no connection to time.
+    const [redirect] = rulesOf({
+      [`${P}proxy-connect-timeout`]: "5",
+      [`${P}permanent-redirect`]: "https://example.org/",
+    });
+    expect(redirect).not.toHaveProperty(field);
+    for (const name of ["proxy-connect-timeout", "proxy-send-timeout"])
+      for (const bad of ["0", "-5", "3601", "1.5", "5m", "fast", "", "15 s", "99999999999"]) {
+        const out = convert({ [`${P}${name}`]: bad });
+        expect(out.httpRoutes).toEqual([]);
+        expect(out.problems.map(p => p.path)).toEqual([`metadata.annotations["${P}${name}"]`]);
+        expect(out.problems[0]!.message).toMatch(/whole number of seconds from 1 to 3600/);
+      }
+  });
+
   it("use-regex: Prefix paths as RE2 from the path's start, Exact literal", () => {
     const regex = (path: string, pathType = "Prefix", t = target) => {
       const i = ingress({ [`${P}use-regex`]: "true" });

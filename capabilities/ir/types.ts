@@ -215,6 +215,10 @@ export type BackendIR =
 export interface TimeoutsIR {
   readonly requestMs?: number;
   readonly backendRequestMs?: number;
+  /** Dialling a backend (PROXY_TIMEOUTS_FIELD `connect`). */
+  readonly connectMs?: number;
+  /** Each write of the request to the backend (PROXY_TIMEOUTS_FIELD `send`). */
+  readonly sendMs?: number;
 }
 
 /** Retry of a backend request on these response codes, up to `attempts` more times. */
@@ -292,6 +296,13 @@ export const MAX_REQUEST_BODY_FIELD = "x-kengine-max-request-body-bytes";
  * (ingress-nginx `whitelist-source-range` / `denylist-source-range`), `{allow?, deny?}` CIDRs.
  */
 export const SOURCE_RANGES_FIELD = "x-kengine-source-ranges";
+
+/**
+ * Like MAX_REQUEST_BODY_FIELD: the backend connection's timeouts of a rule made from an Ingress
+ * (ingress-nginx `proxy-connect-timeout` / `proxy-send-timeout`), `{connect?, send?}` in whole
+ * seconds.
+ */
+export const PROXY_TIMEOUTS_FIELD = "x-kengine-proxy-timeouts";
 
 /** Client address ranges: outside `allow` (when given) or inside `deny`, the answer is 403. */
 export interface SourceRangesIR {

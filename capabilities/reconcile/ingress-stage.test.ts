@@ -296,6 +296,8 @@ describe("Ingress through the build stage", () => {
           [`${P}rewrite-target`]: "/v2",
           [`${P}upstream-vhost`]: "internal.example.org",
           [`${P}proxy-read-timeout`]: "42",
+          [`${P}proxy-connect-timeout`]: "7",
+          [`${P}proxy-send-timeout`]: "9s",
           [`${P}app-root`]: "/home",
           [`${P}proxy-body-size`]: "8m",
           [`${P}whitelist-source-range`]: "10.0.0.0/8",
@@ -334,7 +336,9 @@ describe("Ingress through the build stage", () => {
     expect(config).toContain("internal.example.org");
     expect(config).toContain('"/v2');
     expect(config).toContain("/home");
-    expect(config).toContain('"response_header_timeout":"42000ms"');
+    expect(config).toContain(
+      '"response_header_timeout":"42000ms","dial_timeout":"7000ms","write_timeout":"9000ms"',
+    );
     // proxy-body-size: Caddy's request_body handler first in the Ingress's route
     expect(config).toContain('{"handler":"request_body","max_size":8388608}');
     expect(plain).not.toContain("request_body");

@@ -11,6 +11,7 @@ import {
   BackendIR,
   CorsIR,
   MAX_REQUEST_BODY_FIELD,
+  PROXY_TIMEOUTS_FIELD,
   SOURCE_RANGES_FIELD,
   SourceRangesIR,
   HTTPMatchIR,
@@ -145,7 +146,7 @@ export function compileHTTPRoute(s: Snapshot, route: HTTPRoute): CompiledRoute {
       matches,
       filters,
       backendRefs: rule.backendRefs ?? [],
-      timeouts: timeoutsIR(rule.timeouts),
+      timeouts: timeoutsIR(rule.timeouts, rule),
       retry: retryIR(rule.retry),
       session: sessionIR(route, rule, i),
       maxRequestBodyBytes: maxRequestBody(rule),
@@ -460,16 +461,25 @@ function corsIR(c: HTTPCORSFilter): CorsIR {
  */
 export { durationMs };
 
-function timeoutsIR(t: HTTPRouteTimeouts | undefined): TimeoutsIR | undefined {
-  if (!t) return undefined;
+/** The rule's timeouts, with a rule made from an Ingress's connection ones (PROXY_TIMEOUTS_FIELD). */
+function timeoutsIR(t: HTTPRouteTimeouts | undefined, rule: object): TimeoutsIR | undefined {
   // A zero duration disables the timeout (spec): leave it out.
-  const request = durationMs(t.request) || undefined;
-  const backendRequest = durationMs(t.backendRequest) || undefined;
-  if (request === undefined && backendRequest === undefined) return undefined;
-  return {
+  const request = durationMs(t?.request) || undefined;
+  const backendRequest = durationMs(t?.backendRequest) || undefined;
+  const proxy = (rule as Record<string, unknown>)[PROXY_TIMEOUTS_FIELD];
+  const seconds = (key: string): number | undefined => {
+    const v = proxy && typeof proxy === "object" ? (proxy as Record<string, unknown>)[key] : 0;
+    return typeof v === "number" && Number.isSafeInteger(v) && v > 0 ? v * 1000 : undefined;
+  };
+  const connect = seconds("connect");
+  const send = seconds("send");
+  const out = {
     ...(request !== undefined && { requestMs: request }),
     ...(backendRequest !== undefined && { backendRequestMs: backendRequest }),
+    ...(connect !== undefined && { connectMs: connect }),
+    ...(send !== undefined && { sendMs: send }),
   };
+  return Object.keys(out).length > 0 ? out : undefined;
 }
 
 /** Default number of retries when `attempts` is unset (implementation-specific in the spec). */

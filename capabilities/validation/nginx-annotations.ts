@@ -43,6 +43,8 @@ export interface NginxEffects {
   readonly hostname?: string;
   /** proxy-read-timeout: HTTPRoute timeouts.backendRequest. */
   readonly backendRequest?: string;
+  /** proxy-connect-timeout and proxy-send-timeout, in seconds: the backend connection's. */
+  readonly proxyTimeouts?: { readonly connect?: number; readonly send?: number };
   /**
    * canary: "true": the header matches that send a request to this Ingress (each one alone);
    * empty when nothing selects the canary, and then the Ingress is not served.
@@ -143,6 +145,8 @@ const CORS_HEADERS = [
   "Content-Type",
   "Authorization",
 ];
+/** The longest proxy-connect-timeout and proxy-send-timeout: an hour. */
+const MAX_PROXY_TIMEOUT_S = 3600;
 const LABEL = /^[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?$/;
 
 /** An IPv4 or IPv6 address or CIDR, in canonical CIDR form; undefined when it is none. */
@@ -279,6 +283,25 @@ export function readNginxAnnotations(annotations: unknown): NginxReading {
       bad("proxy-read-timeout", "must be a whole number of seconds from 1 to 99999");
     else backendRequest = `${Number(v)}s`;
   }
+
+  // proxy-connect-timeout, proxy-send-timeout: nginx's seconds, an optional "s" allowed.
+  const proxySeconds = (name: string): number | undefined => {
+    if (!has(name)) return undefined;
+    const m = /^([0-9]{1,10})s?$/.exec(raw[name]!.trim());
+    const n = m ? Number(m[1]) : NaN;
+    if (!(n >= 1 && n <= MAX_PROXY_TIMEOUT_S))
+      return bad(
+        name,
+        `must be a whole number of seconds from 1 to ${MAX_PROXY_TIMEOUT_S} (an hour), such as "15" or "15s"`,
+      );
+    return n;
+  };
+  const connect = proxySeconds("proxy-connect-timeout");
+  const send = proxySeconds("proxy-send-timeout");
+  const proxyTimeouts =
+    connect !== undefined || send !== undefined
+      ? { ...(connect !== undefined && { connect }), ...(send !== undefined && { send }) }
+      : undefined;
 
   const list = (name: string): string[] =>
     raw[name]!.split(",")
@@ -506,6 +529,7 @@ export function readNginxAnnotations(annotations: unknown): NginxReading {
     ...(rewritePath !== undefined && { rewritePath }),
     ...(hostname !== undefined && { hostname }),
     ...(backendRequest !== undefined && { backendRequest }),
+    ...(proxyTimeouts && { proxyTimeouts }),
     ...(canary && { canary }),
     ...(canaryWeight && { canaryWeight }),
     ...(cors && { cors }),

@@ -77,8 +77,16 @@ export const NGINX_ANNOTATIONS: Readonly<Record<string, AnnotationEntry>> = {
     becomes:
       "timeouts.backendRequest (seconds): bounds the wait for the backend's response headers; reads after them are not bounded",
   },
-  "proxy-send-timeout": notYet("the proxy's default applies"),
-  "proxy-connect-timeout": notYet("the proxy's default connect timeout applies"),
+  "proxy-send-timeout": {
+    support: "supported",
+    becomes:
+      'the backend connection\'s write timeout (seconds, 1 to 3600; "15" or "15s"): each write of the request to the backend may stall this long (nginx bounds the time between two successive writes alike), then the request fails with 502; without it writes are not bounded',
+  },
+  "proxy-connect-timeout": {
+    support: "supported",
+    becomes:
+      'the backend connection\'s dial timeout (seconds, 1 to 3600; "15" or "15s"): a backend that does not accept in time is answered 502; without it the proxy\'s default (3s) applies, where ingress-nginx\'s is 5s',
+  },
   "backend-protocol": {
     support: "partial",
     becomes:
