@@ -22,6 +22,7 @@ export function sessionPolicy(
       ...(s.path !== undefined && { path: s.path }),
       ...(s.maxAgeS !== undefined && { max_age: `${s.maxAgeS}s` }),
       ...(s.timeoutMs !== undefined && { timeout: `${s.timeoutMs}ms` }),
+      ...(s.sameSite && { same_site: s.sameSite }),
       ...(s.secret && { secret: s.secret }),
       fallback,
     };

@@ -29,7 +29,12 @@ import {
   annotationPath,
   readNginxAnnotations,
 } from "../validation/nginx-annotations";
-import { MAX_REQUEST_BODY_FIELD, PROXY_TIMEOUTS_FIELD, SOURCE_RANGES_FIELD } from "../ir";
+import {
+  MAX_REQUEST_BODY_FIELD,
+  PROXY_TIMEOUTS_FIELD,
+  SESSION_SAME_SITE_FIELD,
+  SOURCE_RANGES_FIELD,
+} from "../ir";
 import { GATEWAY_GROUP } from "./classes";
 import {
   SyntheticPath,
@@ -126,6 +131,8 @@ export interface SyntheticRule {
   [PROXY_TIMEOUTS_FIELD]?: { connect?: number; send?: number };
   /** whitelist/denylist-source-range (ir/types.ts SOURCE_RANGES_FIELD). */
   [SOURCE_RANGES_FIELD]?: { allow?: string[]; deny?: string[] };
+  /** session-cookie-samesite (ir/types.ts SESSION_SAME_SITE_FIELD), with sessionPersistence. */
+  [SESSION_SAME_SITE_FIELD]?: "None" | "Lax" | "Strict";
   sessionPersistence?: {
     type: "Cookie";
     cookie: { name: string; path?: string; lifetimeType: "Session" | "Permanent" };
@@ -368,6 +375,7 @@ export function convertIngress(
         timeouts: { backendRequest: effects.backendRequest },
       }),
       ...(sessionPersistence && { sessionPersistence: structuredClone(sessionPersistence) }),
+      ...(affinity?.sameSite && { [SESSION_SAME_SITE_FIELD]: affinity.sameSite }),
       ...(effects.maxBodyBytes !== undefined && {
         [MAX_REQUEST_BODY_FIELD]: effects.maxBodyBytes,
       }),

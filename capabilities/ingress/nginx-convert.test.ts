@@ -7,6 +7,7 @@ import type { V1Ingress } from "@kubernetes/client-node";
 import { SERVER_HEADER_FILTER, Target, convertIngress } from "./convert";
 import { HTTPRouteLike, httpRouteProblems } from "../validation/httproute";
 import { durationMs } from "../validation/session";
+import { sessionNeeds } from "../translate/session";
 
 const P = "nginx.ingress.kubernetes.io/";
 const target: Target = { gateway: { namespace: "infra", name: "shared" }, nginxAnnotations: true };
@@ -394,19 +395,51 @@ describe("ingress-nginx annotations in conversion", () => {
     // A redirect answers without a backend: no session there.
     const [redirect] = rulesOf({
       [`${P}affinity`]: "cookie",
+      [`${P}session-cookie-samesite`]: "None",
       [`${P}permanent-redirect`]: "https://example.org/",
     });
     expect(redirect!.sessionPersistence).toBeUndefined();
+    expect(redirect).not.toHaveProperty("x-kengine-session-same-site");
     for (const bad of <Record<string, string>[]>[
       { [`${P}affinity`]: "ip" },
       { [`${P}session-cookie-name`]: "a b" },
       { [`${P}session-cookie-path`]: "api" },
       { [`${P}session-cookie-max-age`]: "0" },
+      { [`${P}session-cookie-samesite`]: "Nothing" },
+      { [`${P}session-cookie-samesite`]: "" },
     ]) {
       const out = convert({ [`${P}affinity`]: "cookie", ...bad });
       expect(out.httpRoutes).toEqual([]);
       expect(out.problems.length).toBeGreaterThan(0);
     }
+  });
+
+  it("session-cookie-samesite: the rule's SameSite beside its sessionPersistence, Bundled only", () => {
+    const field = "x-kengine-session-same-site";
+    for (const [v, want] of [
+      ["None", "None"],
+      ["lax", "Lax"],
+      [" Strict ", "Strict"],
+    ] as const) {
+      const [rule] = rulesOf({ [`${P}affinity`]: "cookie", [`${P}session-cookie-samesite`]: v });
+      expect(rule![field]).toBe(want);
+      expect(rule!.sessionPersistence?.cookie.name).toBe("INGRESSCOOKIE");
+    }
+    expect(rulesOf({ [`${P}affinity`]: "cookie" })[0]).not.toHaveProperty(field);
+    // Without affinity it is ignored, with a warning at admission.
+    expect(rulesOf({ [`${P}session-cookie-samesite`]: "None" })[0]).not.toHaveProperty(field);
+    const out = convert({ [`${P}affinity`]: "cookie", [`${P}session-cookie-samesite`]: "Secure" });
+    expect(out.httpRoutes).toEqual([]);
+    expect(out.problems).toEqual([
+      expect.objectContaining({
+        path: `metadata.annotations["${P}session-cookie-samesite"]`,
+        message: 'must be "None", "Lax" or "Strict"',
+      }),
+    ]);
+    // Stock Caddy's cookie policy cannot set it: only the session module's flavour runs it.
+    const session = { mode: "cookie", name: "s", secret: "" } as const;
+    expect(sessionNeeds(session)).toEqual([]);
+    expect(sessionNeeds({ ...session, sameSite: "Lax" })).toEqual(["sessionModule"]);
   });
 
   it("proxy-body-size: the rule's body limit in bytes, nginx's units; 0 is none", () => {

@@ -244,6 +244,8 @@ export interface SessionIR {
   readonly timeoutMs?: number;
   /** Key of the token's HMAC. */
   readonly secret: string;
+  /** Cookie SameSite attribute (SESSION_SAME_SITE_FIELD; default Lax); None comes with Secure. */
+  readonly sameSite?: "None" | "Lax" | "Strict";
 }
 
 export type ActionIR =
@@ -303,6 +305,12 @@ export const SOURCE_RANGES_FIELD = "x-kengine-source-ranges";
  * seconds.
  */
 export const PROXY_TIMEOUTS_FIELD = "x-kengine-proxy-timeouts";
+
+/**
+ * Like MAX_REQUEST_BODY_FIELD: the session cookie's SameSite attribute of a rule made from an
+ * Ingress (ingress-nginx `session-cookie-samesite`), "None", "Lax" or "Strict".
+ */
+export const SESSION_SAME_SITE_FIELD = "x-kengine-session-same-site";
 
 /** Client address ranges: outside `allow` (when given) or inside `deny`, the answer is 403. */
 export interface SourceRangesIR {

@@ -298,6 +298,8 @@ describe("Ingress through the build stage", () => {
           [`${P}proxy-read-timeout`]: "42",
           [`${P}proxy-connect-timeout`]: "7",
           [`${P}proxy-send-timeout`]: "9s",
+          [`${P}affinity`]: "cookie",
+          [`${P}session-cookie-samesite`]: "Strict",
           [`${P}app-root`]: "/home",
           [`${P}proxy-body-size`]: "8m",
           [`${P}whitelist-source-range`]: "10.0.0.0/8",
@@ -339,6 +341,9 @@ describe("Ingress through the build stage", () => {
     expect(config).toContain(
       '"response_header_timeout":"42000ms","dial_timeout":"7000ms","write_timeout":"9000ms"',
     );
+    expect(config).toContain('"policy":"kengine_session","mode":"cookie","name":"INGRESSCOOKIE"');
+    expect(config).toContain('"same_site":"Strict"');
+    expect(plain).not.toContain("same_site");
     // proxy-body-size: Caddy's request_body handler first in the Ingress's route
     expect(config).toContain('{"handler":"request_body","max_size":8388608}');
     expect(plain).not.toContain("request_body");

@@ -12,6 +12,7 @@ import {
   CorsIR,
   MAX_REQUEST_BODY_FIELD,
   PROXY_TIMEOUTS_FIELD,
+  SESSION_SAME_SITE_FIELD,
   SOURCE_RANGES_FIELD,
   SourceRangesIR,
   HTTPMatchIR,
@@ -148,7 +149,7 @@ export function compileHTTPRoute(s: Snapshot, route: HTTPRoute): CompiledRoute {
       backendRefs: rule.backendRefs ?? [],
       timeouts: timeoutsIR(rule.timeouts, rule),
       retry: retryIR(rule.retry),
-      session: sessionIR(route, rule, i),
+      session: withSameSite(sessionIR(route, rule, i), rule),
       maxRequestBodyBytes: maxRequestBody(rule),
       sourceRanges: sourceRanges(rule),
     };
@@ -218,6 +219,13 @@ function sourceRanges(rule: object): SourceRangesIR | undefined {
   const allow = cidrs((v as Record<string, unknown>)["allow"]);
   const deny = cidrs((v as Record<string, unknown>)["deny"]);
   return allow || deny ? { ...(allow && { allow }), ...(deny && { deny }) } : undefined;
+}
+
+/** A cookie session with the SameSite of a rule made from an Ingress (SESSION_SAME_SITE_FIELD). */
+function withSameSite(session: SessionIR | undefined, rule: object): SessionIR | undefined {
+  const v = (rule as Record<string, unknown>)[SESSION_SAME_SITE_FIELD];
+  if (session?.mode !== "cookie" || (v !== "None" && v !== "Lax" && v !== "Strict")) return session;
+  return { ...session, sameSite: v };
 }
 
 /** The body limit of a rule made from an Ingress (MAX_REQUEST_BODY_FIELD), if any. */

@@ -41,12 +41,18 @@ function defaultCookieName(route: RouteLike, index: number): string {
 
 /**
  * What a session needs beyond stock Caddy's `cookie` selection policy (a cookie on path "/",
- * no lifetime but Max-Age): our `kengine_session` policy for headers, cookie paths and
- * absolute lifetimes tracked in the token; Max-Age itself (Caddy ≥ 2.9).
+ * no lifetime but Max-Age, no SameSite of its choosing): our `kengine_session` policy for
+ * headers, cookie paths, SameSite and absolute lifetimes tracked in the token; Max-Age itself
+ * (Caddy ≥ 2.9).
  */
 export function sessionNeeds(s: SessionIR): Capability[] {
   const needs: Capability[] = [];
-  if (s.mode === "header" || s.path !== undefined || s.timeoutMs !== undefined)
+  if (
+    s.mode === "header" ||
+    s.path !== undefined ||
+    s.timeoutMs !== undefined ||
+    s.sameSite !== undefined
+  )
     needs.push("sessionModule");
   if (s.maxAgeS !== undefined) needs.push("cookieMaxAge");
   return needs;

@@ -93,7 +93,7 @@ describe("ingress-nginx annotations at admission", () => {
     const warnings = ingressAnnotationWarnings(
       withAnnotations({
         [`${P}proxy-read-timeout-x`]: "8m",
-        [`${P}session-cookie-samesite`]: "Lax",
+        [`${P}session-cookie-conditional-samesite-none`]: "true",
         [`${P}made-up`]: "1",
       }),
       true,
@@ -101,8 +101,8 @@ describe("ingress-nginx annotations at admission", () => {
     expect(warnings).toEqual([
       `${at("made-up")}: not implemented by the Kengine ingress controller and ignored`,
       `${at("proxy-read-timeout-x")}: not implemented by the Kengine ingress controller and ignored`,
-      `${at("session-cookie-samesite")}: not supported yet and ignored (${NGINX_ANNOTATIONS["session-cookie-samesite"]!.becomes})`,
-      `${at("session-cookie-samesite")}: ignored without ${P}affinity: "cookie"`,
+      `${at("session-cookie-conditional-samesite-none")}: not supported yet and ignored (${NGINX_ANNOTATIONS["session-cookie-conditional-samesite-none"]!.becomes})`,
+      `${at("session-cookie-conditional-samesite-none")}: ignored without ${P}affinity: "cookie"`,
     ]);
   });
 

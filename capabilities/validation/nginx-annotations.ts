@@ -87,7 +87,12 @@ export interface AffinityEffect {
   readonly path?: string;
   /** A Permanent cookie's Max-Age; none: a browser-session cookie. */
   readonly maxAgeS?: number;
+  /** session-cookie-samesite; None comes with Secure. */
+  readonly sameSite?: SameSite;
 }
+
+export type SameSite = "None" | "Lax" | "Strict";
+const SAME_SITE: readonly SameSite[] = ["None", "Lax", "Strict"];
 
 export interface NginxReading {
   readonly effects: NginxEffects;
@@ -394,10 +399,17 @@ export function readNginxAnnotations(annotations: unknown): NginxReading {
           : undefined;
       // absoluteTimeout holds up to 4 groups of 5 digits: 99999h is the longest.
       const maxAgeS = lifetime ? seconds(lifetime, 99_999 * 3600) : undefined;
+      let sameSite: SameSite | undefined;
+      if (has("session-cookie-samesite")) {
+        const v = raw["session-cookie-samesite"]!.trim().toLowerCase();
+        sameSite = SAME_SITE.find(m => m.toLowerCase() === v);
+        if (!sameSite) bad("session-cookie-samesite", 'must be "None", "Lax" or "Strict"');
+      }
       affinity = {
         cookieName,
         ...(cookiePath !== undefined && { path: cookiePath }),
         ...(maxAgeS !== undefined && { maxAgeS }),
+        ...(sameSite && { sameSite }),
       };
     }
   } else

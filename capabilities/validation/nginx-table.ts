@@ -198,7 +198,14 @@ export const NGINX_ANNOTATIONS: Readonly<Record<string, AnnotationEntry>> = {
     becomes:
       "read as session-cookie-max-age (seconds) when that is not set; no Expires attribute is sent",
   },
-  "session-cookie-samesite": notYet("the session cookie carries no SameSite attribute"),
+  "session-cookie-samesite": {
+    support: "supported",
+    becomes:
+      'the session cookie\'s SameSite: "None", "Lax" or "Strict"; None comes with Secure, even on plain HTTP, since browsers drop a SameSite=None cookie without it. Without it the Bundled proxy\'s cookie is SameSite=Lax. Only the Bundled proxy sets it: on the other flavours the Ingress\'s paths are not served (reported on the Ingress)',
+  },
+  "session-cookie-conditional-samesite-none": notYet(
+    "SameSite=None is sent to every client, including those that mishandle it",
+  ),
   "auth-url": {
     support: "refused",
     becomes:

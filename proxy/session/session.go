@@ -8,13 +8,13 @@
 // Config (JSON, as the controller emits it):
 //
 //	{"policy": "kengine_session", "mode": "cookie", "name": "sticky", "path": "/app",
-//	 "max_age": "5m", "timeout": "1h", "secret": "…",
+//	 "max_age": "5m", "timeout": "1h", "same_site": "Strict", "secret": "…",
 //	 "fallback": {"policy": "weighted_round_robin", "weights": [7, 3]}}
 //
 // A request without a valid token gets an upstream from the fallback policy (default
 // `random`), and the response carries a new token naming it: a `Set-Cookie` (mode "cookie":
-// HttpOnly, SameSite=Lax, Secure on TLS connections, Path `path` or "/", Max-Age `max_age`
-// when set) or the response header `name` (mode "header"). A request whose token (the cookie
+// HttpOnly, SameSite `same_site` (default Lax), Secure on TLS connections and always with
+// SameSite=None, which browsers drop otherwise, Path `path` or "/", Max-Age `max_age` when set) or the response header `name` (mode "header"). A request whose token (the cookie
 // or the request header `name`) names an available upstream goes to it; in header mode the
 // response repeats the token. A token is `<issued, unix seconds>.<hex HMAC-SHA256(secret,
 // dial + "|" + issued)>`: it names the upstream without showing its address, and with
@@ -52,6 +52,8 @@ type Session struct {
 	Path string `json:"path,omitempty"`
 	// The cookie's Max-Age (cookie mode; none: a session cookie).
 	MaxAge caddy.Duration `json:"max_age,omitempty"`
+	// The cookie's SameSite attribute: "Lax" (default), "Strict" or "None" (cookie mode).
+	SameSite string `json:"same_site,omitempty"`
 	// Tokens older than this are ignored (none: no limit).
 	Timeout caddy.Duration `json:"timeout,omitempty"`
 	// Key of the tokens' HMAC.
@@ -79,8 +81,11 @@ func (s *Session) Provision(ctx caddy.Context) error {
 	if s.Name == "" {
 		return fmt.Errorf("name is required")
 	}
-	if s.Mode == "header" && (s.Path != "" || s.MaxAge != 0) {
-		return fmt.Errorf("path and max_age are cookie settings (mode is header)")
+	if s.Mode == "header" && (s.Path != "" || s.MaxAge != 0 || s.SameSite != "") {
+		return fmt.Errorf("path, max_age and same_site are cookie settings (mode is header)")
+	}
+	if _, ok := sameSiteModes[s.SameSite]; !ok {
+		return fmt.Errorf("same_site must be \"Lax\", \"Strict\" or \"None\", got %q", s.SameSite)
 	}
 	if s.MaxAge < 0 || s.Timeout < 0 {
 		return fmt.Errorf("max_age and timeout must not be negative")
@@ -126,6 +131,14 @@ func (s *Session) presented(req *http.Request) string {
 	return c.Value
 }
 
+// sameSiteModes are the same_site values; none is Lax.
+var sameSiteModes = map[string]http.SameSite{
+	"":       http.SameSiteLaxMode,
+	"Lax":    http.SameSiteLaxMode,
+	"Strict": http.SameSiteStrictMode,
+	"None":   http.SameSiteNoneMode,
+}
+
 // Select returns the session's upstream, or starts a session on the fallback's choice.
 func (s *Session) Select(pool reverseproxy.UpstreamPool, req *http.Request, w http.ResponseWriter) *reverseproxy.Upstream {
 	if up, tok := s.resume(pool, req); up != nil {
@@ -148,8 +161,9 @@ func (s *Session) Select(pool reverseproxy.UpstreamPool, req *http.Request, w ht
 		Value:    tok,
 		Path:     s.Path,
 		HttpOnly: true,
-		SameSite: http.SameSiteLaxMode,
-		Secure:   req.TLS != nil,
+		SameSite: sameSiteModes[s.SameSite],
+		// Browsers drop a SameSite=None cookie without Secure.
+		Secure: req.TLS != nil || s.SameSite == "None",
 	}
 	if c.Path == "" {
 		c.Path = "/"

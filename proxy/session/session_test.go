@@ -110,6 +110,35 @@ func TestPermanentCookieHasMaxAge(t *testing.T) {
 	}
 }
 
+func TestSameSite(t *testing.T) {
+	for _, tc := range []struct {
+		cfg    string
+		tls    bool
+		want   http.SameSite
+		secure bool
+	}{
+		{`{"mode":"cookie","name":"s"}`, false, http.SameSiteLaxMode, false},
+		{`{"mode":"cookie","name":"s"}`, true, http.SameSiteLaxMode, true},
+		{`{"mode":"cookie","name":"s","same_site":"Lax"}`, false, http.SameSiteLaxMode, false},
+		{`{"mode":"cookie","name":"s","same_site":"Strict"}`, false, http.SameSiteStrictMode, false},
+		{`{"mode":"cookie","name":"s","same_site":"Strict"}`, true, http.SameSiteStrictMode, true},
+		// Browsers drop SameSite=None without Secure: it is Secure on plain HTTP too.
+		{`{"mode":"cookie","name":"s","same_site":"None"}`, false, http.SameSiteNoneMode, true},
+	} {
+		s := provisioned(t, tc.cfg)
+		req := httptest.NewRequest("GET", "http://x/", nil)
+		if tc.tls {
+			req = httptest.NewRequest("GET", "https://x/", nil)
+		}
+		w := httptest.NewRecorder()
+		s.Select(pool(2), req, w)
+		c := setCookie(t, w)
+		if c.SameSite != tc.want || c.Secure != tc.secure {
+			t.Errorf("%s (tls %v): %q", tc.cfg, tc.tls, w.Header().Get("Set-Cookie"))
+		}
+	}
+}
+
 func TestTimeoutEndsTheSession(t *testing.T) {
 	s := provisioned(t, `{"mode":"cookie","name":"s","timeout":"1h","fallback":{"policy":"round_robin"}}`)
 	now := time.Unix(1_800_000_000, 0)
@@ -150,6 +179,9 @@ func TestProvisionRefusesBadConfig(t *testing.T) {
 		`{"mode":"cookie"}`,
 		`{"mode":"header","name":"X","path":"/a"}`,
 		`{"mode":"cookie","name":"s","max_age":"-1s"}`,
+		`{"mode":"cookie","name":"s","same_site":"lax"}`,
+		`{"mode":"cookie","name":"s","same_site":"Default"}`,
+		`{"mode":"header","name":"X","same_site":"Strict"}`,
 	} {
 		s := new(Session)
 		if err := json.Unmarshal([]byte(cfg), s); err != nil {
