@@ -104,6 +104,15 @@ const pools = (valid: boolean) => {
         fc.constantFrom("60", "86400", "604800"),
         fc.constant("1h"),
       ),
+      [`${P}session-cookie-samesite`]: mix(
+        fc.constantFrom("None", "Lax", "strict"),
+        fc.constantFrom("Strict; Domain=evil.test", "{http.request.host}", ""),
+      ),
+      [`${P}proxy-connect-timeout`]: mix(
+        fc.constantFrom("1", "15", "3600s"),
+        fc.constantFrom("0", "3601", "-1", "1m", "{env.HOME}"),
+      ),
+      [`${P}proxy-send-timeout`]: mix(fc.constantFrom("60", "5s"), fc.constantFrom("0s", "1.5")),
       [`${P}use-regex`]: fc.constantFrom("true", "false"),
       [`${P}proxy-body-size`]: mix(fc.constantFrom("0", "1k", "8m"), fc.constant("8mb")),
       [`${P}server-alias`]: mix(
@@ -188,6 +197,16 @@ describe("convertIngress (property)", () => {
           if (routeProblems.length > 0) expect(out.problems).not.toEqual([]);
           expect(routeProblems).toEqual([]);
           expect(route.spec.rules.length).toBeLessThanOrEqual(16);
+          // The rule fields only the converter writes hold only values the reader checked.
+          for (const rule of route.spec.rules) {
+            for (const v of Object.values(rule["x-kengine-proxy-timeouts"] ?? {}))
+              expect(Number.isInteger(v) && v >= 1 && v <= 3600).toBe(true);
+            const sameSite = rule["x-kengine-session-same-site"];
+            if (sameSite !== undefined) {
+              expect(["None", "Lax", "Strict"]).toContain(sameSite);
+              expect(rule.sessionPersistence).toBeDefined();
+            }
+          }
         }
         const names = [...out.httpRoutes, ...out.listenerSets].map(o => o.metadata.name);
         expect(new Set(names).size).toBe(names.length);

@@ -67,6 +67,11 @@ const hostileValues = (ports: BoundaryPorts) =>
     "*",
     "0.0.0.0/0",
     "127.0.0.1/32, ::1",
+    "15s",
+    "3600",
+    "None",
+    "Strict",
+    "None; Domain=evil.test",
   );
 
 const annotationNames = fc.constantFrom(
@@ -99,6 +104,9 @@ const annotationNames = fc.constantFrom(
   "proxy-body-size",
   "whitelist-source-range",
   "denylist-source-range",
+  "proxy-connect-timeout",
+  "proxy-send-timeout",
+  "session-cookie-samesite",
 );
 
 /** The Ingress boundary samples whose destinations are the given ports. */
