@@ -7,12 +7,13 @@
  * rewrite-target, CORS, cookie affinity, a header and cookie canary, a canary-weight split,
  * server-alias) and a
  * snippet refused at `kubectl apply`; a healthy Ingress answering every request while broken
- * ones arrive beside it.
+ * ones arrive beside it; the connection timeouts and the session cookie's SameSite.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type IncomingHttpHeaders, request } from "node:http";
+import { type Socket, createServer } from "node:net";
 import { connect } from "node:tls";
 import { createNamespace, deleteNamespace, eventually, kubectl, kubectlOk } from "../support/kube";
 import { PeprDev, startModule } from "../support/module";
@@ -672,5 +673,163 @@ describe("Ingress v1 on the Gateway's proxies", () => {
         "KENGINE_INGRESS_STATUS_ADDRESSES (an IP and a host name) replaces the proxies' address",
       checks: 1,
     });
+  }, 300_000);
+
+  it("bounds the backend connection by proxy-connect/send-timeout and sets session-cookie-samesite", async () => {
+    const P = "nginx.ingress.kubernetes.io/";
+    // A proxy pod's network: its /24 and the node's address it reaches (the pod bridge's).
+    const [podIP = "", hostIP = ""] = jsonpath(
+      ["get", "pods", "-n", ns, "-l", "app.kubernetes.io/component=proxy"],
+      "{.items[0].status.podIP} {.items[0].status.hostIP}",
+    ).split(" ");
+    expect(podIP).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+    // A black hole: an address of the pods' subnet that no pod holds, so the proxy's dial
+    // waits for an ARP answer that never comes (the kernel gives up after about 3 s).
+    const used = new Set(jsonpath(["get", "pods", "-A"], "{.items[*].status.podIP}").split(" "));
+    const subnet = podIP.split(".").slice(0, 3).join(".");
+    const hole = [254, 253, 252, 251, 250].map(h => `${subnet}.${h}`).find(a => !used.has(a))!;
+    // A backend that accepts and never reads: the node's address, a port of this process.
+    const stalled: Socket[] = [];
+    const sink = createServer({ pauseOnConnect: true }, c => {
+      c.on("error", () => {});
+      stalled.push(c);
+    });
+    await new Promise<void>(r => sink.listen(0, "0.0.0.0", r));
+    const sinkPort = (sink.address() as { port: number }).port;
+    const manual = (name: string, address: string, port: number) => [
+      {
+        apiVersion: "v1",
+        kind: "Service",
+        metadata: { name, namespace: ns },
+        spec: { ports: [{ name: "http", port: 80, targetPort: port }] },
+      },
+      {
+        apiVersion: "discovery.k8s.io/v1",
+        kind: "EndpointSlice",
+        metadata: {
+          name: `${name}-1`,
+          namespace: ns,
+          labels: { "kubernetes.io/service-name": name },
+        },
+        addressType: "IPv4",
+        ports: [{ name: "http", port, protocol: "TCP" }],
+        endpoints: [{ addresses: [address], conditions: { ready: true } }],
+      },
+    ];
+    const to = (service: string) => ({ service: { name: service, port: { number: 80 } } });
+    const ingress = (name: string, service: object, annotations: Record<string, string>) =>
+      ingressOf(ns, className, name, `${name}.ingress.test`, { annotations, service });
+    try {
+      for (const object of [
+        ...manual("blackhole", hole, 80),
+        ...manual("sink", hostIP, sinkPort),
+        ingress("dial-fast", to("blackhole"), { [`${P}proxy-connect-timeout`]: "1" }),
+        ingress("dial-default", to("blackhole"), {}),
+        ingress("send-bounded", to("sink"), { [`${P}proxy-send-timeout`]: "2s" }),
+        ingress("send-unbounded", to("sink"), {}),
+        ingress("strict", ECHO, {
+          [`${P}affinity`]: "cookie",
+          [`${P}session-cookie-samesite`]: "Strict",
+        }),
+        ingress("lax-none", ECHO, {
+          [`${P}affinity`]: "cookie",
+          [`${P}session-cookie-name`]: "cross",
+          [`${P}session-cookie-samesite`]: "None",
+        }),
+      ])
+        kubectlOk(["apply", "-f", "-"], JSON.stringify(object));
+
+      // SameSite: Strict, and None with Secure (on plain HTTP too: browsers drop it otherwise).
+      const cookieOf = async (host: string): Promise<string> =>
+        eventually(
+          `the session cookie of ${host}`,
+          async () => {
+            const r = await call(address, host, "/api/x");
+            return r.status === 200 && r.headers["set-cookie"]
+              ? String(r.headers["set-cookie"])
+              : undefined;
+          },
+          90_000,
+        );
+      const strict = await cookieOf("strict.ingress.test");
+      expect(strict).toMatch(/^INGRESSCOOKIE=/);
+      expect(strict).toMatch(/SameSite=Strict/);
+      expect(strict).not.toMatch(/Secure/);
+      const none = await cookieOf("lax-none.ingress.test");
+      expect(none).toMatch(/^cross=/);
+      expect(none).toMatch(/SameSite=None/);
+      expect(none).toMatch(/Secure/);
+
+      // proxy-connect-timeout "1": 502 after about a second; the same backend without it
+      // waits for the default (3 s) or the kernel's own ARP failure, whichever comes first.
+      const timed = async (host: string): Promise<[number, number]> => {
+        const t0 = Date.now();
+        const r = await call(address, host, "/api/x");
+        return [r.status, Date.now() - t0];
+      };
+      await eventually(
+        "the black-holed Ingresses served",
+        async () =>
+          (await timed("dial-fast.ingress.test"))[0] === 502 &&
+          (await timed("dial-default.ingress.test"))[0] === 502
+            ? true
+            : undefined,
+        90_000,
+      );
+      const [fast, fastMs] = await timed("dial-fast.ingress.test");
+      expect(fast).toBe(502);
+      expect(fastMs).toBeGreaterThanOrEqual(900);
+      expect(fastMs).toBeLessThan(2500);
+      const [slow, slowMs] = await timed("dial-default.ingress.test");
+      expect(slow).toBe(502);
+      expect(slowMs).toBeGreaterThanOrEqual(2500);
+
+      // proxy-send-timeout "2s": a backend that stops reading the request body fails it with
+      // 502 once a write has stalled 2 s; without it the proxy keeps waiting.
+      const stalledPost = (host: string, waitMs: number): Promise<number> =>
+        new Promise(resolve => {
+          const req = request(
+            {
+              host: address,
+              port: 80,
+              path: "/api/x",
+              method: "POST",
+              headers: { Host: host },
+              agent: false,
+            },
+            res => {
+              res.resume();
+              resolve(res.statusCode ?? 0);
+              req.destroy();
+            },
+          );
+          const timer = setTimeout(() => {
+            resolve(0);
+            req.destroy();
+          }, waitMs);
+          req.on("close", () => clearTimeout(timer));
+          req.on("error", () => {});
+          // far more than the sockets' buffers on the way hold
+          req.end(Buffer.alloc(64 << 20, 120));
+        });
+      await eventually(
+        "the stalled backend's Ingresses served",
+        async () => {
+          const r = await call(address, "send-unbounded.ingress.test", "/", "GET");
+          return r.status !== 404 ? true : undefined;
+        },
+        90_000,
+      );
+      expect(await stalledPost("send-bounded.ingress.test", 20_000)).toBe(502);
+      expect(await stalledPost("send-unbounded.ingress.test", 8_000)).toBe(0);
+      rows.push({
+        scenario: "ingress-nginx connection timeouts and SameSite",
+        proved: `proxy-connect-timeout 1 answers a black-holed backend 502 in ${fastMs} ms, the same backend without it in ${slowMs} ms (per route); proxy-send-timeout 2s answers 502 once a backend stops reading a 64 MiB body, which without it hangs; session-cookie-samesite Strict, and None with Secure on plain HTTP`,
+        checks: 14,
+      });
+    } finally {
+      for (const c of stalled) c.destroy();
+      sink.close();
+    }
   }, 300_000);
 });
