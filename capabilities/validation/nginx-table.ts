@@ -80,7 +80,7 @@ export const NGINX_ANNOTATIONS: Readonly<Record<string, AnnotationEntry>> = {
   "proxy-send-timeout": {
     support: "supported",
     becomes:
-      'the backend connection\'s write timeout (seconds, 1 to 3600; "15" or "15s"): each write of the request to the backend may stall this long (nginx bounds the time between two successive writes alike), then the request fails with 502; without it writes are not bounded',
+      'the backend connection\'s write timeout (seconds, 1 to 3600; "15" or "15s"): each write of the request to the backend may stall this long (nginx bounds the time between two successive writes alike), then the request is answered 504; without it writes are not bounded',
   },
   "proxy-connect-timeout": {
     support: "supported",

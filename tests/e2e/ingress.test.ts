@@ -716,7 +716,7 @@ describe("Ingress v1 on the Gateway's proxies", () => {
         endpoints: [{ addresses: [address], conditions: { ready: true } }],
       },
     ];
-    const to = (service: string) => ({ service: { name: service, port: { number: 80 } } });
+    const to = (service: string) => ({ name: service, port: { number: 80 } });
     const ingress = (name: string, service: object, annotations: Record<string, string>) =>
       ingressOf(ns, className, name, `${name}.ingress.test`, { annotations, service });
     try {
@@ -785,7 +785,7 @@ describe("Ingress v1 on the Gateway's proxies", () => {
       expect(slowMs).toBeGreaterThanOrEqual(2500);
 
       // proxy-send-timeout "2s": a backend that stops reading the request body fails it with
-      // 502 once a write has stalled 2 s; without it the proxy keeps waiting.
+      // 504 once a write has stalled 2 s; without it the proxy keeps waiting.
       const stalledPost = (host: string, waitMs: number): Promise<number> =>
         new Promise(resolve => {
           const req = request(
@@ -815,16 +815,16 @@ describe("Ingress v1 on the Gateway's proxies", () => {
       await eventually(
         "the stalled backend's Ingresses served",
         async () => {
-          const r = await call(address, "send-unbounded.ingress.test", "/", "GET");
+          const r = await call(address, "send-unbounded.ingress.test", "/api/x");
           return r.status !== 404 ? true : undefined;
         },
         90_000,
       );
-      expect(await stalledPost("send-bounded.ingress.test", 20_000)).toBe(502);
+      expect(await stalledPost("send-bounded.ingress.test", 20_000)).toBe(504);
       expect(await stalledPost("send-unbounded.ingress.test", 8_000)).toBe(0);
       rows.push({
         scenario: "ingress-nginx connection timeouts and SameSite",
-        proved: `proxy-connect-timeout 1 answers a black-holed backend 502 in ${fastMs} ms, the same backend without it in ${slowMs} ms (per route); proxy-send-timeout 2s answers 502 once a backend stops reading a 64 MiB body, which without it hangs; session-cookie-samesite Strict, and None with Secure on plain HTTP`,
+        proved: `proxy-connect-timeout 1 answers a black-holed backend 502 in ${fastMs} ms, the same backend without it in ${slowMs} ms (per route); proxy-send-timeout 2s answers 504 once a backend stops reading a 64 MiB body, which without it hangs; session-cookie-samesite Strict, and None with Secure on plain HTTP`,
         checks: 14,
       });
     } finally {
