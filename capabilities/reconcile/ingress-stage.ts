@@ -390,22 +390,20 @@ export function splitIngressStatuses(
         ),
       ]),
   );
-  // A class's own Gateway and GatewayClass exist only here too (ingress/fleet.ts).
-  const gateways = statuses.gateways.filter(
-    g => !isFleetObject(snapshot.objects.Gateway.get(`${g.namespace}/${g.name}`)),
-  );
+  // A class's own GatewayClass exists only here too (ingress/fleet.ts). Its Gateway's result
+  // stays: the status stage decides its addresses (the Ingresses' status.loadBalancer) from
+  // it, and writes nothing for an object the API does not have.
   const gatewayClasses = statuses.gatewayClasses.filter(
     c => !isFleetObject(snapshot.objects.GatewayClass.get(c.name)),
   );
   if (
     routes.length === statuses.routes.length &&
     listenerSets.length === statuses.listenerSets.length &&
-    gateways.length === statuses.gateways.length &&
     gatewayClasses.length === statuses.gatewayClasses.length
   )
     return { statuses, problems };
   return {
-    statuses: { ...statuses, routes, listenerSets, gateways, gatewayClasses },
+    statuses: { ...statuses, routes, listenerSets, gatewayClasses },
     problems,
   };
 }

@@ -1,0 +1,260 @@
+/**
+ * An IngressClass served by KengineParameters, on the local cluster (docs/ingress.md, "A fleet
+ * of its own"): the class gets managed proxies of its own in the parameters' namespace, owned by
+ * the IngressClass, before any Ingress; an Ingress of the class in a tenant namespace is served
+ * by them on real traffic and shows their Service's address in status.loadBalancer; a tenant's
+ * HTTPRoute and ListenerSet naming the class's Gateway are refused with a reason, and its
+ * ListenerSet's port never reaches the Service; deleting the class removes the proxies.
+ */
+import { createNamespace, deleteNamespace, eventually, kubectl, kubectlOk } from "../support/kube";
+import { PeprDev, startModule } from "../support/module";
+import { jsonpath, writeReportSection } from "../support/demo-gateway";
+import { demoSample } from "../support/manifests";
+import { proxyPods } from "../support/proxy-pods";
+import { get } from "../support/traffic";
+
+const HOST = "fleet.ingress.test";
+
+describe("an IngressClass with proxies of its own", () => {
+  let dev: PeprDev | undefined;
+  let infra: string;
+  let team: string;
+  const className = `fleet-${Date.now().toString(36)}`;
+  const gateway = `ingress-${className}`;
+  const proxies = `${gateway}-kengine`;
+  const started = Date.now();
+  const rows: { scenario: string; proved: string; checks: number }[] = [];
+
+  beforeAll(async () => {
+    dev = await startModule();
+    infra = createNamespace("fleet-infra");
+    team = createNamespace("fleet-team");
+    // The sample's echo backend (and its Gateway, which this test leaves alone) in the tenant's namespace.
+    kubectlOk(["apply", "-f", "-"], demoSample(team, "demo.fleet.test"));
+    kubectlOk(
+      ["apply", "-f", "-"],
+      JSON.stringify({
+        apiVersion: "gateway.kengine.io/v1alpha1",
+        kind: "KengineParameters",
+        metadata: { name: "edge", namespace: infra },
+        spec: { proxy: { replicas: 1 } },
+      }),
+    );
+  }, 420_000);
+
+  afterAll(async () => {
+    if (rows.length)
+      writeReportSection("ingressFleet", "tests/e2e/ingress-fleet.test.ts", {
+        durationMs: Date.now() - started,
+        scenariosPassed: rows.length,
+        checks: rows.reduce((n, r) => n + r.checks, 0),
+        scenarios: rows,
+      });
+    await dev?.stop();
+    kubectl(["delete", "ingressclass", className, "--ignore-not-found"]);
+    if (team) deleteNamespace(team);
+    if (infra) deleteNamespace(infra);
+  });
+
+  it("makes the class's proxies, owned by the IngressClass, before any Ingress", async () => {
+    kubectlOk(
+      ["apply", "-f", "-"],
+      JSON.stringify({
+        apiVersion: "networking.k8s.io/v1",
+        kind: "IngressClass",
+        metadata: { name: className },
+        spec: {
+          controller: "kengine.io/ingress-controller",
+          parameters: {
+            apiGroup: "gateway.kengine.io",
+            kind: "KengineParameters",
+            scope: "Namespace",
+            namespace: infra,
+            name: "edge",
+          },
+        },
+      }),
+    );
+    const uid = jsonpath(["get", "ingressclass", className], "{.metadata.uid}");
+    const owner = await eventually(
+      "the class's proxies' Deployment",
+      () =>
+        jsonpath(
+          ["get", "deployment", proxies, "-n", infra, "--ignore-not-found"],
+          "{.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].uid}",
+        ) || undefined,
+      120_000,
+    );
+    expect(owner).toBe(`IngressClass/${uid}`);
+    const ready = await eventually(
+      "one ready proxy pod",
+      () => {
+        const pods = proxyPods(infra, gateway).filter(p => !p.deleting);
+        return pods.length === 1 && pods[0]!.ready ? pods : undefined;
+      },
+      180_000,
+    );
+    expect(ready).toHaveLength(1);
+    // No Gateway object: the class's Gateway exists only in the controller.
+    expect(kubectl(["get", "gateway", gateway, "-n", infra]).code).not.toBe(0);
+    rows.push({
+      scenario: "the class's own proxies",
+      proved:
+        "Deployment owned by the IngressClass (uid), 1 ready pod (the parameters' replicas), no Gateway object",
+      checks: 3,
+    });
+  });
+
+  it("serves an Ingress of the class from a tenant namespace, with the proxies' address", async () => {
+    kubectlOk(
+      ["apply", "-f", "-"],
+      JSON.stringify({
+        apiVersion: "networking.k8s.io/v1",
+        kind: "Ingress",
+        metadata: { name: "shop", namespace: team },
+        spec: {
+          ingressClassName: className,
+          rules: [
+            {
+              host: HOST,
+              http: {
+                paths: [
+                  {
+                    path: "/",
+                    pathType: "Prefix",
+                    backend: { service: { name: "echo", port: { name: "http" } } },
+                  },
+                ],
+              },
+            },
+          ],
+        },
+      }),
+    );
+    const address = await eventually(
+      "status.loadBalancer of the Ingress",
+      () =>
+        jsonpath(["get", "ingress", "shop", "-n", team], "{.status.loadBalancer.ingress[0].ip}") ||
+        undefined,
+      120_000,
+    );
+    const service = jsonpath(
+      ["get", "service", proxies, "-n", infra],
+      "{.status.loadBalancer.ingress[0].ip}",
+    );
+    expect(address).toBe(service);
+    const r = await eventually(
+      "a 200 from the class's proxies",
+      async () => {
+        const res = await get(address, HOST, "/items");
+        return res.status === 200 ? res : undefined;
+      },
+      90_000,
+    );
+    expect(r.body).toMatch(new RegExp(`"namespace":\\s*"${team}"`));
+    expect((await get(address, "unknown.ingress.test", "/")).status).toBe(404);
+    rows.push({
+      scenario: "an Ingress on the class's proxies",
+      proved:
+        "status.loadBalancer is the proxies' Service address; the host answers 200 from the tenant's echo, another host 404",
+      checks: 3,
+    });
+  });
+
+  it("refuses a tenant's HTTPRoute and ListenerSet naming the class's Gateway", async () => {
+    kubectlOk(
+      ["apply", "-f", "-"],
+      JSON.stringify({
+        apiVersion: "gateway.networking.k8s.io/v1",
+        kind: "HTTPRoute",
+        metadata: {
+          name: "sneaky",
+          namespace: team,
+          labels: { "ingress.kengine.io/synthetic": "true" },
+          annotations: { "ingress.kengine.io/ingress": `${team}/shop` },
+        },
+        spec: {
+          parentRefs: [{ name: gateway, namespace: infra }],
+          hostnames: ["sneaky.ingress.test"],
+          rules: [{ backendRefs: [{ name: "echo", port: 8080 }] }],
+        },
+      }),
+    );
+    kubectlOk(
+      ["apply", "-f", "-"],
+      JSON.stringify({
+        apiVersion: "gateway.networking.k8s.io/v1",
+        kind: "ListenerSet",
+        metadata: { name: "extra-port", namespace: team },
+        spec: {
+          parentRef: { name: gateway, namespace: infra },
+          listeners: [{ name: "raw", port: 8081, protocol: "HTTP" }],
+        },
+      }),
+    );
+    const route = await eventually(
+      "the route's Accepted condition",
+      () =>
+        jsonpath(
+          ["get", "httproute", "sneaky", "-n", team],
+          "{.status.parents[0].conditions[?(@.type=='Accepted')].reason}|{.status.parents[0].conditions[?(@.type=='Accepted')].message}",
+        ) || undefined,
+      60_000,
+    );
+    expect(route).toBe(
+      `NotAllowedByListeners|Gateway ${infra}/${gateway} serves only the Ingresses of IngressClass ${className}`,
+    );
+    const ls = await eventually(
+      "the ListenerSet's Accepted condition",
+      () =>
+        jsonpath(
+          ["get", "listenerset", "extra-port", "-n", team],
+          "{.status.conditions[?(@.type=='Accepted')].reason}",
+        ) || undefined,
+      60_000,
+    );
+    expect(ls).toBe("NotAllowed");
+    const address = jsonpath(
+      ["get", "ingress", "shop", "-n", team],
+      "{.status.loadBalancer.ingress[0].ip}",
+    );
+    expect((await get(address, "sneaky.ingress.test", "/")).status).toBe(404);
+    expect(
+      jsonpath(["get", "service", proxies, "-n", infra], "{.spec.ports[*].port}").split(" "),
+    ).toEqual(["80"]);
+    rows.push({
+      scenario: "tenants cannot attach to the class's Gateway",
+      proved:
+        "an HTTPRoute wearing the synthetic label is NotAllowedByListeners and not served (404); a ListenerSet is NotAllowed and its port is not on the Service",
+      checks: 4,
+    });
+  });
+
+  it("deleting the IngressClass removes its proxies", async () => {
+    const owned = () =>
+      kubectlOk([
+        "get",
+        "deployment,service,secret,configmap",
+        "-n",
+        infra,
+        "-l",
+        `gateway.networking.k8s.io/gateway-name=${gateway}`,
+        "-o",
+        "name",
+      ]).trim();
+    expect(owned()).toContain(`deployment.apps/${proxies}`);
+    kubectlOk(["delete", "ingressclass", className]);
+    const gone = await eventually(
+      "the proxies' objects gone",
+      () => (owned() === "" ? true : undefined),
+      120_000,
+    );
+    expect(gone).toBe(true);
+    rows.push({
+      scenario: "the class deleted",
+      proved:
+        "Kubernetes' garbage collector removed the class's Deployment, Services, Secrets and ConfigMap",
+      checks: 2,
+    });
+  });
+});
