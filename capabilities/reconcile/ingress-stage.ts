@@ -10,14 +10,8 @@
  */
 import type { V1Ingress, V1IngressClass, V1Service } from "@kubernetes/client-node";
 import { INGRESS_CONTROLLER, classOf, readsNginxAnnotations, servingOf } from "../ingress/classes";
-import {
-  FleetObjects,
-  fleetGatewayName,
-  fleetObjects,
-  isFleetObject,
-  isIngressObject,
-  markIngressObject,
-} from "../ingress/fleet";
+import { FleetObjects, fleetGatewayName, fleetObjects, isFleetObject } from "../ingress/fleet";
+import { isIngressObject, markIngressObject } from "../ingress/synthetic";
 import { splitCanaryWeights } from "../ingress/canary";
 import { Conversion, convertIngress } from "../ingress/convert";
 import { sourceIngress } from "../ingress/source";

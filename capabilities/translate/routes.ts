@@ -17,6 +17,7 @@ import {
   HeaderOpsIR,
   MirrorIR,
   PathMatchIR,
+  RouteAuthIR,
   RetryIR,
   RewriteIR,
   SessionIR,
@@ -44,6 +45,8 @@ import { durationMs } from "../validation/session";
 import { sessionIR, sessionNeeds } from "./session";
 import { FieldProblem } from "../validation/regex";
 import { resolveBackend } from "./backends";
+import { routeAuth } from "./route-auth";
+import { isIngressObject } from "../ingress/synthetic";
 import type { Capability } from "../flavor/proxy-flavor";
 
 export type HTTPMatchTemplate = Omit<HTTPMatchIR, "hostname">;
@@ -67,6 +70,8 @@ export interface CompiledRule {
   readonly session?: SessionIR;
   readonly maxRequestBodyBytes?: number;
   readonly sourceRanges?: SourceRangesIR;
+  /** A rule made from an Ingress with auth-url (route-auth.ts). */
+  readonly auth?: RouteAuthIR;
 }
 
 export interface CompiledRoute {
@@ -92,6 +97,7 @@ export function ruleNeeds(rule: CompiledRule): Capability[] {
   const needs: Capability[] = [];
   if (rule.retry && rule.retry.codes.length > 0) needs.push("retryOnStatus");
   if (rule.mirrored) needs.push("mirror");
+  if (rule.auth) needs.push("extAuth");
   if (rule.session) needs.push(...sessionNeeds(rule.session));
   return needs;
 }
@@ -120,6 +126,8 @@ function cachedProblems<R extends object>(
 
 export function compileHTTPRoute(s: Snapshot, route: HTTPRoute): CompiledRoute {
   const problems = cachedProblems(route.spec?.rules, httpRouteRuleProblems);
+  // The `x-kengine-*` rule fields are read only from routes made from an Ingress (identity).
+  const fromIngress = isIngressObject(route);
   return compile(s, "HTTPRoute", route, (rule, i) => {
     unrunnable(problems[i]);
     const filters = rule.filters ?? [];
@@ -148,8 +156,8 @@ export function compileHTTPRoute(s: Snapshot, route: HTTPRoute): CompiledRoute {
       timeouts: timeoutsIR(rule.timeouts),
       retry: retryIR(rule.retry),
       session: sessionIR(route, rule, i),
-      maxRequestBodyBytes: maxRequestBody(rule),
-      sourceRanges: sourceRanges(rule),
+      maxRequestBodyBytes: fromIngress ? maxRequestBody(rule) : undefined,
+      sourceRanges: fromIngress ? sourceRanges(rule) : undefined,
     };
   });
 }
@@ -285,6 +293,8 @@ function compile<R extends HTTPRoute | GRPCRoute>(
       if (m.problem) refProblem ??= m.problem;
       if (m.mirror) mirrors.push(m.mirror);
     }
+    const auth = isIngressObject(route) ? routeAuth(s, kind, namespace, rule) : {};
+    if (auth.problem) refProblem ??= auth.problem;
     try {
       const own = parts(rule as never, index);
       const p = own.session || !backendSession ? own : { ...own, session: backendSession };
@@ -292,6 +302,7 @@ function compile<R extends HTTPRoute | GRPCRoute>(
         ...buildRule(index, kind, p, backends),
         ...(mirrors.length > 0 && { mirrors }),
         ...(mirrored && { mirrored }),
+        ...(auth.auth && { auth: auth.auth }),
       });
     } catch (e: unknown) {
       if (!(e instanceof RuleError)) throw e;
