@@ -6,24 +6,9 @@
  * Ingress; a tenant HTTPRoute cannot carry the rule field (it is read only from the stage's
  * own objects).
  */
-import { createAuthority, generateKeyPair } from "../pki/pki";
-import { DEFAULT_PROXY_SETTINGS } from "../provision";
 import { KubeObject, Snapshot, applyAll, snapshotOf } from "../snapshot";
-import { BuildStage } from "./build-stage";
-import type { GatedPlan } from "./isolation";
-
-const now = new Date("2026-11-20T00:00:00Z");
-const signing = (() => {
-  const r = createAuthority({
-    commonName: "controller CA",
-    keys: generateKeyPair(),
-    notBefore: now,
-    lifetimeDays: 3650,
-  });
-  if (!r.ok) throw new Error(r.error);
-  return r.value;
-})();
-const ca = { signing, trusted: [signing.certificatePem] };
+import type { BuildStage } from "./build-stage";
+import { testBuildStage as stage, testCa as ca, testNow as now } from "./testing/build";
 
 const AUTH_URL = "http://auth.infra.svc.cluster.local:8080/verify?x=1";
 
@@ -147,20 +132,6 @@ const grant = {
     to: [{ group: "", kind: "Service", name: "auth" }],
   },
 } as unknown as KubeObject;
-
-function stage() {
-  const isolation = {
-    refused: () => [],
-    gate: <P extends GatedPlan>(plan: P): P => plan,
-    retain: () => {},
-  };
-  return new BuildStage({
-    defaults: DEFAULT_PROXY_SETTINGS,
-    namespace: "kengine-system",
-    log: { warn() {}, error() {} },
-    isolation,
-  });
-}
 
 const upsert = (s: Snapshot, object: KubeObject): Snapshot =>
   applyAll(s, [{ type: "upsert", kind: object.kind as "Ingress", object }]).snapshot;

@@ -4,26 +4,11 @@
  * nothing a tenant writes can attach to that Gateway, however it copies the stage's labels;
  * neither the Gateway nor its class gets a status write.
  */
-import { createAuthority, generateKeyPair } from "../pki/pki";
-import { DEFAULT_PROXY_SETTINGS } from "../provision";
 import { KubeObject, Snapshot, applyAll, snapshotOf } from "../snapshot";
 import { fleetGatewayName } from "../ingress/fleet";
 import { SOURCE_ANNOTATION, SYNTHETIC_LABEL } from "../ingress/convert";
-import { BuildStage } from "./build-stage";
-import type { GatedPlan } from "./isolation";
-
-const now = new Date("2026-11-20T00:00:00Z");
-const signing = (() => {
-  const r = createAuthority({
-    commonName: "controller CA",
-    keys: generateKeyPair(),
-    notBefore: now,
-    lifetimeDays: 3650,
-  });
-  if (!r.ok) throw new Error(r.error);
-  return r.value;
-})();
-const ca = { signing, trusted: [signing.certificatePem] };
+import type { BuildStage } from "./build-stage";
+import { testBuildStage as stage, testCa as ca, testNow as now } from "./testing/build";
 
 const ingress = (name: string, ns = "team"): KubeObject =>
   ({
@@ -99,20 +84,6 @@ const base = snapshotOf([
   ingress("shop"),
   ingress("blog", "other"),
 ] as unknown as KubeObject[]);
-
-function stage() {
-  const isolation = {
-    refused: () => [],
-    gate: <P extends GatedPlan>(plan: P): P => plan,
-    retain: () => {},
-  };
-  return new BuildStage({
-    defaults: DEFAULT_PROXY_SETTINGS,
-    namespace: "kengine-system",
-    log: { warn() {}, error() {} },
-    isolation,
-  });
-}
 
 const upsert = (s: Snapshot, ...objects: KubeObject[]): Snapshot =>
   applyAll(
