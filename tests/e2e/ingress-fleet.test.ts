@@ -4,7 +4,10 @@
  * the IngressClass, before any Ingress; an Ingress of the class in a tenant namespace is served
  * by them on real traffic and shows their Service's address in status.loadBalancer; a tenant's
  * HTTPRoute and ListenerSet naming the class's Gateway are refused with a reason, and its
- * ListenerSet's port never reaches the Service; deleting the class removes the proxies.
+ * ListenerSet's port never reaches the Service; an Ingress's ingress-nginx `auth-url` naming an
+ * authorization Service of another namespace answers 500 until a ReferenceGrant allows it, then
+ * 401, 403 or the backend as that Service says, with the granted headers and the original URL;
+ * deleting the class removes the proxies.
  */
 import { createNamespace, deleteNamespace, eventually, kubectl, kubectlOk } from "../support/kube";
 import { PeprDev, startModule } from "../support/module";
@@ -12,6 +15,140 @@ import { jsonpath, writeReportSection } from "../support/demo-gateway";
 import { demoSample } from "../support/manifests";
 import { proxyPods } from "../support/proxy-pods";
 import { get } from "../support/traffic";
+import { request } from "node:http";
+
+/** One GET on port 80 with headers: status, WWW-Authenticate and body. */
+const call = (
+  address: string,
+  host: string,
+  path: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; www: string; body: string }> =>
+  new Promise(resolve => {
+    const req = request(
+      {
+        host: address,
+        port: 80,
+        path,
+        headers: { Host: host, ...headers },
+        timeout: 5000,
+        agent: false,
+      },
+      res => {
+        let body = "";
+        res.on("data", d => (body += d));
+        res.on("end", () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            www: String(res.headers["www-authenticate"] ?? ""),
+            body,
+          }),
+        );
+      },
+    );
+    req.on("timeout", () => req.destroy(new Error("timeout")));
+    req.on("error", () => resolve({ status: 0, www: "", body: "" }));
+    req.end();
+  });
+
+/**
+ * A real authorization server (Caddy): `Bearer good` is granted (X-User: alice, and what it
+ * was asked, echoed as X-Seen-*), `Bearer banned` gets 403, anyone else 401 with a challenge.
+ */
+const AUTH_CONFIG = {
+  admin: { disabled: true },
+  apps: {
+    http: {
+      servers: {
+        auth: {
+          listen: [":8080"],
+          automatic_https: { disable: true },
+          routes: [
+            {
+              match: [{ header: { Authorization: ["Bearer good"] } }],
+              handle: [
+                {
+                  handler: "headers",
+                  response: {
+                    set: {
+                      "X-User": ["alice"],
+                      "X-Seen-Url": ["{http.request.header.X-Original-URL}"],
+                      "X-Seen-Method": ["{http.request.method} {http.request.uri}"],
+                    },
+                  },
+                },
+                { handler: "static_response", status_code: 200 },
+              ],
+            },
+            {
+              match: [{ header: { Authorization: ["Bearer banned"] } }],
+              handle: [{ handler: "static_response", status_code: 403 }],
+            },
+            {
+              handle: [
+                {
+                  handler: "headers",
+                  response: { set: { "WWW-Authenticate": ['Bearer realm="e2e"'] } },
+                },
+                { handler: "static_response", status_code: 401 },
+              ],
+            },
+          ],
+        },
+      },
+    },
+  },
+};
+
+const authServer = (ns: string) => [
+  {
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: { name: "auth", namespace: ns },
+    data: { "caddy.json": JSON.stringify(AUTH_CONFIG) },
+  },
+  {
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name: "auth", namespace: ns },
+    spec: {
+      replicas: 1,
+      selector: { matchLabels: { app: "auth" } },
+      template: {
+        metadata: { labels: { app: "auth" } },
+        spec: {
+          automountServiceAccountToken: false,
+          containers: [
+            {
+              name: "caddy",
+              image: "docker.io/library/caddy:2.11",
+              command: ["caddy", "run", "--config", "/etc/auth/caddy.json"],
+              env: [
+                { name: "XDG_CONFIG_HOME", value: "/var/lib/auth/config" },
+                { name: "XDG_DATA_HOME", value: "/var/lib/auth/data" },
+              ],
+              ports: [{ containerPort: 8080 }],
+              volumeMounts: [
+                { name: "config", mountPath: "/etc/auth", readOnly: true },
+                { name: "data", mountPath: "/var/lib/auth" },
+              ],
+            },
+          ],
+          volumes: [
+            { name: "config", configMap: { name: "auth" } },
+            { name: "data", emptyDir: {} },
+          ],
+        },
+      },
+    },
+  },
+  {
+    apiVersion: "v1",
+    kind: "Service",
+    metadata: { name: "auth", namespace: ns },
+    spec: { selector: { app: "auth" }, ports: [{ port: 8080, targetPort: 8080 }] },
+  },
+];
 
 const HOST = "fleet.ingress.test";
 
@@ -62,7 +199,10 @@ describe("an IngressClass with proxies of its own", () => {
       JSON.stringify({
         apiVersion: "networking.k8s.io/v1",
         kind: "IngressClass",
-        metadata: { name: className },
+        metadata: {
+          name: className,
+          annotations: { "kengine.io/ingress-nginx-annotations": "true" },
+        },
         spec: {
           controller: "kengine.io/ingress-controller",
           parameters: {
@@ -227,6 +367,99 @@ describe("an IngressClass with proxies of its own", () => {
       proved:
         "an HTTPRoute wearing the synthetic label is NotAllowedByListeners and not served (404); a ListenerSet is NotAllowed and its port is not on the Service",
       checks: 4,
+    });
+  });
+
+  it("asks an ingress-nginx auth-url's Service first, once a ReferenceGrant allows it", async () => {
+    const address = jsonpath(
+      ["get", "ingress", "shop", "-n", team],
+      "{.status.loadBalancer.ingress[0].ip}",
+    );
+    const HOSTNAME = "private.ingress.test";
+    kubectlOk(
+      ["apply", "-f", "-"],
+      JSON.stringify({ apiVersion: "v1", kind: "List", items: authServer(infra) }),
+    );
+    kubectlOk(
+      ["apply", "-f", "-"],
+      JSON.stringify({
+        apiVersion: "networking.k8s.io/v1",
+        kind: "Ingress",
+        metadata: {
+          name: "private",
+          namespace: team,
+          annotations: {
+            "nginx.ingress.kubernetes.io/auth-url": `http://auth.${infra}.svc.cluster.local:8080/verify?from=e2e`,
+            "nginx.ingress.kubernetes.io/auth-response-headers": "X-User,X-Seen-Url,X-Seen-Method",
+          },
+        },
+        spec: {
+          ingressClassName: className,
+          rules: [
+            {
+              host: HOSTNAME,
+              http: {
+                paths: [
+                  {
+                    path: "/",
+                    pathType: "Prefix",
+                    backend: { service: { name: "echo", port: { name: "http" } } },
+                  },
+                ],
+              },
+            },
+          ],
+        },
+      }),
+    );
+    // The Service is another namespace's: without a grant the Ingress answers 500, never the backend.
+    const ungranted = await eventually(
+      "a 500 while the authorization Service is not granted",
+      async () => {
+        const r = await call(address, HOSTNAME, "/items", { Authorization: "Bearer good" });
+        return r.status === 500 ? r : undefined;
+      },
+      90_000,
+    );
+    expect(ungranted.status).toBe(500);
+    kubectlOk(
+      ["apply", "-f", "-"],
+      JSON.stringify({
+        apiVersion: "gateway.networking.k8s.io/v1beta1",
+        kind: "ReferenceGrant",
+        metadata: { name: "auth-for-team", namespace: infra },
+        spec: {
+          from: [{ group: "gateway.networking.k8s.io", kind: "HTTPRoute", namespace: team }],
+          to: [{ group: "", kind: "Service", name: "auth" }],
+        },
+      }),
+    );
+    const anonymous = await eventually(
+      "a 401 from the authorization Service",
+      async () => {
+        const r = await call(address, HOSTNAME, "/items");
+        return r.status === 401 ? r : undefined;
+      },
+      90_000,
+    );
+    expect(anonymous.www).toBe('Bearer realm="e2e"');
+    expect(
+      (await call(address, HOSTNAME, "/items", { Authorization: "Bearer banned" })).status,
+    ).toBe(403);
+    const granted = await call(address, HOSTNAME, "/items?q=1", {
+      Authorization: "Bearer good",
+      "X-User": "admin",
+    });
+    expect(granted.status).toBe(200);
+    const echoed = JSON.parse(granted.body) as { headers: Record<string, string[]> };
+    expect(echoed.headers["X-User"]).toEqual(["alice"]);
+    expect(echoed.headers["X-Seen-Url"]).toEqual([`http://${HOSTNAME}/items?q=1`]);
+    expect(echoed.headers["X-Seen-Method"]).toEqual(["GET /verify?from=e2e"]);
+    rows.push({
+      scenario: "ingress-nginx auth-url",
+      proved:
+        "500 while the other namespace's authorization Service is not granted; then 401 with its challenge, 403, and 200 with X-User from the Service (the client's own replaced), X-Original-URL and a GET to the URL's exact path",
+      checks: 7,
     });
   });
 
