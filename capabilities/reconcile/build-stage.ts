@@ -84,6 +84,8 @@ export interface BuildOutput {
   readonly ingressTargets: ReadonlyMap<string, string>;
   /** Ingresses converted anew by this build (ingress-stage.ts). */
   readonly ingressesConverted: number;
+  /** Each of our IngressClasses with what is wrong with its parameters ("": nothing). */
+  readonly ingressClasses: ReadonlyMap<string, string>;
 }
 
 export class BuildStage {
@@ -168,6 +170,7 @@ export class BuildStage {
       ingresses,
       ingressesConverted: derived.converted,
       ingressTargets: derived.targets,
+      ingressClasses: derived.classProblems,
       plans,
       planFailures: failures,
       secrets: new Set(plans.flatMap(p => p.secrets)),

@@ -212,4 +212,23 @@ describe("an IngressClass served by KengineParameters", () => {
     expect(dotted).toMatch(/^ingress-a-b-[0-9a-f]{8}$/);
     expect(fleetGatewayName("a-b")).not.toBe(dotted);
   });
+
+  it("reports on the class what is wrong with its parameters", () => {
+    expect(stage().run({ snapshot: base, translate: true, ca, now }).ingressClasses).toEqual(
+      new Map([["public", ""]]),
+    );
+    const missing = applyAll(base, [
+      {
+        type: "delete",
+        kind: "KengineParameters",
+        object: base.objects.KengineParameters.get("infra/edge-proxies")!,
+      },
+    ]).snapshot;
+    const out = stage().run({ snapshot: missing, translate: true, ca, now });
+    expect(out.ingressClasses.get("public")).toBe(
+      "spec.parameters: KengineParameters infra/edge-proxies not found: the class's proxies use the defaults",
+    );
+    // Served with the defaults all the same.
+    expect(fleetPlan(out)).toBeDefined();
+  });
 });

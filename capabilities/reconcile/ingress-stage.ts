@@ -48,6 +48,8 @@ export interface IngressDerived {
   readonly ours: ReadonlySet<string>;
   /** The Gateway (`namespace/name`) serving each Ingress whose class names one. */
   readonly targets: ReadonlyMap<string, string>;
+  /** Each of our IngressClasses with what is wrong with its parameters ("": nothing). */
+  readonly classProblems: ReadonlyMap<string, string>;
 }
 
 const SYNTHETIC_KINDS = ["HTTPRoute", "ListenerSet", "Gateway", "GatewayClass"] as const;
@@ -110,29 +112,45 @@ export class IngressStage {
 
   /**
    * The fleets of our classes served by KengineParameters, made anew only for a changed class;
-   * a fleet whose Gateway's name a real Gateway has is left out (its Ingresses say so).
+   * a fleet whose Gateway's name a real Gateway has is left out (its Ingresses say so). With
+   * them, what is wrong with each of our classes' parameters (`problems`: "" for a class whose
+   * parameters resolve), reported on the IngressClass.
    */
-  #fleetsOf(s: Snapshot): Map<string, Fleet> {
-    const next = new Map<string, Fleet>();
+  #fleetsOf(s: Snapshot): { fleets: Map<string, Fleet>; problems: Map<string, string> } {
+    const fleets = new Map<string, Fleet>();
+    const problems = new Map<string, string>();
     for (const object of s.objects.IngressClass.values()) {
       const cls = object as unknown as V1IngressClass;
       if (cls.spec?.controller !== INGRESS_CONTROLLER) continue;
-      const serving = servingOf(cls);
-      if (serving.kind !== "KengineParameters") continue;
       const name = object.metadata.name;
-      if (s.objects.Gateway.has(`${serving.namespace}/${fleetGatewayName(name)}`)) continue;
+      const serving = servingOf(cls);
+      problems.set(name, serving.kind === "Invalid" ? serving.reason : "");
+      if (serving.kind !== "KengineParameters") continue;
+      const gateway = `${serving.namespace}/${fleetGatewayName(name)}`;
+      if (s.objects.Gateway.has(gateway)) {
+        problems.set(
+          name,
+          `a Gateway ${gateway} already exists, so the class's own proxies cannot be made (rename or delete that Gateway)`,
+        );
+        continue;
+      }
+      if (!s.objects.KengineParameters.has(`${serving.namespace}/${serving.name}`))
+        problems.set(
+          name,
+          `spec.parameters: KengineParameters ${serving.namespace}/${serving.name} not found: the class's proxies use the defaults`,
+        );
       const before = this.#fleets.get(name);
-      next.set(
+      fleets.set(
         name,
         before?.cls === object ? before : { cls: object, objects: fleetObjects(cls, serving) },
       );
     }
-    return next;
+    return { fleets, problems };
   }
 
   derive(s: Snapshot): IngressDerived {
     const classes = [...s.objects.IngressClass.values()] as unknown as V1IngressClass[];
-    const fleets = this.#fleetsOf(s);
+    const { fleets, problems: classProblems } = this.#fleetsOf(s);
     const next = new Map<string, Kept>();
     const problems = new Map<string, FieldProblem[]>();
     const ours = new Set<string>();
@@ -205,7 +223,7 @@ export class IngressStage {
     this.#fleets = fleets;
     if (next.size === 0 && fleets.size === 0) {
       this.#derived = undefined;
-      return { snapshot: s, problems, converted, ours, targets };
+      return { snapshot: s, problems, converted, ours, targets, classProblems };
     }
     const base = SYNTHETIC_KINDS.map(k => s.objects[k]);
     if (changed || !this.#derived || this.#derived.base.some((m, i) => m !== base[i])) {
@@ -224,6 +242,7 @@ export class IngressStage {
       converted,
       ours,
       targets,
+      classProblems,
     };
   }
 

@@ -463,6 +463,54 @@ describe("an IngressClass with proxies of its own", () => {
     });
   });
 
+  it("reports an IngressClass whose parameters name nothing usable as an Event on it", async () => {
+    const broken = `${className}-broken`;
+    kubectlOk(
+      ["apply", "-f", "-"],
+      JSON.stringify({
+        apiVersion: "networking.k8s.io/v1",
+        kind: "IngressClass",
+        metadata: { name: broken },
+        spec: {
+          controller: "kengine.io/ingress-controller",
+          parameters: {
+            apiGroup: "",
+            kind: "ConfigMap",
+            scope: "Namespace",
+            namespace: infra,
+            name: "x",
+          },
+        },
+      }),
+    );
+    try {
+      const note = await eventually(
+        "an IngressClassProblem Event",
+        () =>
+          kubectlOk([
+            "get",
+            "events",
+            "-n",
+            "default",
+            "--field-selector",
+            `involvedObject.kind=IngressClass,involvedObject.name=${broken},reason=IngressClassProblem`,
+            "-o",
+            "jsonpath={.items[*].message}",
+          ]) || undefined,
+        60_000,
+      );
+      expect(note).toContain("core/ConfigMap is not supported");
+    } finally {
+      kubectl(["delete", "ingressclass", broken, "--ignore-not-found"]);
+    }
+    rows.push({
+      scenario: "a class's parameters reported",
+      proved:
+        "an IngressClass naming a ConfigMap gets a Warning Event IngressClassProblem saying why",
+      checks: 1,
+    });
+  });
+
   it("deleting the IngressClass removes its proxies", async () => {
     const owned = () =>
       kubectlOk([
