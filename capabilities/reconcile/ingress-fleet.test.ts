@@ -231,4 +231,26 @@ describe("an IngressClass served by KengineParameters", () => {
     // Served with the defaults all the same.
     expect(fleetPlan(out)).toBeDefined();
   });
+
+  it("names the class's old fleet for deletion once the class moves to another namespace", () => {
+    const leftover = {
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: {
+        namespace: "old",
+        name: "ingress-public-kengine",
+        labels: {
+          "gateway.networking.k8s.io/gateway-name": "ingress-public",
+          "app.kubernetes.io/managed-by": "kengine-gateway",
+        },
+        ownerReferences: [
+          { apiVersion: "networking.k8s.io/v1", kind: "IngressClass", name: "public", uid: "ic-1" },
+        ],
+      },
+      spec: {},
+    } as unknown as KubeObject;
+    const out = stage().run({ snapshot: upsert(base, leftover), translate: true, ca, now });
+    expect(out.retiredFleets.map(r => r.key)).toEqual(["old/ingress-public"]);
+    expect(stage().run({ snapshot: base, translate: true, ca, now }).retiredFleets).toEqual([]);
+  });
 });

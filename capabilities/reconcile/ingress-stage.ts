@@ -50,6 +50,8 @@ export interface IngressDerived {
   readonly targets: ReadonlyMap<string, string>;
   /** Each of our IngressClasses with what is wrong with its parameters ("": nothing). */
   readonly classProblems: ReadonlyMap<string, string>;
+  /** The Gateways (`namespace/name`) of the classes' own fleets (ingress/fleet.ts). */
+  readonly fleets: ReadonlySet<string>;
 }
 
 const SYNTHETIC_KINDS = ["HTTPRoute", "ListenerSet", "Gateway", "GatewayClass"] as const;
@@ -223,7 +225,7 @@ export class IngressStage {
     this.#fleets = fleets;
     if (next.size === 0 && fleets.size === 0) {
       this.#derived = undefined;
-      return { snapshot: s, problems, converted, ours, targets, classProblems };
+      return { snapshot: s, problems, converted, ours, targets, classProblems, fleets: new Set() };
     }
     const base = SYNTHETIC_KINDS.map(k => s.objects[k]);
     if (changed || !this.#derived || this.#derived.base.some((m, i) => m !== base[i])) {
@@ -243,6 +245,7 @@ export class IngressStage {
       ours,
       targets,
       classProblems,
+      fleets: new Set([...fleets.values()].map(f => keyOf(f.objects.gateway))),
     };
   }
 

@@ -152,6 +152,19 @@ const authServer = (ns: string) => [
 
 const HOST = "fleet.ingress.test";
 
+/** What the controller made for a fleet Gateway in a namespace, as `kind/name` lines. */
+const ownedBy = (gateway: string) => (ns: string) =>
+  kubectlOk([
+    "get",
+    "deployment,service,secret,configmap",
+    "-n",
+    ns,
+    "-l",
+    `gateway.networking.k8s.io/gateway-name=${gateway}`,
+    "-o",
+    "name",
+  ]).trim();
+
 describe("an IngressClass with proxies of its own", () => {
   let dev: PeprDev | undefined;
   let infra: string;
@@ -159,6 +172,7 @@ describe("an IngressClass with proxies of its own", () => {
   const className = `fleet-${Date.now().toString(36)}`;
   const gateway = `ingress-${className}`;
   const proxies = `${gateway}-kengine`;
+  const owned = ownedBy(gateway);
   const started = Date.now();
   const rows: { scenario: string; proved: string; checks: number }[] = [];
 
@@ -474,7 +488,6 @@ describe("an IngressClass with proxies of its own", () => {
         spec: {
           controller: "kengine.io/ingress-controller",
           parameters: {
-            apiGroup: "",
             kind: "ConfigMap",
             scope: "Namespace",
             namespace: infra,
@@ -511,23 +524,48 @@ describe("an IngressClass with proxies of its own", () => {
     });
   });
 
+  it("moves the proxies with the class's parameters, leaving nothing behind", async () => {
+    kubectlOk(
+      ["apply", "-f", "-"],
+      JSON.stringify({
+        apiVersion: "gateway.kengine.io/v1alpha1",
+        kind: "KengineParameters",
+        metadata: { name: "edge", namespace: team },
+        spec: { proxy: { replicas: 1 } },
+      }),
+    );
+    expect(owned(infra)).toContain(`deployment.apps/${proxies}`);
+    kubectlOk([
+      "patch",
+      "ingressclass",
+      className,
+      "--type=merge",
+      "-p",
+      JSON.stringify({ spec: { parameters: { namespace: team } } }),
+    ]);
+    const moved = await eventually(
+      "the proxies in the new namespace, none left in the old",
+      () =>
+        owned(team).includes(`deployment.apps/${proxies}`) && owned(infra) === ""
+          ? true
+          : undefined,
+      120_000,
+    );
+    expect(moved).toBe(true);
+    rows.push({
+      scenario: "the class's parameters moved",
+      proved:
+        "the proxies made in the new namespace, and the old namespace's Deployment, Services, Secrets and ConfigMap deleted",
+      checks: 2,
+    });
+  });
+
   it("deleting the IngressClass removes its proxies", async () => {
-    const owned = () =>
-      kubectlOk([
-        "get",
-        "deployment,service,secret,configmap",
-        "-n",
-        infra,
-        "-l",
-        `gateway.networking.k8s.io/gateway-name=${gateway}`,
-        "-o",
-        "name",
-      ]).trim();
-    expect(owned()).toContain(`deployment.apps/${proxies}`);
+    expect(owned(team)).toContain(`deployment.apps/${proxies}`);
     kubectlOk(["delete", "ingressclass", className]);
     const gone = await eventually(
       "the proxies' objects gone",
-      () => (owned() === "" ? true : undefined),
+      () => (owned(team) === "" ? true : undefined),
       120_000,
     );
     expect(gone).toBe(true);
