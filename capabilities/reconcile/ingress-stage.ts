@@ -6,7 +6,9 @@
  * its neighbours are untouched. Only a changed Ingress is converted again: each conversion is
  * kept with the Ingress object, its target and the Services it looked up. Status results of
  * synthetic objects are not written (the objects do not exist in the API): their failed
- * conditions become problems of their Ingress.
+ * conditions become problems of their Ingress. A class whose parameters name KengineParameters
+ * gets a Gateway and GatewayClass of its own in the snapshot too (ingress/fleet.ts), and what is
+ * wrong with a class's parameters is reported on the IngressClass.
  */
 import type { V1Ingress, V1IngressClass, V1Service } from "@kubernetes/client-node";
 import { INGRESS_CONTROLLER, classOf, readsNginxAnnotations, servingOf } from "../ingress/classes";
