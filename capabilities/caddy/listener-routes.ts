@@ -514,6 +514,18 @@ function entryRoute(ctx: Ctx, s: HTTPServerIR, l: HTTPListenerIR, e: HTTPRouteEn
   // Before anything reads the body: Caddy answers 413 past the limit.
   if (e.maxRequestBodyBytes !== undefined)
     handle.push({ handler: "request_body", max_size: e.maxRequestBodyBytes });
+  // Then the authorization Service (ingress-nginx auth-url), before anything else of the route.
+  if (e.auth)
+    handle.push({
+      handler: "kengine_ext_auth",
+      mode: "ingress-nginx",
+      dial: e.auth.endpoints.map(dial),
+      path: e.auth.path,
+      ...(e.auth.host && { host: e.auth.host }),
+      ...(e.auth.responseHeaders.length > 0 && {
+        allowed_response_headers: [...e.auth.responseHeaders],
+      }),
+    });
   if (e.cors) handle.push(cors(e.cors));
   handle.push(...headerHandlers(e.requestHeaders, e.responseHeaders));
   handle.push(...rewriteHandlers(e.rewrite, prefixModifier));

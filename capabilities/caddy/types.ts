@@ -67,9 +67,15 @@ export type CaddyHandler =
       readonly egress_guard?: CaddyEgressGuard;
     }
   | {
-      /** Our module (proxy/extauth): external authorization over HTTP (listener filters). */
+      /**
+       * Our module (proxy/extauth): external authorization over HTTP (listener filters), or in
+       * mode ingress-nginx as an Ingress's auth-url asks (`path` and `host`).
+       */
       readonly handler: "kengine_ext_auth";
       readonly dial: readonly string[];
+      readonly mode?: "ingress-nginx";
+      readonly path?: string;
+      readonly host?: string;
       readonly path_prefix?: string;
       readonly allowed_request_headers?: readonly string[];
       readonly allowed_response_headers?: readonly string[];

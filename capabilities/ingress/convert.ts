@@ -29,7 +29,9 @@ import {
   annotationPath,
   readNginxAnnotations,
 } from "../validation/nginx-annotations";
+import type { AuthEffect } from "../validation/nginx-auth";
 import {
+  EXTERNAL_AUTH_FIELD,
   MAX_REQUEST_BODY_FIELD,
   PROXY_TIMEOUTS_FIELD,
   SESSION_SAME_SITE_FIELD,
@@ -133,6 +135,8 @@ export interface SyntheticRule {
   [SOURCE_RANGES_FIELD]?: { allow?: string[]; deny?: string[] };
   /** session-cookie-samesite (ir/types.ts SESSION_SAME_SITE_FIELD), with sessionPersistence. */
   [SESSION_SAME_SITE_FIELD]?: "None" | "Lax" | "Strict";
+  /** auth-url (ir/types.ts EXTERNAL_AUTH_FIELD). */
+  [EXTERNAL_AUTH_FIELD]?: AuthEffect;
   sessionPersistence?: {
     type: "Cookie";
     cookie: { name: string; path?: string; lifetimeType: "Session" | "Permanent" };
@@ -229,7 +233,10 @@ export function convertIngress(
   const empty = { httpRoutes: [], listenerSets: [], problems };
   let effects: NginxEffects = NO_NGINX_EFFECTS;
   if (target.nginxAnnotations) {
-    const reading = readNginxAnnotations(ingress?.metadata?.annotations);
+    const reading = readNginxAnnotations(
+      ingress?.metadata?.annotations,
+      typeof ingress?.metadata?.namespace === "string" ? ingress.metadata.namespace : "",
+    );
     problems.push(...reading.problems);
     effects = reading.effects;
   }
@@ -408,16 +415,21 @@ export function convertIngress(
       spec: {
         parentRefs,
         ...(host ? { hostnames: [host] } : {}),
-        // source ranges on every rule, redirects included, as ingress-nginx's allow/deny
-        rules: effects.sourceRanges
-          ? rules.map(r => ({
-              ...r,
-              [SOURCE_RANGES_FIELD]: structuredClone(effects.sourceRanges) as {
-                allow?: string[];
-                deny?: string[];
-              },
-            }))
-          : rules,
+        // source ranges and authorization on every rule, redirects included: nothing of the
+        // Ingress answers a client the ranges or the authorization Service refuse
+        rules:
+          effects.sourceRanges || effects.auth
+            ? rules.map(r => ({
+                ...r,
+                ...(effects.sourceRanges && {
+                  [SOURCE_RANGES_FIELD]: structuredClone(effects.sourceRanges) as {
+                    allow?: string[];
+                    deny?: string[];
+                  },
+                }),
+                ...(effects.auth && { [EXTERNAL_AUTH_FIELD]: structuredClone(effects.auth) }),
+              }))
+            : rules,
       },
     };
   };

@@ -8,7 +8,8 @@
  *
  * Such a Gateway serves its class's Ingresses only: a route or ListenerSet a tenant wrote that
  * names it is refused (translate/attach.ts, translate/listeners.ts). What the stage made is told
- * apart by object identity (the registries below), never by labels or names a tenant can copy.
+ * apart by object identity (here and in synthetic.ts), never by labels or names a tenant can
+ * copy.
  */
 import { createHash } from "node:crypto";
 import type { V1IngressClass } from "@kubernetes/client-node";
@@ -33,16 +34,6 @@ const fleetGateways = new WeakMap<
 >();
 /** Fleet GatewayClasses the stage made. */
 const fleetClasses = new WeakSet<object>();
-/** Routes and ListenerSets the stage made from Ingresses. */
-const ingressObjects = new WeakSet<object>();
-
-/** Marks an object the ingress stage made from an Ingress (a route or a ListenerSet). */
-export const markIngressObject = (o: object): void => void ingressObjects.add(o);
-
-/** Whether the ingress stage made this object from an Ingress (identity, not labels). */
-export const isIngressObject = (o: unknown): boolean =>
-  typeof o === "object" && o !== null && ingressObjects.has(o);
-
 /** The IngressClass a fleet Gateway serves, or undefined for any other Gateway. */
 export const ingressOnlyClass = (gateway: unknown): string | undefined =>
   typeof gateway === "object" && gateway !== null

@@ -300,6 +300,30 @@ export const MAX_REQUEST_BODY_FIELD = "x-kengine-max-request-body-bytes";
 export const SOURCE_RANGES_FIELD = "x-kengine-source-ranges";
 
 /**
+ * Like MAX_REQUEST_BODY_FIELD: the authorization Service of a rule made from an Ingress
+ * (ingress-nginx `auth-url`, validation/nginx-auth.ts AuthEffect): `{service: {namespace, name,
+ * port}, path, host, responseHeaders}`.
+ */
+export const EXTERNAL_AUTH_FIELD = "x-kengine-external-auth";
+
+/**
+ * A route's authorization as ingress-nginx's auth-url asks it (`kengine_ext_auth` in mode
+ * ingress-nginx, Bundled only). No endpoints (the Service did not resolve, or has no ready
+ * pod): every request is answered 500, never let through.
+ */
+export interface RouteAuthIR {
+  /** `<namespace>/<service>:<port>` for reading. */
+  readonly id: string;
+  readonly endpoints: readonly EndpointIR[];
+  /** Path and query asked. */
+  readonly path: string;
+  /** Host header of the authorization request. */
+  readonly host: string;
+  /** Answer headers copied into the request on a 2xx (none: nothing). */
+  readonly responseHeaders: readonly string[];
+}
+
+/**
  * Like MAX_REQUEST_BODY_FIELD: the backend connection's timeouts of a rule made from an Ingress
  * (ingress-nginx `proxy-connect-timeout` / `proxy-send-timeout`), `{connect?, send?}` in whole
  * seconds.
@@ -325,6 +349,8 @@ export interface HTTPRouteEntryIR {
   readonly sourceRanges?: SourceRangesIR;
   /** Larger request bodies are refused with 413 (MAX_REQUEST_BODY_FIELD). */
   readonly maxRequestBodyBytes?: number;
+  /** Then every request is authorized first (EXTERNAL_AUTH_FIELD). */
+  readonly auth?: RouteAuthIR;
   /** Answers CORS preflights and adds CORS headers to responses for allowed origins (runs first). */
   readonly cors?: CorsIR;
   readonly requestHeaders?: HeaderOpsIR;

@@ -23,6 +23,7 @@ import { GatewayPlan, planGateway, sealedRenders } from "./plan";
 import { planStage } from "./plan-stage";
 import { IncrementalTranslator } from "./reuse";
 import { IngressStage, splitIngressStatuses } from "./ingress-stage";
+import { RetiredFleet, retiredFleets } from "./retired-fleets";
 import type { FieldProblem } from "../validation/regex";
 
 export interface BuildStageDeps {
@@ -84,6 +85,10 @@ export interface BuildOutput {
   readonly ingressTargets: ReadonlyMap<string, string>;
   /** Ingresses converted anew by this build (ingress-stage.ts). */
   readonly ingressesConverted: number;
+  /** Each of our IngressClasses with what is wrong with its parameters ("": nothing). */
+  readonly ingressClasses: ReadonlyMap<string, string>;
+  /** Fleets of IngressClasses no class wants any more, to delete (retired-fleets.ts). */
+  readonly retiredFleets: readonly RetiredFleet[];
 }
 
 export class BuildStage {
@@ -99,9 +104,32 @@ export class BuildStage {
   readonly #pendingServing = new Map<string, ManagementSecretData>();
   readonly #ingress: IngressStage;
   #lastDerived: { input: Snapshot; derived: ReturnType<IngressStage["derive"]> } | undefined;
+  /** The last retired-fleet search, kept while the Services, Gateways and fleets are the same. */
+  #lastRetired:
+    | { services: object; gateways: object; fleets: string; found: readonly RetiredFleet[] }
+    | undefined;
 
   constructor(private readonly d: BuildStageDeps) {
     this.#ingress = new IngressStage(d.ingressHttpsPort);
+  }
+
+  #retired(s: Snapshot, fleets: ReadonlySet<string>): readonly RetiredFleet[] {
+    const key = [...fleets].sort().join(" ");
+    const last = this.#lastRetired;
+    if (
+      last?.services === s.objects.Service &&
+      last.gateways === s.objects.Gateway &&
+      last.fleets === key
+    )
+      return last.found;
+    const found = retiredFleets(s, fleets);
+    this.#lastRetired = {
+      services: s.objects.Service,
+      gateways: s.objects.Gateway,
+      fleets: key,
+      found,
+    };
+    return found;
   }
 
   /** The snapshot with the Ingresses' synthetic objects (ingress-stage.ts), once per input. */
@@ -168,6 +196,8 @@ export class BuildStage {
       ingresses,
       ingressesConverted: derived.converted,
       ingressTargets: derived.targets,
+      ingressClasses: derived.classProblems,
+      retiredFleets: this.#retired(snapshot, derived.fleets),
       plans,
       planFailures: failures,
       secrets: new Set(plans.flatMap(p => p.secrets)),

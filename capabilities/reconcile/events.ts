@@ -19,7 +19,9 @@ export type PushEventReason =
   | "PushRecovered"
   | "LastGoodTooLarge"
   | "IngressNotServed"
-  | "IngressServed";
+  | "IngressServed"
+  | "IngressClassProblem"
+  | "IngressClassResolved";
 
 export interface PushEvent {
   /** Proxy name ("namespace/pod"); empty for an Event about the Gateway's proxies as a whole. */
@@ -83,8 +85,15 @@ export interface GatewayObjectRef {
   readonly namespace: string;
   readonly name: string;
   readonly uid?: string;
-  /** The object the Event is about when it is not a Gateway (an Ingress). */
-  readonly regarding?: { readonly apiVersion: string; readonly kind: string };
+  /**
+   * The object the Event is about when it is not a Gateway (an Ingress, an IngressClass).
+   * `clusterScoped`: the object has no namespace; the Event lives in `namespace` ("default").
+   */
+  readonly regarding?: {
+    readonly apiVersion: string;
+    readonly kind: string;
+    readonly clusterScoped?: boolean;
+  };
 }
 
 /**
@@ -111,6 +120,8 @@ const ACTIONS: Readonly<Record<PushEventReason, string>> = {
   PushRecovered: "Verify",
   IngressNotServed: "Convert",
   IngressServed: "Convert",
+  IngressClassProblem: "Resolve",
+  IngressClassResolved: "Resolve",
 };
 
 export interface EventRecorderOptions {
@@ -154,10 +165,9 @@ export class EventRecorder {
         type: e.type,
         note: e.note.slice(0, MAX_NOTE),
         regarding: {
-          apiVersion: "gateway.networking.k8s.io/v1",
-          kind: "Gateway",
-          ...gateway.regarding,
-          namespace: gateway.namespace,
+          apiVersion: gateway.regarding?.apiVersion ?? "gateway.networking.k8s.io/v1",
+          kind: gateway.regarding?.kind ?? "Gateway",
+          ...(!gateway.regarding?.clusterScoped && { namespace: gateway.namespace }),
           name: gateway.name,
           ...(gateway.uid ? { uid: gateway.uid } : {}),
         },

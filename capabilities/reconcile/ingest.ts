@@ -12,6 +12,8 @@ import { stripForIngest } from "../snapshot/strip";
 import { withoutLastGoodData } from "./last-good";
 import type { V1Ingress, V1IngressClass } from "@kubernetes/client-node";
 import { classOf } from "../ingress/classes";
+import { authService } from "../validation/nginx-auth";
+import { NGINX_PREFIX } from "../validation/nginx-annotations";
 
 const ourIngress = (s: Snapshot, o: KubeObject | undefined): boolean =>
   o !== undefined &&
@@ -39,6 +41,11 @@ function ingressServices(s: Snapshot): ReadonlySet<string> {
     for (const rule of Array.isArray(spec?.rules) ? spec.rules : [])
       for (const p of Array.isArray(rule?.http?.paths) ? rule.http.paths : [])
         add(p?.backend?.service?.name);
+    // The authorization Service of an ingress-nginx auth-url (validation/nginx-auth.ts).
+    const url = o.metadata.annotations?.[`${NGINX_PREFIX}auth-url`];
+    const auth =
+      typeof url === "string" ? authService(url.trim(), o.metadata.namespace ?? "") : undefined;
+    if (auth && !("reason" in auth)) services.add(`${auth.namespace}/${auth.name}`);
   }
   byClasses.set(s.objects.IngressClass, (found = services));
   return found;

@@ -4,26 +4,11 @@
  * nothing a tenant writes can attach to that Gateway, however it copies the stage's labels;
  * neither the Gateway nor its class gets a status write.
  */
-import { createAuthority, generateKeyPair } from "../pki/pki";
-import { DEFAULT_PROXY_SETTINGS } from "../provision";
 import { KubeObject, Snapshot, applyAll, snapshotOf } from "../snapshot";
 import { fleetGatewayName } from "../ingress/fleet";
 import { SOURCE_ANNOTATION, SYNTHETIC_LABEL } from "../ingress/convert";
-import { BuildStage } from "./build-stage";
-import type { GatedPlan } from "./isolation";
-
-const now = new Date("2026-11-20T00:00:00Z");
-const signing = (() => {
-  const r = createAuthority({
-    commonName: "controller CA",
-    keys: generateKeyPair(),
-    notBefore: now,
-    lifetimeDays: 3650,
-  });
-  if (!r.ok) throw new Error(r.error);
-  return r.value;
-})();
-const ca = { signing, trusted: [signing.certificatePem] };
+import type { BuildStage } from "./build-stage";
+import { testBuildStage as stage, testCa as ca, testNow as now } from "./testing/build";
 
 const ingress = (name: string, ns = "team"): KubeObject =>
   ({
@@ -100,20 +85,6 @@ const base = snapshotOf([
   ingress("blog", "other"),
 ] as unknown as KubeObject[]);
 
-function stage() {
-  const isolation = {
-    refused: () => [],
-    gate: <P extends GatedPlan>(plan: P): P => plan,
-    retain: () => {},
-  };
-  return new BuildStage({
-    defaults: DEFAULT_PROXY_SETTINGS,
-    namespace: "kengine-system",
-    log: { warn() {}, error() {} },
-    isolation,
-  });
-}
-
 const upsert = (s: Snapshot, ...objects: KubeObject[]): Snapshot =>
   applyAll(
     s,
@@ -171,9 +142,10 @@ describe("an IngressClass served by KengineParameters", () => {
       expect(m.metadata.ownerReferences).toEqual([
         expect.objectContaining({ kind: "IngressClass", name: "public", uid: "ic-1" }),
       ]);
-    // Neither the Gateway nor its class exists in the API: no status of theirs is written.
-    expect(out.statuses.gateways.map(g => `${g.namespace}/${g.name}`)).not.toContain(FLEET);
+    // The class exists only in the build; the Gateway's result stays for its addresses (the
+    // status stage writes nothing for an object the API does not have).
     expect(out.statuses.gatewayClasses.map(c => c.name)).toEqual([]);
+    expect(out.statuses.gateways.map(g => `${g.namespace}/${g.name}`)).toContain(FLEET);
   });
 
   it("a class without Ingresses has its proxies already", () => {
@@ -239,5 +211,46 @@ describe("an IngressClass served by KengineParameters", () => {
     const dotted = fleetGatewayName("a.b");
     expect(dotted).toMatch(/^ingress-a-b-[0-9a-f]{8}$/);
     expect(fleetGatewayName("a-b")).not.toBe(dotted);
+  });
+
+  it("reports on the class what is wrong with its parameters", () => {
+    expect(stage().run({ snapshot: base, translate: true, ca, now }).ingressClasses).toEqual(
+      new Map([["public", ""]]),
+    );
+    const missing = applyAll(base, [
+      {
+        type: "delete",
+        kind: "KengineParameters",
+        object: base.objects.KengineParameters.get("infra/edge-proxies")!,
+      },
+    ]).snapshot;
+    const out = stage().run({ snapshot: missing, translate: true, ca, now });
+    expect(out.ingressClasses.get("public")).toBe(
+      "spec.parameters: KengineParameters infra/edge-proxies not found: the class's proxies use the defaults",
+    );
+    // Served with the defaults all the same.
+    expect(fleetPlan(out)).toBeDefined();
+  });
+
+  it("names the class's old fleet for deletion once the class moves to another namespace", () => {
+    const leftover = {
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: {
+        namespace: "old",
+        name: "ingress-public-kengine",
+        labels: {
+          "gateway.networking.k8s.io/gateway-name": "ingress-public",
+          "app.kubernetes.io/managed-by": "kengine-gateway",
+        },
+        ownerReferences: [
+          { apiVersion: "networking.k8s.io/v1", kind: "IngressClass", name: "public", uid: "ic-1" },
+        ],
+      },
+      spec: {},
+    } as unknown as KubeObject;
+    const out = stage().run({ snapshot: upsert(base, leftover), translate: true, ca, now });
+    expect(out.retiredFleets.map(r => r.key)).toEqual(["old/ingress-public"]);
+    expect(stage().run({ snapshot: base, translate: true, ca, now }).retiredFleets).toEqual([]);
   });
 });

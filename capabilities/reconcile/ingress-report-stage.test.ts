@@ -24,11 +24,21 @@ const settle = async () => {
 };
 
 function stage(leader: boolean) {
-  const recorded: { name: string; reason: string }[] = [];
+  const recorded: { name: string; reason: string; namespace?: string; kind?: string }[] = [];
   const patched: { name: string; status: unknown }[] = [];
   const events = {
-    record: (ref: { name: string }, e: PushEvent) =>
-      recorded.push({ name: ref.name, reason: e.reason }),
+    record: (
+      ref: { name: string; namespace: string; regarding?: { kind: string } },
+      e: PushEvent,
+    ) =>
+      recorded.push({
+        name: ref.name,
+        reason: e.reason,
+        ...(ref.regarding?.kind === "IngressClass" && {
+          namespace: ref.namespace,
+          kind: ref.regarding.kind,
+        }),
+      }),
   } as unknown as EventRecorder;
   const clock = new ManualClock();
   const s = new IngressReportStage({
@@ -88,5 +98,32 @@ describe("IngressReportStage", () => {
     clock.advance(5_000);
     await settle();
     expect(patched).toEqual([]);
+  });
+
+  it("reports an IngressClass whose parameters do not resolve, and its repair, once each", () => {
+    const { s, recorded } = stage(true);
+    const cls = {
+      apiVersion: "networking.k8s.io/v1",
+      kind: "IngressClass",
+      metadata: { name: "public", uid: "ic-1" },
+    } as unknown as KubeObject;
+    const withClass = snapshotOf([cls]);
+    const missing = new Map([["public", "KengineParameters infra/edge not found"]]);
+    s.run(withClass, { ...built, ingresses: new Map(), ingressClasses: missing }, addresses);
+    s.run(withClass, { ...built, ingresses: new Map(), ingressClasses: missing }, addresses);
+    s.run(
+      withClass,
+      { ...built, ingresses: new Map(), ingressClasses: new Map([["public", ""]]) },
+      addresses,
+    );
+    expect(recorded).toEqual([
+      { name: "public", reason: "IngressClassProblem", namespace: "default", kind: "IngressClass" },
+      {
+        name: "public",
+        reason: "IngressClassResolved",
+        namespace: "default",
+        kind: "IngressClass",
+      },
+    ]);
   });
 });

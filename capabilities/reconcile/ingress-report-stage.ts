@@ -10,7 +10,7 @@ import { kindPath } from "../snapshot/kinds";
 import type { GatewayAddress } from "../status";
 import type { BuildOutput } from "./build-stage";
 import type { EventRecorder } from "./events";
-import { INGRESS_REF, IngressEvents } from "./ingress-events";
+import { CLASS_TEXTS, INGRESS_CLASS_REF, INGRESS_REF, IngressEvents } from "./ingress-events";
 import { IngressStatus, IngressStatusDeps } from "./ingress-status";
 import type { Logger } from "./logger";
 
@@ -28,6 +28,7 @@ export interface IngressReportDeps {
 export class IngressReportStage {
   readonly #status: IngressStatus;
   readonly #served = new IngressEvents();
+  readonly #classes = new IngressEvents(CLASS_TEXTS);
   readonly #events: EventRecorder;
 
   constructor(d: IngressReportDeps) {
@@ -53,12 +54,14 @@ export class IngressReportStage {
   /** A new term as leader: every Ingress's Event is recorded again. */
   newTerm(): void {
     this.#served.forget();
+    this.#classes.forget();
   }
 
   /** One build's Ingress Events and status writes (addresses: per Gateway, from the status stage). */
   run(
     snapshot: Snapshot,
-    built: Pick<BuildOutput, "ingresses" | "ingressTargets">,
+    built: Pick<BuildOutput, "ingresses" | "ingressTargets"> &
+      Partial<Pick<BuildOutput, "ingressClasses">>,
     addresses: ReadonlyMap<string, readonly GatewayAddress[]>,
   ): void {
     for (const [key, event] of this.#served.observe(built.ingresses)) {
@@ -71,6 +74,15 @@ export class IngressReportStage {
             uid: o.metadata.uid,
             regarding: INGRESS_REF,
           },
+          event,
+        );
+    }
+    // An IngressClass is cluster-scoped: its Events live in the default namespace.
+    for (const [name, event] of this.#classes.observeTexts(built.ingressClasses ?? new Map())) {
+      const o = snapshot.objects.IngressClass.get(name);
+      if (o)
+        this.#events.record(
+          { namespace: "default", name, uid: o.metadata.uid, regarding: INGRESS_CLASS_REF },
           event,
         );
     }

@@ -354,6 +354,44 @@ describe("Ingress through the build stage", () => {
     expect(config).toContain("10.244.0.9:8080");
   });
 
+  it("a tenant's HTTPRoute carrying the connection-timeout or SameSite rule field gets neither", () => {
+    const tenant = {
+      apiVersion: "gateway.networking.k8s.io/v1",
+      kind: "HTTPRoute",
+      metadata: { namespace: "team", name: "own", generation: 1 },
+      spec: {
+        parentRefs: [{ name: "edge", namespace: "apps" }],
+        hostnames: ["own.example.com"],
+        rules: [
+          {
+            backendRefs: [{ name: "web", port: 8080 }],
+            sessionPersistence: { type: "Cookie", sessionName: "own" },
+            "x-kengine-proxy-timeouts": { connect: 7, send: 9 },
+            "x-kengine-session-same-site": "None",
+          },
+        ],
+      },
+    } as unknown as KubeObject;
+    const slice = {
+      apiVersion: "discovery.k8s.io/v1",
+      kind: "EndpointSlice",
+      metadata: {
+        namespace: "team",
+        name: "web-x1",
+        labels: { "kubernetes.io/service-name": "web" },
+      },
+      ports: [{ name: "http", port: 8080 }],
+      endpoints: [{ addresses: ["10.244.0.9"] }],
+    } as unknown as KubeObject;
+    const snapshot = upsert(upsert(base, slice), tenant);
+    const config = configText(stage().run({ snapshot, translate: true, ca, now }));
+    expect(config).toContain("own.example.com");
+    expect(config).toContain('"policy":"kengine_session","mode":"cookie","name":"own"');
+    expect(config).not.toContain("dial_timeout");
+    expect(config).not.toContain("write_timeout");
+    expect(config).not.toContain("same_site");
+  });
+
   it("ssl-redirect: the Gateway's HTTP listener redirects a tls host, its ListenerSet serves it", () => {
     const issued = issueServerCertificate(signing, {
       commonName: "tls.example.com",

@@ -6,18 +6,14 @@
  * its neighbours are untouched. Only a changed Ingress is converted again: each conversion is
  * kept with the Ingress object, its target and the Services it looked up. Status results of
  * synthetic objects are not written (the objects do not exist in the API): their failed
- * conditions become problems of their Ingress.
+ * conditions become problems of their Ingress. A class whose parameters name KengineParameters
+ * gets a Gateway and GatewayClass of its own in the snapshot too (ingress/fleet.ts), and what is
+ * wrong with a class's parameters is reported on the IngressClass.
  */
 import type { V1Ingress, V1IngressClass, V1Service } from "@kubernetes/client-node";
 import { INGRESS_CONTROLLER, classOf, readsNginxAnnotations, servingOf } from "../ingress/classes";
-import {
-  FleetObjects,
-  fleetGatewayName,
-  fleetObjects,
-  isFleetObject,
-  isIngressObject,
-  markIngressObject,
-} from "../ingress/fleet";
+import { FleetObjects, fleetGatewayName, fleetObjects, isFleetObject } from "../ingress/fleet";
+import { isIngressObject, markIngressObject } from "../ingress/synthetic";
 import { splitCanaryWeights } from "../ingress/canary";
 import { Conversion, convertIngress } from "../ingress/convert";
 import { sourceIngress } from "../ingress/source";
@@ -54,6 +50,10 @@ export interface IngressDerived {
   readonly ours: ReadonlySet<string>;
   /** The Gateway (`namespace/name`) serving each Ingress whose class names one. */
   readonly targets: ReadonlyMap<string, string>;
+  /** Each of our IngressClasses with what is wrong with its parameters ("": nothing). */
+  readonly classProblems: ReadonlyMap<string, string>;
+  /** The Gateways (`namespace/name`) of the classes' own fleets (ingress/fleet.ts). */
+  readonly fleets: ReadonlySet<string>;
 }
 
 const SYNTHETIC_KINDS = ["HTTPRoute", "ListenerSet", "Gateway", "GatewayClass"] as const;
@@ -116,29 +116,45 @@ export class IngressStage {
 
   /**
    * The fleets of our classes served by KengineParameters, made anew only for a changed class;
-   * a fleet whose Gateway's name a real Gateway has is left out (its Ingresses say so).
+   * a fleet whose Gateway's name a real Gateway has is left out (its Ingresses say so). With
+   * them, what is wrong with each of our classes' parameters (`problems`: "" for a class whose
+   * parameters resolve), reported on the IngressClass.
    */
-  #fleetsOf(s: Snapshot): Map<string, Fleet> {
-    const next = new Map<string, Fleet>();
+  #fleetsOf(s: Snapshot): { fleets: Map<string, Fleet>; problems: Map<string, string> } {
+    const fleets = new Map<string, Fleet>();
+    const problems = new Map<string, string>();
     for (const object of s.objects.IngressClass.values()) {
       const cls = object as unknown as V1IngressClass;
       if (cls.spec?.controller !== INGRESS_CONTROLLER) continue;
-      const serving = servingOf(cls);
-      if (serving.kind !== "KengineParameters") continue;
       const name = object.metadata.name;
-      if (s.objects.Gateway.has(`${serving.namespace}/${fleetGatewayName(name)}`)) continue;
+      const serving = servingOf(cls);
+      problems.set(name, serving.kind === "Invalid" ? serving.reason : "");
+      if (serving.kind !== "KengineParameters") continue;
+      const gateway = `${serving.namespace}/${fleetGatewayName(name)}`;
+      if (s.objects.Gateway.has(gateway)) {
+        problems.set(
+          name,
+          `a Gateway ${gateway} already exists, so the class's own proxies cannot be made (rename or delete that Gateway)`,
+        );
+        continue;
+      }
+      if (!s.objects.KengineParameters.has(`${serving.namespace}/${serving.name}`))
+        problems.set(
+          name,
+          `spec.parameters: KengineParameters ${serving.namespace}/${serving.name} not found: the class's proxies use the defaults`,
+        );
       const before = this.#fleets.get(name);
-      next.set(
+      fleets.set(
         name,
         before?.cls === object ? before : { cls: object, objects: fleetObjects(cls, serving) },
       );
     }
-    return next;
+    return { fleets, problems };
   }
 
   derive(s: Snapshot): IngressDerived {
     const classes = [...s.objects.IngressClass.values()] as unknown as V1IngressClass[];
-    const fleets = this.#fleetsOf(s);
+    const { fleets, problems: classProblems } = this.#fleetsOf(s);
     const next = new Map<string, Kept>();
     const problems = new Map<string, FieldProblem[]>();
     const ours = new Set<string>();
@@ -211,7 +227,7 @@ export class IngressStage {
     this.#fleets = fleets;
     if (next.size === 0 && fleets.size === 0) {
       this.#derived = undefined;
-      return { snapshot: s, problems, converted, ours, targets };
+      return { snapshot: s, problems, converted, ours, targets, classProblems, fleets: new Set() };
     }
     const base = SYNTHETIC_KINDS.map(k => s.objects[k]);
     if (changed || !this.#derived || this.#derived.base.some((m, i) => m !== base[i])) {
@@ -230,6 +246,8 @@ export class IngressStage {
       converted,
       ours,
       targets,
+      classProblems,
+      fleets: new Set([...fleets.values()].map(f => keyOf(f.objects.gateway))),
     };
   }
 
@@ -390,22 +408,20 @@ export function splitIngressStatuses(
         ),
       ]),
   );
-  // A class's own Gateway and GatewayClass exist only here too (ingress/fleet.ts).
-  const gateways = statuses.gateways.filter(
-    g => !isFleetObject(snapshot.objects.Gateway.get(`${g.namespace}/${g.name}`)),
-  );
+  // A class's own GatewayClass exists only here too (ingress/fleet.ts). Its Gateway's result
+  // stays: the status stage decides its addresses (the Ingresses' status.loadBalancer) from
+  // it, and writes nothing for an object the API does not have.
   const gatewayClasses = statuses.gatewayClasses.filter(
     c => !isFleetObject(snapshot.objects.GatewayClass.get(c.name)),
   );
   if (
     routes.length === statuses.routes.length &&
     listenerSets.length === statuses.listenerSets.length &&
-    gateways.length === statuses.gateways.length &&
     gatewayClasses.length === statuses.gatewayClasses.length
   )
     return { statuses, problems };
   return {
-    statuses: { ...statuses, routes, listenerSets, gateways, gatewayClasses },
+    statuses: { ...statuses, routes, listenerSets, gatewayClasses },
     problems,
   };
 }

@@ -410,6 +410,9 @@ export class Reconciler {
     run.mark("push");
     // Provisioning stage: each Gateway's objects applied in their own queue (provision-queue.ts).
     for (const p of plans) this.#provision.offer(p);
+    // An IngressClass's fleet no class wants any more is deleted (retired-fleets.ts).
+    for (const r of built.retiredFleets)
+      this.#provision.offer({ key: r.key, manifests: [], stale: r.stale });
     run.mark("provision");
     // Status stage: Programmed and addresses decided by the fleet, writes queued (status-stage.ts).
     const decided = this.#status.run({

@@ -243,6 +243,10 @@ function attachmentEntries(
           ...(rule.maxRequestBodyBytes !== undefined && {
             maxRequestBodyBytes: rule.maxRequestBodyBytes,
           }),
+          // Endpoints this Gateway may not dial are left out: with none, every request is 500.
+          ...(rule.auth && {
+            auth: { ...rule.auth, endpoints: gatedEndpoints(egress, rule.auth.endpoints) },
+          }),
           ...(rule.cors && { cors: rule.cors }),
           ...(rule.requestHeaders && { requestHeaders: rule.requestHeaders }),
           ...(rule.responseHeaders && { responseHeaders: rule.responseHeaders }),

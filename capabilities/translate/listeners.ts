@@ -27,7 +27,8 @@ import {
   isIngressAcmeListener,
 } from "../validation/acme";
 import { acmeListener } from "./acme";
-import { ingressOnlyClass, isIngressObject } from "../ingress/fleet";
+import { ingressOnlyClass } from "../ingress/fleet";
+import { isIngressObject } from "../ingress/synthetic";
 import { resolveListenerFilters } from "./listenerfilters";
 import type { EgressPolicy } from "./egress";
 import { DEFAULT_PROXY_FLAVOR, ProxyFlavor } from "../flavor/proxy-flavor";

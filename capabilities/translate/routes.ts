@@ -19,6 +19,7 @@ import {
   HeaderOpsIR,
   MirrorIR,
   PathMatchIR,
+  RouteAuthIR,
   RetryIR,
   RewriteIR,
   SessionIR,
@@ -46,6 +47,8 @@ import { durationMs } from "../validation/session";
 import { sessionIR, sessionNeeds } from "./session";
 import { FieldProblem } from "../validation/regex";
 import { resolveBackend } from "./backends";
+import { routeAuth } from "./route-auth";
+import { isIngressObject } from "../ingress/synthetic";
 import type { Capability } from "../flavor/proxy-flavor";
 
 export type HTTPMatchTemplate = Omit<HTTPMatchIR, "hostname">;
@@ -69,6 +72,8 @@ export interface CompiledRule {
   readonly session?: SessionIR;
   readonly maxRequestBodyBytes?: number;
   readonly sourceRanges?: SourceRangesIR;
+  /** A rule made from an Ingress with auth-url (route-auth.ts). */
+  readonly auth?: RouteAuthIR;
 }
 
 export interface CompiledRoute {
@@ -94,6 +99,7 @@ export function ruleNeeds(rule: CompiledRule): Capability[] {
   const needs: Capability[] = [];
   if (rule.retry && rule.retry.codes.length > 0) needs.push("retryOnStatus");
   if (rule.mirrored) needs.push("mirror");
+  if (rule.auth) needs.push("extAuth");
   if (rule.session) needs.push(...sessionNeeds(rule.session));
   return needs;
 }
@@ -122,6 +128,8 @@ function cachedProblems<R extends object>(
 
 export function compileHTTPRoute(s: Snapshot, route: HTTPRoute): CompiledRoute {
   const problems = cachedProblems(route.spec?.rules, httpRouteRuleProblems);
+  // The `x-kengine-*` rule fields are read only from routes made from an Ingress (identity).
+  const fromIngress = isIngressObject(route);
   return compile(s, "HTTPRoute", route, (rule, i) => {
     unrunnable(problems[i]);
     const filters = rule.filters ?? [];
@@ -147,11 +155,13 @@ export function compileHTTPRoute(s: Snapshot, route: HTTPRoute): CompiledRoute {
       matches,
       filters,
       backendRefs: rule.backendRefs ?? [],
-      timeouts: timeoutsIR(rule.timeouts, rule),
+      timeouts: timeoutsIR(rule.timeouts, fromIngress ? rule : {}),
       retry: retryIR(rule.retry),
-      session: withSameSite(sessionIR(route, rule, i), rule),
-      maxRequestBodyBytes: maxRequestBody(rule),
-      sourceRanges: sourceRanges(rule),
+      session: fromIngress
+        ? withSameSite(sessionIR(route, rule, i), rule)
+        : sessionIR(route, rule, i),
+      maxRequestBodyBytes: fromIngress ? maxRequestBody(rule) : undefined,
+      sourceRanges: fromIngress ? sourceRanges(rule) : undefined,
     };
   });
 }
@@ -294,6 +304,8 @@ function compile<R extends HTTPRoute | GRPCRoute>(
       if (m.problem) refProblem ??= m.problem;
       if (m.mirror) mirrors.push(m.mirror);
     }
+    const auth = isIngressObject(route) ? routeAuth(s, kind, namespace, rule) : {};
+    if (auth.problem) refProblem ??= auth.problem;
     try {
       const own = parts(rule as never, index);
       const p = own.session || !backendSession ? own : { ...own, session: backendSession };
@@ -301,6 +313,7 @@ function compile<R extends HTTPRoute | GRPCRoute>(
         ...buildRule(index, kind, p, backends),
         ...(mirrors.length > 0 && { mirrors }),
         ...(mirrored && { mirrored }),
+        ...(auth.auth && { auth: auth.auth }),
       });
     } catch (e: unknown) {
       if (!(e instanceof RuleError)) throw e;

@@ -12,6 +12,7 @@ import { checkMatchedHeaderName, checkURLPath } from "./fields";
 import { FieldProblem, display, truncate } from "./field-problem";
 import { checkRegex, quoteRE2 } from "./regex";
 import { NGINX_ANNOTATIONS } from "./nginx-table";
+import { AuthEffect, readAuth } from "./nginx-auth";
 
 export { NGINX_ANNOTATIONS };
 export type { AnnotationEntry, Support } from "./nginx-table";
@@ -62,6 +63,8 @@ export interface NginxEffects {
   readonly maxBodyBytes?: number;
   /** server-alias: more hosts served with the paths of the Ingress's named hosts. */
   readonly aliases?: readonly string[];
+  /** auth-url (nginx-auth.ts): every request is authorized by this Service first. */
+  readonly auth?: AuthEffect;
 }
 
 /** A header match selecting a canary Ingress's rules. */
@@ -174,9 +177,10 @@ const isHostname = (h: string): boolean =>
 
 /**
  * Reads the `nginx.ingress.kubernetes.io/*` annotations of an Ingress whose class opts in.
- * Never throws; a value the proxy cannot run is a problem, never silently dropped.
+ * Never throws; a value the proxy cannot run is a problem, never silently dropped. `namespace`:
+ * the Ingress's, for an `auth-url` naming a Service by its name alone.
  */
-export function readNginxAnnotations(annotations: unknown): NginxReading {
+export function readNginxAnnotations(annotations: unknown, namespace = ""): NginxReading {
   const problems: FieldProblem[] = [];
   const warnings: string[] = [];
   const raw: Record<string, string> = {};
@@ -511,6 +515,8 @@ export function readNginxAnnotations(annotations: unknown): NginxReading {
     "canary-by-cookie",
     "affinity-mode",
     "session-cookie-expires",
+    "auth-url",
+    "auth-signin",
   ])
     if (has(name) && !problems.some(p => p.path === annotationPath(name)))
       warnings.push(
@@ -534,6 +540,12 @@ export function readNginxAnnotations(annotations: unknown): NginxReading {
       `${annotationPath("permanent-redirect")}: ignored: temporal-redirect wins, as in ingress-nginx`,
     );
 
+  const auth = readAuth(raw, namespace, bad, problems, annotationPath);
+  if (has("auth-response-headers") && !has("auth-url"))
+    warnings.push(
+      `${annotationPath("auth-response-headers")}: ignored without ${NGINX_PREFIX}auth-url`,
+    );
+
   const effects: NginxEffects = {
     sslRedirect: sslRedirect || force,
     ...(redirect && { redirect }),
@@ -547,6 +559,7 @@ export function readNginxAnnotations(annotations: unknown): NginxReading {
     ...(cors && { cors }),
     ...(affinity && { affinity }),
     ...(aliases && { aliases }),
+    ...(auth && { auth }),
     ...(maxBodyBytes !== undefined && { maxBodyBytes }),
     ...((allow || deny) && {
       sourceRanges: { ...(allow && { allow }), ...(deny && { deny }) },

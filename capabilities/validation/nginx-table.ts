@@ -207,14 +207,18 @@ export const NGINX_ANNOTATIONS: Readonly<Record<string, AnnotationEntry>> = {
     "SameSite=None is sent to every client, including those that mishandle it",
   ),
   "auth-url": {
-    support: "refused",
+    support: "partial",
     becomes:
-      "per-Ingress external authentication is not supported yet, and serving the Ingress without it would let unauthenticated requests through: use the Gateway listener's ExternalAuth filter (docs/operations.md), and remove the annotation",
+      "every request is first asked of that Service as ingress-nginx asks (a GET to the URL's path and query with the client's headers, X-Original-URL and X-Original-Method; 2xx lets it through, 401 and 403 go back to the client, anything else is a 500); the URL must name a Service of the cluster over http (<service>.<namespace>.svc[.cluster.local][:port]; another namespace needs a ReferenceGrant there for HTTPRoutes); nginx variables are refused; Bundled proxies only",
   },
-  "auth-response-headers": notYet("read only with auth-url, which is refused"),
+  "auth-response-headers": {
+    support: "supported",
+    becomes: "these headers of the authorization answer replace the client's in the request",
+  },
   "auth-signin": {
-    support: "refused",
-    becomes: "belongs to auth-url, which is refused",
+    support: "partial",
+    becomes:
+      "not redirected to: a client the authorization Service refuses gets its 401 (the request is never let through)",
   },
   "server-alias": {
     support: "supported",

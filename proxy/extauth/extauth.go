@@ -49,6 +49,9 @@
 // answer within the timeout (default 10s), that has no endpoints, or whose destination the
 // egress guard refuses (package internal/egress; logged), is a refusal with
 // status_on_error (default 403, as Envoy's ext_authz).
+//
+// With `"mode": "ingress-nginx"` the handler asks as ingress-nginx's auth-url does instead
+// (nginx.go): an Ingress's authorization server written for ingress-nginx keeps working.
 package extauth
 
 import (
@@ -98,6 +101,11 @@ type ExtAuth struct {
 	StatusOnError int            `json:"status_on_error,omitempty"`
 	// EgressGuard, when present, checks the authorization server's address at dial time.
 	EgressGuard *egress.Config `json:"egress_guard,omitempty"`
+	// Mode "ingress-nginx" (nginx.go) asks as ingress-nginx's auth-url does, at Path with Host;
+	// empty: Gateway API's HTTPExternalAuthFilter, as above.
+	Mode string `json:"mode,omitempty"`
+	Path string `json:"path,omitempty"`
+	Host string `json:"host,omitempty"`
 
 	client *http.Client
 	logger *zap.Logger
@@ -119,6 +127,9 @@ func (a *ExtAuth) Provision(ctx caddy.Context) error {
 	}
 	if a.StatusOnError == 0 {
 		a.StatusOnError = http.StatusForbidden
+		if a.Mode == ModeIngressNginx {
+			a.StatusOnError = http.StatusInternalServerError
+		}
 	}
 	if a.BodyTimeout == 0 {
 		a.BodyTimeout = caddy.Duration(10 * time.Second)
@@ -150,6 +161,24 @@ func (a *ExtAuth) Validate() error {
 	if a.PathPrefix != "" && !strings.HasPrefix(a.PathPrefix, "/") {
 		return fmt.Errorf("path_prefix %q does not start with /", a.PathPrefix)
 	}
+	switch a.Mode {
+	case "":
+		if a.Path != "" || a.Host != "" {
+			return fmt.Errorf("path and host belong to mode %q", ModeIngressNginx)
+		}
+	case ModeIngressNginx:
+		if !strings.HasPrefix(a.Path, "/") {
+			return fmt.Errorf("path %q does not start with /", a.Path)
+		}
+		if a.PathPrefix != "" || a.MaxBodyBytes != 0 || len(a.AllowedRequestHeaders) > 0 {
+			return fmt.Errorf("mode %q sends the client's headers and no body to path: path_prefix, max_body_bytes and allowed_request_headers do not apply", ModeIngressNginx)
+		}
+		if strings.ContainsAny(a.Host, " /\r\n") {
+			return fmt.Errorf("host %q is not a host", a.Host)
+		}
+	default:
+		return fmt.Errorf("unknown mode %q", a.Mode)
+	}
 	return nil
 }
 
@@ -168,6 +197,9 @@ func (a *ExtAuth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	if len(a.Dial) == 0 {
 		w.WriteHeader(a.StatusOnError)
 		return nil
+	}
+	if a.Mode == ModeIngressNginx {
+		return a.serveNginx(w, r, next)
 	}
 	var body []byte
 	if a.MaxBodyBytes > 0 && r.Body != nil && r.Body != http.NoBody {

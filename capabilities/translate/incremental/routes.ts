@@ -9,7 +9,7 @@ import { attach, parentTarget } from "../attach";
 import { compileAny, compileMaps } from "./compile";
 import { keptOrMade, stableData } from "./kept";
 import { sortedByKey } from "./order";
-import { isIngressObject } from "../../ingress/fleet";
+import { isIngressObject } from "../../ingress/synthetic";
 
 /**
  * Per route object, what it contributed to the last build that translated it: kept while the
