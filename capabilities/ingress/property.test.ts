@@ -113,6 +113,23 @@ const pools = (valid: boolean) => {
         fc.constantFrom("0", "3601", "-1", "1m", "{env.HOME}"),
       ),
       [`${P}proxy-send-timeout`]: mix(fc.constantFrom("60", "5s"), fc.constantFrom("0s", "1.5")),
+      [`${P}auth-url`]: mix(
+        fc.constantFrom(
+          "http://auth.infra.svc.cluster.local:4180/oauth2/auth",
+          "http://web:8080/verify?x=1",
+        ),
+        fc.constantFrom(
+          "https://$host/oauth2/auth",
+          "http://127.0.0.1:2019/load",
+          "http://auth.example.com/v",
+          "http://a:0/",
+          "{http.request.host}",
+        ),
+      ),
+      [`${P}auth-response-headers`]: mix(
+        fc.constantFrom("X-User", "X-User, X-Email"),
+        fc.constantFrom("Host", "a b"),
+      ),
       [`${P}use-regex`]: fc.constantFrom("true", "false"),
       [`${P}proxy-body-size`]: mix(fc.constantFrom("0", "1k", "8m"), fc.constant("8mb")),
       [`${P}server-alias`]: mix(
@@ -201,6 +218,14 @@ describe("convertIngress (property)", () => {
           for (const rule of route.spec.rules) {
             for (const v of Object.values(rule["x-kengine-proxy-timeouts"] ?? {}))
               expect(Number.isInteger(v) && v >= 1 && v <= 3600).toBe(true);
+            const auth = rule["x-kengine-external-auth"];
+            if (auth !== undefined) {
+              expect(auth.path.startsWith("/")).toBe(true);
+              expect(auth.service.port).toBeGreaterThanOrEqual(1);
+              expect(auth.service.name).toMatch(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/);
+              expect(auth.host).not.toMatch(/[{}$\s]/);
+              expect(auth.responseHeaders.map(h => h.toLowerCase())).not.toContain("host");
+            }
             const sameSite = rule["x-kengine-session-same-site"];
             if (sameSite !== undefined) {
               expect(["None", "Lax", "Strict"]).toContain(sameSite);

@@ -72,6 +72,17 @@ const hostileValues = (ports: BoundaryPorts) =>
     "None",
     "Strict",
     "None; Domain=evil.test",
+    // auth-url: the tenant's own Service, the platform's (no grant), the proxies' admin
+    // Service, the API server, loopback, outside names, nginx variables
+    "http://echo:8080/verify",
+    "http://echo.tenant.svc.cluster.local:8080/auth?x=1",
+    "http://platform.default.svc:8080/",
+    "http://gw-kengine-admin.default.svc:19443/load",
+    "http://kubernetes.default.svc:443/",
+    `http://127.0.0.1:${ports.admin}/load`,
+    "https://$host/oauth2/auth",
+    "X-User, Host",
+    "Authorization",
   );
 
 const annotationNames = fc.constantFrom(
@@ -107,6 +118,9 @@ const annotationNames = fc.constantFrom(
   "proxy-connect-timeout",
   "proxy-send-timeout",
   "session-cookie-samesite",
+  "auth-url",
+  "auth-response-headers",
+  "auth-signin",
 );
 
 /** The Ingress boundary samples whose destinations are the given ports. */
