@@ -14,7 +14,8 @@
 // A request without a valid token gets an upstream from the fallback policy (default
 // `random`), and the response carries a new token naming it: a `Set-Cookie` (mode "cookie":
 // HttpOnly, SameSite `same_site` (default Lax), Secure on TLS connections and always with
-// SameSite=None, which browsers drop otherwise, Path `path` or "/", Max-Age `max_age` when set) or the response header `name` (mode "header"). A request whose token (the cookie
+// SameSite=None, which browsers drop otherwise, Path `path` or "/", Max-Age `max_age` when
+// set) or the response header `name` (mode "header"). A request whose token (the cookie
 // or the request header `name`) names an available upstream goes to it; in header mode the
 // response repeats the token. A token is `<issued, unix seconds>.<hex HMAC-SHA256(secret,
 // dial + "|" + issued)>`: it names the upstream without showing its address, and with
