@@ -8,7 +8,12 @@
  */
 import { KubeObject, Snapshot, applyAll, snapshotOf } from "../snapshot";
 import type { BuildStage } from "./build-stage";
-import { testBuildStage as stage, testCa as ca, testNow as now } from "./testing/build";
+import {
+  EDGE_GATEWAY,
+  testBuildStage as stage,
+  testCa as ca,
+  testNow as now,
+} from "./testing/build";
 
 const AUTH_URL = "http://auth.infra.svc.cluster.local:8080/verify?x=1";
 
@@ -58,39 +63,7 @@ const endpointSlice = (ns: string, service: string, address: string) => ({
 });
 
 const base = snapshotOf([
-  {
-    apiVersion: "gateway.networking.k8s.io/v1",
-    kind: "GatewayClass",
-    metadata: { name: "kengine" },
-    spec: { controllerName: "kengine.io/gateway-controller" },
-  },
-  {
-    apiVersion: "gateway.networking.k8s.io/v1",
-    kind: "Gateway",
-    metadata: { namespace: "apps", name: "edge", uid: "g1" },
-    spec: {
-      gatewayClassName: "kengine",
-      listeners: [
-        {
-          name: "http",
-          port: 80,
-          protocol: "HTTP",
-          allowedRoutes: { namespaces: { from: "All" } },
-        },
-      ],
-    },
-  },
-  {
-    apiVersion: "discovery.k8s.io/v1",
-    kind: "EndpointSlice",
-    metadata: {
-      namespace: "apps",
-      name: "edge-kengine-admin-x1",
-      labels: { "kubernetes.io/service-name": "edge-kengine-admin" },
-    },
-    ports: [{ name: "admin", port: 19443 }],
-    endpoints: [{ addresses: ["10.244.0.6"], targetRef: { kind: "Pod", name: "p-a", uid: "ua" } }],
-  },
+  ...EDGE_GATEWAY,
   {
     apiVersion: "v1",
     kind: "Service",

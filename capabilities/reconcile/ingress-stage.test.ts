@@ -4,25 +4,18 @@
  * another class is ignored, synthetic objects get no status writes, and only a changed Ingress
  * is converted again.
  */
-import { createAuthority, generateKeyPair, issueServerCertificate } from "../pki/pki";
-import { DEFAULT_PROXY_SETTINGS } from "../provision";
+import { generateKeyPair, issueServerCertificate } from "../pki/pki";
 import { KubeObject, Snapshot, applyAll, snapshotOf } from "../snapshot";
-import { BuildStage } from "./build-stage";
+import type { BuildStage } from "./build-stage";
 import { IngressStage } from "./ingress-stage";
-import type { GatedPlan } from "./isolation";
+import {
+  EDGE_GATEWAY,
+  testBuildStage as stage,
+  testCa as ca,
+  testNow as now,
+} from "./testing/build";
 
-const now = new Date("2026-11-20T00:00:00Z");
-const signing = (() => {
-  const r = createAuthority({
-    commonName: "controller CA",
-    keys: generateKeyPair(),
-    notBefore: now,
-    lifetimeDays: 3650,
-  });
-  if (!r.ok) throw new Error(r.error);
-  return r.value;
-})();
-const ca = { signing, trusted: [signing.certificatePem] };
+const signing = ca.signing;
 
 const ingress = (name: string, path: string, extra: Record<string, unknown> = {}): KubeObject =>
   ({
@@ -56,39 +49,7 @@ const ingress = (name: string, path: string, extra: Record<string, unknown> = {}
   }) as unknown as KubeObject;
 
 const base = snapshotOf([
-  {
-    apiVersion: "gateway.networking.k8s.io/v1",
-    kind: "GatewayClass",
-    metadata: { name: "kengine" },
-    spec: { controllerName: "kengine.io/gateway-controller" },
-  },
-  {
-    apiVersion: "gateway.networking.k8s.io/v1",
-    kind: "Gateway",
-    metadata: { namespace: "apps", name: "edge", uid: "g1" },
-    spec: {
-      gatewayClassName: "kengine",
-      listeners: [
-        {
-          name: "http",
-          port: 80,
-          protocol: "HTTP",
-          allowedRoutes: { namespaces: { from: "All" } },
-        },
-      ],
-    },
-  },
-  {
-    apiVersion: "discovery.k8s.io/v1",
-    kind: "EndpointSlice",
-    metadata: {
-      namespace: "apps",
-      name: "edge-kengine-admin-x1",
-      labels: { "kubernetes.io/service-name": "edge-kengine-admin" },
-    },
-    ports: [{ name: "admin", port: 19443 }],
-    endpoints: [{ addresses: ["10.244.0.6"], targetRef: { kind: "Pod", name: "p-a", uid: "ua" } }],
-  },
+  ...EDGE_GATEWAY,
   {
     apiVersion: "v1",
     kind: "Service",
@@ -120,20 +81,6 @@ const base = snapshotOf([
   ingress("bad", "/(.*)"),
   { ...ingress("other", "/"), spec: { ingressClassName: "nginx", rules: [] } },
 ] as unknown as KubeObject[]);
-
-function stage() {
-  const isolation = {
-    refused: () => [],
-    gate: <P extends GatedPlan>(plan: P): P => plan,
-    retain: () => {},
-  };
-  return new BuildStage({
-    defaults: DEFAULT_PROXY_SETTINGS,
-    namespace: "kengine-system",
-    log: { warn() {}, error() {} },
-    isolation,
-  });
-}
 
 const configText = (out: ReturnType<BuildStage["run"]>): string =>
   Buffer.from(out.plans[0]!.targets[0]!.config.bytes).toString();

@@ -236,19 +236,11 @@ func (a *ExtAuth) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		body = read
 	}
 	req, err := a.authRequest(r, body)
-	var res *http.Response
-	if err == nil {
-		res, err = a.client.Do(req)
-	}
-	if err != nil {
-		a.logger.Debug("authorization server unreachable", zap.Error(err))
-		w.WriteHeader(a.StatusOnError)
+	res, done := a.ask(w, req, err)
+	if res == nil {
 		return nil
 	}
-	defer func() {
-		_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
-		_ = res.Body.Close()
-	}()
+	defer done()
 	if res.StatusCode != http.StatusOK {
 		outbound.RemoveHopByHop(res.Header)
 		res.Header.Del("Content-Length")
@@ -280,6 +272,25 @@ func cleanRequestPath(r *http.Request) {
 	r.URL.RawPath = ""
 	if strings.HasPrefix(r.RequestURI, "/") {
 		r.RequestURI = r.URL.RequestURI()
+	}
+}
+
+// ask sends the authorization request (or takes the error of making it): nil when the server
+// cannot be asked, the refusal with status_on_error written; otherwise its answer and what
+// ends it (the rest of its body drained, up to 64 KiB, so the connection can be reused).
+func (a *ExtAuth) ask(w http.ResponseWriter, req *http.Request, err error) (*http.Response, func()) {
+	var res *http.Response
+	if err == nil {
+		res, err = a.client.Do(req)
+	}
+	if err != nil {
+		a.logger.Debug("authorization server unreachable", zap.Error(err))
+		w.WriteHeader(a.StatusOnError)
+		return nil, nil
+	}
+	return res, func() {
+		_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
+		_ = res.Body.Close()
 	}
 }
 

@@ -18,13 +18,11 @@ package extauth
 
 import (
 	"context"
-	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-	"go.uber.org/zap"
 
 	"kengine.io/gateway/proxy/internal/outbound"
 )
@@ -71,19 +69,11 @@ func (a *ExtAuth) nginxRequest(r *http.Request) (*http.Request, error) {
 
 func (a *ExtAuth) serveNginx(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
 	req, err := a.nginxRequest(r)
-	var res *http.Response
-	if err == nil {
-		res, err = a.client.Do(req)
-	}
-	if err != nil {
-		a.logger.Debug("authorization server unreachable", zap.Error(err))
-		w.WriteHeader(a.StatusOnError)
+	res, done := a.ask(w, req, err)
+	if res == nil {
 		return nil
 	}
-	defer func() {
-		_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
-		_ = res.Body.Close()
-	}()
+	defer done()
 	if !nginxAnswer(w, res) {
 		return nil
 	}

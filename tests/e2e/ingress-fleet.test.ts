@@ -11,7 +11,7 @@
  */
 import { createNamespace, deleteNamespace, eventually, kubectl, kubectlOk } from "../support/kube";
 import { PeprDev, startModule } from "../support/module";
-import { jsonpath, writeReportSection } from "../support/demo-gateway";
+import { ScenarioRow, jsonpath, writeScenarioRows } from "../support/demo-gateway";
 import { demoSample } from "../support/manifests";
 import { proxyPods } from "../support/proxy-pods";
 import { get } from "../support/traffic";
@@ -174,7 +174,7 @@ describe("an IngressClass with proxies of its own", () => {
   const proxies = `${gateway}-kengine`;
   const owned = ownedBy(gateway);
   const started = Date.now();
-  const rows: { scenario: string; proved: string; checks: number }[] = [];
+  const rows: ScenarioRow[] = [];
 
   beforeAll(async () => {
     dev = await startModule();
@@ -194,13 +194,7 @@ describe("an IngressClass with proxies of its own", () => {
   }, 420_000);
 
   afterAll(async () => {
-    if (rows.length)
-      writeReportSection("ingressFleet", "tests/e2e/ingress-fleet.test.ts", {
-        durationMs: Date.now() - started,
-        scenariosPassed: rows.length,
-        checks: rows.reduce((n, r) => n + r.checks, 0),
-        scenarios: rows,
-      });
+    writeScenarioRows("ingressFleet", "tests/e2e/ingress-fleet.test.ts", started, rows);
     await dev?.stop();
     kubectl(["delete", "ingressclass", className, "--ignore-not-found"]);
     if (team) deleteNamespace(team);

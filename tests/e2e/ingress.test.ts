@@ -22,7 +22,8 @@ import {
   jsonpath,
   selfSigned,
   settled,
-  writeReportSection,
+  ScenarioRow,
+  writeScenarioRows,
 } from "../support/demo-gateway";
 import { get, steadyClient } from "../support/traffic";
 
@@ -157,7 +158,7 @@ describe("Ingress v1 on the Gateway's proxies", () => {
   const className = `kengine-e2e-${Date.now().toString(36)}`;
   const started = Date.now();
   /** One row per test that passed: what it proved and how many checks on real traffic/API. */
-  const rows: { scenario: string; proved: string; checks: number }[] = [];
+  const rows: ScenarioRow[] = [];
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "kg-ing-"));
@@ -179,13 +180,7 @@ describe("Ingress v1 on the Gateway's proxies", () => {
   }, 420_000);
 
   afterAll(async () => {
-    if (rows.length)
-      writeReportSection("ingress", "tests/e2e/ingress.test.ts", {
-        durationMs: Date.now() - started,
-        scenariosPassed: rows.length,
-        checks: rows.reduce((n, r) => n + r.checks, 0),
-        scenarios: rows,
-      });
+    writeScenarioRows("ingress", "tests/e2e/ingress.test.ts", started, rows);
     await dev?.stop();
     if (className) kubectl(["delete", "ingressclass", className, "--ignore-not-found"]);
     if (ns) deleteNamespace(ns);

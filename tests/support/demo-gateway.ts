@@ -186,3 +186,26 @@ export function writeReportSection(section: string, suite: string, body: object)
   report[section] = { suite, date: new Date().toISOString(), commit, ...body };
   writeFileSync(file, JSON.stringify(report, null, 2) + "\n");
 }
+
+/** One scenario a suite proved: what, and how many checks on real traffic or the API. */
+export interface ScenarioRow {
+  readonly scenario: string;
+  readonly proved: string;
+  readonly checks: number;
+}
+
+/** Writes a suite's passed scenarios as `section` of reports/e2e.json (nothing when none passed). */
+export function writeScenarioRows(
+  section: string,
+  suite: string,
+  startedMs: number,
+  rows: readonly ScenarioRow[],
+): void {
+  if (rows.length === 0) return;
+  writeReportSection(section, suite, {
+    durationMs: Date.now() - startedMs,
+    scenariosPassed: rows.length,
+    checks: rows.reduce((n, r) => n + r.checks, 0),
+    scenarios: rows,
+  });
+}

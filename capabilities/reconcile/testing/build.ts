@@ -3,6 +3,7 @@ import { createAuthority, generateKeyPair } from "../../pki/pki";
 import { DEFAULT_PROXY_SETTINGS } from "../../provision";
 import { BuildStage } from "../build-stage";
 import type { GatedPlan } from "../isolation";
+import type { KubeObject } from "../../snapshot";
 
 export const testNow = new Date("2026-11-20T00:00:00Z");
 
@@ -33,3 +34,43 @@ export function testBuildStage(): BuildStage {
     isolation,
   });
 }
+
+/**
+ * Our GatewayClass `kengine` and Gateway `apps/edge` (HTTP on 80, routes from every namespace)
+ * with one proxy pod `p-a` on its admin Service: what the Ingress tests serve through.
+ */
+export const EDGE_GATEWAY = [
+  {
+    apiVersion: "gateway.networking.k8s.io/v1",
+    kind: "GatewayClass",
+    metadata: { name: "kengine" },
+    spec: { controllerName: "kengine.io/gateway-controller" },
+  },
+  {
+    apiVersion: "gateway.networking.k8s.io/v1",
+    kind: "Gateway",
+    metadata: { namespace: "apps", name: "edge", uid: "g1" },
+    spec: {
+      gatewayClassName: "kengine",
+      listeners: [
+        {
+          name: "http",
+          port: 80,
+          protocol: "HTTP",
+          allowedRoutes: { namespaces: { from: "All" } },
+        },
+      ],
+    },
+  },
+  {
+    apiVersion: "discovery.k8s.io/v1",
+    kind: "EndpointSlice",
+    metadata: {
+      namespace: "apps",
+      name: "edge-kengine-admin-x1",
+      labels: { "kubernetes.io/service-name": "edge-kengine-admin" },
+    },
+    ports: [{ name: "admin", port: 19443 }],
+    endpoints: [{ addresses: ["10.244.0.6"], targetRef: { kind: "Pod", name: "p-a", uid: "ua" } }],
+  },
+] as unknown as readonly KubeObject[];
