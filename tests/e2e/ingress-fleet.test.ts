@@ -14,42 +14,7 @@ import { PeprDev, startModule } from "../support/module";
 import { ScenarioRow, jsonpath, writeScenarioRows } from "../support/demo-gateway";
 import { demoSample } from "../support/manifests";
 import { proxyPods } from "../support/proxy-pods";
-import { get } from "../support/traffic";
-import { request } from "node:http";
-
-/** One GET on port 80 with headers: status, WWW-Authenticate and body. */
-const call = (
-  address: string,
-  host: string,
-  path: string,
-  headers: Record<string, string> = {},
-): Promise<{ status: number; www: string; body: string }> =>
-  new Promise(resolve => {
-    const req = request(
-      {
-        host: address,
-        port: 80,
-        path,
-        headers: { Host: host, ...headers },
-        timeout: 5000,
-        agent: false,
-      },
-      res => {
-        let body = "";
-        res.on("data", d => (body += d));
-        res.on("end", () =>
-          resolve({
-            status: res.statusCode ?? 0,
-            www: String(res.headers["www-authenticate"] ?? ""),
-            body,
-          }),
-        );
-      },
-    );
-    req.on("timeout", () => req.destroy(new Error("timeout")));
-    req.on("error", () => resolve({ status: 0, www: "", body: "" }));
-    req.end();
-  });
+import { call, get } from "../support/traffic";
 
 /**
  * A real authorization server (Caddy): `Bearer good` is granted (X-User: alice, and what it
@@ -424,7 +389,7 @@ describe("an IngressClass with proxies of its own", () => {
     const ungranted = await eventually(
       "a 500 while the authorization Service is not granted",
       async () => {
-        const r = await call(address, HOSTNAME, "/items", { Authorization: "Bearer good" });
+        const r = await call(address, HOSTNAME, "/items", "GET", { Authorization: "Bearer good" });
         return r.status === 500 ? r : undefined;
       },
       90_000,
@@ -450,11 +415,12 @@ describe("an IngressClass with proxies of its own", () => {
       },
       90_000,
     );
-    expect(anonymous.www).toBe('Bearer realm="e2e"');
-    expect(
-      (await call(address, HOSTNAME, "/items", { Authorization: "Bearer banned" })).status,
-    ).toBe(403);
-    const granted = await call(address, HOSTNAME, "/items?q=1", {
+    expect(anonymous.headers["www-authenticate"]).toBe('Bearer realm="e2e"');
+    const banned = await call(address, HOSTNAME, "/items", "GET", {
+      Authorization: "Bearer banned",
+    });
+    expect(banned.status).toBe(403);
+    const granted = await call(address, HOSTNAME, "/items?q=1", "GET", {
       Authorization: "Bearer good",
       "X-User": "admin",
     });

@@ -12,7 +12,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type IncomingHttpHeaders, request } from "node:http";
+import { request } from "node:http";
 import { type Socket, createServer } from "node:net";
 import { connect } from "node:tls";
 import { createNamespace, deleteNamespace, eventually, kubectl, kubectlOk } from "../support/kube";
@@ -25,7 +25,7 @@ import {
   ScenarioRow,
   writeScenarioRows,
 } from "../support/demo-gateway";
-import { get, steadyClient } from "../support/traffic";
+import { call, get, steadyClient } from "../support/traffic";
 
 const DOMAIN = "ing.kengine.local";
 const HOST = "shop.ingress.test";
@@ -102,37 +102,6 @@ const servedNames = (address: string, servername: string): Promise<string> =>
       resolve("");
       s.destroy();
     });
-  });
-
-/** One plain HTTP request on port 80: status, response headers and body. */
-const call = (
-  address: string,
-  host: string,
-  p: string,
-  method = "GET",
-  headers: Record<string, string> = {},
-  body?: Buffer,
-): Promise<{ status: number; headers: IncomingHttpHeaders; body: string }> =>
-  new Promise(resolve => {
-    const req = request(
-      {
-        host: address,
-        port: 80,
-        path: p,
-        method,
-        headers: { Host: host, ...headers },
-        timeout: 5000,
-        agent: false,
-      },
-      res => {
-        let body = "";
-        res.on("data", d => (body += d));
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
-      },
-    );
-    req.on("timeout", () => req.destroy(new Error("timeout")));
-    req.on("error", () => resolve({ status: 0, headers: {}, body: "" }));
-    req.end(body);
   });
 
 /** Status and Location of a plain HTTP GET on port 80 (redirects are not followed). */

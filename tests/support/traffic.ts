@@ -1,8 +1,9 @@
 /**
  * Traffic through a Gateway's LoadBalancer address (127.20.x.x on the local cluster): one GET,
- * and a steady client that counts every failed request. Loopback addresses only.
+ * one request with a method, headers and a body (`call`), and a steady client that counts every
+ * failed request. Loopback addresses only.
  */
-import { request } from "node:http";
+import { type IncomingHttpHeaders, request } from "node:http";
 import { Worker } from "node:worker_threads";
 
 export interface Reply {
@@ -132,3 +133,34 @@ export function steadyClient(
     },
   };
 }
+
+/** One plain HTTP request on port 80: status, response headers and body. */
+export const call = (
+  address: string,
+  host: string,
+  p: string,
+  method = "GET",
+  headers: Record<string, string> = {},
+  body?: Buffer,
+): Promise<{ status: number; headers: IncomingHttpHeaders; body: string }> =>
+  new Promise(resolve => {
+    const req = request(
+      {
+        host: address,
+        port: 80,
+        path: p,
+        method,
+        headers: { Host: host, ...headers },
+        timeout: 5000,
+        agent: false,
+      },
+      res => {
+        let body = "";
+        res.on("data", d => (body += d));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+      },
+    );
+    req.on("timeout", () => req.destroy(new Error("timeout")));
+    req.on("error", () => resolve({ status: 0, headers: {}, body: "" }));
+    req.end(body);
+  });
