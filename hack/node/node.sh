@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The real node (opt-in, see README.md): containerd + runc + CNI (bridge, host-local, loopback,
-# portmap) + the real kubelet + kube-scheduler + kube-proxy (iptables) + CoreDNS, beside the
-# control plane hack/cluster.sh runs.
+# portmap) + the real kubelet + kube-scheduler + kube-proxy (iptables) + CoreDNS (a pod, see
+# coredns.yaml), beside the control plane hack/cluster.sh runs.
 #
 #   hack/node/node.sh up      start it (the control plane must be up: hack/cluster.sh up, or
 #                             KENGINE_NODE=real hack/cluster.sh up, which calls this)
@@ -10,7 +10,7 @@
 #   hack/node/node.sh status  print what runs
 #
 # State: .local/node/ (KG_LOCAL_DIR moves it with the cluster's), logs: .local/logs/{containerd,
-# real-kubelet,kube-scheduler,kube-proxy,coredns}.log. The Node is kengine-local (the kubelet's certificate in
+# real-kubelet,kube-scheduler,kube-proxy,services}.log. The Node is kengine-local (the kubelet's certificate in
 # .local/pki names it), InternalIP 10.244.0.1 on the bridge kg-cni0 (in that certificate's SANs).
 set -euo pipefail
 
@@ -29,7 +29,16 @@ pod_cidr=10.244.0.0/24
 pause_ref=registry.k8s.io/pause:3.10.1
 echo_ref=registry.k8s.io/gateway-api/echo-basic:kg-node
 probe_ref=kengine.io/kg-probe:kg-node
-components=(containerd real-kubelet kube-scheduler kube-proxy coredns services)
+# CoreDNS's image (coredns.yaml names it) and the kube-dns Service's address, the kubelet's
+# clusterDNS (in hack/cluster.sh's service CIDR).
+coredns_ref=registry.k8s.io/coredns/coredns:v1.15.0
+dns_ip=10.96.0.10
+# Images the Gateway API and Ingress conformance suites and the tests name (import_images).
+coredns_conformance_ref=registry.k8s.io/coredns/coredns:v1.12.2
+ingress_echo_ref=k8s.gcr.io/ingressconformance/echoserver:v0.0.1
+ingress_echo_digest=sha256:9b34b17f391f87fb2155f01da2f2f90b7a4a5c1110ed84cb5379faa4f570dc52
+caddy28_ref=docker.io/library/caddy:2.8.4
+components=(containerd real-kubelet kube-scheduler kube-proxy services)
 
 log() { printf 'node: %s\n' "$*" >&2; }
 die() { printf 'node: error: %s\n' "$*" >&2; exit 1; }
@@ -170,6 +179,7 @@ authorization: {mode: Webhook}
 clusterDomain: cluster.local
 podLogsDir: $state/pod-logs
 resolvConf: /etc/resolv.conf
+clusterDNS: [$dns_ip]
 # Imported images can not be pulled again: never collect them; evict on nothing but a full disk.
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
@@ -179,26 +189,6 @@ serializeImagePulls: false
 EOF
   leaf kube-scheduler system:kube-scheduler
   kubeconfig "$state/kube-scheduler.kubeconfig" "$state/pki/kube-scheduler.crt" "$state/pki/kube-scheduler.key"
-  # CoreDNS, a host process answering on the bridge address (the kubelet's clusterDNS): its
-  # kubernetes plugin reads the API server on loopback, which a pod could not reach here.
-  if [ -x "$bin/coredns" ]; then
-    leaf coredns kengine-local:coredns
-    kubeconfig "$state/coredns.kubeconfig" "$state/pki/coredns.crt" "$state/pki/coredns.key"
-    cat >"$state/Corefile" <<EOF
-.:53 {
-  bind $node_ip
-  errors
-  ready 127.0.0.1:10181
-  kubernetes cluster.local in-addr.arpa ip6.arpa {
-    kubeconfig $state/coredns.kubeconfig kengine-local
-    pods insecure
-    fallthrough in-addr.arpa ip6.arpa
-  }
-  cache 30
-}
-EOF
-    printf 'clusterDNS: [%s]\n' "$node_ip" >>"$state/kubelet/config.yaml"
-  fi
   # kube-proxy as system:kube-proxy (the default ClusterRoleBinding system:node-proxier).
   leaf kube-proxy system:kube-proxy
   kubeconfig "$state/kube-proxy.kubeconfig" "$state/pki/kube-proxy.crt" "$state/pki/kube-proxy.key"
@@ -234,22 +224,52 @@ remember_machine() {
   touch "$state/machine/saved"
 }
 
+# Names an imported image also goes by (containerd resolves the exact name; hack/kubelet matches
+# a repository whatever its tag).
+tag_image() { # BIN REF NAME...
+  local ctr=("$1/ctr" --address "$sock" -n k8s.io) ref=$2 name
+  shift 2
+  for name in "$@"; do
+    "${ctr[@]}" images tag --force --local "$ref" "$name" >>"$logs/containerd.log" 2>&1 ||
+      die "could not tag $ref as $name (log: $logs/containerd.log)"
+  done
+}
+
 import_images() { # BIN
   local bin=$1 ctr=("$1/ctr" --address "$sock" -n k8s.io)
   bash "$root/hack/node/oci-archive.sh" "$state/images/pause.tar" "$pause_ref" '["/kg-probe","pause"]' 65535 "$bin/kg-probe"
   bash "$root/hack/node/oci-archive.sh" "$state/images/echo.tar" "$echo_ref" '["/echo-basic"]' 65534 "$bin/echo-basic" "$bin/kg-probe"
   bash "$root/hack/node/oci-archive.sh" "$state/images/probe.tar" "$probe_ref" '["/kg-probe"]' 65534 "$bin/kg-probe"
-  for i in pause echo probe; do
+  bash "$root/hack/node/oci-archive.sh" "$state/images/coredns.tar" "$coredns_ref" '["/coredns"]' 65532 "$bin/coredns"
+  # The Gateway API conformance suite's UDP backend (v1.6.1's manifests) runs CoreDNS as the
+  # image's user with NET_BIND_SERVICE added: root, as a capability can not be added to a
+  # non-root user here. The same layer as the image above.
+  bash "$root/hack/node/oci-archive.sh" "$state/images/coredns-root.tar" "$coredns_conformance_ref" '["/coredns"]' 0 "$bin/coredns"
+  # The upstream Ingress conformance suite's echo server (hack/peers/ingress-conformance).
+  bash "$root/hack/node/oci-archive.sh" "$state/images/ingress-echo.tar" "$ingress_echo_ref" '["/echoserver"]' 65534 "$bin/ingress-echo=/echoserver"
+  # Stock Caddy 2.8.4 (hack/peers/caddy-2.8: the release the Kengine flavour forks), laid out as
+  # the official image is: /usr/bin/caddy, root, the Caddyfile command as default arguments.
+  OCI_ENV='["PATH=/usr/bin:/","XDG_CONFIG_HOME=/config","XDG_DATA_HOME=/data"]' \
+    OCI_CMD='["caddy","run","--config","/etc/caddy/Caddyfile","--adapter","caddyfile"]' \
+    bash "$root/hack/node/oci-archive.sh" "$state/images/caddy-2.8.tar" "$caddy28_ref" null 0 "$bin/caddy-2.8=/usr/bin/caddy"
+  for i in pause echo probe coredns coredns-root ingress-echo caddy-2.8; do
     "${ctr[@]}" images import --local --platform linux/amd64 "$state/images/$i.tar" >>"$logs/containerd.log" 2>&1 ||
       die "could not import $i.tar into containerd (log: $logs/containerd.log)"
   done
-  # The echo image under the names the samples and tests use (hack/kubelet matches a repository
-  # whatever its tag; containerd needs the exact name).
+  # The echo image under the names the samples, the tests and the Gateway API conformance suites
+  # use (v1.6.1's manifests and v1.7.0's; echo-advanced too, as hack/kubelet runs echo-basic for it).
   local tag
-  for tag in v1 v1.6.1 v20251204-v1.4.1; do
-    "${ctr[@]}" images tag --force "$echo_ref" "registry.k8s.io/gateway-api/echo-basic:$tag" >>"$logs/containerd.log" 2>&1 ||
-      die "could not tag the echo image as echo-basic:$tag (log: $logs/containerd.log)"
+  for tag in v1 v1.6.1 v20251204-v1.4.1 v1.5.1 v1.6.0-dev.2 v1.6.0-dev.3; do
+    tag_image "$bin" "$echo_ref" "registry.k8s.io/gateway-api/echo-basic:$tag"
   done
+  tag_image "$bin" "$echo_ref" registry.k8s.io/gateway-api/echo-advanced:v1.5.1 \
+    registry.k8s.io/gateway-api/conformance/echo-basic:v0.1.0 \
+    registry.k8s.io/gateway-api/conformance/echo-basic:v0.2.0 \
+    registry.k8s.io/gateway-api/conformance/echo-advanced:v0.1.0
+  # The Ingress suite names its echo server by tag and digest; the kubelet looks the image up by
+  # the name without the tag (repository@digest), which this import can only have as a name.
+  tag_image "$bin" "$ingress_echo_ref" "${ingress_echo_ref%:*}@$ingress_echo_digest"
+  tag_image "$bin" "$caddy28_ref" docker.io/library/caddy:2.8
   # The Bundled proxy's image, an OCI layout build-peers.sh writes (its index names it in full).
   local layout
   layout="$(dirname "$bin")/image"
@@ -257,6 +277,11 @@ import_images() { # BIN
     tar -C "$layout" -cf "$state/images/proxy.tar" . &&
       "${ctr[@]}" images import --local --platform linux/amd64 "$state/images/proxy.tar" >>"$logs/containerd.log" 2>&1 ||
       log "warning: could not import the proxy image from $layout (log: $logs/containerd.log)"
+    # Stock Caddy as the tests name it (docker.io/library/caddy:2.11, e.g. an external auth
+    # server): the Bundled build, Caddy 2.11.9, which hack/kubelet runs for it too.
+    local proxy_ref
+    proxy_ref=$(sed -n 's/.*"org.opencontainers.image.ref.name": *"\([^"]*\)".*/\1/p' "$layout/index.json" | head -n 1)
+    [ -z "$proxy_ref" ] || tag_image "$bin" "$proxy_ref" docker.io/library/caddy:2.11
   fi
 }
 
@@ -266,7 +291,7 @@ up() {
   command -v iptables >/dev/null || die "iptables is not installed (apt-get install -y iptables)"
   [ -f "$pki/kubelet.crt" ] || die "no cluster PKI in $pki: start the control plane first (hack/cluster.sh up)"
   local cache bin kc
-  cache=$(bash "$root/hack/build-peers.sh" node echo-basic kubectl | tail -n 1)
+  cache=$(bash "$root/hack/build-peers.sh" node echo-basic kubectl ingress-echo caddy-2.8 | tail -n 1)
   bin="$cache/node-bin"
   kc=("$bin/kubectl" --kubeconfig "$local_dir/kubeconfig")
   mkdir -p "$run" "$logs" "$state"
@@ -295,25 +320,6 @@ up() {
   wait_for "the Node kengine-local to be Ready" 120 real-kubelet \
     "${kc[@]}" wait --for condition=Ready --timeout=1s node/kengine-local
   wait_for "kube-proxy's /healthz" 60 kube-proxy curl -fsS http://127.0.0.1:10256/healthz
-  if [ -f "$state/Corefile" ]; then
-    "${kc[@]}" apply -f - >/dev/null <<'EOF'
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: {name: "kengine-local:coredns"}
-rules:
-- {apiGroups: [""], resources: [services, pods, namespaces], verbs: [list, watch]}
-- {apiGroups: [discovery.k8s.io], resources: [endpointslices], verbs: [list, watch]}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: {name: "kengine-local:coredns"}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "kengine-local:coredns"}
-subjects:
-- {apiGroup: rbac.authorization.k8s.io, kind: User, name: "kengine-local:coredns"}
-EOF
-    start coredns "$bin/coredns" -conf "$state/Corefile"
-    wait_for "CoreDNS /ready" 60 coredns curl -fsS http://127.0.0.1:10181/ready
-  fi
   # What no upstream component gives a node without a cloud (services.ts): LoadBalancer
   # addresses, and the API server for pods on the bridge address, where the `kubernetes`
   # Service's endpoints point (the API server runs --endpoint-reconciler-type none).
@@ -332,6 +338,10 @@ addressType: IPv4
 endpoints: [{addresses: ["$node_ip"], conditions: {ready: true}}]
 ports: [{name: https, port: 6443, protocol: TCP}]
 EOF
+  # CoreDNS, a pod reading the API server through the `kubernetes` Service (so after the above).
+  "${kc[@]}" apply -f "$root/hack/node/coredns.yaml" >/dev/null
+  wait_for "CoreDNS to be ready (kube-system/coredns)" 120 real-kubelet \
+    "${kc[@]}" -n kube-system wait --for condition=Available --timeout=1s deployment/coredns
   log "ready: node kengine-local runs $("${kc[@]}" get node kengine-local -o jsonpath='{.status.nodeInfo.containerRuntimeVersion}')"
 }
 
@@ -381,7 +391,6 @@ down() {
   local bin="" m d
   [ -f "$state/bin" ] && bin=$(cat "$state/bin")
   stop_one services
-  stop_one coredns
   stop_one kube-proxy
   stop_one kube-scheduler
   stop_one real-kubelet

@@ -29,6 +29,18 @@ interface ContainerStatus {
   readonly lastState?: { readonly terminated?: { readonly reason?: string } };
 }
 
+/** The upstream Ingress conformance suite's echo server, as it names it (tag and digest). */
+const INGRESS_ECHO =
+  "k8s.gcr.io/ingressconformance/echoserver:v0.0.1@sha256:9b34b17f391f87fb2155f01da2f2f90b7a4a5c1110ed84cb5379faa4f570dc52";
+
+/** crictl on the node's containerd, from the host. */
+const crictl = (...args: string[]): string =>
+  execFileSync(
+    join(readFileSync(join(localDir, "node", "bin"), "utf8").trim(), "crictl"),
+    ["--runtime-endpoint", `unix://${join(localDir, "node", "containerd.sock")}`, ...args],
+    { encoding: "utf8" },
+  ).trim();
+
 describe("the real node (KENGINE_NODE=real)", () => {
   beforeAll(() => {
     // npm run test:real-node sets it; without it the cluster would run hack/kubelet instead
@@ -179,8 +191,31 @@ describe("the real node (KENGINE_NODE=real)", () => {
     expect(body).toMatchObject({ path: "/through-lb", pod: "kg-echo" });
   });
 
-  test("a pod resolves a Service name through CoreDNS", async () => {
+  test("a pod resolves a Service name through CoreDNS (a pod behind kube-dns, 10.96.0.10)", async () => {
     const clusterIP = echoClusterIP();
+    // CoreDNS runs as a pod of the node (hack/node/coredns.yaml), the kubelet's clusterDNS
+    expect(
+      kubectlOk([
+        "get",
+        "service",
+        "-n",
+        "kube-system",
+        "kube-dns",
+        "-o",
+        "jsonpath={.spec.clusterIP}",
+      ]),
+    ).toBe("10.96.0.10");
+    expect(
+      kubectlOk([
+        "get",
+        "deployment",
+        "-n",
+        "kube-system",
+        "coredns",
+        "-o",
+        "jsonpath={.status.readyReplicas}",
+      ]),
+    ).toBe("1");
     const name = `kg-echo.${ns}.svc.cluster.local`;
     const addresses = await eventually(`${name} from the pod`, () => {
       const r = kubectl(["exec", "-n", ns, "kg-echo", "--", "/kg-probe", "lookup", name]);
@@ -241,13 +276,6 @@ describe("the real node (KENGINE_NODE=real)", () => {
     });
     expect(body).toBe("real node");
     // the container's process, seen from the host through CRI
-    const bin = readFileSync(join(localDir, "node", "bin"), "utf8").trim();
-    const crictl = (...args: string[]) =>
-      execFileSync(
-        join(bin, "crictl"),
-        ["--runtime-endpoint", `unix://${join(localDir, "node", "containerd.sock")}`, ...args],
-        { encoding: "utf8" },
-      ).trim();
     const id = crictl(
       "ps",
       "-q",
@@ -265,6 +293,89 @@ describe("the real node (KENGINE_NODE=real)", () => {
     expect(field("Seccomp")).toBe("2");
     expect(field("NoNewPrivs")).toBe("1");
     expect(() => writeFileSync(`/proc/${pid}/root/.kg-write-test`, "x")).toThrow(/EROFS|read-only/);
+  });
+
+  test("the images the suites name are imported and run (Gateway API and Ingress conformance, stock Caddy)", async () => {
+    // each name resolves to an image in containerd, without a pull (hack/node/node.sh import_images)
+    for (const image of [
+      "registry.k8s.io/gateway-api/echo-basic:v1.5.1",
+      "registry.k8s.io/gateway-api/echo-basic:v1.6.0-dev.2",
+      "registry.k8s.io/gateway-api/echo-advanced:v1.5.1",
+      "registry.k8s.io/gateway-api/conformance/echo-basic:v0.1.0",
+      "registry.k8s.io/gateway-api/conformance/echo-advanced:v0.1.0",
+      "registry.k8s.io/coredns/coredns:v1.12.2",
+      INGRESS_ECHO,
+      "docker.io/library/caddy:2.8",
+      "docker.io/library/caddy:2.11",
+    ])
+      expect(
+        crictl("inspecti", "-o", "go-template", "--template", "{{.status.id}}", image),
+      ).toMatch(/^sha256:/);
+    // the Ingress suite's echo server, named as the suite names it (tag and digest), and stock
+    // Caddy 2.8 started by its image's default arguments replaced as a pod's args replace them
+    const pods = [
+      {
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name: "kg-ingress-echo", namespace: ns },
+        spec: {
+          containers: [
+            {
+              name: "echo",
+              image: INGRESS_ECHO,
+              env: [{ name: "POD_NAME", value: "kg-ingress-echo" }],
+              readinessProbe: { httpGet: { path: "/", port: 3000 }, periodSeconds: 1 },
+            },
+          ],
+        },
+      },
+      {
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name: "kg-caddy-28", namespace: ns },
+        spec: {
+          containers: [
+            {
+              name: "caddy",
+              image: "docker.io/library/caddy:2.8",
+              imagePullPolicy: "Never",
+              args: ["caddy", "respond", "--listen", ":8080", "stock caddy"],
+              readinessProbe: { tcpSocket: { port: 8080 }, periodSeconds: 1 },
+            },
+          ],
+        },
+      },
+    ];
+    for (const pod of pods) kubectlOk(["apply", "-f", "-"], JSON.stringify(pod));
+    for (const pod of pods)
+      kubectlOk([
+        "wait",
+        "-n",
+        ns,
+        "--for",
+        "condition=Ready",
+        "--timeout=120s",
+        `pod/${pod.metadata.name}`,
+      ]);
+    const ipOf = (pod: string) =>
+      kubectlOk(["get", "pod", "-n", ns, pod, "-o", "jsonpath={.status.podIP}"]);
+    const echo = await eventually("the Ingress suite's echo server", async () => {
+      const r = await fetch(`http://${ipOf("kg-ingress-echo")}:3000/ingress`, {
+        signal: AbortSignal.timeout(3000),
+      });
+      return r.ok ? ((await r.json()) as { path: string; pod: string }) : undefined;
+    });
+    expect(echo).toMatchObject({ path: "/ingress", pod: "kg-ingress-echo" });
+    const caddy = await eventually("stock Caddy 2.8", async () => {
+      const r = await fetch(`http://${ipOf("kg-caddy-28")}:8080/`, {
+        signal: AbortSignal.timeout(3000),
+      });
+      return r.ok ? r.text() : undefined;
+    });
+    expect(caddy).toBe("stock caddy");
+    expect(kubectlOk(["exec", "-n", ns, "kg-caddy-28", "--", "caddy", "version"])).toMatch(
+      /^v2\.8\.4/,
+    );
   });
 
   test("a pod that allocates 256 MiB under a 32 MiB limit is OOM-killed", async () => {
