@@ -34,6 +34,7 @@ const fleetGateways = new WeakMap<
 >();
 /** Fleet GatewayClasses the stage made. */
 const fleetClasses = new WeakSet<object>();
+
 /** The IngressClass a fleet Gateway serves, or undefined for any other Gateway. */
 export const ingressOnlyClass = (gateway: unknown): string | undefined =>
   typeof gateway === "object" && gateway !== null

@@ -45,11 +45,11 @@ export function routeAuth(
     typeof a.host === "string" &&
     headers.every(h => typeof h === "string" && TOKEN.test(h));
   const id = shaped ? `${svc.namespace}/${svc.name}:${port}` : "invalid";
-  const refused = (message: string) => ({
+  const refused = (reason: string, message: string) => ({
     auth: { id, endpoints: [], path: "/", host: "", responseHeaders: [] },
-    problem: { reason: "BackendNotFound", message },
+    problem: { reason, message },
   });
-  if (!shaped) return refused("the authorization Service is not usable");
+  if (!shaped) return refused("BackendNotFound", "the authorization Service is not usable");
   const r = resolveBackend(s, kind, namespace, {
     group: "",
     kind: "Service",
@@ -57,11 +57,7 @@ export function routeAuth(
     namespace: svc.namespace as string,
     port: port as number,
   });
-  if (!r.ok)
-    return {
-      ...refused(`authorization ${r.message}`),
-      problem: { reason: r.reason, message: `authorization ${r.message}` },
-    };
+  if (!r.ok) return refused(r.reason, `authorization ${r.message}`);
   return {
     auth: {
       id: r.id,
