@@ -13,6 +13,7 @@ import {
   testBuildStage as stage,
   testCa as ca,
   testNow as now,
+  tenantRoute,
 } from "./testing/build";
 
 const AUTH_URL = "http://auth.infra.svc.cluster.local:8080/verify?x=1";
@@ -161,26 +162,14 @@ describe("auth-url through the build stage", () => {
   });
 
   it("a tenant's HTTPRoute carrying the rule field gets no authorization handler from it", () => {
-    const tenant = {
-      apiVersion: "gateway.networking.k8s.io/v1",
-      kind: "HTTPRoute",
-      metadata: { namespace: "team", name: "own", generation: 1 },
-      spec: {
-        parentRefs: [{ name: "edge", namespace: "apps" }],
-        hostnames: ["own.example.com"],
-        rules: [
-          {
-            backendRefs: [{ name: "web", port: 8080 }],
-            "x-kengine-external-auth": {
-              service: { namespace: "infra", name: "auth", port: 8080 },
-              path: "/verify",
-              host: "auth",
-              responseHeaders: [],
-            },
-          },
-        ],
+    const tenant = tenantRoute({
+      "x-kengine-external-auth": {
+        service: { namespace: "infra", name: "auth", port: 8080 },
+        path: "/verify",
+        host: "auth",
+        responseHeaders: [],
       },
-    } as unknown as KubeObject;
+    });
     const out = stage().run({
       snapshot: upsert(upsert(base, grant), tenant),
       translate: true,

@@ -13,6 +13,7 @@ import {
   testBuildStage as stage,
   testCa as ca,
   testNow as now,
+  tenantRoute,
 } from "./testing/build";
 
 const signing = ca.signing;
@@ -302,23 +303,11 @@ describe("Ingress through the build stage", () => {
   });
 
   it("a tenant's HTTPRoute carrying the connection-timeout or SameSite rule field gets neither", () => {
-    const tenant = {
-      apiVersion: "gateway.networking.k8s.io/v1",
-      kind: "HTTPRoute",
-      metadata: { namespace: "team", name: "own", generation: 1 },
-      spec: {
-        parentRefs: [{ name: "edge", namespace: "apps" }],
-        hostnames: ["own.example.com"],
-        rules: [
-          {
-            backendRefs: [{ name: "web", port: 8080 }],
-            sessionPersistence: { type: "Cookie", sessionName: "own" },
-            "x-kengine-proxy-timeouts": { connect: 7, send: 9 },
-            "x-kengine-session-same-site": "None",
-          },
-        ],
-      },
-    } as unknown as KubeObject;
+    const tenant = tenantRoute({
+      sessionPersistence: { type: "Cookie", sessionName: "own" },
+      "x-kengine-proxy-timeouts": { connect: 7, send: 9 },
+      "x-kengine-session-same-site": "None",
+    });
     const slice = {
       apiVersion: "discovery.k8s.io/v1",
       kind: "EndpointSlice",

@@ -74,3 +74,20 @@ export const EDGE_GATEWAY = [
     endpoints: [{ addresses: ["10.244.0.6"], targetRef: { kind: "Pod", name: "p-a", uid: "ua" } }],
   },
 ] as unknown as readonly KubeObject[];
+
+/**
+ * A tenant's own HTTPRoute `team/own` on `apps/edge` for own.example.com to Service web:8080,
+ * its one rule carrying `ruleFields` (e.g. the `x-kengine-*` fields only the ingress stage's
+ * routes may carry).
+ */
+export const tenantRoute = (ruleFields: Record<string, unknown>): KubeObject =>
+  ({
+    apiVersion: "gateway.networking.k8s.io/v1",
+    kind: "HTTPRoute",
+    metadata: { namespace: "team", name: "own", generation: 1 },
+    spec: {
+      parentRefs: [{ name: "edge", namespace: "apps" }],
+      hostnames: ["own.example.com"],
+      rules: [{ backendRefs: [{ name: "web", port: 8080 }], ...ruleFields }],
+    },
+  }) as unknown as KubeObject;
