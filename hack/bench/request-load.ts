@@ -15,12 +15,21 @@
  *   limit).
  *
  * The load generator is hack/peers/loadgen (Go, keep-alive connections in a closed loop).
+ * Cases: 1 route and 3,000 routes (a known and an unknown host) over plain HTTP/1.1; then one
+ * route over TLS (HTTP/1.1), over HTTP/2 (TLS, ALPN h2) and with a header filter (the route sets
+ * a request header and adds a response header; the minimal config's `headers` handler does the
+ * same, the response header deferred so that it follows the backend's own, as Gateway API's
+ * "add" appends). TLS cases use one certificate for `*.bench.local`, from a Secret on the Gateway's
+ * HTTPS listener (ours, stock) or loaded as PEM (minimal); the backend answers plain HTTP, so
+ * `direct` has no TLS case.
+ *
  * Targets alternate in rounds (ours, minimal, stock, direct, ours, …) so the machine's noise
  * falls on all alike; each target gets a throughput run (`conns` connections) and a latency run
  * (one connection: the added latency per request, without queueing) per round. Ratios and
  * differences are taken within a round, then the median over rounds.
  */
 import { ChildProcess, spawn, spawnSync } from "node:child_process";
+import { get as httpGet } from "node:http";
 import { loadavg } from "node:os";
 import { join } from "node:path";
 import { sealGatewayConfig } from "../../capabilities/reconcile/plan";
@@ -28,6 +37,11 @@ import { KubeObject, snapshotOf } from "../../capabilities/snapshot";
 import { translate } from "../../capabilities/translate";
 import { CONTROLLER_NAME } from "../../capabilities/ownership";
 import { ProxyFlavor } from "../../capabilities/flavor/proxy-flavor";
+import {
+  createAuthority,
+  generateKeyPair,
+  issueServerCertificate,
+} from "../../capabilities/pki/pki";
 import { peerBin } from "../peers";
 import { Caddy, startCaddy } from "../../tests/support/caddy";
 import { startManagedCaddy, ManagedCaddy } from "../../tests/support/managed-caddy";
@@ -240,13 +254,111 @@ export interface RequestLoadOptions {
 /** The route every known-host request goes to: PathPrefix / to one Service, no filter. */
 const PROBE = 0;
 const ECHO_PATH = "/health";
+const TLS_SECRET = "bench-tls";
 
-/** The workload of `routes` routes on one Gateway, route PROBE made simple, endpoints on loopback. */
-async function objectsFor(routes: number, echoPort: number): Promise<KubeObject[]> {
-  const opts = { routes, gateways: 1 };
-  const objects = snapshotObjects(opts).map(o =>
-    o.kind === "HTTPRoute" && o.metadata.name === `r${PROBE}` ? httpRoute(PROBE, opts, true) : o,
+/** What a case asks of the configs beside the route count. */
+interface Shape {
+  /** An HTTPS listener (port 443) terminating with one certificate, instead of HTTP on 80. */
+  readonly tls?: boolean;
+  /** The probe route sets a request header and adds a response header. */
+  readonly filter?: boolean;
+}
+
+interface Certificate {
+  readonly cert: string;
+  readonly key: string;
+}
+
+/** One self-signed chain for `*.bench.local` (the leaf, issued by a throwaway CA). */
+function benchCertificate(): Certificate {
+  const must = <T>(r: { ok: true; value: T } | { ok: false; error: unknown }): T => {
+    if (!r.ok) throw new Error(`certificate: ${JSON.stringify(r.error)}`);
+    return r.value;
+  };
+  const notBefore = new Date(Date.now() - 60_000);
+  const ca = must(
+    createAuthority({
+      commonName: "kengine bench CA",
+      keys: generateKeyPair(),
+      notBefore,
+      lifetimeDays: 2,
+    }),
   );
+  const leaf = must(
+    issueServerCertificate(ca, {
+      commonName: "*.bench.local",
+      dnsNames: ["*.bench.local"],
+      keys: generateKeyPair(),
+      notBefore,
+      lifetimeDays: 1,
+    }),
+  );
+  return { cert: leaf.certificatePem, key: leaf.privateKey.reveal() };
+}
+
+const listenerPort = (shape: Shape): number => (shape.tls ? 443 : 80);
+
+/**
+ * The workload of `routes` routes on one Gateway, route PROBE made simple (with the header
+ * filter when asked), the listener HTTPS when asked, endpoints on loopback.
+ */
+async function objectsFor(
+  routes: number,
+  echoPort: number,
+  shape: Shape,
+  certificate: Certificate,
+): Promise<KubeObject[]> {
+  const opts = { routes, gateways: 1 };
+  const probe = (o: KubeObject): KubeObject => {
+    const route = httpRoute(PROBE, opts, true) as KubeObject & {
+      spec: { rules: Record<string, unknown>[] };
+    };
+    if (shape.filter)
+      route.spec.rules[0].filters = [
+        {
+          type: "RequestHeaderModifier",
+          requestHeaderModifier: { set: [{ name: "X-Bench-Route", value: "r0" }] },
+        },
+        {
+          type: "ResponseHeaderModifier",
+          responseHeaderModifier: { add: [{ name: "X-Served-By", value: "kengine" }] },
+        },
+      ];
+    return o.kind === "HTTPRoute" ? route : o;
+  };
+  const https = (o: KubeObject): KubeObject =>
+    ({
+      ...o,
+      spec: {
+        ...(o as unknown as { spec: Record<string, unknown> }).spec,
+        listeners: [
+          {
+            name: "https",
+            port: 443,
+            protocol: "HTTPS",
+            tls: { mode: "Terminate", certificateRefs: [{ name: TLS_SECRET }] },
+          },
+        ],
+      },
+    }) as KubeObject;
+  const objects = snapshotObjects(opts).map(o =>
+    o.kind === "HTTPRoute" && o.metadata.name === `r${PROBE}`
+      ? probe(o)
+      : shape.tls && o.kind === "Gateway"
+        ? https(o)
+        : o,
+  );
+  if (shape.tls)
+    objects.push({
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: TLS_SECRET, namespace: "bench" },
+      type: "kubernetes.io/tls",
+      data: {
+        "tls.crt": Buffer.from(certificate.cert).toString("base64"),
+        "tls.key": Buffer.from(certificate.key).toString("base64"),
+      },
+    } as unknown as KubeObject);
   return withLoopbackEndpoints(objects, async () => echoPort);
 }
 
@@ -258,6 +370,7 @@ async function loadOurs(
   proxy: ManagedCaddy,
   objects: readonly KubeObject[],
   setup: Extract<Setup, { kind: "ours" }>,
+  shape: Shape,
 ): Promise<number> {
   const t = translate(snapshotOf(withProxyFlavor(objects, setup.flavor)), {
     controllerName: CONTROLLER_NAME,
@@ -266,7 +379,7 @@ async function loadOurs(
   const port = await freePort("127.0.0.1");
   const sealed = sealGatewayConfig(t.gateways[0], proxy.spec, {
     bindHost: "127.0.0.1",
-    portOffset: port - 80,
+    portOffset: port - listenerPort(shape),
     ...setup.render,
   });
   if (!sealed.ok) throw new Error(`seal: ${JSON.stringify(sealed.error)}`);
@@ -283,7 +396,8 @@ async function loadOurs(
 /**
  * A hand-written config doing the same routing: the hosts → the echo server (every backend of
  * the scenario is that server), anything else → 404. One `host` matcher holds every host
- * (Caddy sorts a long list and searches it).
+ * (Caddy sorts a long list and searches it). With `tls`, the server terminates TLS with that
+ * certificate; with `filter`, a `headers` handler does what the probe route's filters do.
  */
 export function minimalConfig(
   adminAddress: string,
@@ -291,7 +405,14 @@ export function minimalConfig(
   hosts: readonly string[],
   echoPort: number,
   metrics = false,
+  shape: Shape = {},
+  certificate?: Certificate,
 ): object {
+  const headers = {
+    handler: "headers",
+    request: { set: { "X-Bench-Route": ["r0"] } },
+    response: { add: { "X-Served-By": ["kengine"] }, deferred: true },
+  };
   return {
     admin: { listen: adminAddress, config: { persist: false } },
     apps: {
@@ -301,10 +422,12 @@ export function minimalConfig(
           bench: {
             listen: [`127.0.0.1:${port}`],
             automatic_https: { disable: true },
+            ...(shape.tls && { tls_connection_policies: [{}] }),
             routes: [
               {
                 match: [{ host: hosts }],
                 handle: [
+                  ...(shape.filter ? [headers] : []),
                   { handler: "reverse_proxy", upstreams: [{ dial: `127.0.0.1:${echoPort}` }] },
                 ],
                 terminal: true,
@@ -314,8 +437,26 @@ export function minimalConfig(
           },
         },
       },
+      ...(shape.tls &&
+        certificate && {
+          tls: {
+            certificates: { load_pem: [{ certificate: certificate.cert, key: certificate.key }] },
+          },
+        }),
     },
   };
+}
+
+/** The header filter case measures nothing unless the filter runs: one request shows it does. */
+async function mustFilter(port: number, host: string, target: string): Promise<void> {
+  const added = await new Promise<string | undefined>((resolve, reject) =>
+    httpGet({ host: "127.0.0.1", port, path: ECHO_PATH, headers: { host }, agent: false }, res => {
+      res.resume();
+      res.on("end", () => resolve(res.headers["x-served-by"] as string | undefined));
+    }).on("error", reject),
+  );
+  if (added !== "kengine")
+    throw new Error(`header filter case, ${target}: X-Served-By is ${added ?? "absent"}`);
 }
 
 async function mustLoad(caddy: Caddy, config: object | string): Promise<void> {
@@ -394,6 +535,7 @@ async function profileUnderLoad(
   host: string,
   conns: number,
   seconds: number,
+  client: readonly string[],
 ): Promise<void> {
   const curl = spawn(
     "curl",
@@ -409,7 +551,7 @@ async function profileUnderLoad(
   );
   const done = new Promise<number | null>(resolve => curl.on("exit", resolve));
   await sleep(200);
-  runLoad(port, host, conns, seconds + 1);
+  runLoad(port, host, conns, seconds + 1, client);
   const code = await done;
   if (code !== 0) throw new Error(`pprof: curl exited ${code}`);
 }
@@ -431,45 +573,72 @@ export async function benchRequestLoad(
       if (setup.kind === "ours") proxies.set(name, await startManagedCaddy(`rl-${name}`));
       else if (setup.kind === "minimal")
         proxies.set(name, await startCaddy({ name: `rl-${name}` }));
-    const plan = [
-      { name: "1 route", routes: 1, unknown: false },
-      { name: "3,000 routes, known host", routes: 3000, unknown: false },
-      { name: "3,000 routes, unknown host", routes: 3000, unknown: true },
+    const certificate = benchCertificate();
+    const plan: readonly {
+      name: string;
+      routes: number;
+      unknown: boolean;
+      shape: Shape;
+      /** Load generator flags. */
+      client?: readonly string[];
+    }[] = [
+      { name: "1 route", routes: 1, unknown: false, shape: {} },
+      { name: "3,000 routes, known host", routes: 3000, unknown: false, shape: {} },
+      { name: "3,000 routes, unknown host", routes: 3000, unknown: true, shape: {} },
+      { name: "1 route, TLS", routes: 1, unknown: false, shape: { tls: true }, client: ["-tls"] },
+      { name: "1 route, HTTP/2", routes: 1, unknown: false, shape: { tls: true }, client: ["-h2"] },
+      { name: "1 route, header filter", routes: 1, unknown: false, shape: { filter: true } },
     ].filter(c => !options.filter || c.name.includes(options.filter));
-    let loaded = 0;
+    let loaded = "";
     const ports: Record<string, number> = { direct: echo.port };
     for (const c of plan) {
-      if (loaded !== c.routes) {
-        const objects = await objectsFor(c.routes, echo.port);
+      const key = JSON.stringify([c.routes, c.shape]);
+      if (loaded !== key) {
+        const objects = await objectsFor(c.routes, echo.port, c.shape, certificate);
         const hosts = Array.from({ length: c.routes }, (_, i) => routeHost(i));
         for (const [name, setup] of Object.entries(setups)) {
           const proxy = proxies.get(name);
           if (setup.kind === "ours")
-            ports[name] = await loadOurs(proxy as ManagedCaddy, objects, setup);
+            ports[name] = await loadOurs(proxy as ManagedCaddy, objects, setup, c.shape);
           else if (setup.kind === "minimal") {
             const caddy = proxy as Caddy;
             ports[name] = await freePort("127.0.0.1");
             await mustLoad(
               caddy,
-              minimalConfig(caddy.adminAddress, ports[name], hosts, echo.port, setup.metrics),
+              minimalConfig(
+                caddy.adminAddress,
+                ports[name],
+                hosts,
+                echo.port,
+                setup.metrics,
+                c.shape,
+                certificate,
+              ),
             );
           }
         }
-        loaded = c.routes;
+        loaded = key;
       }
       const host = c.unknown ? "unknown.bench.local" : routeHost(PROBE);
       const status = c.unknown ? 404 : 200;
-      // The backend answers every host: the floor only means something for a known one.
-      const targets = Object.keys(setups).filter(t => !(c.unknown && t === "direct"));
+      // The backend answers every host, over plain HTTP only: the floor means something for a
+      // known host without TLS.
+      const targets = Object.keys(setups).filter(
+        t => !((c.unknown || c.shape.tls) && t === "direct"),
+      );
+      if (c.shape.filter)
+        for (const t of targets.filter(x => x !== "direct")) await mustFilter(ports[t]!, host, t);
       const runs: Record<string, Pair[]> = {};
       log(`requestLoad: ${c.name}: ${rounds} rounds of ${targets.join(", ")}`);
       for (let k = 0; k < rounds; k++)
         for (const t of targets) {
           const pid = t === "direct" ? echo.child.pid! : pidOf(proxies.get(t)!);
           const c0 = cpuMs(pid);
-          const load: LoadRun = runLoad(ports[t]!, host, conns, seconds);
+          // TLS reaches the proxies only; the backend is plain HTTP.
+          const client = t === "direct" ? [] : (c.client ?? []);
+          const load: LoadRun = runLoad(ports[t]!, host, conns, seconds, client);
           load.cpuUsPerRequest = r1(((cpuMs(pid) - c0) * 1000) / load.all);
-          const one = runLoad(ports[t]!, host, 1, seconds);
+          const one = runLoad(ports[t]!, host, 1, seconds, client);
           for (const run of [load, one]) {
             const bad = Object.keys(run.statuses).filter(s => s !== String(status));
             if (run.errors > 0 || bad.length > 0 || run.requests === 0)
@@ -483,7 +652,15 @@ export async function benchRequestLoad(
         const file = join(options.profileDir, `ours-${c.name.replace(/[^a-z0-9]+/gi, "-")}.pprof`);
         log(`requestLoad: ${c.name}: CPU profile of ours under load → ${file}`);
         const ours = proxies.get("ours") as ManagedCaddy;
-        await profileUnderLoad(ours.caddy.adminSocket, file, ports.ours!, host, conns, 10);
+        await profileUnderLoad(
+          ours.caddy.adminSocket,
+          file,
+          ports.ours!,
+          host,
+          conns,
+          10,
+          c.client ?? [],
+        );
       }
       const summary: Record<string, TargetSummary> = {};
       for (const t of targets) {
