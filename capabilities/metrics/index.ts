@@ -52,6 +52,8 @@ export interface StatusMetrics {
   failed(kind: string, reason: StatusFailureReason): void;
   /** Status writes delayed or merged by the writer's rate limit. */
   coalesced(kind: string, count: number): void;
+  /** One accepted write: its wait in the writer's batch and its PATCH round trip (ms). */
+  timed(kind: string, waitMs: number, writeMs: number): void;
 }
 
 const statusWrites = new Counter({
@@ -85,12 +87,32 @@ const statusCoalesced = new Counter({
   registers: [registry],
 });
 
+const STATUS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const statusWaitSeconds = new Histogram({
+  name: `${METRIC_PREFIX}status_write_wait_seconds`,
+  help: "Time a written status update waited in its batch for one of the writer's slots (32 in flight), by kind.",
+  labelNames: ["kind"],
+  buckets: STATUS_BUCKETS,
+  registers: [registry],
+});
+const statusWriteSeconds = new Histogram({
+  name: `${METRIC_PREFIX}status_write_seconds`,
+  help: "Round trip of an accepted status write (PATCH of /status, conflict retries included), by kind.",
+  labelNames: ["kind"],
+  buckets: STATUS_BUCKETS,
+  registers: [registry],
+});
+
 export const statusMetrics: StatusMetrics = {
   written: kind => statusWrites.inc({ kind }),
   unchanged: (kind, count) => count > 0 && statusUnchanged.inc({ kind }, count),
   conflict: kind => statusConflicts.inc({ kind }),
   failed: (kind, reason) => statusFailures.inc({ kind, reason }),
   coalesced: (kind, count) => count > 0 && statusCoalesced.inc({ kind }, count),
+  timed: (kind, waitMs, writeMs) => {
+    statusWaitSeconds.observe({ kind }, waitMs / 1000);
+    statusWriteSeconds.observe({ kind }, writeMs / 1000);
+  },
 };
 
 const isLeader = new Gauge({

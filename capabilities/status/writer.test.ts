@@ -159,3 +159,37 @@ describe("StatusWriter memory", () => {
     }
   });
 });
+
+describe("StatusWriter timings", () => {
+  it("reports each accepted write's wait for a slot and its round trip", async () => {
+    const s = store();
+    const slow: StatusApi = {
+      ...s.api,
+      writeStatus: async u => {
+        await sleep(40);
+        return s.api.writeStatus(u);
+      },
+    };
+    const timed: { kind: string; waitMs: number; writeMs: number }[] = [];
+    const w = new StatusWriter({
+      api: slow,
+      isLeader: () => true,
+      recompute: () => undefined,
+      concurrency: 2,
+      observer: {
+        written: () => {},
+        conflict: () => {},
+        failed: () => {},
+        timed: (kind, waitMs, writeMs) => timed.push({ kind, waitMs, writeMs }),
+      },
+    });
+    await w.write([up("HTTPRoute", "a", 1), up("HTTPRoute", "b", 1), up("HTTPRoute", "c", 1)]);
+    expect(timed).toHaveLength(3);
+    expect(timed.every(t => t.kind === "HTTPRoute" && t.writeMs >= 35)).toBe(true);
+    // two slots: the first two start at once, the third after one of them is done
+    const waits = timed.map(t => t.waitMs).sort((a, b) => a - b);
+    expect(waits[1]).toBeLessThan(20);
+    expect(waits[2]).toBeGreaterThanOrEqual(35);
+    w.close();
+  });
+});

@@ -97,6 +97,11 @@ export interface StatusObserver {
   failed(kind: StatusKind, reason: FailureReason): void;
   /** Updates replaced by a newer one for the same object before being written. */
   coalesced?(kind: StatusKind, count: number): void;
+  /**
+   * An accepted write: how long it waited in its batch for a slot, and its round trip (ms,
+   * conflict retries included).
+   */
+  timed?(kind: StatusKind, waitMs: number, writeMs: number): void;
 }
 
 /** At most this many keys in the log of written objects. */
@@ -261,16 +266,21 @@ export class StatusWriter {
     let conflicts = 0;
     const failed: { update: StatusUpdate; error: string }[] = [];
     const queue = [...updates];
+    const batchAt = performance.now();
     const worker = async () => {
       for (let u = queue.shift(); u; u = queue.shift()) {
         const key = keyOf(u.kind, u.namespace, u.name);
         this.#inflight.add(key);
         this.#lastWriteAt.set(key, Date.now());
+        const startAt = performance.now();
         const r = await this.#writeOne(u).finally(() => this.#inflight.delete(key));
         conflicts += r.conflicts;
         if (r.ok) {
           written += r.wrote ? 1 : 0;
-          if (r.wrote) this.o.observer?.written(u.kind);
+          if (r.wrote) {
+            this.o.observer?.written(u.kind);
+            this.o.observer?.timed?.(u.kind, startAt - batchAt, performance.now() - startAt);
+          }
         } else {
           failed.push({ update: u, error: r.error });
           this.o.observer?.failed(u.kind, r.reason);

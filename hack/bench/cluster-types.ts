@@ -2,6 +2,7 @@
  * What the cluster benchmarks (hack/bench/cluster.ts) take and give: the scenarios, their
  * options and the shape of their results (hack/bench/index.ts writes them to the report).
  */
+import type { SettleResult } from "./cluster-settle";
 import { ProxyFlavor } from "../../capabilities/flavor/proxy-flavor";
 
 export const CLUSTER_SCENARIOS = [
@@ -133,7 +134,7 @@ export interface ClusterResults {
     driverLoopDelayP99Ms: number;
     driverLoopDelayMaxMs: number;
   };
-  settle?: { routes: number; ms: number; createMs: number; afterLastCreateMs: number };
+  settle?: SettleResult;
   /** Main's proxy on the Bundled flavour (route-table deltas), then on stock Caddy (/load). */
   propagation?: { bundled?: PropagationResult; caddy?: PropagationResult };
   churn?: { bundled?: ChurnResult; caddy?: ChurnResult };

@@ -14,6 +14,7 @@ import { KubeObject } from "../../capabilities/snapshot";
 import { steadyClient } from "../../tests/support/traffic";
 import { PeprDev, startPeprDev } from "../pepr-dev";
 import { admissionScenario } from "./cluster-admission";
+import { SETTLE_SAMPLES, settleSamples } from "./cluster-settle";
 import { fanoutScenario } from "./cluster-fanout";
 import { restartResult } from "./cluster-restart";
 import {
@@ -58,7 +59,6 @@ import {
 } from "./cluster-types";
 import {
   gatewayReady,
-  gatewayStatus,
   pollUntilServed,
   proxyPods,
   until,
@@ -175,29 +175,8 @@ export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> 
       )
     )
       mainReady = await step("settle", async () => {
-        const routes = mainRoutes(0, 1000);
-        const settled = watchAccepted(adminKube, `bench-set=${MAIN}`, MAIN, 1000, 600_000);
-        const t0 = now();
-        await createRoutes(adminKube, routes);
-        const tCreated = now();
-        const tAccepted = await settled;
-        await until(
-          "attachedRoutes 1000",
-          async () =>
-            (await gatewayStatus(adminKube, MAIN)).status?.listeners?.[0]?.attachedRoutes === 1000
-              ? true
-              : undefined,
-          600_000,
-          20,
-        );
-        const tDone = Math.max(tAccepted, now());
+        results.settle = await settleSamples(adminKube, mainRoutes(0, 1000), SETTLE_SAMPLES, log);
         mainCount = 1000;
-        results.settle = {
-          routes: 1000,
-          ms: Math.round(tDone - t0),
-          createMs: Math.round(tCreated - t0),
-          afterLastCreateMs: Math.round(tDone - tCreated),
-        };
         log(`settle: ${JSON.stringify(results.settle)}`);
         await gatewayReady(adminKube, MAIN, mainCount, 1);
         await sleep(3000);
