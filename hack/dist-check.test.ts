@@ -6,6 +6,7 @@ import {
   HELM_RELEASE_MAX_BYTES,
   checkBudgets,
   checkBundle,
+  heapLimitProblems,
   helmReleaseBytes,
   namespacedRbac,
   wildcardProblems,
@@ -108,5 +109,43 @@ describe("npm run build checks", () => {
     });
     expect(r.ok).toBe(false);
     expect(r.message).toMatch(/^the module Secret is over its budget of 900\.0 KiB/);
+  });
+});
+
+describe("controller heap limit", () => {
+  const deployment = (nodeOptions: string | undefined, memory: string | undefined) => ({
+    kind: "Deployment",
+    metadata: { name: "pepr-x-watcher" },
+    spec: {
+      template: {
+        spec: {
+          containers: [
+            {
+              env: nodeOptions === undefined ? [] : [{ name: "NODE_OPTIONS", value: nodeOptions }],
+              resources: memory === undefined ? {} : { limits: { memory } },
+            },
+          ],
+        },
+      },
+    },
+  });
+
+  it("accepts a heap limit within three quarters of the memory limit", () => {
+    expect(
+      heapLimitProblems([deployment("--max-old-space-size=320 --max-semi-space-size=4", "512Mi")]),
+    ).toEqual([]);
+  });
+
+  it("names a container without a limit, with one too large, or without a memory limit", () => {
+    expect(heapLimitProblems([deployment(undefined, "512Mi")])).toEqual([
+      "pepr-x-watcher: no --max-old-space-size in NODE_OPTIONS",
+    ]);
+    expect(heapLimitProblems([deployment("--max-old-space-size=400", "512Mi")])).toEqual([
+      "pepr-x-watcher: heap limit 400 MiB is over three quarters of the memory limit 512Mi",
+    ]);
+    expect(heapLimitProblems([deployment("--max-old-space-size=300", undefined)])).toEqual([
+      "pepr-x-watcher: heap limit 300 MiB but no readable memory limit",
+    ]);
+    expect(heapLimitProblems([{ kind: "Service" }])).toEqual([]);
   });
 });

@@ -251,3 +251,54 @@ export function namespacedRbac(uuid: string, namespace = CONTROLLER_NAMESPACE) {
     },
   ] as const;
 }
+
+/** A Deployment as Pepr generates it (the fields the heap check reads). */
+export interface ControllerDeployment {
+  readonly kind?: string;
+  readonly metadata?: { readonly name?: string };
+  readonly spec?: {
+    readonly template?: {
+      readonly spec?: {
+        readonly containers?: readonly {
+          readonly env?: readonly { readonly name: string; readonly value?: string }[];
+          readonly resources?: { readonly limits?: { readonly memory?: string } };
+        }[];
+      };
+    };
+  };
+}
+
+/** Bytes of a Kubernetes memory quantity (Ki, Mi, Gi and plain bytes; what Pepr writes). */
+const memoryBytes = (q: string): number | undefined => {
+  const m = /^(\d+)(Ki|Mi|Gi)?$/.exec(q);
+  if (!m) return undefined;
+  return Number(m[1]) * { "": 1, Ki: 1024, Mi: 2 ** 20, Gi: 2 ** 30 }[m[2] ?? ""]!;
+};
+
+/**
+ * Each controller container's V8 heap limit (`--max-old-space-size` in NODE_OPTIONS) must fit
+ * inside its memory limit with room for what is not JavaScript heap (Node's code, buffers, the
+ * young generation): at most three quarters of it. Without a limit V8 sizes the heap itself and
+ * the pod can be OOM-killed before V8 collects.
+ */
+export function heapLimitProblems(objects: readonly ControllerDeployment[]): string[] {
+  const problems: string[] = [];
+  for (const d of objects) {
+    if (d?.kind !== "Deployment") continue;
+    for (const c of d.spec?.template?.spec?.containers ?? []) {
+      const flags = c.env?.find(e => e.name === "NODE_OPTIONS")?.value ?? "";
+      const heapMiB = Number(/--max-old-space-size=(\d+)/.exec(flags)?.[1] ?? 0);
+      const limit = c.resources?.limits?.memory;
+      const limitBytes = limit === undefined ? undefined : memoryBytes(limit);
+      const name = d.metadata?.name ?? "?";
+      if (!heapMiB) problems.push(`${name}: no --max-old-space-size in NODE_OPTIONS`);
+      else if (limitBytes === undefined)
+        problems.push(`${name}: heap limit ${heapMiB} MiB but no readable memory limit`);
+      else if (heapMiB * 2 ** 20 > 0.75 * limitBytes)
+        problems.push(
+          `${name}: heap limit ${heapMiB} MiB is over three quarters of the memory limit ${limit}`,
+        );
+    }
+  }
+  return problems;
+}

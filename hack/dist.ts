@@ -36,6 +36,7 @@ import {
   helmReleaseBytes,
   namespacedRbac,
   wildcardProblems,
+  heapLimitProblems,
 } from "./dist-check";
 import { chartEdits, splitServiceAccounts } from "./service-accounts";
 import { scopeValidatingWebhooks, webhookChartTemplate } from "./webhook";
@@ -71,6 +72,11 @@ const clusterRole = generated.find(o => o?.kind === "ClusterRole");
 console.log(
   `ClusterRole ${clusterRole?.metadata?.name}: ${clusterRole?.rules?.length} rules, no wildcard`,
 );
+
+// 2b. The controllers' V8 heap fits their memory limit (package.json pepr.env.NODE_OPTIONS).
+const heap = heapLimitProblems(generated);
+if (heap.length) fail(`heap limits in ${moduleYaml}:\n  ${heap.join("\n  ")}`);
+console.log("watcher and admission: V8 heap limit within three quarters of the memory limit");
 
 // 3. The admission webhook, scoped (hack/webhook.ts).
 const documents = generated.map(o =>

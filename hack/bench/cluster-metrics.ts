@@ -6,7 +6,7 @@
 import { spawnSync } from "node:child_process";
 import { readFileSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { HeapExhausted, MemoryReading } from "./cluster-types";
+import { HeapExhausted, MemoryReading, heapLimitOf } from "./cluster-types";
 import { Kube } from "./kube";
 import { now, round, sleep } from "./stats";
 import { Agent, request } from "undici";
@@ -136,7 +136,7 @@ export function heapWatch(): {
 
 export async function controllerMemory(
   routes: number,
-  heapLimitMiB: number,
+  moduleFlags: readonly string[],
 ): Promise<MemoryReading> {
   const status = readFileSync(`/proc/${controllerPid()}/status`, "utf8");
   const field = (name: string) =>
@@ -147,7 +147,8 @@ export async function controllerMemory(
   return {
     routes,
     rssMiB: field("VmRSS"),
-    heapLimitMiB,
+    heapLimitMiB: heapLimitOf(moduleFlags),
+    nodeFlags: moduleFlags.join(" "),
     fileMiB: field("RssFile"),
     anonMiB: field("RssAnon"),
     heapUsedMiB: heap("used"),

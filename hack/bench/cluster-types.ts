@@ -2,6 +2,7 @@
  * What the cluster benchmarks (hack/bench/cluster.ts) take and give: the scenarios, their
  * options and the shape of their results (hack/bench/index.ts writes them to the report).
  */
+import { readFileSync } from "node:fs";
 import type { SettleResult } from "./cluster-settle";
 import { ProxyFlavor } from "../../capabilities/flavor/proxy-flavor";
 
@@ -29,21 +30,35 @@ export interface ClusterOptions {
   /** Called after every scenario with the results so far. */
   readonly onProgress?: (results: ClusterResults) => void;
   /**
-   * The module's V8 heap limit (NODE_OPTIONS --max-old-space-size, MiB), as a deployed module's
-   * would be; 0: none (V8's default for this machine's memory).
+   * The module's V8 flags (its process only, not `pepr dev`'s build): by default the deployed
+   * module's (`deployedNodeFlags`); `--heap-limit=MiB` replaces the old-space limit.
    */
-  readonly heapLimitMiB: number;
+  readonly moduleFlags: readonly string[];
 }
 
 /**
- * A deployed-like heap limit (`--heap-limit=256`): half of the memory limit Pepr 1.1.4 gives its
- * watcher and admission Deployments (512Mi; they set no NODE_OPTIONS), leaving the rest to what
- * is not JavaScript heap. Not the default: with it the module ran out of heap before 2,000 routes
- * (docs/bench.md), which would end every scenario after settle.
+ * The V8 flags the deployed module runs with: the `NODE_OPTIONS` of package.json's `pepr.env`,
+ * which Pepr writes into the watcher and admission Deployments (and the Helm chart's values).
  */
-export const DEPLOYED_HEAP_LIMIT_MIB = 256;
-/** The default: no limit (V8's own for this machine's memory), until the module fits in one. */
-export const DEFAULT_HEAP_LIMIT_MIB = 0;
+export function deployedNodeFlags(packageJson: string): string[] {
+  const pkg = JSON.parse(readFileSync(packageJson, "utf8")) as {
+    pepr?: { env?: Record<string, string> };
+  };
+  return (pkg.pepr?.env?.NODE_OPTIONS ?? "").split(/\s+/).filter(Boolean);
+}
+
+/** The flags with the old-space limit replaced (`limitMiB` 0: none). */
+export const withHeapLimit = (flags: readonly string[], limitMiB: number): string[] => [
+  ...flags.filter(f => !f.startsWith("--max-old-space-size=")),
+  ...(limitMiB > 0 ? [`--max-old-space-size=${limitMiB}`] : []),
+];
+
+/** The old-space limit the flags set (MiB; 0: none). */
+export const heapLimitOf = (flags: readonly string[]): number =>
+  Number(
+    flags.find(f => f.startsWith("--max-old-space-size="))?.slice("--max-old-space-size=".length) ??
+      0,
+  );
 /** One reading of the module's memory (MiB): its RSS and what the RSS is made of. */
 /** The module ran out of heap on the way (heapWatch). */
 export interface HeapExhausted {
@@ -60,6 +75,8 @@ export interface MemoryReading {
   readonly routes: number;
   readonly rssMiB: number;
   readonly heapLimitMiB?: number;
+  /** The module's V8 flags (the deployed NODE_OPTIONS unless the run changed them). */
+  readonly nodeFlags?: string;
   /** RssFile: mapped files, mostly the node binary's own code (shared, clean). */
   readonly fileMiB?: number;
   /** RssAnon: the V8 heap, malloc'd memory, buffers. */

@@ -54,8 +54,10 @@ import {
   ClusterOptions,
   ClusterResults,
   ClusterScenario,
-  DEFAULT_HEAP_LIMIT_MIB,
   PropagationResult,
+  deployedNodeFlags,
+  heapLimitOf,
+  withHeapLimit,
 } from "./cluster-types";
 import {
   gatewayReady,
@@ -71,11 +73,7 @@ import { median, now, quantile, round, sleep } from "./stats";
 import { gatewayClass, httpRoute, httpRoutes, routeName, services } from "./workload";
 import { Pool } from "undici";
 
-export {
-  CLUSTER_SCENARIOS,
-  DEFAULT_HEAP_LIMIT_MIB,
-  DEPLOYED_HEAP_LIMIT_MIB,
-} from "./cluster-types";
+export { CLUSTER_SCENARIOS } from "./cluster-types";
 export type {
   ChurnResult,
   ClusterOptions,
@@ -125,7 +123,7 @@ export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> 
     await adminKube.apply(parameters(MAIN, 1) as never);
     await adminKube.apply(parameters(FAN, 1) as never);
 
-    // The module as deployed: a heap limit (opts.heapLimitMiB, its process only: not pepr
+    // The module as deployed: its V8 flags (opts.moduleFlags, its process only: not pepr
     // dev's build) and, with --profile=DIR, a heap snapshot on SIGUSR2 (after each memory
     // measurement). (--cpu-prof is not allowed in NODE_OPTIONS; CPU profiles: docs/bench.md.)
     // Logging as a deployed module (JSON, info): pepr dev's debug + pretty-printing worker
@@ -141,7 +139,7 @@ export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> 
         productionLogs: true,
         echo: createWriteStream(peprLog, { flags: "a" }),
         moduleExecArgv: [
-          ...(opts.heapLimitMiB > 0 ? [`--max-old-space-size=${opts.heapLimitMiB}`] : []),
+          ...opts.moduleFlags,
           ...(opts.profileDir
             ? ["--heapsnapshot-signal=SIGUSR2", `--diagnostic-dir=${opts.profileDir}`]
             : []),
@@ -180,7 +178,7 @@ export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> 
         log(`settle: ${JSON.stringify(results.settle)}`);
         await gatewayReady(adminKube, MAIN, mainCount, 1);
         await sleep(3000);
-        results.memory = [await controllerMemory(1000, opts.heapLimitMiB)];
+        results.memory = [await controllerMemory(1000, opts.moduleFlags)];
         await heapSnapshot(opts.profileDir, log);
       });
 
@@ -502,7 +500,7 @@ export async function runCluster(opts: ClusterOptions): Promise<ClusterResults> 
         fill.catch(() => undefined);
         const outcome = await Promise.race([fill, watch.exhausted]).finally(() => watch.stop());
         if (outcome === undefined) await sleep(5000);
-        const reading = await controllerMemory(10000, opts.heapLimitMiB);
+        const reading = await controllerMemory(10000, opts.moduleFlags);
         (results.memory ??= []).push(
           outcome === undefined ? reading : { ...reading, heapExhausted: outcome },
         );
@@ -544,8 +542,14 @@ async function main(argv: string[]): Promise<void> {
     process.stderr.write(`[bench cluster ${new Date().toISOString().slice(11, 19)}] ${l}\n`);
   localCluster(log);
   const heapLimit = arg("heap-limit");
+  const deployed = deployedNodeFlags(join(__dirname, "..", "..", "package.json"));
+  const moduleFlags =
+    heapLimit === undefined ? deployed : withHeapLimit(deployed, Number(heapLimit));
+  log(
+    `the module's V8 flags: ${moduleFlags.join(" ") || "(none)"} (old space ${heapLimitOf(moduleFlags) || "V8's default"})`,
+  );
   const results = await runCluster({
-    heapLimitMiB: heapLimit === undefined ? DEFAULT_HEAP_LIMIT_MIB : Number(heapLimit),
+    moduleFlags,
     only,
     apiWindowS: Number(arg("api-window") ?? 120),
     fanout: (arg("fanout") ?? "1,10,50").split(",").map(Number),

@@ -199,6 +199,7 @@ function rows(report: R): Row[] {
         routes: number;
         rssMiB: number;
         heapLimitMiB?: number;
+        nodeFlags?: string;
         fileMiB?: number;
         heapUsedMiB?: number;
         heapTotalMiB?: number;
@@ -213,7 +214,14 @@ function rows(report: R): Row[] {
         (x.heapExhausted
           ? `not reached: heap exhausted at ${x.heapExhausted.routesCached} routes cached (${x.heapExhausted.heapUsedMiB} of ${x.heapExhausted.heapLimitMiB} MiB for 30 s); then `
           : "") +
-        `${x.rssMiB} MiB${x.heapLimitMiB ? ` (heap limit ${x.heapLimitMiB} MiB)` : x.heapLimitMiB === 0 ? " (no heap limit)" : ""}` +
+        `${x.rssMiB} MiB` +
+        (x.nodeFlags !== undefined
+          ? ` (${x.nodeFlags || "no V8 flags"})`
+          : x.heapLimitMiB
+            ? ` (heap limit ${x.heapLimitMiB} MiB)`
+            : x.heapLimitMiB === 0
+              ? " (no heap limit)"
+              : "") +
         (x.heapTotalMiB !== undefined
           ? `: V8 heap ${x.heapUsedMiB} used of ${x.heapTotalMiB}, mapped files ${x.fileMiB}`
           : ""),
