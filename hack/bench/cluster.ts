@@ -543,8 +543,10 @@ async function main(argv: string[]): Promise<void> {
   localCluster(log);
   const heapLimit = arg("heap-limit");
   const deployed = deployedNodeFlags(join(__dirname, "..", "..", "package.json"));
-  const moduleFlags =
-    heapLimit === undefined ? deployed : withHeapLimit(deployed, Number(heapLimit));
+  // --module-flags="…" replaces the deployed flags (a comparison run); --heap-limit only the limit
+  const given = arg("module-flags");
+  const base = given === undefined ? deployed : given.split(/\s+/).filter(Boolean);
+  const moduleFlags = heapLimit === undefined ? base : withHeapLimit(base, Number(heapLimit));
   log(
     `the module's V8 flags: ${moduleFlags.join(" ") || "(none)"} (old space ${heapLimitOf(moduleFlags) || "V8's default"})`,
   );

@@ -9,7 +9,9 @@
  *   npm run bench -- --api-window=300              # apiRequests window per proxy count (s)
  *   flock /tmp/kg-cluster.lock npm run bench -- --locked   # the caller holds the lock
  *   npm run bench -- --profile=/tmp/prof           # module CPU profile + heap snapshots there
- *   npm run bench -- --heap-limit=256              # the module's --max-old-space-size (MiB; default 0: none)
+ *   npm run bench -- --heap-limit=256              # the module's --max-old-space-size (MiB; 0: none)
+ *   npm run bench -- --module-flags="--max-old-space-size=320"   # the module's V8 flags instead
+ *        # of the deployed ones (package.json pepr.env.NODE_OPTIONS, the default)
  *   npm run bench -- --only=requestLoad --request-rounds=5   # request path on loopback, rounds of alternation
  *   npm run bench -- --only=requestLoad --request-variants --request-profile=/tmp/prof
  *        # also each feature of our config taken out, and a CPU profile of ours per case
@@ -131,7 +133,7 @@ async function main(argv: string[]): Promise<void> {
         join(__dirname, "cluster.ts"),
         `--only=${cluster.join(",")}`,
         `--out=${out}`,
-        ...argv.filter(a => /^--(api-window|fanout|profile|heap-limit)=/.test(a)),
+        ...argv.filter(a => /^--(api-window|fanout|profile|heap-limit|module-flags)=/.test(a)),
       ],
       { stdio: ["ignore", "inherit", "inherit"], cwd: repoRoot, env: process.env },
     );
