@@ -35,7 +35,8 @@ import (
 // host. GOMEMLIMIT and GOGC pass through to the process. Then it times KG_RSS_REQUESTS (default
 // 20,000) requests on one connection for a host no table key names (the `*` entry's 404: the
 // table lookup and Caddy's request path, no backend), and reports the process's CPU time for
-// them. Skipped without both variables: it measures, it asserts nothing about sizes.
+// them. KG_RSS_PROFILE=FILE writes the heap profile after the whole config (for `go tool
+// pprof -sample_index=inuse_space`). Skipped without both variables: it measures, it asserts nothing about sizes.
 func TestBundledConfigMemory(t *testing.T) {
 	bin, cfgPath := os.Getenv("KG_CADDY_BIN"), os.Getenv("KG_RSS_CONFIG")
 	if bin == "" || cfgPath == "" {
@@ -136,6 +137,11 @@ func TestBundledConfigMemory(t *testing.T) {
 	}
 	after := measure()
 	logSample("whole config by "+map[bool]string{true: "deltas", false: "/load"}[mode == "deltas"], after, wall, cpu)
+	if out := os.Getenv("KG_RSS_PROFILE"); out != "" { // for go tool pprof -sample_index=inuse_space
+		if err := os.WriteFile(out, do("GET", "/debug/pprof/heap?gc=1", nil), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	n := uint64(countKeys(tables))
 	t.Logf("per route-table key: %.0f bytes of live heap, %.0f bytes of RSS",
 		float64(after.live-base.live)/float64(n), float64(int64(after.rss)-int64(base.rss))/float64(n))
