@@ -296,6 +296,7 @@ func (t *table) apply(c Change) (*snapshot, error) {
 	}
 	ctx, cancel := caddy.NewContext(t.base)
 	gen := &generation{cancel: cancel}
+	shared := sharedRegexps{}
 	for _, ch := range changes {
 		if ch.routes == nil {
 			continue
@@ -305,6 +306,7 @@ func (t *table) apply(c Change) (*snapshot, error) {
 			cancel()
 			return nil, fmt.Errorf("host %q: %w", keyOf(ch.p), err)
 		}
+		shared.routes(*ch.routes)
 	}
 
 	old := t.cur.Load()
@@ -429,13 +431,16 @@ func (t *table) merge(s *snapshot) {
 	}
 	var repl []replacement
 	var failed error
+	shared := sharedRegexps{}
 	s.each(func(p pattern, e *entry) {
 		if failed != nil || !chosen[e.gen] {
 			return
 		}
 		var routes caddyhttp.RouteList
 		if failed = caddy.StrictUnmarshalJSON(e.raw, &routes); failed == nil {
-			failed = routes.Provision(ctx)
+			if failed = routes.Provision(ctx); failed == nil {
+				shared.routes(routes)
+			}
 		}
 		merged.size++
 		repl = append(repl, replacement{p, &entry{routes: routes, raw: e.raw, sum: e.sum, gen: merged}})

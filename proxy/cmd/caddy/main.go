@@ -15,6 +15,9 @@
 package main
 
 import (
+	"os"
+	"runtime/debug"
+
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
@@ -35,6 +38,21 @@ import (
 	_ "kengine.io/gateway/proxy/validate"
 )
 
+// DefaultGCPercent is the Go GC target when GOGC is not set: the heap may grow to 1.5× the
+// live heap between collections instead of 2×. A proxy's live heap is mostly its provisioned
+// config, so this bounds what a config of thousands of routes costs in memory, for more
+// frequent collections (measured in docs/bench.md, "proxyMemory"). GOGC in the environment
+// wins; Caddy's `run` also sets GOMEMLIMIT from the container's memory limit.
+const DefaultGCPercent = 50
+
 func main() {
+	setGCPercent(os.LookupEnv("GOGC"))
 	caddycmd.Main()
+}
+
+// setGCPercent applies DefaultGCPercent unless GOGC is set (the runtime has read it then).
+func setGCPercent(_ string, set bool) {
+	if !set {
+		debug.SetGCPercent(DefaultGCPercent)
+	}
 }
