@@ -33,6 +33,9 @@ probe_ref=kengine.io/kg-probe:kg-node
 # clusterDNS (in hack/cluster.sh's service CIDR).
 coredns_ref=registry.k8s.io/coredns/coredns:v1.15.0
 dns_ip=10.96.0.10
+# Where services.ts forwards the API server for pods on the bridge address: not the API
+# server's own port, which hack/cluster.sh restart-apiserver waits to be free on any address.
+api_forward_port=16443
 # Images the Gateway API and Ingress conformance suites and the tests name (import_images).
 coredns_conformance_ref=registry.k8s.io/coredns/coredns:v1.12.2
 ingress_echo_ref=k8s.gcr.io/ingressconformance/echoserver:v0.0.1
@@ -359,7 +362,7 @@ up() {
   # Service's endpoints point (the API server runs --endpoint-reconciler-type none).
   [ -n "$(pid_of services)" ] || : >"$logs/services.log"
   start services "$root/node_modules/.bin/tsx" "$root/hack/node/services.ts" \
-    --kubeconfig "$local_dir/node-controllers.kubeconfig" --api-listen "$node_ip:6443"
+    --kubeconfig "$local_dir/node-controllers.kubeconfig" --api-listen "$node_ip:$api_forward_port"
   wait_for "the node's services" 60 services grep -q "node services ready" "$logs/services.log"
   "${kc[@]}" apply -f - >/dev/null <<EOF
 apiVersion: discovery.k8s.io/v1
@@ -370,7 +373,7 @@ metadata:
   labels: {kubernetes.io/service-name: kubernetes, endpointslice.kubernetes.io/managed-by: kengine-local}
 addressType: IPv4
 endpoints: [{addresses: ["$node_ip"], conditions: {ready: true}}]
-ports: [{name: https, port: 6443, protocol: TCP}]
+ports: [{name: https, port: $api_forward_port, protocol: TCP}]
 EOF
   # CoreDNS, a pod reading the API server through the `kubernetes` Service (so after the above).
   "${kc[@]}" apply -f "$root/hack/node/coredns.yaml" >/dev/null
