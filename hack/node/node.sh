@@ -89,8 +89,16 @@ leaf() { # NAME CN
   chmod 600 "$state/pki/$1.key"
 }
 
+# Writes stdin to FILE only when it differs: kube-proxy exits when its configuration file
+# changes, so an `up` on a running node must leave the files as they are.
+put() { # FILE
+  local tmp="$1.tmp.$$"
+  cat >"$tmp"
+  if cmp -s "$tmp" "$1"; then rm -f "$tmp"; else mv -f "$tmp" "$1"; fi
+}
+
 kubeconfig() { # FILE CERT KEY
-  cat >"$1" <<EOF
+  put "$1" <<EOF
 apiVersion: v1
 kind: Config
 clusters:
@@ -110,7 +118,7 @@ write_configs() { # BIN
   local bin=$1
   mkdir -p "$state/cni/net.d" "$state/cni/bin" "$state/cni/ipam" "$state/containerd" "$state/kubelet" "$state/pod-logs" "$state/images"
   for p in bridge host-local loopback portmap; do ln -sf "$bin/$p" "$state/cni/bin/$p"; done
-  cat >"$state/cni/net.d/10-kg-node.conflist" <<EOF
+  put "$state/cni/net.d/10-kg-node.conflist" <<EOF
 {
   "cniVersion": "1.0.0",
   "name": "kg-node",
@@ -126,7 +134,7 @@ write_configs() { # BIN
 EOF
   # containerd 2.x (config version 3). NRI off (its socket is machine-wide); network
   # namespaces under the state dir; the host's runc; cgroupfs (no systemd here).
-  cat >"$state/containerd/config.toml" <<EOF
+  put "$state/containerd/config.toml" <<EOF
 version = 3
 root = "$state/containerd/root"
 state = "$state/containerd/state"
@@ -161,7 +169,7 @@ disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.snapshotter.v1.bt
   stream_server_address = "127.0.0.1"
   stream_server_port = "0"
 EOF
-  cat >"$state/kubelet/config.yaml" <<EOF
+  put "$state/kubelet/config.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 containerRuntimeEndpoint: unix://$sock
@@ -199,7 +207,7 @@ EOF
   # iptables mode. masqueradeAll: without br_netfilter a reply from a pod on the same bridge
   # would skip the un-DNAT; SNAT to the bridge's address sends it back through the host.
   # No conntrack sysctls, no route_localnet (localhostNodePorts off).
-  cat >"$state/kube-proxy.yaml" <<EOF
+  put "$state/kube-proxy.yaml" <<EOF
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 clientConnection: {kubeconfig: "$state/kube-proxy.kubeconfig"}
