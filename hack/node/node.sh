@@ -33,11 +33,15 @@ probe_ref=kengine.io/kg-probe:kg-node
 # clusterDNS (in hack/cluster.sh's service CIDR).
 coredns_ref=registry.k8s.io/coredns/coredns:v1.15.0
 dns_ip=10.96.0.10
+# Where services.ts forwards the API server for pods on the bridge address: not the API
+# server's own port, which hack/cluster.sh restart-apiserver waits to be free on any address.
+api_forward_port=16443
 # Images the Gateway API and Ingress conformance suites and the tests name (import_images).
 coredns_conformance_ref=registry.k8s.io/coredns/coredns:v1.12.2
 ingress_echo_ref=k8s.gcr.io/ingressconformance/echoserver:v0.0.1
 ingress_echo_digest=sha256:9b34b17f391f87fb2155f01da2f2f90b7a4a5c1110ed84cb5379faa4f570dc52
 caddy28_ref=docker.io/library/caddy:2.8.4
+caddy211_ref=docker.io/library/caddy:2.11
 components=(containerd real-kubelet kube-scheduler kube-proxy services)
 
 log() { printf 'node: %s\n' "$*" >&2; }
@@ -85,8 +89,16 @@ leaf() { # NAME CN
   chmod 600 "$state/pki/$1.key"
 }
 
+# Writes stdin to FILE only when it differs: kube-proxy exits when its configuration file
+# changes, so an `up` on a running node must leave the files as they are.
+put() { # FILE
+  local tmp="$1.tmp.$$"
+  cat >"$tmp"
+  if cmp -s "$tmp" "$1"; then rm -f "$tmp"; else mv -f "$tmp" "$1"; fi
+}
+
 kubeconfig() { # FILE CERT KEY
-  cat >"$1" <<EOF
+  put "$1" <<EOF
 apiVersion: v1
 kind: Config
 clusters:
@@ -106,7 +118,7 @@ write_configs() { # BIN
   local bin=$1
   mkdir -p "$state/cni/net.d" "$state/cni/bin" "$state/cni/ipam" "$state/containerd" "$state/kubelet" "$state/pod-logs" "$state/images"
   for p in bridge host-local loopback portmap; do ln -sf "$bin/$p" "$state/cni/bin/$p"; done
-  cat >"$state/cni/net.d/10-kg-node.conflist" <<EOF
+  put "$state/cni/net.d/10-kg-node.conflist" <<EOF
 {
   "cniVersion": "1.0.0",
   "name": "kg-node",
@@ -122,7 +134,7 @@ write_configs() { # BIN
 EOF
   # containerd 2.x (config version 3). NRI off (its socket is machine-wide); network
   # namespaces under the state dir; the host's runc; cgroupfs (no systemd here).
-  cat >"$state/containerd/config.toml" <<EOF
+  put "$state/containerd/config.toml" <<EOF
 version = 3
 root = "$state/containerd/root"
 state = "$state/containerd/state"
@@ -157,7 +169,7 @@ disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.snapshotter.v1.bt
   stream_server_address = "127.0.0.1"
   stream_server_port = "0"
 EOF
-  cat >"$state/kubelet/config.yaml" <<EOF
+  put "$state/kubelet/config.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 containerRuntimeEndpoint: unix://$sock
@@ -195,7 +207,7 @@ EOF
   # iptables mode. masqueradeAll: without br_netfilter a reply from a pod on the same bridge
   # would skip the un-DNAT; SNAT to the bridge's address sends it back through the host.
   # No conntrack sysctls, no route_localnet (localhostNodePorts off).
-  cat >"$state/kube-proxy.yaml" <<EOF
+  put "$state/kube-proxy.yaml" <<EOF
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 clientConnection: {kubeconfig: "$state/kube-proxy.kubeconfig"}
@@ -248,10 +260,9 @@ import_images() { # BIN
   # The upstream Ingress conformance suite's echo server (hack/peers/ingress-conformance).
   bash "$root/hack/node/oci-archive.sh" "$state/images/ingress-echo.tar" "$ingress_echo_ref" '["/echoserver"]' 65534 "$bin/ingress-echo=/echoserver"
   # Stock Caddy 2.8.4 (hack/peers/caddy-2.8: the release the Kengine flavour forks), laid out as
-  # the official image is: /usr/bin/caddy, root, the Caddyfile command as default arguments.
-  OCI_ENV='["PATH=/usr/bin:/","XDG_CONFIG_HOME=/config","XDG_DATA_HOME=/data"]' \
-    OCI_CMD='["caddy","run","--config","/etc/caddy/Caddyfile","--adapter","caddyfile"]' \
-    bash "$root/hack/node/oci-archive.sh" "$state/images/caddy-2.8.tar" "$caddy28_ref" null 0 "$bin/caddy-2.8=/usr/bin/caddy"
+  # the official image is: /usr/bin/caddy, root, the Caddyfile command as default arguments;
+  # kg-probe as /bin/test, the one busybox applet the tests' exec probes use.
+  stock_caddy "$state/images/caddy-2.8.tar" "$caddy28_ref" "$bin/caddy-2.8" "$bin/kg-probe"
   for i in pause echo probe coredns coredns-root ingress-echo caddy-2.8; do
     "${ctr[@]}" images import --local --platform linux/amd64 "$state/images/$i.tar" >>"$logs/containerd.log" 2>&1 ||
       die "could not import $i.tar into containerd (log: $logs/containerd.log)"
@@ -270,6 +281,13 @@ import_images() { # BIN
   # the name without the tag (repository@digest), which this import can only have as a name.
   tag_image "$bin" "$ingress_echo_ref" "${ingress_echo_ref%:*}@$ingress_echo_digest"
   tag_image "$bin" "$caddy28_ref" docker.io/library/caddy:2.8
+  # Pepr's controller image (deployed mode: `npm run build`'s Deployments, the Helm chart), built
+  # from the installed pepr package and the host's node once per key into .local/node-images/,
+  # which outlives `down` (pepr-image.sh).
+  local pepr_tar
+  pepr_tar=$(bash "$root/hack/node/pepr-image.sh" "$local_dir/node-images") &&
+    "${ctr[@]}" images import --local --platform linux/amd64 "$pepr_tar" >>"$logs/containerd.log" 2>&1 ||
+    log "warning: no Pepr controller image: deployed mode can not run (log: $logs/containerd.log)"
   # The Bundled proxy's image, an OCI layout build-peers.sh writes (its index names it in full).
   local layout
   layout="$(dirname "$bin")/image"
@@ -278,11 +296,38 @@ import_images() { # BIN
       "${ctr[@]}" images import --local --platform linux/amd64 "$state/images/proxy.tar" >>"$logs/containerd.log" 2>&1 ||
       log "warning: could not import the proxy image from $layout (log: $logs/containerd.log)"
     # Stock Caddy as the tests name it (docker.io/library/caddy:2.11, e.g. an external auth
-    # server): the Bundled build, Caddy 2.11.9, which hack/kubelet runs for it too.
-    local proxy_ref
-    proxy_ref=$(sed -n 's/.*"org.opencontainers.image.ref.name": *"\([^"]*\)".*/\1/p' "$layout/index.json" | head -n 1)
-    [ -z "$proxy_ref" ] || tag_image "$bin" "$proxy_ref" docker.io/library/caddy:2.11
+    # server, a Caddyfile in /etc/caddy): the Bundled build's binary, Caddy 2.11.9, which
+    # hack/kubelet runs for it too, in the official image's layout as for 2.8 above.
+    local caddy
+    caddy=$(layout_file "$layout" usr/bin/caddy "$state/images/caddy-2.11") &&
+      stock_caddy "$state/images/caddy-2.11.tar" "$caddy211_ref" "$caddy" "$bin/kg-probe" &&
+      "${ctr[@]}" images import --local --platform linux/amd64 "$state/images/caddy-2.11.tar" >>"$logs/containerd.log" 2>&1 ||
+      log "warning: no stock Caddy 2.11 image (log: $logs/containerd.log)"
+    rm -rf "$state/images/caddy-2.11"
   fi
+}
+
+# An image laid out as the official Caddy image: /usr/bin/caddy, root, the Caddyfile in
+# /etc/caddy as its default command, XDG directories /config and /data; PROBE as /bin/test.
+stock_caddy() { # OUT.tar REF CADDY PROBE
+  OCI_ENV='["PATH=/usr/bin:/bin:/","XDG_CONFIG_HOME=/config","XDG_DATA_HOME=/data"]' \
+    OCI_CMD='["caddy","run","--config","/etc/caddy/Caddyfile","--adapter","caddyfile"]' \
+    bash "$root/hack/node/oci-archive.sh" "$1" "$2" null 0 "$3=/usr/bin/caddy" "$4=/bin/test"
+}
+
+# Extracts FILE from the layers of the OCI layout's first image into DIR, prints its path.
+layout_file() { # LAYOUT FILE DIR
+  local layout=$1 file=$2 dir=$3 layer
+  mkdir -p "$dir"
+  for layer in $(node -e '
+    const fs = require("fs"), [, layout] = process.argv;
+    const blob = d => JSON.parse(fs.readFileSync(`${layout}/blobs/sha256/${d.slice(7)}`, "utf8"));
+    const index = JSON.parse(fs.readFileSync(`${layout}/index.json`, "utf8"));
+    for (const l of blob(index.manifests[0].digest).layers) console.log(l.digest.slice(7));
+  ' "$layout"); do
+    tar -xf "$layout/blobs/sha256/$layer" -C "$dir" "$file" 2>/dev/null && { echo "$dir/$file"; return 0; }
+  done
+  return 1
 }
 
 up() {
@@ -325,7 +370,7 @@ up() {
   # Service's endpoints point (the API server runs --endpoint-reconciler-type none).
   [ -n "$(pid_of services)" ] || : >"$logs/services.log"
   start services "$root/node_modules/.bin/tsx" "$root/hack/node/services.ts" \
-    --kubeconfig "$local_dir/node-controllers.kubeconfig" --api-listen "$node_ip:6443"
+    --kubeconfig "$local_dir/node-controllers.kubeconfig" --api-listen "$node_ip:$api_forward_port"
   wait_for "the node's services" 60 services grep -q "node services ready" "$logs/services.log"
   "${kc[@]}" apply -f - >/dev/null <<EOF
 apiVersion: discovery.k8s.io/v1
@@ -336,7 +381,7 @@ metadata:
   labels: {kubernetes.io/service-name: kubernetes, endpointslice.kubernetes.io/managed-by: kengine-local}
 addressType: IPv4
 endpoints: [{addresses: ["$node_ip"], conditions: {ready: true}}]
-ports: [{name: https, port: 6443, protocol: TCP}]
+ports: [{name: https, port: $api_forward_port, protocol: TCP}]
 EOF
   # CoreDNS, a pod reading the API server through the `kubernetes` Service (so after the above).
   "${kc[@]}" apply -f "$root/hack/node/coredns.yaml" >/dev/null

@@ -7,7 +7,7 @@
  *   Service's ready endpoints, `ipMode: Proxy` so that kube-proxy leaves the address to it).
  *   kube-proxy serves the cluster IPs on this node, so this does not.
  * - The API server for pods: kube-apiserver listens on loopback only, so this forwards the node's
- *   bridge address (10.244.0.1:6443, where node.sh's EndpointSlice for the `kubernetes` Service
+ *   bridge address (10.244.0.1:16443, where node.sh's EndpointSlice for the `kubernetes` Service
  *   points; kube-proxy sends 10.96.0.1:443 there) to it.
  *
  *   tsx hack/node/services.ts --kubeconfig FILE [--api-listen HOST:PORT]
@@ -31,7 +31,7 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   const creds = loadKubeconfig(kubeconfig);
-  const [host, port] = (flag("--api-listen") ?? "10.244.0.1:6443").split(":");
+  const [host, port] = (flag("--api-listen") ?? "10.244.0.1:16443").split(":");
   const upstream = upstreamOf(creds.server);
   const api = await forwardTcp({ host: host!, port: Number(port) }, upstream);
   log.info(`API server for pods: ${host}:${port} → ${upstream.host}:${upstream.port}`);

@@ -10,7 +10,8 @@
  * the container by `kubectl exec` of kg-probe); a pod that allocates past its memory limit is
  * OOM-killed; a ClusterIP Service answers through kube-proxy (iptables) from the host and from
  * a pod; a pod reaches the API server through the `kubernetes` Service; a LoadBalancer Service gets a local address that answers; a pod resolves a Service's
- * name through CoreDNS; the service-account token is mounted.
+ * name through CoreDNS; the service-account token is mounted; the images the suites name
+ * (stock Caddy in the official image's layout, Pepr's controller for deployed mode) are there.
  */
 import { execFileSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
@@ -32,6 +33,13 @@ interface ContainerStatus {
 /** The upstream Ingress conformance suite's echo server, as it names it (tag and digest). */
 const INGRESS_ECHO =
   "k8s.gcr.io/ingressconformance/echoserver:v0.0.1@sha256:9b34b17f391f87fb2155f01da2f2f90b7a4a5c1110ed84cb5379faa4f570dc52";
+
+/** The installed pepr package's version: the tag of Pepr's controller image on the node. */
+const PEPR_VERSION = (
+  JSON.parse(readFileSync(join(repoRoot, "node_modules", "pepr", "package.json"), "utf8")) as {
+    version: string;
+  }
+).version;
 
 /** crictl on the node's containerd, from the host. */
 const crictl = (...args: string[]): string =>
@@ -307,6 +315,7 @@ describe("the real node (KENGINE_NODE=real)", () => {
       INGRESS_ECHO,
       "docker.io/library/caddy:2.8",
       "docker.io/library/caddy:2.11",
+      `ghcr.io/defenseunicorns/pepr/controller:v${PEPR_VERSION}`,
     ])
       expect(
         crictl("inspecti", "-o", "go-template", "--template", "{{.status.id}}", image),
@@ -376,6 +385,61 @@ describe("the real node (KENGINE_NODE=real)", () => {
     expect(kubectlOk(["exec", "-n", ns, "kg-caddy-28", "--", "caddy", "version"])).toMatch(
       /^v2\.8\.4/,
     );
+  });
+
+  test("stock Caddy 2.11 runs the Caddyfile in /etc/caddy by its default command; `test` answers exec probes", async () => {
+    const manifest = `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: kg-caddy-211, namespace: ${ns}}
+data: {Caddyfile: ":8080 {\\n respond \\"stock caddy 2.11\\"\\n}\\n"}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: kg-caddy-211, namespace: ${ns}}
+spec:
+  containers:
+  - name: caddy
+    image: caddy:2.11
+    imagePullPolicy: Never
+    readinessProbe: {tcpSocket: {port: 8080}, periodSeconds: 1}
+    livenessProbe: {exec: {command: [test, -f, /etc/caddy/Caddyfile]}, periodSeconds: 1}
+    volumeMounts: [{name: config, mountPath: /etc/caddy, readOnly: true}]
+  volumes: [{name: config, configMap: {name: kg-caddy-211}}]
+`;
+    kubectlOk(["apply", "-f", "-"], manifest);
+    kubectlOk(["wait", "-n", ns, "--for", "condition=Ready", "--timeout=120s", "pod/kg-caddy-211"]);
+    const ip = kubectlOk([
+      "get",
+      "pod",
+      "-n",
+      ns,
+      "kg-caddy-211",
+      "-o",
+      "jsonpath={.status.podIP}",
+    ]);
+    const body = await eventually("stock Caddy 2.11", async () => {
+      const r = await fetch(`http://${ip}:8080/`, { signal: AbortSignal.timeout(3000) });
+      return r.ok ? r.text() : undefined;
+    });
+    expect(body).toBe("stock caddy 2.11");
+    expect(kubectlOk(["exec", "-n", ns, "kg-caddy-211", "--", "caddy", "version"])).toMatch(
+      /^v2\.11\./,
+    );
+    // the exec probe passed (no restarts after several periods), and fails for a missing file
+    await new Promise(r => setTimeout(r, 3000));
+    expect(
+      kubectlOk([
+        "get",
+        "pod",
+        "-n",
+        ns,
+        "kg-caddy-211",
+        "-o",
+        "jsonpath={.status.containerStatuses[0].restartCount}",
+      ]),
+    ).toBe("0");
+    expect(kubectl(["exec", "-n", ns, "kg-caddy-211", "--", "test", "-f", "/nope"]).code).toBe(1);
   });
 
   test("a pod that allocates 256 MiB under a 32 MiB limit is OOM-killed", async () => {

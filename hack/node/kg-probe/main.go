@@ -10,6 +10,10 @@
 //	kg-probe lookup NAME  resolves NAME with the pod's /etc/resolv.conf, prints the addresses
 //	kg-probe hog MiB  allocates and touches MiB mebibytes, then sleeps (a memory limit below
 //	                  that gets the container OOM-killed)
+//
+// Installed as /bin/test in the stock Caddy images, it is `test -e|-f|-d PATH` (what an exec
+// probe asks of the official image's busybox): exit 0 when PATH exists, is a regular file or a
+// directory.
 package main
 
 import (
@@ -22,6 +26,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -29,6 +34,9 @@ import (
 )
 
 func main() {
+	if filepath.Base(os.Args[0]) == "test" {
+		os.Exit(test(os.Args[1:]))
+	}
 	mode := ""
 	if len(os.Args) > 1 {
 		mode = os.Args[1]
@@ -58,6 +66,29 @@ func main() {
 	default:
 		whoami()
 	}
+}
+
+// test is the part of test(1) the images' probes use: -e, -f or -d PATH; 2 on other usage.
+func test(args []string) int {
+	if len(args) != 2 {
+		return 2
+	}
+	fi, err := os.Stat(args[1])
+	ok := false
+	switch args[0] {
+	case "-e":
+		ok = err == nil
+	case "-f":
+		ok = err == nil && fi.Mode().IsRegular()
+	case "-d":
+		ok = err == nil && fi.IsDir()
+	default:
+		return 2
+	}
+	if ok {
+		return 0
+	}
+	return 1
 }
 
 func pause() {
