@@ -142,7 +142,21 @@ describe("helm upgrade from the previous build while traffic flows", () => {
     const upgradedAt = Date.now();
     const r = installChart(o, current);
     if (!r.ok) throw new Error(r.error);
-    expect(runningHashes()).toEqual([`admission,${to},`, `admission,${to},`, `watcher,${to},`]);
+    // `helm upgrade --wait` returns once the new pods are ready; the old ones may still be in
+    // their termination grace period (a real kubelet keeps them Terminating for seconds), as a
+    // user running `kubectl get pods` then sees. Once they are gone, only the new version may be left.
+    expect(
+      await eventually(
+        "only the upgraded controller pods",
+        async () => {
+          // no pod in its grace period (the third field is its deletionTimestamp)
+          const hashes = runningHashes();
+          return hashes.every(h => h.endsWith(",")) ? hashes : undefined;
+        },
+        60_000,
+        500,
+      ),
+    ).toEqual([`admission,${to},`, `admission,${to},`, `watcher,${to},`]);
     // The current chart's admission ServiceAccount (the previous one ran admission as pepr-<uuid>).
     expect(
       jsonpath(

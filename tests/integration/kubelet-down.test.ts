@@ -12,6 +12,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { createNamespace, deleteNamespace, eventually, kubectlOk } from "../support/kube";
 import { localDir, repoRoot } from "../support/paths";
+import { onRealNode } from "../support/node";
 
 jest.setTimeout(300_000);
 
@@ -34,7 +35,9 @@ const lbListeners = (): string =>
 const ours =
   process.env.KG_CLUSTER_STARTED_BY_TESTS === "1" || process.env.KG_TEST_CLUSTER_DOWN === "1";
 const runsKubelet =
-  !process.env.KG_LOCAL_DIR && existsSync(join(repoRoot, "hack", "kubelet", "main.ts"));
+  !onRealNode &&
+  !process.env.KG_LOCAL_DIR &&
+  existsSync(join(repoRoot, "hack", "kubelet", "main.ts"));
 
 if (runsKubelet && !ours) {
   console.log(

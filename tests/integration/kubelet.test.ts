@@ -9,6 +9,7 @@ import { existsSync, readdirSync } from "node:fs";
 import { createServer, Socket } from "node:net";
 import { createNamespace, deleteNamespace, eventually, kubectl, kubectlOk } from "../support/kube";
 import { kubeconfigPath, kubectlBin } from "../support/paths";
+import { describeLocalKubelet } from "../support/node";
 
 interface PodJson {
   metadata: { name: string; uid: string; deletionTimestamp?: string };
@@ -106,7 +107,7 @@ function readyEchoPods(ns: string, n: number): Promise<PodJson[]> {
 // testTimeout in a jest project entry is not applied; set it here.
 jest.setTimeout(180_000);
 
-describe("local kubelet", () => {
+describeLocalKubelet("local kubelet", () => {
   let ns: string;
 
   beforeAll(() => {

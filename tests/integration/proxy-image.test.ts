@@ -10,6 +10,7 @@ import { dirname, join } from "node:path";
 import { peersCache } from "../../hack/peers";
 import { DEFAULT_PROXY_IMAGE } from "../../capabilities/provision/settings";
 import { createNamespace, deleteNamespace, eventually, kubectlOk } from "../support/kube";
+import { describeLocalKubelet } from "../support/node";
 
 interface PodJson {
   status: {
@@ -39,7 +40,7 @@ function processesOf(exe: string, marker: string): number[] {
   return found;
 }
 
-describe("the proxy image on the local kubelet", () => {
+describeLocalKubelet("the proxy image on the local kubelet", () => {
   let ns: string;
   const cache = peersCache(["image"]);
   const index = JSON.parse(readFileSync(join(cache, "image", "index.json"), "utf8")) as {
