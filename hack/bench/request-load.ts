@@ -37,20 +37,23 @@ import { KubeObject, snapshotOf } from "../../capabilities/snapshot";
 import { translate } from "../../capabilities/translate";
 import { CONTROLLER_NAME } from "../../capabilities/ownership";
 import { ProxyFlavor } from "../../capabilities/flavor/proxy-flavor";
-import {
-  createAuthority,
-  generateKeyPair,
-  issueServerCertificate,
-} from "../../capabilities/pki/pki";
 import { peerBin } from "../peers";
 import { Caddy, startCaddy } from "../../tests/support/caddy";
 import { startManagedCaddy, ManagedCaddy } from "../../tests/support/managed-caddy";
 import { withProxyFlavor } from "../../tests/support/flavor";
-import { withLoopbackEndpoints } from "../../tests/support/loopback";
 import { freePort } from "../../tests/support/ports";
 import { cpuMs } from "./config-load";
+import {
+  ECHO_PATH,
+  PROBE,
+  Shape,
+  benchCertificate,
+  listenerPort,
+  minimalConfig,
+  objectsFor,
+} from "./request-load-configs";
 import { median, sleep } from "./stats";
-import { httpRoute, routeHost, snapshotObjects } from "./workload";
+import { routeHost } from "./workload";
 
 /** How a target's proxy is configured. */
 type Setup =
@@ -65,6 +68,8 @@ type Setup =
   | { readonly kind: "direct" };
 
 type Json = Record<string, unknown>;
+
+export { minimalConfig } from "./request-load-configs";
 
 export const TARGETS = ["ours", "minimal", "stock", "direct"] as const;
 
@@ -251,117 +256,6 @@ export interface RequestLoadOptions {
   readonly profileDir?: string;
 }
 
-/** The route every known-host request goes to: PathPrefix / to one Service, no filter. */
-const PROBE = 0;
-const ECHO_PATH = "/health";
-const TLS_SECRET = "bench-tls";
-
-/** What a case asks of the configs beside the route count. */
-interface Shape {
-  /** An HTTPS listener (port 443) terminating with one certificate, instead of HTTP on 80. */
-  readonly tls?: boolean;
-  /** The probe route sets a request header and adds a response header. */
-  readonly filter?: boolean;
-}
-
-interface Certificate {
-  readonly cert: string;
-  readonly key: string;
-}
-
-/** One self-signed chain for `*.bench.local` (the leaf, issued by a throwaway CA). */
-function benchCertificate(): Certificate {
-  const must = <T>(r: { ok: true; value: T } | { ok: false; error: unknown }): T => {
-    if (!r.ok) throw new Error(`certificate: ${JSON.stringify(r.error)}`);
-    return r.value;
-  };
-  const notBefore = new Date(Date.now() - 60_000);
-  const ca = must(
-    createAuthority({
-      commonName: "kengine bench CA",
-      keys: generateKeyPair(),
-      notBefore,
-      lifetimeDays: 2,
-    }),
-  );
-  const leaf = must(
-    issueServerCertificate(ca, {
-      commonName: "*.bench.local",
-      dnsNames: ["*.bench.local"],
-      keys: generateKeyPair(),
-      notBefore,
-      lifetimeDays: 1,
-    }),
-  );
-  return { cert: leaf.certificatePem, key: leaf.privateKey.reveal() };
-}
-
-const listenerPort = (shape: Shape): number => (shape.tls ? 443 : 80);
-
-/**
- * The workload of `routes` routes on one Gateway, route PROBE made simple (with the header
- * filter when asked), the listener HTTPS when asked, endpoints on loopback.
- */
-async function objectsFor(
-  routes: number,
-  echoPort: number,
-  shape: Shape,
-  certificate: Certificate,
-): Promise<KubeObject[]> {
-  const opts = { routes, gateways: 1 };
-  const probe = (o: KubeObject): KubeObject => {
-    const route = httpRoute(PROBE, opts, true) as KubeObject & {
-      spec: { rules: Record<string, unknown>[] };
-    };
-    if (shape.filter)
-      route.spec.rules[0].filters = [
-        {
-          type: "RequestHeaderModifier",
-          requestHeaderModifier: { set: [{ name: "X-Bench-Route", value: "r0" }] },
-        },
-        {
-          type: "ResponseHeaderModifier",
-          responseHeaderModifier: { add: [{ name: "X-Served-By", value: "kengine" }] },
-        },
-      ];
-    return o.kind === "HTTPRoute" ? route : o;
-  };
-  const https = (o: KubeObject): KubeObject =>
-    ({
-      ...o,
-      spec: {
-        ...(o as unknown as { spec: Record<string, unknown> }).spec,
-        listeners: [
-          {
-            name: "https",
-            port: 443,
-            protocol: "HTTPS",
-            tls: { mode: "Terminate", certificateRefs: [{ name: TLS_SECRET }] },
-          },
-        ],
-      },
-    }) as KubeObject;
-  const objects = snapshotObjects(opts).map(o =>
-    o.kind === "HTTPRoute" && o.metadata.name === `r${PROBE}`
-      ? probe(o)
-      : shape.tls && o.kind === "Gateway"
-        ? https(o)
-        : o,
-  );
-  if (shape.tls)
-    objects.push({
-      apiVersion: "v1",
-      kind: "Secret",
-      metadata: { name: TLS_SECRET, namespace: "bench" },
-      type: "kubernetes.io/tls",
-      data: {
-        "tls.crt": Buffer.from(certificate.cert).toString("base64"),
-        "tls.key": Buffer.from(certificate.key).toString("base64"),
-      },
-    } as unknown as KubeObject);
-  return withLoopbackEndpoints(objects, async () => echoPort);
-}
-
 /**
  * Loads the sealed config the controller would push to a proxy of `setup.flavor` (changed by
  * `setup.edit`); returns its HTTP port.
@@ -391,60 +285,6 @@ async function loadOurs(
   }
   await mustLoad(proxy.caddy, text);
   return port;
-}
-
-/**
- * A hand-written config doing the same routing: the hosts → the echo server (every backend of
- * the scenario is that server), anything else → 404. One `host` matcher holds every host
- * (Caddy sorts a long list and searches it). With `tls`, the server terminates TLS with that
- * certificate; with `filter`, a `headers` handler does what the probe route's filters do.
- */
-export function minimalConfig(
-  adminAddress: string,
-  port: number,
-  hosts: readonly string[],
-  echoPort: number,
-  metrics = false,
-  shape: Shape = {},
-  certificate?: Certificate,
-): object {
-  const headers = {
-    handler: "headers",
-    request: { set: { "X-Bench-Route": ["r0"] } },
-    response: { add: { "X-Served-By": ["kengine"] }, deferred: true },
-  };
-  return {
-    admin: { listen: adminAddress, config: { persist: false } },
-    apps: {
-      http: {
-        ...(metrics && { metrics: { per_host: true } }),
-        servers: {
-          bench: {
-            listen: [`127.0.0.1:${port}`],
-            automatic_https: { disable: true },
-            ...(shape.tls && { tls_connection_policies: [{}] }),
-            routes: [
-              {
-                match: [{ host: hosts }],
-                handle: [
-                  ...(shape.filter ? [headers] : []),
-                  { handler: "reverse_proxy", upstreams: [{ dial: `127.0.0.1:${echoPort}` }] },
-                ],
-                terminal: true,
-              },
-              { handle: [{ handler: "static_response", status_code: 404 }] },
-            ],
-          },
-        },
-      },
-      ...(shape.tls &&
-        certificate && {
-          tls: {
-            certificates: { load_pem: [{ certificate: certificate.cert, key: certificate.key }] },
-          },
-        }),
-    },
-  };
 }
 
 /** The header filter case measures nothing unless the filter runs: one request shows it does. */
