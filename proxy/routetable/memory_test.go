@@ -66,25 +66,7 @@ func TestBundledConfigMemory(t *testing.T) {
 	client := admin.Client
 	client.Timeout = 5 * time.Minute
 	do := func(method, path string, body []byte) []byte {
-		t.Helper()
-		for range 100 {
-			req, _ := http.NewRequest(method, admin.URL+path, bytes.NewReader(body))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Cache-Control", "must-revalidate")
-			resp, err := client.Do(req)
-			if err != nil {
-				time.Sleep(100 * time.Millisecond) // the process is starting, or replacing its admin server
-				continue
-			}
-			msg, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != 200 {
-				t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, msg)
-			}
-			return msg
-		}
-		t.Fatalf("%s %s: no answer", method, path)
-		return nil
+		return adminCall(t, client, admin.URL, method, path, body)
 	}
 	type sample struct{ rss, anon, file, live, inuse, heapSys, released uint64 }
 	measure := func() sample {

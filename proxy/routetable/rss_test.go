@@ -49,26 +49,7 @@ func TestBundledProxyRSS(t *testing.T) {
 
 	client := admin.Client
 	client.Timeout = 5 * time.Minute
-	do := func(method, path string, body []byte) {
-		t.Helper()
-		for range 100 {
-			req, _ := http.NewRequest(method, admin.URL+path, bytes.NewReader(body))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Cache-Control", "must-revalidate")
-			resp, err := client.Do(req)
-			if err != nil {
-				time.Sleep(100 * time.Millisecond) // the process is starting, or replacing its admin server
-				continue
-			}
-			msg, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != 200 {
-				t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, msg)
-			}
-			return
-		}
-		t.Fatalf("%s %s: no answer", method, path)
-	}
+	do := func(method, path string, body []byte) { adminCall(t, client, admin.URL, method, path, body) }
 	rss := func() int {
 		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
 		if err != nil {
@@ -127,4 +108,28 @@ func TestBundledProxyRSS(t *testing.T) {
 	elapsed := time.Since(start)
 	time.Sleep(2 * time.Second)
 	t.Logf("after %d single-host deltas (%.2f ms each over HTTP): VmRSS %d kB", hosts, float64(elapsed.Microseconds())/1000/hosts, rss())
+}
+
+// adminCall sends one request to a Caddy admin API started by the test, retrying while the
+// process starts or replaces its admin server, and fails the test on any answer but 200.
+func adminCall(t *testing.T, client *http.Client, base, method, path string, body []byte) []byte {
+	t.Helper()
+	for range 100 {
+		req, _ := http.NewRequest(method, base+path, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Cache-Control", "must-revalidate")
+		resp, err := client.Do(req)
+		if err != nil {
+			time.Sleep(100 * time.Millisecond) // the process is starting, or replacing its admin server
+			continue
+		}
+		msg, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, msg)
+		}
+		return msg
+	}
+	t.Fatalf("%s %s: no answer", method, path)
+	return nil
 }

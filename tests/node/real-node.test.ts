@@ -42,6 +42,10 @@ const PEPR_VERSION = (
 ).version;
 
 /** crictl on the node's containerd, from the host. */
+/** One field of an object in `ns` (kubectl's jsonpath, `path` without the braces). */
+const jsonField = (ns: string, kind: string, name: string, path: string): string =>
+  kubectlOk(["get", kind, "-n", ns, name, "-o", `jsonpath={${path}}`]);
+
 const crictl = (...args: string[]): string =>
   execFileSync(
     join(readFileSync(join(localDir, "node", "bin"), "utf8").trim(), "crictl"),
@@ -69,7 +73,7 @@ describe("the real node (KENGINE_NODE=real)", () => {
   /** The echo Service's ClusterIP, once its pod is Ready. */
   const echoClusterIP = (): string => {
     kubectlOk(["wait", "-n", ns, "--for", "condition=Ready", "--timeout=120s", "pod/kg-echo"]);
-    return kubectlOk(["get", "service", "-n", ns, "kg-echo", "-o", "jsonpath={.spec.clusterIP}"]);
+    return jsonField(ns, "service", "kg-echo", ".spec.clusterIP");
   };
 
   test("the Node is Ready, its runtime containerd 2.x, its kubelet 1.36", () => {
@@ -113,7 +117,7 @@ describe("the real node (KENGINE_NODE=real)", () => {
     expect(probe.rootWriteError).toMatch(/read-only file system/);
     expect(probe.saToken).toBe(true); // the projected service-account token is mounted
     // and it serves, on its pod IP, from the host (CNI bridge)
-    const ip = kubectlOk(["get", "pod", "-n", ns, "kg-echo", "-o", "jsonpath={.status.podIP}"]);
+    const ip = jsonField(ns, "pod", "kg-echo", ".status.podIP");
     const body = await eventually(`the echo server on ${ip}:3000`, async () => {
       const r = await fetch(`http://${ip}:3000/real-node`);
       return r.ok ? ((await r.json()) as { path: string; pod: string }) : undefined;
@@ -180,15 +184,7 @@ describe("the real node (KENGINE_NODE=real)", () => {
       }),
     );
     const ip = await eventually("the Service's load-balancer address", () => {
-      const got = kubectlOk([
-        "get",
-        "service",
-        "-n",
-        ns,
-        "kg-echo-lb",
-        "-o",
-        "jsonpath={.status.loadBalancer.ingress[0].ip}",
-      ]);
+      const got = jsonField(ns, "service", "kg-echo-lb", ".status.loadBalancer.ingress[0].ip");
       return got || undefined;
     });
     expect(ip).toMatch(/^127\.20\.\d+\.\d+$/);
@@ -277,7 +273,7 @@ describe("the real node (KENGINE_NODE=real)", () => {
     };
     kubectlOk(["apply", "-f", "-"], JSON.stringify(pod));
     kubectlOk(["wait", "-n", ns, "--for", "condition=Ready", "--timeout=120s", "pod/kg-proxy"]);
-    const ip = kubectlOk(["get", "pod", "-n", ns, "kg-proxy", "-o", "jsonpath={.status.podIP}"]);
+    const ip = jsonField(ns, "pod", "kg-proxy", ".status.podIP");
     const body = await eventually(`the proxy on ${ip}:80`, async () => {
       const r = await fetch(`http://${ip}/`, { signal: AbortSignal.timeout(3000) });
       return r.ok ? r.text() : undefined;
@@ -366,8 +362,7 @@ describe("the real node (KENGINE_NODE=real)", () => {
         "--timeout=120s",
         `pod/${pod.metadata.name}`,
       ]);
-    const ipOf = (pod: string) =>
-      kubectlOk(["get", "pod", "-n", ns, pod, "-o", "jsonpath={.status.podIP}"]);
+    const ipOf = (pod: string) => jsonField(ns, "pod", pod, ".status.podIP");
     const echo = await eventually("the Ingress suite's echo server", async () => {
       const r = await fetch(`http://${ipOf("kg-ingress-echo")}:3000/ingress`, {
         signal: AbortSignal.timeout(3000),
@@ -409,15 +404,7 @@ spec:
 `;
     kubectlOk(["apply", "-f", "-"], manifest);
     kubectlOk(["wait", "-n", ns, "--for", "condition=Ready", "--timeout=120s", "pod/kg-caddy-211"]);
-    const ip = kubectlOk([
-      "get",
-      "pod",
-      "-n",
-      ns,
-      "kg-caddy-211",
-      "-o",
-      "jsonpath={.status.podIP}",
-    ]);
+    const ip = jsonField(ns, "pod", "kg-caddy-211", ".status.podIP");
     const body = await eventually("stock Caddy 2.11", async () => {
       const r = await fetch(`http://${ip}:8080/`, { signal: AbortSignal.timeout(3000) });
       return r.ok ? r.text() : undefined;
@@ -428,17 +415,9 @@ spec:
     );
     // the exec probe passed (no restarts after several periods), and fails for a missing file
     await new Promise(r => setTimeout(r, 3000));
-    expect(
-      kubectlOk([
-        "get",
-        "pod",
-        "-n",
-        ns,
-        "kg-caddy-211",
-        "-o",
-        "jsonpath={.status.containerStatuses[0].restartCount}",
-      ]),
-    ).toBe("0");
+    expect(jsonField(ns, "pod", "kg-caddy-211", ".status.containerStatuses[0].restartCount")).toBe(
+      "0",
+    );
     expect(kubectl(["exec", "-n", ns, "kg-caddy-211", "--", "test", "-f", "/nope"]).code).toBe(1);
   });
 
