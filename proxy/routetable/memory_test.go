@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"sort"
 	"strconv"
 	"strings"
@@ -50,18 +49,7 @@ func TestBundledConfigMemory(t *testing.T) {
 	port := freePort(t)
 	full, skeleton, tables, _ := memoryConfigs(t, raw, admin.Listen, port)
 
-	dir := t.TempDir()
-	boot := fmt.Sprintf(`{"admin":{"listen":%q}}`, admin.Listen)
-	if err := os.WriteFile(dir+"/boot.json", []byte(boot), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "run", "--config", dir+"/boot.json")
-	cmd.Env = append(os.Environ(), "XDG_DATA_HOME="+dir, "XDG_CONFIG_HOME="+dir)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	pid := cmd.Process.Pid
+	pid := startCaddy(t, bin, admin.Listen).Process.Pid
 
 	client := admin.Client
 	client.Timeout = 5 * time.Minute

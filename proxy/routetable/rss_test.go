@@ -35,17 +35,7 @@ func TestBundledProxyRSS(t *testing.T) {
 	const hosts = 5000
 	admin := caddytest.AdminSocket(t)
 	httpAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	boot := fmt.Sprintf(`{"admin":{"listen":%q}}`, admin.Listen)
-	dir := t.TempDir()
-	if err := os.WriteFile(dir+"/boot.json", []byte(boot), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "run", "--config", dir+"/boot.json")
-	cmd.Env = append(os.Environ(), "XDG_DATA_HOME="+dir, "XDG_CONFIG_HOME="+dir)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	cmd := startCaddy(t, bin, admin.Listen)
 
 	client := admin.Client
 	client.Timeout = 5 * time.Minute
@@ -132,4 +122,22 @@ func adminCall(t *testing.T, client *http.Client, base, method, path string, bod
 	}
 	t.Fatalf("%s %s: no answer", method, path)
 	return nil
+}
+
+// startCaddy runs the Caddy binary `bin` with only its admin API on `adminListen`, its data and
+// config directories in the test's own, and stops it when the test ends.
+func startCaddy(t *testing.T, bin, adminListen string) *exec.Cmd {
+	t.Helper()
+	dir := t.TempDir()
+	boot := fmt.Sprintf(`{"admin":{"listen":%q}}`, adminListen)
+	if err := os.WriteFile(dir+"/boot.json", []byte(boot), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "run", "--config", dir+"/boot.json")
+	cmd.Env = append(os.Environ(), "XDG_DATA_HOME="+dir, "XDG_CONFIG_HOME="+dir)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd
 }
