@@ -18,7 +18,6 @@
  * Writes reports/e2e.json and prints the table (scenario, requests, failures, convergence).
  */
 import { ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
-import { createHash } from "node:crypto";
 import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -28,6 +27,7 @@ import { PeprDev, startModule } from "../support/module";
 import { ProxyPod, proxyPods as listProxyPods } from "../support/proxy-pods";
 import { repoRoot } from "../support/paths";
 import { Failure, get, steadyClient } from "../support/traffic";
+import { podNetnsPath } from "../support/node";
 
 interface ScenarioResult {
   readonly scenario: string;
@@ -535,13 +535,11 @@ spec:
     );
     // a real reason for Caddy to refuse /load: the port is taken inside each pod's netns
     for (const p of pods) {
-      const netns = `kg-${createHash("sha256").update(p.uid).digest("hex").slice(0, 12)}`;
+      const netns = podNetnsPath(p.uid);
       const b = spawn(
-        "ip",
+        "nsenter",
         [
-          "netns",
-          "exec",
-          netns,
+          `--net=${netns}`,
           process.execPath,
           "-e",
           `require("net").createServer().listen(${PORT}, "0.0.0.0", () => console.log("bound"))`,

@@ -20,7 +20,6 @@
 import { execFileSync } from "node:child_process";
 import { proxyNames } from "../../capabilities/provision";
 import type { Condition as Cond } from "../../capabilities/translate";
-import { podNetNames } from "../../hack/kubelet/network";
 import {
   applyItems,
   createNamespace,
@@ -32,6 +31,7 @@ import {
 import { echoBackend, echoRoute, gatewayClass, httpGateway } from "../support/manifests";
 import { startReconciler } from "../support/reconciler";
 import { get } from "../support/traffic";
+import { podNetnsPath } from "../support/node";
 
 const HOST = "routability.kengine.local";
 const SENTINEL = "testing.x-k8s.io/sentinel";
@@ -95,9 +95,9 @@ describe("Gateway address routability on the local cluster", () => {
     if (!/^10\.96\.\d{1,3}\.\d{1,3}$/.test(ip)) throw new Error(`not a cluster IP: ${ip}`);
     try {
       return execFileSync(
-        "ip",
+        "nsenter",
         [
-          ...["netns", "exec", echoNetns, "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}"],
+          ...[`--net=${echoNetns}`, "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}"],
           ...["--max-time", "5", "-H", `Host: ${HOST}`, `http://${ip}:80/`],
         ],
         { encoding: "utf8" },
@@ -155,7 +155,7 @@ describe("Gateway address routability on the local cluster", () => {
       180_000,
       1000,
     );
-    echoNetns = podNetNames(uid).netns;
+    echoNetns = podNetnsPath(uid);
   }, 240_000);
 
   afterAll(async () => {

@@ -13,7 +13,6 @@
  * name through CoreDNS; the service-account token is mounted; the images the suites name
  * (stock Caddy in the official image's layout, Pepr's controller for deployed mode) are there.
  */
-import { execFileSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import {
@@ -22,7 +21,8 @@ import {
   PROXY_UID,
 } from "../../capabilities/workload/pod";
 import { createNamespace, deleteNamespace, eventually, kubectl, kubectlOk } from "../support/kube";
-import { localDir, repoRoot } from "../support/paths";
+import { repoRoot } from "../support/paths";
+import { crictl } from "../support/node";
 
 interface ContainerStatus {
   readonly restartCount: number;
@@ -41,17 +41,9 @@ const PEPR_VERSION = (
   }
 ).version;
 
-/** crictl on the node's containerd, from the host. */
 /** One field of an object in `ns` (kubectl's jsonpath, `path` without the braces). */
 const jsonField = (ns: string, kind: string, name: string, path: string): string =>
   kubectlOk(["get", kind, "-n", ns, name, "-o", `jsonpath={${path}}`]);
-
-const crictl = (...args: string[]): string =>
-  execFileSync(
-    join(readFileSync(join(localDir, "node", "bin"), "utf8").trim(), "crictl"),
-    ["--runtime-endpoint", `unix://${join(localDir, "node", "containerd.sock")}`, ...args],
-    { encoding: "utf8" },
-  ).trim();
 
 describe("the real node (KENGINE_NODE=real)", () => {
   beforeAll(() => {
