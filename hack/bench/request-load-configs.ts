@@ -30,7 +30,7 @@ export interface Certificate {
   readonly key: string;
 }
 
-/** One self-signed chain for `*.bench.local` (the leaf, issued by a throwaway CA). */
+/** A certificate for `*.bench.local`, issued by a throwaway CA (no client verifies it). */
 export function benchCertificate(): Certificate {
   const must = <T>(r: { ok: true; value: T } | { ok: false; error: unknown }): T => {
     if (!r.ok) throw new Error(`certificate: ${JSON.stringify(r.error)}`);
