@@ -90,7 +90,7 @@ const statusCoalesced = new Counter({
 const STATUS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const statusWaitSeconds = new Histogram({
   name: `${METRIC_PREFIX}status_write_wait_seconds`,
-  help: "Time a written status update waited in its batch for one of the writer's slots (32 in flight), by kind.",
+  help: "Time a written status update waited in its batch for one of the status writer's slots, by kind.",
   labelNames: ["kind"],
   buckets: STATUS_BUCKETS,
   registers: [registry],
