@@ -34,19 +34,15 @@ module.exports = {
     {
       ...common,
       displayName: "integration",
-      testMatch: ["<rootDir>/tests/integration/**/*.test.ts", "<rootDir>/tests/e2e/**/*.test.ts"],
+      // tests/node: the real node itself (skipped on the fallback node, KENGINE_NODE=local)
+      testMatch: [
+        "<rootDir>/tests/integration/**/*.test.ts",
+        "<rootDir>/tests/e2e/**/*.test.ts",
+        "<rootDir>/tests/node/**/*.test.ts",
+      ],
       globalSetup: "<rootDir>/tests/support/global-setup.ts",
       globalTeardown: "<rootDir>/tests/support/global-teardown.ts",
       // testTimeout is a global-only option; integration tests set theirs here.
-      setupFilesAfterEnv: ["<rootDir>/tests/support/setup.ts"],
-    },
-    {
-      ...common,
-      // opt-in until the default platform switches to it (hack/node/README.md)
-      displayName: "real-node",
-      testMatch: ["<rootDir>/tests/node/**/*.test.ts"],
-      globalSetup: "<rootDir>/tests/support/global-setup.ts",
-      globalTeardown: "<rootDir>/tests/support/global-teardown.ts",
       setupFilesAfterEnv: ["<rootDir>/tests/support/setup.ts"],
     },
   ],

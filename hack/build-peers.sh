@@ -10,7 +10,7 @@
 # binary they disagree on.
 # Usage: hack/build-peers.sh [peer ...]   (default: all peers; "main": what hack/cluster.sh and
 #        npm start need; "--crds": only the CRDs; "image": the proxy's OCI image layout;
-#        "node": the real node's binaries, opt-in, see hack/node/README.md)
+#        "node": the real node's binaries, see hack/node/README.md)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here"
@@ -93,11 +93,15 @@ for a in "$@"; do
   case "$a" in
   main) want+=("${main_set[@]}") ;;
   --crds) ;; # only the CRDs below
-  node) node_wanted=1 ;; # the real node (below), not part of the default set nor of the hash
+  node) node_wanted=1 ;; # the real node (below), not part of the hash
   *) want+=("$a") ;;
   esac
 done
-[ $# -eq 0 ] && want=("${order[@]}")
+# all peers: the real node's too, unless the platform runs hack/kubelet (KENGINE_NODE=local)
+if [ $# -eq 0 ]; then
+  want=("${order[@]}")
+  [ "${KENGINE_NODE:-real}" = local ] || node_wanted=1
+fi
 # the image is made from these two
 for w in "${want[@]}"; do [ "$w" = image ] && want=(caddy proxy-image "${want[@]}"); done
 
@@ -275,13 +279,13 @@ for p in "${order[@]}"; do
 done
 
 # ---------------------------------------------------------------------------- the real node
-# Opt-in (KENGINE_NODE=real, hack/node/README.md): kubelet and kube-proxy from peers/node (the
+# The node the platform runs by default (hack/node/README.md): kubelet and kube-proxy from peers/node (the
 # same k8s.io/kubernetes release as the control plane), containerd, its runc shim, ctr, crictl
 # and the CNI plugins from peers/containerd; kg-probe (node/kg-probe: the test images' helper) and
 # kube-scheduler from hack/go.mod (the local kubelet binds pods itself; the real one does not);
 # CoreDNS from peers/coredns.
 # Each group is one `go build` into objects/node-<group>-<key>/, linked into node-bin/. Kept out of
-# the cache <hash> so the default platform's cache is the same with or without it.
+# the cache <hash>, so the control plane's cache is the same on either node (KENGINE_NODE=local).
 build_node() {
   local g gdir key obj start took b
   declare -A gpkgs=(

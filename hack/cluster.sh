@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The local platform: etcd + kube-apiserver + kube-controller-manager on loopback (and, once
-# hack/kubelet exists, the local kubelet), built by hack/build-peers.sh. No Docker needed.
+# The local platform: etcd + kube-apiserver + kube-controller-manager on loopback and one node,
+# built by hack/build-peers.sh. No Docker needed.
 #
 #   hack/cluster.sh up       start (idempotent), install the Gateway API CRDs, write .local/kubeconfig
 #   hack/cluster.sh down     stop everything it started and wipe the cluster's state
@@ -10,7 +10,9 @@
 # Ports (loopback only): etcd 2379/2380, kube-apiserver 6443, kube-controller-manager 10257.
 # Override with KG_APISERVER_PORT, KG_ETCD_PORT, KG_KCM_PORT; KG_LOCAL_DIR moves the state
 # (default .local/) so a second instance can run beside the first (KG_NO_KUBELET=1 for it).
-# KENGINE_NODE=real: the real node (hack/node/node.sh) instead of hack/kubelet (opt-in).
+# The node: KENGINE_NODE=real (the default) runs the real one, hack/node/node.sh (containerd, runc,
+# CNI, the kubelet, kube-scheduler, kube-proxy, CoreDNS; needs root, runc and iptables);
+# KENGINE_NODE=local runs hack/kubelet instead, the fallback (hack/node/README.md).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -30,6 +32,8 @@ kcm_port="${KG_KCM_PORT:-10257}"
 service_cidr="${KG_SERVICE_CIDR:-10.96.0.0/16}"
 service_ip="${KG_KUBERNETES_SERVICE_IP:-10.96.0.1}"
 components=(etcd kube-apiserver kube-controller-manager kubelet)
+node_kind="${KENGINE_NODE:-real}"
+case "$node_kind" in real | local) ;; *) printf 'cluster: error: KENGINE_NODE is real or local, not %s\n' "$node_kind" >&2; exit 1 ;; esac
 
 log() { printf 'cluster: %s\n' "$*" >&2; }
 die() { printf 'cluster: error: %s\n' "$*" >&2; exit 1; }
@@ -258,12 +262,14 @@ up() {
   "${kc[@]}" wait --for condition=Established --timeout=60s crd --all >/dev/null
   wait_for "the default ServiceAccount" 60 kube-controller-manager "${kc[@]}" get serviceaccount default -n default
 
-  if [ "${KENGINE_NODE:-}" = real ] && [ "${KG_NO_KUBELET:-}" != 1 ]; then
-    # Opt-in: the real node (containerd, runc, CNI, the real kubelet; hack/node/README.md).
-    [ -z "$(pid_of kubelet)" ] || die "the local kubelet (hack/kubelet) runs: hack/cluster.sh down first"
+  if [ "$node_kind" = real ] && [ "${KG_NO_KUBELET:-}" != 1 ]; then
+    # The real node (containerd, runc, CNI, the real kubelet; hack/node/README.md).
+    [ -z "$(pid_of kubelet)" ] || die "the local kubelet (hack/kubelet, KENGINE_NODE=local) runs: hack/cluster.sh down first"
     kubelet_rbac "${kc[@]}" # the node's load balancer writes Service status with these rights
     bash "$root/hack/node/node.sh" up
-  elif [ -f "$root/hack/kubelet/main.ts" ] && [ "${KG_NO_KUBELET:-}" != 1 ]; then
+  elif [ "${KG_NO_KUBELET:-}" != 1 ]; then
+    # KENGINE_NODE=local: hack/kubelet, the fallback (pods as host processes in network namespaces).
+    [ ! -d "$local_dir/node" ] || die "the real node runs (KENGINE_NODE=real): hack/cluster.sh down first"
     kubelet_rbac "${kc[@]}"
     # A kubelet started before the peers were rebuilt (a new cache hash, e.g. a new proxy
     # module) would start pods from the old binaries: restart it on the current ones.
@@ -364,7 +370,7 @@ status() {
 case "${1:-}" in
   up) up ;;
   down) down ;;
-  status) status ;;
+  status) status; if [ -d "$local_dir/node" ]; then bash "$root/hack/node/node.sh" status || true; fi ;;
   restart-apiserver) restart_apiserver ;;
   *) die "usage: hack/cluster.sh up|down|status|restart-apiserver" ;;
 esac

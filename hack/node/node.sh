@@ -262,8 +262,14 @@ import_images() { # BIN
   # Stock Caddy 2.8.4 (hack/peers/caddy-2.8: the release the Kengine flavour forks), laid out as
   # the official image is: /usr/bin/caddy, root, the Caddyfile command as default arguments;
   # kg-probe as /bin/test, the one busybox applet the tests' exec probes use.
-  stock_caddy "$state/images/caddy-2.8.tar" "$caddy28_ref" "$bin/caddy-2.8" "$bin/kg-probe"
-  for i in pause echo probe coredns coredns-root ingress-echo caddy-2.8; do
+  # Only the tests use it: built by the test run's hack/build-peers.sh (every peer) before its
+  # hack/cluster.sh up, which imports it then; npm start does not wait for its build.
+  local images=(pause echo probe coredns coredns-root ingress-echo)
+  if [ -x "$bin/caddy-2.8" ]; then
+    stock_caddy "$state/images/caddy-2.8.tar" "$caddy28_ref" "$bin/caddy-2.8" "$bin/kg-probe"
+    images+=(caddy-2.8)
+  fi
+  for i in "${images[@]}"; do
     "${ctr[@]}" images import --local --platform linux/amd64 "$state/images/$i.tar" >>"$logs/containerd.log" 2>&1 ||
       die "could not import $i.tar into containerd (log: $logs/containerd.log)"
   done
@@ -280,7 +286,7 @@ import_images() { # BIN
   # The Ingress suite names its echo server by tag and digest; the kubelet looks the image up by
   # the name without the tag (repository@digest), which this import can only have as a name.
   tag_image "$bin" "$ingress_echo_ref" "${ingress_echo_ref%:*}@$ingress_echo_digest"
-  tag_image "$bin" "$caddy28_ref" docker.io/library/caddy:2.8
+  [ ! -x "$bin/caddy-2.8" ] || tag_image "$bin" "$caddy28_ref" docker.io/library/caddy:2.8
   # Pepr's controller image (deployed mode: `npm run build`'s Deployments, the Helm chart), built
   # from the installed pepr package and the host's node once per key into .local/node-images/,
   # which outlives `down` (pepr-image.sh).
@@ -336,7 +342,7 @@ up() {
   command -v iptables >/dev/null || die "iptables is not installed (apt-get install -y iptables)"
   [ -f "$pki/kubelet.crt" ] || die "no cluster PKI in $pki: start the control plane first (hack/cluster.sh up)"
   local cache bin kc
-  cache=$(bash "$root/hack/build-peers.sh" node echo-basic kubectl ingress-echo caddy-2.8 | tail -n 1)
+  cache=$(bash "$root/hack/build-peers.sh" node echo-basic kubectl ingress-echo | tail -n 1)
   bin="$cache/node-bin"
   kc=("$bin/kubectl" --kubeconfig "$local_dir/kubeconfig")
   mkdir -p "$run" "$logs" "$state"

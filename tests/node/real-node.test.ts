@@ -1,8 +1,7 @@
 /**
- * The real node. OPT-IN until the default switches from hack/kubelet: its own jest
- * project, not part of `npm test`: `npm run test:real-node` sets KENGINE_NODE=real, so
- * hack/cluster.sh up starts hack/node/node.sh (containerd, runc, CNI, the real kubelet,
- * kube-scheduler, kube-proxy and CoreDNS).
+ * The real node, the local cluster's default (hack/node/node.sh: containerd, runc, CNI, the real
+ * kubelet, kube-scheduler, kube-proxy and CoreDNS). Part of the integration suite; skipped on
+ * the fallback node (`KENGINE_NODE=local`, hack/kubelet). `npm run test:real-node` runs it alone.
  *
  * Asserts what only a real node shows (hack/node/README.md): the Node is Ready on containerd;
  * the echo server, under the securityContext the product declares for its proxies, runs as a
@@ -12,6 +11,7 @@
  * a pod; a pod reaches the API server through the `kubernetes` Service; a LoadBalancer Service gets a local address that answers; a pod resolves a Service's
  * name through CoreDNS; the service-account token is mounted; the images the suites name
  * (stock Caddy in the official image's layout, Pepr's controller for deployed mode) are there.
+ * Each proof that passed is a row of the `realNode` section of reports/e2e.json.
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -22,7 +22,8 @@ import {
 } from "../../capabilities/workload/pod";
 import { createNamespace, deleteNamespace, eventually, kubectl, kubectlOk } from "../support/kube";
 import { repoRoot } from "../support/paths";
-import { crictl } from "../support/node";
+import { crictl, onRealNode } from "../support/node";
+import { ScenarioRow, writeScenarioRows } from "../support/demo-gateway";
 
 interface ContainerStatus {
   readonly restartCount: number;
@@ -45,12 +46,14 @@ const PEPR_VERSION = (
 const jsonField = (ns: string, kind: string, name: string, path: string): string =>
   kubectlOk(["get", kind, "-n", ns, name, "-o", `jsonpath={${path}}`]);
 
-describe("the real node (KENGINE_NODE=real)", () => {
-  beforeAll(() => {
-    // npm run test:real-node sets it; without it the cluster would run hack/kubelet instead
-    if (process.env.KENGINE_NODE !== "real")
-      throw new Error("run with KENGINE_NODE=real (npm run test:real-node)");
-  });
+(onRealNode ? describe : describe.skip)("the real node", () => {
+  const started = Date.now();
+  const rows: ScenarioRow[] = [];
+  /** Called last in a test: its proof, with the number of assertions that checked it. */
+  const proved = (scenario: string, what: string): void => {
+    rows.push({ scenario, proved: what, checks: expect.getState().assertionCalls });
+  };
+  afterAll(() => writeScenarioRows("realNode", "tests/node/real-node.test.ts", started, rows));
 
   let ns = "";
 
@@ -86,6 +89,10 @@ describe("the real node (KENGINE_NODE=real)", () => {
       "jsonpath={.status.nodeInfo.kubeletVersion}",
     ]);
     expect(kubelet).toMatch(/^v1\.36\./);
+    proved(
+      "node",
+      "the Node is Ready on containerd 2.x with kubelet v1.36 (runtime and version from its status)",
+    );
   });
 
   test("the echo pod runs as non-root, without capabilities, under seccomp, on a read-only root", async () => {
@@ -115,6 +122,10 @@ describe("the real node (KENGINE_NODE=real)", () => {
       return r.ok ? ((await r.json()) as { path: string; pod: string }) : undefined;
     });
     expect(body).toMatchObject({ path: "/real-node", pod: "kg-echo" });
+    proved(
+      "securityContext",
+      "a pod under runAsNonRoot, drop ALL, seccomp RuntimeDefault, readOnlyRootFilesystem runs as uid/gid 65534 with CapEff 0, Seccomp 2, NoNewPrivs 1, EROFS on /, its service-account token mounted (read inside by kubectl exec)",
+    );
   });
 
   test("a ClusterIP Service answers through kube-proxy, from the host and from a pod", async () => {
@@ -142,6 +153,10 @@ describe("the real node (KENGINE_NODE=real)", () => {
     const [code, ...body] = fromPod.split("\n");
     expect(code).toBe("200");
     expect(JSON.parse(body.join("\n"))).toMatchObject({ path: "/from-pod", pod: "kg-echo" });
+    proved(
+      "clusterIP",
+      "a ClusterIP Service answers through kube-proxy (iptables) from the host and from a pod to itself",
+    );
   });
 
   test("a pod reaches the API server as an in-cluster client (10.96.0.1 → kube-proxy → the node's forwarder)", async () => {
@@ -158,6 +173,10 @@ describe("the real node (KENGINE_NODE=real)", () => {
       goVersion: expect.stringMatching(/^go1\./),
       platform: "linux/amd64",
     });
+    proved(
+      "inClusterAPI",
+      "a pod reaches the API server at 10.96.0.1 with its service-account token",
+    );
   });
 
   test("a LoadBalancer Service gets a local address and answers on it (hack/node/services.ts)", async () => {
@@ -185,6 +204,10 @@ describe("the real node (KENGINE_NODE=real)", () => {
       return r.ok ? ((await r.json()) as { path: string; pod: string }) : undefined;
     });
     expect(body).toMatchObject({ path: "/through-lb", pod: "kg-echo" });
+    proved(
+      "loadBalancer",
+      "a LoadBalancer Service gets a 127.20.x.y address that answers (hack/node/services.ts)",
+    );
   });
 
   test("a pod resolves a Service name through CoreDNS (a pod behind kube-dns, 10.96.0.10)", async () => {
@@ -231,6 +254,10 @@ describe("the real node (KENGINE_NODE=real)", () => {
       `kg-echo.${ns}`,
     ]);
     expect(short.trim()).toBe(clusterIP);
+    proved(
+      "coreDNS",
+      "a pod resolves <svc>.<ns>.svc.cluster.local and <svc>.<ns> to the ClusterIP through CoreDNS (a pod behind kube-dns 10.96.0.10)",
+    );
   });
 
   test("the proxy image runs under the securityContext the product declares (port 80, non-root)", async () => {
@@ -289,6 +316,10 @@ describe("the real node (KENGINE_NODE=real)", () => {
     expect(field("Seccomp")).toBe("2");
     expect(field("NoNewPrivs")).toBe("1");
     expect(() => writeFileSync(`/proc/${pid}/root/.kg-write-test`, "x")).toThrow(/EROFS|read-only/);
+    proved(
+      "proxyImage",
+      "the proxy image under the product's proxyPodSecurityContext/proxySecurityContext serves port 80 as uid 65532, CapEff 0, CapBnd NET_BIND_SERVICE, Seccomp 2, NoNewPrivs 1, read-only root (host /proc through crictl)",
+    );
   });
 
   test("the images the suites name are imported and run (Gateway API and Ingress conformance, stock Caddy)", async () => {
@@ -372,6 +403,10 @@ describe("the real node (KENGINE_NODE=real)", () => {
     expect(kubectlOk(["exec", "-n", ns, "kg-caddy-28", "--", "caddy", "version"])).toMatch(
       /^v2\.8\.4/,
     );
+    proved(
+      "images",
+      "the images the conformance suites and tests name resolve in containerd without a pull, and run",
+    );
   });
 
   test("stock Caddy 2.11 runs the Caddyfile in /etc/caddy by its default command; `test` answers exec probes", async () => {
@@ -411,6 +446,10 @@ spec:
       "0",
     );
     expect(kubectl(["exec", "-n", ns, "kg-caddy-211", "--", "test", "-f", "/nope"]).code).toBe(1);
+    proved(
+      "stockCaddy",
+      "stock Caddy 2.11 serves a ConfigMap Caddyfile by its default command; exec probes pass",
+    );
   });
 
   test("a pod that allocates 256 MiB under a 32 MiB limit is OOM-killed", async () => {
@@ -436,6 +475,10 @@ spec:
     );
     expect([status.state?.terminated?.reason, status.lastState?.terminated?.reason]).toContain(
       "OOMKilled",
+    );
+    proved(
+      "oomKill",
+      "a pod allocating 256 MiB under a 32Mi limit is OOMKilled by its memory cgroup",
     );
   });
 });
