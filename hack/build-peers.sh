@@ -283,7 +283,7 @@ done
 # same k8s.io/kubernetes release as the control plane), containerd, its runc shim, ctr, crictl
 # and the CNI plugins from peers/containerd; kg-probe (node/kg-probe: the test images' helper) and
 # kube-scheduler from hack/go.mod (the local kubelet binds pods itself; the real one does not);
-# CoreDNS from peers/coredns.
+# CoreDNS from peers/coredns (its main.go links only the plugins the local Corefiles use).
 # Each group is one `go build` into objects/node-<group>-<key>/, linked into node-bin/. Kept out of
 # the cache <hash>, so the control plane's cache is the same on either node (KENGINE_NODE=local).
 build_node() {
@@ -292,7 +292,7 @@ build_node() {
     [node]="k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy"
     [containerd]="github.com/containerd/containerd/v2/cmd/containerd github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 github.com/containerd/containerd/v2/cmd/ctr sigs.k8s.io/cri-tools/cmd/crictl github.com/containernetworking/plugins/plugins/main/bridge github.com/containernetworking/plugins/plugins/ipam/host-local github.com/containernetworking/plugins/plugins/main/loopback github.com/containernetworking/plugins/plugins/meta/portmap"
     [probe]="./node/kg-probe k8s.io/kubernetes/cmd/kube-scheduler"
-    [coredns]=github.com/coredns/coredns
+    [coredns]=. # peers/coredns/main.go: CoreDNS with the plugins the local Corefiles use
   )
   declare -A gdirs=([node]=peers/node [containerd]=peers/containerd [probe]=. [coredns]=peers/coredns)
   declare -A gsrc=([node]=peers/node [containerd]=peers/containerd [probe]=node/kg-probe [coredns]=peers/coredns)
