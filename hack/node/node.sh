@@ -337,9 +337,10 @@ layout_file() { # LAYOUT FILE DIR
 }
 
 up() {
+  local fallback="or KENGINE_NODE=local for the fallback node, hack/node/README.md"
   [ "$(id -u)" = 0 ] || die "the real node needs root (containerd, runc, network namespaces, cgroups)"
-  command -v runc >/dev/null || die "runc is not installed (apt-get install -y runc)"
-  command -v iptables >/dev/null || die "iptables is not installed (apt-get install -y iptables)"
+  command -v runc >/dev/null || die "runc is not installed (apt-get install -y runc; $fallback)"
+  command -v iptables >/dev/null || die "iptables is not installed (apt-get install -y iptables; $fallback)"
   [ -f "$pki/kubelet.crt" ] || die "no cluster PKI in $pki: start the control plane first (hack/cluster.sh up)"
   local cache bin kc
   cache=$(bash "$root/hack/build-peers.sh" node echo-basic kubectl ingress-echo | tail -n 1)
