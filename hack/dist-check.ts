@@ -269,7 +269,7 @@ export interface ControllerDeployment {
 }
 
 /** Bytes of a Kubernetes memory quantity (Ki, Mi, Gi and plain bytes; what Pepr writes). */
-const memoryBytes = (q: string): number | undefined => {
+export const memoryBytes = (q: string): number | undefined => {
   const m = /^(\d+)(Ki|Mi|Gi)?$/.exec(q);
   if (!m) return undefined;
   return Number(m[1]) * { "": 1, Ki: 1024, Mi: 2 ** 20, Gi: 2 ** 30 }[m[2] ?? ""]!;

@@ -20,6 +20,8 @@ import {
   undeployModule,
 } from "../../hack/deployed";
 import { admissionAccount } from "../../hack/service-accounts";
+import { heapLimitProblems, memoryBytes } from "../../hack/dist-check";
+import { containerFacts, onRealNode } from "../support/node";
 import { DEFAULT_LEASE_NAME } from "../../capabilities/election/env";
 import cfg from "../../package.json";
 import { jsonpath } from "../support/demo-gateway";
@@ -33,10 +35,12 @@ interface Container {
   readonly image: string;
   readonly args?: string[];
   readonly command?: string[];
+  readonly env?: { name: string; value?: string }[];
+  readonly resources?: { limits?: { memory?: string } };
 }
 interface PodList {
   readonly items: {
-    readonly metadata: { name: string; labels: Record<string, string> };
+    readonly metadata: { name: string; uid: string; labels: Record<string, string> };
     readonly spec: { containers: Container[]; serviceAccountName: string };
     readonly status: {
       phase: string;
@@ -139,6 +143,40 @@ describe("deployed mode (npm run build's manifests, Pepr's controller image)", (
     const image = pods.items[0].spec.containers[0].image;
     expect(image).toBe(`ghcr.io/defenseunicorns/pepr/controller:v${cfg.dependencies.pepr}`);
   });
+
+  // The memory limit and heap limit npm run build writes (hack/dist-check.ts checks them on
+  // paper) are what each controller process runs under: its memory cgroup's limit and the
+  // NODE_OPTIONS the kernel holds for it, read from the host (the real node; hack/kubelet sets
+  // no cgroup limit).
+  (onRealNode ? it : it.skip)(
+    "runs each controller process under its Deployment's memory limit, with its heap limit inside it",
+    () => {
+      const pods = [...controllerPods("admission"), ...controllerPods("watcher")];
+      expect(pods).toHaveLength(3);
+      for (const p of pods) {
+        const c = p.spec.containers[0]!;
+        const declared = c.resources?.limits?.memory ?? "";
+        expect(declared).toMatch(/^\d+(Mi|Gi)$/);
+        const facts = containerFacts(p.metadata.uid, c.name);
+        expect(facts.memoryLimit).toBe(String(memoryBytes(declared)));
+        const flags = facts.env.NODE_OPTIONS;
+        expect(flags).toBe(c.env?.find(e => e.name === "NODE_OPTIONS")?.value);
+        expect(
+          heapLimitProblems([
+            {
+              kind: "Deployment",
+              metadata: { name: p.metadata.name },
+              spec: {
+                template: {
+                  spec: { containers: [{ ...c, env: [{ name: "NODE_OPTIONS", value: flags }] }] },
+                },
+              },
+            },
+          ]),
+        ).toEqual([]);
+      }
+    },
+  );
 
   it("runs admission under its own ServiceAccount and the watcher under pepr-<uuid>", () => {
     const admission = controllerPods("admission");

@@ -328,7 +328,8 @@ spec:
         expect(facts.noNewPrivs).toBe("1");
         expect(facts.rootWritable).toBe(false);
         expect(facts.memoryLimit).toBe(String(bytesOf(PROXY_MEMORY_LIMIT)));
-        seen.push({ pod: pod.metadata?.name, ...facts });
+        const { env: _env, pid: _pid, ...kernel } = facts;
+        seen.push({ pod: pod.metadata?.name, ...kernel });
       }
       writeReportSection("managedProxyNode", "tests/e2e/gateway.test.ts", {
         durationMs: Date.now() - started,

@@ -19,7 +19,9 @@
  *     spec.acme refused), none of the class's unless granted; the controller fetches nothing the
  *     tenant names;
  *   - an upload far beyond the ExternalAuth cap: the largest cap a tenant can set is admitted, a
- *     128 MiB upload through it leaves the proxies' peak RSS within 32 MiB of where it was;
+ *     128 MiB upload through it leaves the proxies' peak RSS within 32 MiB of where it was, and
+ *     no proxy restarted: under their 160Mi memory limit (the real node's memory cgroup) a
+ *     buffered upload would have been OOM-killed;
  *   - 400 ConfigMaps of 1 MiB in a tenant namespace: controller RSS within 20 MiB;
  *   - 2,000 create/delete cycles of tenant objects: the ingest layer's remembered names flat;
  *   - a silent watch (every open connection of the controller to the API server goes half-open):
@@ -82,6 +84,11 @@ const ADMIN_PORT = 2019;
 const OWN_PORTS = [19080, 19443, 10500];
 const UPLOAD_BYTES = 128 * 1024 * 1024;
 const UPLOAD_PEAK_BOUND_MIB = 32;
+/**
+ * The proxies' memory limit (KengineParameters): about 56 MiB of RSS before the upload, so an
+ * upload the proxy buffered would pass it and the node's memory cgroup would kill the proxy.
+ */
+const PROXY_MEMORY_LIMIT = "160Mi";
 const BULK_CONFIGMAPS = 400;
 const BULK_BYTES = 1_000_000;
 const CONTROLLER_RSS_BOUND_MIB = 20;
@@ -410,7 +417,7 @@ describe("the tenant boundary: no tenant object turns a shared Gateway against i
     kind: "KengineParameters",
     metadata: { name: "platform", namespace: platform },
     spec: {
-      proxy: { replicas: REPLICAS },
+      proxy: { replicas: REPLICAS, resources: { limits: { memory: PROXY_MEMORY_LIMIT } } },
       acme: {
         issuers: [
           {
@@ -1302,9 +1309,27 @@ describe("the tenant boundary: no tenant object turns a shared Gateway against i
           after,
           peakGrowthMiB: growth,
         };
+        // no proxy container restarted, none was OOM-killed (the limit is the node's cgroup's)
+        const restarts = pods.map(p => {
+          const status = JSON.parse(
+            kubectlOk([
+              "get",
+              "pod",
+              "-n",
+              platform,
+              p.name,
+              "-o",
+              "jsonpath={.status.containerStatuses[?(@.name=='proxy')]}",
+            ]),
+          ) as { restartCount: number; lastState?: { terminated?: { reason?: string } } };
+          return { restarts: status.restartCount, last: status.lastState?.terminated?.reason };
+        });
+        (figures.upload as Record<string, unknown>).memoryLimit = PROXY_MEMORY_LIMIT;
+        (figures.upload as Record<string, unknown>).proxyRestarts = restarts;
         // 2^31−1 is above every class limit: refused at admission
         expect(tried[0]!.verdict).not.toBe("admitted");
         expect(Math.max(...growth)).toBeLessThan(UPLOAD_PEAK_BOUND_MIB);
+        expect(restarts).toEqual(pods.map(() => ({ restarts: 0, last: undefined })));
         return figures.upload as object;
       },
       r => r,

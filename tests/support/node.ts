@@ -55,6 +55,9 @@ export interface ContainerFacts {
   readonly memoryLimit: string;
   /** Whether a file can be created at the root of the container's filesystem. */
   readonly rootWritable: boolean;
+  /** The process, and its environment as the kernel holds it (/proc/<pid>/environ). */
+  readonly pid: number;
+  readonly env: Readonly<Record<string, string>>;
 }
 
 /** The facts of container `name` of the pod with this uid, through CRI and /proc. */
@@ -96,7 +99,15 @@ export function containerFacts(podUid: string, name: string): ContainerFacts {
     if ((e as NodeJS.ErrnoException).code !== "EROFS") throw e;
     rootWritable = false;
   }
+  const env = Object.fromEntries(
+    readFileSync(`/proc/${pid}/environ`, "utf8")
+      .split("\0")
+      .filter(Boolean)
+      .map(kv => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)]),
+  );
   return {
+    pid: Number(pid),
+    env,
     uid: field("Uid").split(/\s+/),
     gid: field("Gid").split(/\s+/),
     capEff: field("CapEff"),
