@@ -34,7 +34,7 @@ module.exports = {
     {
       ...common,
       displayName: "integration",
-      // tests/node: the real node itself (skipped on the fallback node, KENGINE_NODE=local)
+      // tests/node: the real node itself (KENGINE_NODE=real; skipped on hack/kubelet)
       testMatch: [
         "<rootDir>/tests/integration/**/*.test.ts",
         "<rootDir>/tests/e2e/**/*.test.ts",

@@ -97,10 +97,10 @@ for a in "$@"; do
   *) want+=("$a") ;;
   esac
 done
-# all peers: the real node's too, unless the platform runs hack/kubelet (KENGINE_NODE=local)
+# all peers: the real node's too when the platform runs it (KENGINE_NODE=real)
 if [ $# -eq 0 ]; then
   want=("${order[@]}")
-  [ "${KENGINE_NODE:-real}" = local ] || node_wanted=1
+  [ "${KENGINE_NODE:-local}" != real ] || node_wanted=1
 fi
 # the image is made from these two
 for w in "${want[@]}"; do [ "$w" = image ] && want=(caddy proxy-image "${want[@]}"); done
@@ -279,13 +279,13 @@ for p in "${order[@]}"; do
 done
 
 # ---------------------------------------------------------------------------- the real node
-# The node the platform runs by default (hack/node/README.md): kubelet and kube-proxy from peers/node (the
+# The real node (KENGINE_NODE=real, hack/node/README.md): kubelet and kube-proxy from peers/node (the
 # same k8s.io/kubernetes release as the control plane), containerd, its runc shim, ctr, crictl
 # and the CNI plugins from peers/containerd; kg-probe (node/kg-probe: the test images' helper) and
 # kube-scheduler from hack/go.mod (the local kubelet binds pods itself; the real one does not);
 # CoreDNS from peers/coredns (its main.go links only the plugins the local Corefiles use).
 # Each group is one `go build` into objects/node-<group>-<key>/, linked into node-bin/. Kept out of
-# the cache <hash>, so the control plane's cache is the same on either node (KENGINE_NODE=local).
+# the cache <hash>, so the control plane's cache is the same on either node.
 build_node() {
   local g gdir key obj start took b
   declare -A gpkgs=(

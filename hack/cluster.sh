@@ -10,9 +10,10 @@
 # Ports (loopback only): etcd 2379/2380, kube-apiserver 6443, kube-controller-manager 10257.
 # Override with KG_APISERVER_PORT, KG_ETCD_PORT, KG_KCM_PORT; KG_LOCAL_DIR moves the state
 # (default .local/) so a second instance can run beside the first (KG_NO_KUBELET=1 for it).
-# The node: KENGINE_NODE=real (the default) runs the real one, hack/node/node.sh (containerd, runc,
-# CNI, the kubelet, kube-scheduler, kube-proxy, CoreDNS; needs root, runc and iptables);
-# KENGINE_NODE=local runs hack/kubelet instead, the fallback (hack/node/README.md).
+# The node: KENGINE_NODE=real runs the real one, hack/node/node.sh (containerd, runc, CNI, the
+# kubelet, kube-scheduler, kube-proxy, CoreDNS; needs root, runc and iptables); unset or
+# KENGINE_NODE=local, hack/kubelet (the default until CI's time allows the switch,
+# hack/node/README.md).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -32,7 +33,7 @@ kcm_port="${KG_KCM_PORT:-10257}"
 service_cidr="${KG_SERVICE_CIDR:-10.96.0.0/16}"
 service_ip="${KG_KUBERNETES_SERVICE_IP:-10.96.0.1}"
 components=(etcd kube-apiserver kube-controller-manager kubelet)
-node_kind="${KENGINE_NODE:-real}"
+node_kind="${KENGINE_NODE:-local}"
 case "$node_kind" in real | local) ;; *) printf 'cluster: error: KENGINE_NODE is real or local, not %s\n' "$node_kind" >&2; exit 1 ;; esac
 
 log() { printf 'cluster: %s\n' "$*" >&2; }
@@ -268,7 +269,7 @@ up() {
     kubelet_rbac "${kc[@]}" # the node's load balancer writes Service status with these rights
     bash "$root/hack/node/node.sh" up
   elif [ "${KG_NO_KUBELET:-}" != 1 ]; then
-    # KENGINE_NODE=local: hack/kubelet, the fallback (pods as host processes in network namespaces).
+    # hack/kubelet (pods as host processes in network namespaces; KENGINE_NODE unset or local).
     [ ! -d "$local_dir/node" ] || die "the real node runs (KENGINE_NODE=real): hack/cluster.sh down first"
     kubelet_rbac "${kc[@]}"
     # A kubelet started before the peers were rebuilt (a new cache hash, e.g. a new proxy

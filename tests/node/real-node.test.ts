@@ -1,7 +1,7 @@
 /**
- * The real node, the local cluster's default (hack/node/node.sh: containerd, runc, CNI, the real
+ * The real node (`KENGINE_NODE=real`, hack/node/node.sh: containerd, runc, CNI, the real
  * kubelet, kube-scheduler, kube-proxy and CoreDNS). Part of the integration suite; skipped on
- * the fallback node (`KENGINE_NODE=local`, hack/kubelet). `npm run test:real-node` runs it alone.
+ * hack/kubelet, the default node. `npm run test:real-node` runs it alone on the real node.
  *
  * Asserts what only a real node shows (hack/node/README.md): the Node is Ready on containerd;
  * the echo server, under the securityContext the product declares for its proxies, runs as a

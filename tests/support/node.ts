@@ -1,14 +1,17 @@
 import { execFileSync } from "node:child_process";
-import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { podNetNames } from "../../hack/kubelet/network";
 import { localDir } from "./paths";
 
 /**
- * Which node the local cluster runs: the real node (the default: containerd, runc, the real
- * kubelet; hack/node/README.md) or hack/kubelet, the fallback `KENGINE_NODE=local` selects.
+ * Which node the local cluster runs: the real node (`KENGINE_NODE=real`: containerd, runc, the
+ * real kubelet; hack/node/README.md) or hack/kubelet (the default). Also true when the cluster
+ * already runs the real node (its state dir exists: global setup has brought it up by now).
  */
-export const onRealNode = process.env.KENGINE_NODE !== "local";
+export const onRealNode =
+  process.env.KENGINE_NODE === "real" ||
+  (process.env.KENGINE_NODE !== "local" && existsSync(join(localDir, "node", "bin")));
 
 /**
  * `describe` for suites that test hack/kubelet itself (its processes, bridge, image cache and
