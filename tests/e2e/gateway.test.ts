@@ -289,18 +289,12 @@ spec:
     "runs every proxy under the securityContext and memory limit its pod declares",
     () => {
       const started = Date.now();
+      const proxies = "app.kubernetes.io/component=proxy";
       const pods = JSON.parse(
-        kubectlOk([
-          "get",
-          "pods",
-          "-n",
-          ns,
-          "-l",
-          "app.kubernetes.io/component=proxy",
-          "-o",
-          "json",
-        ]),
-      ) as { items: V1Pod[] };
+        kubectlOk(["get", "pods", "-n", ns, "-l", proxies, "-o", "json"]),
+      ) as {
+        items: V1Pod[];
+      };
       const running = pods.items.filter(p => !p.metadata?.deletionTimestamp);
       expect(running).toHaveLength(5);
       const seen: object[] = [];
