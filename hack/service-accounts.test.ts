@@ -3,7 +3,10 @@
  * template lines of the shape Pepr 1.1.4's generators write (`pepr build`: the module YAML's
  * Deployments and Pepr's Helm templates, reduced to what the split reads and writes).
  */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { parse, parseAllDocuments, stringify } from "yaml";
+import { LIST_PATHS } from "../capabilities/snapshot/kinds";
 import { wildcardProblems } from "./dist-check";
 import {
   ADMISSION_READS,
@@ -187,6 +190,33 @@ describe("separate ServiceAccounts for admission and the watcher", () => {
     }
     // What capabilities/admission.ts reads is all there.
     for (const read of ADMISSION_READS) expect(rules).toContainEqual(read);
+  });
+
+  it("grants every lookup capabilities/admission.ts makes (a missing one denies the object)", () => {
+    // Deployed admission once lacked IngressClasses: every Ingress in the cluster was denied
+    // ("could not tell whether it belongs to a Kengine GatewayClass ... 403"), seen only when
+    // the Ingress conformance suite first ran against the deployed module.
+    const source = readFileSync(join(__dirname, "..", "capabilities", "admission.ts"), "utf8");
+    const lookups = [...source.matchAll(/\b(read|list)<\w+>\("(\w+)"/g)].map(m => ({
+      verb: m[1] === "read" ? "get" : "list",
+      kind: m[2] as keyof typeof LIST_PATHS,
+    }));
+    const kinds = new Set(lookups.map(l => l.kind));
+    // the ones known today, so that a change in how the file reads objects fails here too
+    for (const k of ["GatewayClass", "Gateway", "ListenerSet", "HTTPRoute", "IngressClass"])
+      expect(kinds).toContain(k);
+    for (const { verb, kind } of lookups) {
+      const path = LIST_PATHS[kind];
+      expect(path).toBeDefined();
+      const [, group, resource] = /^\/apis?\/(?:([^/]+)\/)?[^/]+\/([^/]+)$/.exec(path)!;
+      const granted = ADMISSION_READS.some(
+        r =>
+          (r.apiGroups ?? []).includes(group ?? "") &&
+          (r.resources ?? []).includes(resource!) &&
+          r.verbs.includes(verb),
+      );
+      expect({ kind, verb, granted }).toEqual({ kind, verb, granted: true });
+    }
   });
 
   it("edits Pepr's Helm templates the same way and adds the admission RBAC template", () => {

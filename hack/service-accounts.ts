@@ -7,7 +7,9 @@
  *
  * - `capabilities/admission.ts`: get GatewayClasses, Gateways, ListenerSets (is this route's
  *   parent ours?); list HTTPRoutes, GRPCRoutes (routes by Service) and KengineParameters
- *   (platform-owned parameters).
+ *   (platform-owned parameters); get and list IngressClasses (is this Ingress's class ours, by
+ *   name or as the cluster's default?). hack/service-accounts.test.ts reads the file's
+ *   lookups and fails when one is missing here: without it, admission denies every Ingress.
  * - Pepr 1.1.4's runtime (`pepr/dist/controller.js`, then its StoreController): it applies the
  *   PeprStore CRD at start (server-side apply: patch, or create when missing; it exits when
  *   refused) and opens its two stores in its namespace (get, create by apply, patch, and a
@@ -45,6 +47,7 @@ export const ADMISSION_READS: readonly PolicyRule[] = [
     verbs: ["list"],
   },
   { apiGroups: ["gateway.kengine.io"], resources: ["kengineparameters"], verbs: ["list"] },
+  { apiGroups: ["networking.k8s.io"], resources: ["ingressclasses"], verbs: ["get", "list"] },
 ];
 
 /** The admission account's ServiceAccount, ClusterRole, Role and bindings. */

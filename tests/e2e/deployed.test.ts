@@ -258,6 +258,22 @@ describe("deployed mode (npm run build's manifests, Pepr's controller image)", (
     // A good route of ours is admitted (the sample's), and admission was never refused by the
     // API server on its look-ups under its own account.
     expect(kubectl(["get", "httproute", "-n", ns, "-o", "name"]).stdout).toMatch(/httproute/);
+    // Ingresses: admission reads the IngressClass an Ingress names (get) or the cluster's default
+    // (list) under its own account. Without those rules it denied every Ingress in the cluster,
+    // any controller's (hack/service-accounts.ts).
+    for (const [name, spec] of [
+      ["other-class", { ingressClassName: "someone-elses" }],
+      ["no-class", {}],
+    ] as const) {
+      const ingress = {
+        apiVersion: "networking.k8s.io/v1",
+        kind: "Ingress",
+        metadata: { name, namespace: ns },
+        spec: { ...spec, defaultBackend: { service: { name: "echo", port: { number: 80 } } } },
+      };
+      const r = kubectl(["apply", "-f", "-"], JSON.stringify(ingress));
+      expect({ name, code: r.code, stderr: r.stderr }).toEqual({ name, code: 0, stderr: "" });
+    }
     const logs = kubectlOk([
       "logs",
       "-n",
