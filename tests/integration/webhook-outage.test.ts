@@ -71,6 +71,11 @@ describe("admission webhook with every admission pod down", () => {
 
   afterAll(() => {
     once(["delete", "validatingwebhookconfiguration", CONFIG_NAME, "--ignore-not-found"]);
+    // A Service left behind in pepr-system makes a later `helm install` of the module refuse
+    // ("exists and cannot be imported into the current release"): helm-upgrade failed so when
+    // it ran after this suite. (The namespace stays: one being deleted would refuse the next
+    // suite's objects.)
+    once(["delete", "service", `pepr-${uuid}`, "-n", "pepr-system", "--ignore-not-found"]);
     if (ns) deleteNamespace(ns);
   });
 
