@@ -150,7 +150,9 @@ port_free() { ! ss -Hltn "sport = :$1" | grep -q .; }
 #   status, and when): tests/integration/controller-handover.test.ts proves only the leader writes;
 # - HTTPRoute creates, whose audit annotations say when the API server could not reach a webhook
 #   and admitted the route anyway ("failed-open"): tests/support/deployed-checks.ts tells that
-#   apart from our admission letting a bad route through.
+#   apart from our admission letting a bad route through;
+# - Namespace creates and deletes: who made or deleted a namespace, when (a suite's namespace
+#   gone mid-scenario).
 write_audit_policy() {
   cat >"$local_dir/audit-policy.yaml" <<'EOF'
 apiVersion: audit.k8s.io/v1
@@ -166,6 +168,10 @@ rules:
   verbs: [create]
   resources:
   - {group: gateway.networking.k8s.io, resources: [httproutes]}
+- level: Metadata
+  verbs: [create, delete, deletecollection]
+  resources:
+  - {group: "", resources: [namespaces]}
 - level: None
 EOF
 }

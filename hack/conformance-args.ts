@@ -46,6 +46,9 @@ export const usage = `usage: npm run conformance -- [flags]
   --deployed              run the module as \`npx pepr deploy\` installs it (dist/, rebuilt unless newer than the
                           sources; Pepr's controller image on the local kubelet) instead of \`pepr dev\`
   --strict                exit 1 when any test failed (default: 0 whenever the suite completed)
+  --ingress               also run the upstream Ingress conformance suite (npm run conformance:ingress, with
+                          --strict if given) beside this one, against the same controller; the exit code is the
+                          worse of the two
   --debug                 the suite's debug logging (request/response dumps)
   --continue-after-setup-failure
                           run the tests even if the suite's setup fails (e.g. one base Pod never Ready);
@@ -72,6 +75,8 @@ export interface Options {
   strict: boolean;
   /** The module as `npx pepr deploy` installs it (hack/deployed.ts) instead of `pepr dev`. */
   deployed: boolean;
+  /** The Ingress conformance suite beside this one (hack/conformance-ingress.ts). */
+  ingress: boolean;
   debug: boolean;
   cleanup: boolean;
   continueAfterSetupFailure: boolean;
@@ -90,6 +95,7 @@ export function parseArgs(argv: readonly string[]): Options {
     profiles: defaultProfiles,
     strict: false,
     deployed: false,
+    ingress: false,
     debug: false,
     cleanup: true,
     continueAfterSetupFailure: false,
@@ -135,6 +141,10 @@ export function parseArgs(argv: readonly string[]): Options {
       case "deployed":
         if (value !== undefined) throw new UsageError("--deployed takes no value");
         o.deployed = true;
+        break;
+      case "ingress":
+        if (value !== undefined) throw new UsageError("--ingress takes no value");
+        o.ingress = true;
         break;
       case "debug":
         o.debug = true;

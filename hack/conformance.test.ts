@@ -1,4 +1,5 @@
 import { defaultVersion, parseArgs, suiteVersions } from "./conformance";
+import { ingressArgs } from "./conformance-ingress";
 
 describe("npm run conformance flags", () => {
   it("runs suite v1.6.1 unless --version names another release it knows", () => {
@@ -37,5 +38,13 @@ describe("npm run conformance flags", () => {
       runTest: "HTTPRouteSimpleSameNamespace",
     });
     expect(() => parseArgs(["--deployed=yes"])).toThrow(/--deployed takes no value/);
+  });
+  it("runs the Ingress suite beside it only with --ingress, passing --strict on", () => {
+    expect(parseArgs([]).ingress).toBe(false);
+    expect(parseArgs(["--ingress", "--deployed"])).toMatchObject({ ingress: true, deployed: true });
+    expect(() => parseArgs(["--ingress=yes"])).toThrow(/--ingress takes no value/);
+    expect(ingressArgs(true).slice(1)).toEqual(["--strict"]);
+    expect(ingressArgs(false).slice(1)).toEqual([]);
+    expect(ingressArgs(false)[0]).toMatch(/hack\/ingress-conformance\/run\.ts$/);
   });
 });

@@ -14,6 +14,7 @@
  *   4. builds the suite (hack/conformance/conformance_test.go, go test -c in the version's
  *      module) once into the peers cache, runs it; the output goes
  *      to reports/conformance.log, progress lines to stdout
+ *      (with --ingress the Ingress conformance suite runs beside it: hack/conformance-ingress.ts)
  *   5. copies the suite's report to reports/conformance-report.yaml and prints a summary
  *   6. stops the controller (deployed: saves the pods' logs, removes what it applied);
  *      removes the GatewayClass if it created it; brings the cluster down only if it brought
@@ -24,7 +25,7 @@
  * GatewayClass, build, the suite stopped before writing a report, or another pepr dev
  * disturbed the run).
  *
- * Flags: --version=v1.6.1|v1.7.0  --profiles=GATEWAY-HTTP,GATEWAY-GRPC,GATEWAY-TLS  --deployed
+ * Flags: --version=v1.6.1|v1.7.0  --profiles=GATEWAY-HTTP,GATEWAY-GRPC,GATEWAY-TLS  --deployed  --ingress
  *        --run-test=NAME  --skip-tests=A,B
  *        --strict  --debug  --no-cleanup  --continue-after-setup-failure
  *        --timeout-overrides='Name:secs;...'
@@ -78,13 +79,21 @@ import {
   formatSummary,
   summarizeReportYaml,
 } from "./conformance-summary";
+import { BesideRun, startIngressBeside } from "./conformance-ingress";
 import { PeprDev, startPeprDev } from "./pepr-dev";
 
 export { defaultVersion, parseArgs, suiteVersions } from "./conformance-args";
 export type { SuiteVersion } from "./conformance-args";
 export { installSuiteCrds } from "./conformance-suite";
 
+/** The worse of the Gateway API run's exit code and, with --ingress, the Ingress run's. */
 async function main(): Promise<number> {
+  const beside: { run?: BesideRun; code: number } = { code: 0 };
+  const code = await conformance(beside);
+  return Math.max(code, beside.code);
+}
+
+async function conformance(beside: { run?: BesideRun; code: number }): Promise<number> {
   let opts: Options;
   try {
     opts = parseArgs(process.argv.slice(2));
@@ -105,6 +114,7 @@ async function main(): Promise<number> {
     interrupted = true;
     say(`${sig}: stopping`);
     child?.kill("SIGTERM");
+    beside.run?.stop();
   };
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
@@ -193,6 +203,16 @@ async function main(): Promise<number> {
     say(
       `GatewayClass ${opts.gatewayClass}: Accepted; supportedFeatures (${features.length}): ${features.join(", ")}`,
     );
+
+    if (opts.ingress) {
+      const run = startIngressBeside(opts.strict);
+      beside.run = run;
+      // The first cleanup: the controller and cluster stay until the Ingress run is done.
+      cleanups.push(async () => {
+        say("ingress: waiting for the Ingress conformance suite to finish");
+        beside.code = await run.done;
+      });
+    }
 
     const work = mkdtempSync(join(tmpdir(), "kg-conformance-"));
     cleanups.push(() => rmSync(work, { recursive: true, force: true }));

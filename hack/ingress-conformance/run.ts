@@ -19,7 +19,7 @@
  * Flags: --strict  --tags=@tag  --status-wait=30s (how long the suite waits for an Ingress's
  *        status.loadBalancer; the "invalid class" scenario waits all of it by design)
  */
-import { spawn, spawnSync } from "node:child_process";
+import { ChildProcess, spawn, spawnSync } from "node:child_process";
 import {
   createWriteStream,
   mkdirSync,
@@ -140,9 +140,43 @@ function parseArgs(argv: string[]) {
   return opts;
 }
 
+/** The suite's process while it runs, for a signal to stop it. */
+let running: ChildProcess | undefined;
+let interrupted = false;
+
+/** The suite's process; its output goes to the log. */
+function runSuiteProcess(bin: string, args: string[], logPath: string): Promise<number> {
+  if (interrupted) return Promise.resolve(2);
+  return new Promise<number>((resolve, reject) => {
+    const log = createWriteStream(logPath);
+    const child = spawn(bin, args, {
+      cwd: suiteDir, // the suite reads its features/ from the working directory
+      env: { ...process.env, KUBECONFIG: kubeconfig },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    running = child;
+    child.stdout.pipe(log, { end: false });
+    child.stderr.pipe(log, { end: false });
+    child.on("error", reject);
+    child.on("close", c => {
+      running = undefined;
+      log.end();
+      resolve(c ?? 2);
+    });
+  });
+}
+
 async function main(): Promise<number> {
   const cleanups: Array<() => Promise<void> | void> = [];
   const started = Date.now();
+  // Stopped (Ctrl-C, or `npm run conformance -- --ingress` interrupted): the suite stops and the
+  // cleanups below still run.
+  const onSignal = () => {
+    interrupted = true;
+    running?.kill("SIGTERM");
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
   try {
     const opts = parseArgs(process.argv.slice(2));
     mkdirSync(reportsDir, { recursive: true });
@@ -205,36 +239,46 @@ async function main(): Promise<number> {
       "-test.timeout=2h",
       `--ingress-class=${INGRESS_CLASS}`,
       "--format=cucumber",
-      `--output-directory=${out}`,
       "--no-colors",
       `--wait-time-for-ingress-status=${opts.statusWait}`,
       "--wait-time-for-ready=3m",
     ];
     if (opts.tags) args.push(`--tags=${opts.tags}`);
+    const featuresOf = join(suiteDir, "features");
+    const features = readdirSync(featuresOf).filter(f => f.endsWith(".feature"));
     const logPath = join(reportsDir, "ingress-conformance.log");
     say(`suite: running (log: ${logPath})`);
     const t0 = Date.now();
-    const code = await new Promise<number>((resolve, reject) => {
-      const log = createWriteStream(logPath);
-      const child = spawn(bin, args, {
-        cwd: suiteDir, // the suite reads its features/ from the working directory
-        env: { ...process.env, KUBECONFIG: kubeconfig },
-        stdio: ["ignore", "pipe", "pipe"],
-      });
-      child.stdout.pipe(log, { end: false });
-      child.stderr.pipe(log, { end: false });
-      child.on("error", reject);
-      child.on("close", c => {
-        log.end();
-        resolve(c ?? 2);
-      });
-    });
+    // One process, as upstream runs it. Not one per feature: at start-up the suite deletes every
+    // namespace labelled app.kubernetes.io/name=ingress-conformance, so a second process
+    // deletes the namespaces of scenarios the first has begun (tried 2026-11-29: the first
+    // scenario of a feature started beside others failed, its namespace terminating).
+    const code = await runSuiteProcess(bin, [...args, `--output-directory=${out}`], logPath);
     say(`suite: exited ${code} after ${Math.round((Date.now() - t0) / 1000)} s`);
     const reports = readdirSync(out)
       .filter(f => f.endsWith("-report.json"))
       .sort()
-      .map(f => JSON.parse(readFileSync(join(out, f), "utf8")) as unknown);
+      .map(f => {
+        try {
+          return JSON.parse(readFileSync(join(out, f), "utf8")) as unknown;
+        } catch {
+          throw new RunError(
+            `the suite's report ${f} is not complete (it stopped early?); see ${logPath}`,
+          );
+        }
+      });
     if (reports.length === 0) throw new RunError(`the suite wrote no report; see ${logPath}`);
+    // A suite that stopped early leaves features without a report: not a pass.
+    const reported = new Set(
+      reports.flatMap(r =>
+        Array.isArray(r) ? r.map((f: { uri?: string }) => (f.uri ?? "").split("/").pop()) : [],
+      ),
+    );
+    const missing = features.filter(f => !reported.has(f));
+    if (missing.length > 0 && !opts.tags)
+      throw new RunError(
+        `no report for ${missing.join(", ")} (suite exit ${code}); see ${logPath}`,
+      );
     const summary = summarize(reports);
     writeFileSync(
       join(reportsDir, "ingress-conformance.json"),

@@ -3,7 +3,7 @@ import { formatSummary, summarize } from "./summary";
 const step = (name: string, status: string, error_message?: string) => ({
   keyword: "Then ",
   name,
-  result: { status, ...(error_message ? { error_message } : {}) },
+  result: { status, duration: 1_250_000_000, ...(error_message ? { error_message } : {}) },
 });
 
 describe("summarize (godog cucumber reports)", () => {
@@ -39,12 +39,14 @@ describe("summarize (godog cucumber reports)", () => {
       error: "got 404\nmore",
     });
     expect([s.passed, s.failed, s.other]).toEqual([1, 1, 1]);
+    // each step took 1.25 s: the scenario's time is its steps' sum
+    expect(s.scenarios.map(r => r.seconds)).toEqual([2.5, 3.8, 1.3]);
   });
 
   it("adds up several reports and prints one line per scenario plus the totals", () => {
     const s = summarize([report, [{ name: "Host rules", elements: [] }]]);
     const text = formatSummary(s);
-    expect(text).toContain("FAIL      Path rules: prefix");
+    expect(text).toContain("FAIL         3.8 s  Path rules: prefix");
     expect(text).toContain("Then the response status-code must be 200: got 404");
     expect(text.split("\n").pop()).toBe("3 scenarios: 1 passed, 1 failed, 1 other");
   });

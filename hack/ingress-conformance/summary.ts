@@ -13,6 +13,8 @@ export interface ScenarioResult {
   readonly outcome: Outcome;
   /** The first failed step and its error, for a failed scenario. */
   readonly failure?: { readonly step: string; readonly error: string };
+  /** The time its steps took (godog's step durations; background steps included), seconds. */
+  readonly seconds: number;
 }
 
 export interface Summary {
@@ -25,7 +27,12 @@ export interface Summary {
 interface CucumberStep {
   readonly keyword?: string;
   readonly name?: string;
-  readonly result?: { readonly status?: string; readonly error_message?: string };
+  readonly result?: {
+    readonly status?: string;
+    readonly error_message?: string;
+    /** Nanoseconds. */
+    readonly duration?: number;
+  };
 }
 interface CucumberElement {
   readonly name?: string;
@@ -55,6 +62,11 @@ function outcomeOf(steps: readonly CucumberStep[]): Pick<ScenarioResult, "outcom
   return { outcome: "skipped" };
 }
 
+function secondsOf(steps: readonly CucumberStep[]): number {
+  const ns = steps.reduce((sum, s) => sum + (s.result?.duration ?? 0), 0);
+  return Math.round(ns / 1e8) / 10;
+}
+
 /** The scenarios of every report (each the parsed JSON of one `<feature>-report.json`). */
 export function summarize(reports: readonly unknown[]): Summary {
   const scenarios: ScenarioResult[] = [];
@@ -68,6 +80,7 @@ export function summarize(reports: readonly unknown[]): Summary {
           feature: feature.name ?? "",
           scenario: el.name ?? "",
           ...outcomeOf(el.steps ?? []),
+          seconds: secondsOf(el.steps ?? []),
         });
       }
     }
@@ -86,7 +99,7 @@ export function formatSummary(s: Summary): string {
   const lines = s.scenarios.map(r => {
     const mark = r.outcome === "passed" ? "PASS" : r.outcome === "failed" ? "FAIL" : r.outcome;
     const why = r.failure ? `\n      ${r.failure.step}: ${r.failure.error.split("\n")[0]}` : "";
-    return `  ${mark.padEnd(9)} ${r.feature}: ${r.scenario}${why}`;
+    return `  ${mark.padEnd(9)} ${`${r.seconds.toFixed(1)} s`.padStart(8)}  ${r.feature}: ${r.scenario}${why}`;
   });
   lines.push(
     `${s.scenarios.length} scenarios: ${s.passed} passed, ${s.failed} failed, ${s.other} other`,
