@@ -21,14 +21,13 @@
 //
 // That cannot help a TLS connection (the server has written its handshake), so a new view of
 // an address waits, before it returns, until every TLS connection the older views handed out
-// has settled: its server has read the client's first request (the first application-data
-// record after the handshake; its server answers it unless it parses it only after the old
-// config began to stop, a window of microseconds), or it closed, or it
-// is TLSSettle old. New connections already go to the new view meanwhile (they queue until its
-// server accepts); with handshakes of a millisecond the wait is about as long. Only a client
-// that stalls before its first request for longer than TLSSettle (a preconnected browser
-// socket, a slow handshake on a saturated machine) can still be cut by a reload, and each
-// reload waits at most TLSSettle for such clients.
+// has settled: its server has begun to answer the client's first request (the first
+// application-data record after the handshake; tlsAtRisk says how that is told from outside
+// net/http), or it closed, or it is TLSSettle old. New connections already go to the new
+// view meanwhile (they queue until its server accepts); with handshakes of a millisecond
+// the wait is about as long. Only a client that stalls before its first request for longer
+// than TLSSettle (a preconnected browser socket, a slow handshake on a saturated machine) can
+// still be cut by a reload, and each reload waits at most TLSSettle for such clients.
 //
 // Addresses look like stock ones with the network name in front:
 //
@@ -51,6 +50,7 @@ import (
 	_ "unsafe" // go:linkname, below
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"golang.org/x/sys/unix"
 )
 
@@ -92,8 +92,51 @@ func listenFunc(rescue bool) caddy.ListenerFunc {
 		if portOffset >= na.PortRangeSize() {
 			return nil, fmt.Errorf("%s: port offset %d outside the range %s", network, portOffset, portRange)
 		}
-		return acquire(ctx, network, na.JoinHostPort(portOffset), cfg, rescue)
+		address := na.JoinHostPort(portOffset)
+		return acquire(ctx, network, address, cfg, rescue, rescue && servesTLS(ctx, network, address))
 	}
+}
+
+// servesTLS: the HTTP app that is starting this listener will terminate TLS on it (a server
+// listening here has TLS connection policies and the port is not the app's HTTP port, as
+// Caddy's HTTP app decides before it wraps the listener in tls.NewListener). So a socket's
+// first clients are waited for (tlsAtRisk) before any of them has sent a byte; when the socket
+// learnt it only from a client's first byte, a reload in its first moments cut every
+// handshake in flight.
+func servesTLS(ctx context.Context, network, address string) bool {
+	cctx, ok := ctx.(caddy.Context)
+	if !ok {
+		return false
+	}
+	appAny, err := cctx.AppIfConfigured("http")
+	if err != nil {
+		return false
+	}
+	app, ok := appAny.(*caddyhttp.App)
+	if !ok {
+		return false
+	}
+	httpPort := app.HTTPPort
+	if httpPort == 0 {
+		httpPort = caddyhttp.DefaultHTTPPort
+	}
+	for _, srv := range app.Servers {
+		if len(srv.TLSConnPolicies) == 0 {
+			continue
+		}
+		for _, l := range srv.Listen {
+			na, err := caddy.ParseNetworkAddress(l)
+			if err != nil || na.Network != network {
+				continue
+			}
+			for off := uint(0); off < na.PortRangeSize(); off++ {
+				if na.JoinHostPort(off) == address && int(na.StartPort+off) != httpPort {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // socket is one real listener shared by every view of its address.
@@ -103,7 +146,8 @@ type socket struct {
 	// done is closed when the socket is closed or can no longer accept; err says why.
 	done chan struct{}
 	err  error
-	// sawTLS: a client started a TLS handshake here (the socket serves HTTPS).
+	// sawTLS: the socket serves HTTPS (a config said so, or a client started a TLS
+	// handshake here).
 	sawTLS atomic.Bool
 
 	// Guarded by mu:
@@ -117,9 +161,10 @@ var (
 	sockets = map[string]*socket{}
 )
 
-// acquire returns a new view of the socket at address, binding it if needed.
-func acquire(ctx context.Context, network, address string, cfg net.ListenConfig, rescue bool) (net.Listener, error) {
-	v, older, err := newView(ctx, network, address, cfg, rescue)
+// acquire returns a new view of the socket at address, binding it if needed; tls: its
+// config serves HTTPS there (servesTLS).
+func acquire(ctx context.Context, network, address string, cfg net.ListenConfig, rescue, tls bool) (net.Listener, error) {
+	v, older, err := newView(ctx, network, address, cfg, rescue, tls)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +175,7 @@ func acquire(ctx context.Context, network, address string, cfg net.ListenConfig,
 
 // newView registers a new view of the socket at address (binding it if needed) and returns
 // the views that were open before it.
-func newView(ctx context.Context, network, address string, cfg net.ListenConfig, rescue bool) (*view, []*view, error) {
+func newView(ctx context.Context, network, address string, cfg net.ListenConfig, rescue, tls bool) (*view, []*view, error) {
 	mu.Lock()
 	defer mu.Unlock()
 	s := sockets[address]
@@ -172,6 +217,9 @@ func newView(ctx context.Context, network, address string, cfg net.ListenConfig,
 	if s.linger != nil {
 		s.linger.Stop()
 		s.linger = nil
+	}
+	if tls {
+		s.sawTLS.Store(true)
 	}
 	v := &view{
 		s: s, network: network, rescue: rescue,
@@ -396,15 +444,25 @@ type conn struct {
 	// The TLS records the client sent and the server wrote, while the handshake lasts.
 	fromClient, toClient records
 	// tlsRead: when the server read the client's first request (zero before; see
-	// tlsAtRisk); tlsAnswered: it wrote to the client after that.
+	// tlsAtRisk); readAgain: it began another read after that; tlsAnswered: it wrote to the
+	// client after that read began; touched: its latest call on the connection.
 	tlsRead     time.Time
+	readAgain   bool
 	tlsAnswered bool
+	touched     time.Time
 }
 
 func (c *conn) Read(p []byte) (int, error) {
+	c.mu.Lock()
+	c.touched = time.Now()
+	if !c.tlsRead.IsZero() {
+		c.readAgain = true
+	}
+	c.mu.Unlock()
 	n, err := c.Conn.Read(p)
 	if n > 0 {
 		c.mu.Lock()
+		c.touched = time.Now()
 		if c.first < 0 {
 			c.first = int(p[0])
 			if c.first == tlsRecordHandshake {
@@ -438,15 +496,38 @@ func (c *conn) Read(p []byte) (int, error) {
 func (c *conn) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	c.answered, c.read = true, nil
+	c.touched = time.Now()
 	if c.first == tlsRecordHandshake {
-		if !c.tlsRead.IsZero() {
+		if c.readAgain {
 			c.tlsAnswered = true
-		} else {
+		} else if c.tlsRead.IsZero() {
 			c.toClient.see(p)
 		}
 	}
 	c.mu.Unlock()
 	return c.Conn.Write(p)
+}
+
+// SetDeadline, SetReadDeadline and SetWriteDeadline note the server's activity (tlsAtRisk).
+func (c *conn) SetDeadline(t time.Time) error {
+	c.touch()
+	return c.Conn.SetDeadline(t)
+}
+
+func (c *conn) SetReadDeadline(t time.Time) error {
+	c.touch()
+	return c.Conn.SetReadDeadline(t)
+}
+
+func (c *conn) SetWriteDeadline(t time.Time) error {
+	c.touch()
+	return c.Conn.SetWriteDeadline(t)
+}
+
+func (c *conn) touch() {
+	c.mu.Lock()
+	c.touched = time.Now()
+	c.mu.Unlock()
 }
 
 // CloseWrite keeps TCP half-close available to the server (net/http uses it).

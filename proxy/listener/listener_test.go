@@ -256,6 +256,63 @@ func TestTLSReloadStorm(t *testing.T) {
 	}
 }
 
+// A socket whose config serves HTTPS is known to before any client has sent a byte: a reload
+// in its first moments waits for the handshakes in flight (before, such a reload cut every
+// one of them: 8 in a row, in a storm's first 60 ms). A server with no TLS connection policies,
+// or one on the app's HTTP port, does not serve HTTPS.
+func TestSocketServingTLSIsKnownFromItsConfig(t *testing.T) {
+	certPEM, keyPEM := selfSigned(t)
+	for _, tc := range []struct {
+		name     string
+		policies bool
+		httpPort bool
+		want     bool
+	}{
+		{"TLS connection policies", true, false, true},
+		{"no TLS connection policies", false, false, false},
+		{"TLS connection policies on the HTTP port", true, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			port := freePort(t)
+			addr := fmt.Sprintf("127.0.0.1:%d", port)
+			srv := map[string]any{
+				"listen":          []string{HTTPNetwork + "/" + addr},
+				"automatic_https": map[string]any{"disable": true},
+				"protocols":       []string{"h1", "h2"},
+			}
+			if tc.policies {
+				srv["tls_connection_policies"] = []any{map[string]any{}}
+			}
+			httpApp := map[string]any{"servers": map[string]any{"srv": srv}}
+			if tc.httpPort {
+				httpApp["http_port"] = port
+			}
+			cfg, _ := json.Marshal(map[string]any{
+				"admin": map[string]any{"disabled": true, "config": map[string]any{"persist": false}},
+				"apps": map[string]any{
+					"http": httpApp,
+					"tls": map[string]any{"certificates": map[string]any{
+						"load_pem": []any{map[string]any{"certificate": certPEM, "key": keyPEM}},
+					}},
+				},
+			})
+			if err := caddy.Load(cfg, true); err != nil {
+				t.Fatal(err)
+			}
+			defer caddy.Stop()
+			mu.Lock()
+			s := sockets[addr]
+			mu.Unlock()
+			if s == nil {
+				t.Fatalf("no socket on %s", addr)
+			}
+			if got := s.sawTLS.Load(); got != tc.want {
+				t.Fatalf("socket serves TLS: %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 // The same storm on Caddy's own "tcp" network, for comparison: logged, not asserted (the
 // losses depend on timing).
 func TestReloadStormStockNetworkForComparison(t *testing.T) {
@@ -514,8 +571,9 @@ func TestClosingViewsLoseNoConnection(t *testing.T) {
 }
 
 // A TLS connection is at risk (a reload waits for it) from its accept until its server has
-// begun to answer the first request (written to the client, or read it settleGrace ago),
-// whatever the TLS version; the answer does not undo that.
+// begun to answer the first request (read again and written to the client, or left the
+// connection alone for settleGrace after reading it), whatever the TLS version; the answer
+// does not undo that.
 func TestTLSAtRiskUntilTheFirstRequestIsAnswered(t *testing.T) {
 	certPEM, keyPEM := selfSigned(t)
 	cert, err := tls.X509KeyPair([]byte(certPEM), []byte(keyPEM))
@@ -526,7 +584,7 @@ func TestTLSAtRiskUntilTheFirstRequestIsAnswered(t *testing.T) {
 		for _, answer := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s answered %v", tls.VersionName(version), answer), func(t *testing.T) {
 				addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-				ln, err := acquire(context.Background(), HTTPNetwork, addr, net.ListenConfig{}, true)
+				ln, err := acquire(context.Background(), HTTPNetwork, addr, net.ListenConfig{}, true, false)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -569,10 +627,42 @@ func TestTLSAtRiskUntilTheFirstRequestIsAnswered(t *testing.T) {
 				}
 				if answer {
 					go func() { _, _ = io.Copy(io.Discard, tc) }()
-					if _, err := server.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")); err != nil {
+					// A write before the server reads again (a session ticket) is not the answer.
+					if _, err := server.Write([]byte("HTTP/1.1 200 OK\r\n")); err != nil {
+						t.Fatal(err)
+					}
+					if !c.tlsAtRisk() {
+						t.Fatal("a write right after the request was read, before another read began: not at risk")
+					}
+					// net/http's background read, then the answer.
+					go func() { _, _ = server.Read(make([]byte, 1)) }()
+					for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+						c.mu.Lock()
+						again := c.readAgain
+						c.mu.Unlock()
+						if again {
+							break
+						}
+						if time.Now().After(deadline) {
+							t.Fatal("the server's second read was not seen")
+						}
+					}
+					if _, err := server.Write([]byte("Content-Length: 0\r\n\r\n")); err != nil {
 						t.Fatal(err)
 					}
 				} else {
+					time.Sleep(settleGrace)
+					if c.tlsAtRisk() {
+						t.Fatal("settleGrace after the request was read: still at risk")
+					}
+					// The server is still at work on it (it sets a deadline): at risk again,
+					// until it has been quiet for settleGrace.
+					if err := server.SetReadDeadline(time.Time{}); err != nil {
+						t.Fatal(err)
+					}
+					if !c.tlsAtRisk() {
+						t.Fatal("the server set a deadline after the read: not at risk")
+					}
 					time.Sleep(settleGrace)
 				}
 				if c.tlsAtRisk() {

@@ -64,9 +64,22 @@ const tlsRecordHandshake = 0x16
 // handshake and its server has not yet begun to answer the first request, or the client sent
 // nothing yet on a socket that serves TLS. The first request is the application-data record
 // after the client's Finished: the first the client sends in TLS 1.2; in TLS 1.3, where the
-// server's own handshake is already application data, the second. The server has begun to
-// answer when it wrote after reading it, or settleGrace after reading it (a slow handler: by
-// then it has parsed the request and no longer checks for a shutdown).
+// server's own handshake is already application data, the second.
+//
+// The server has begun to answer when, after reading it, it began another read (net/http's
+// background read, or the body) and then wrote; or when it has not touched the connection
+// (read, write, deadline) for settleGrace since it read the request (a slow handler: by then
+// it has parsed the request and no longer checks for a shutdown). The grace counts from the
+// server's latest call, not from the read: on a busy machine the rest of the handshake, the
+// decryption and the parse between the two can outlast the grace, while net/http's last call
+// before its shutdown check (it sets the read deadline) comes just before it.
+//
+// Left open: a TLS 1.3 client that sends a certificate sends more application-data records
+// before its Finished (Certificate, CertificateVerify), so its first request is taken to be
+// read early. The server then writes its session tickets, which is why a write counts as the
+// answer only after a further read began. The grace after the server's latest call covers a
+// client that sends its request at once after the handshake, not one that waits longer than
+// settleGrace.
 func (c *conn) tlsAtRisk() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -76,11 +89,11 @@ func (c *conn) tlsAtRisk() bool {
 	if c.first != tlsRecordHandshake || c.tlsAnswered {
 		return false
 	}
-	return c.tlsRead.IsZero() || time.Since(c.tlsRead) < settleGrace
+	return c.tlsRead.IsZero() || time.Since(c.touched) < settleGrace
 }
 
-// settleGrace is how long after a TLS connection's first request was read its server is
-// taken to have parsed it (see tlsAtRisk).
+// settleGrace is how long after its latest call on a connection whose first request it read
+// a server is taken to have parsed the request (see tlsAtRisk).
 const settleGrace = 50 * time.Millisecond
 
 // tlsRecordAppData is the record type of application data (and, in TLS 1.3, of the
