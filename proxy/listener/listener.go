@@ -43,6 +43,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -116,9 +117,20 @@ func servesTLS(ctx context.Context, network, address string) bool {
 	if !ok {
 		return false
 	}
+	host, portText, err := net.SplitHostPort(address)
+	if err != nil {
+		return false
+	}
+	port, err := strconv.ParseUint(portText, 10, 32)
+	if err != nil {
+		return false
+	}
 	httpPort := app.HTTPPort
 	if httpPort == 0 {
 		httpPort = caddyhttp.DefaultHTTPPort
+	}
+	if int(port) == httpPort {
+		return false
 	}
 	for _, srv := range app.Servers {
 		if len(srv.TLSConnPolicies) == 0 {
@@ -126,13 +138,9 @@ func servesTLS(ctx context.Context, network, address string) bool {
 		}
 		for _, l := range srv.Listen {
 			na, err := caddy.ParseNetworkAddress(l)
-			if err != nil || na.Network != network {
-				continue
-			}
-			for off := uint(0); off < na.PortRangeSize(); off++ {
-				if na.JoinHostPort(off) == address && int(na.StartPort+off) != httpPort {
-					return true
-				}
+			if err == nil && na.Network == network && na.Host == host &&
+				uint(port) >= na.StartPort && uint(port) <= na.EndPort {
+				return true
 			}
 		}
 	}
