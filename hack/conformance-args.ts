@@ -43,8 +43,8 @@ export const usage = `usage: npm run conformance -- [flags]
   --version=V             the suite's release: ${Object.keys(suiteVersions).join(" or ")} (default ${defaultVersion})
   --run-test=NAME         run one test (e.g. HTTPRouteSimpleSameNamespace); features still come from the GatewayClass
   --skip-tests=A,B        skip these tests (they are listed as skipped in the report)
-  --deployed              run the module as \`npx pepr deploy\` installs it (dist/, rebuilt unless newer than the
-                          sources; Pepr's controller image on the local kubelet) instead of \`pepr dev\`
+  --deployed              run the module as \`npx pepr deploy\` installs it (dist/, rebuilt unless it is a build of the
+                          sources as they are; Pepr's controller image on the local kubelet) instead of \`pepr dev\`
   --strict                exit 1 when any test failed (default: 0 whenever the suite completed)
   --ingress               also run the upstream Ingress conformance suite (npm run conformance:ingress, with
                           --strict if given) beside this one, against the same controller; the exit code is the

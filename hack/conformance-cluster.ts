@@ -217,14 +217,14 @@ export function clearGatewayClassStatus(name: string): void {
 
 /**
  * --deployed: the module as `npx pepr deploy` installs it (hack/deployed.ts), dist/ rebuilt
- * unless newer than the module's sources. Returns the clean-up: the admission and watcher
+ * unless it is a build of the module's sources as they are (distIsFresh). Returns the clean-up: the admission and watcher
  * pods' logs to reports/conformance-controller.log, then removes what it applied (the CRDs and
  * pepr-system stay, as after tests/e2e/deployed.test.ts).
  */
 export function deployController(): () => void {
   const skipBuild = distIsFresh();
   say(
-    `controller: deploying the module (${skipBuild ? "dist/ is newer than its sources, not rebuilt" : "npm run build"}; Pepr's pods in ${peprNamespace})`,
+    `controller: deploying the module (${skipBuild ? "dist/ is a build of the sources as they are, not rebuilt" : "npm run build"}; Pepr's pods in ${peprNamespace})`,
   );
   const t0 = Date.now();
   const d = deployModule({

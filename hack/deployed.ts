@@ -8,8 +8,9 @@
  * through its Service's endpoints.
  */
 import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { join, relative } from "node:path";
 import { parseAllDocuments } from "yaml";
 import cfg from "../package.json";
 
@@ -91,34 +92,56 @@ export function deployModule(opts: DeployOptions): Deployed {
   };
 }
 
-/** Newest modification time (ms) of the files under the given paths (directories recursed). */
-function newest(paths: readonly string[]): number {
-  let max = 0;
-  for (const p of paths) {
-    if (!existsSync(p)) continue;
-    const st = statSync(p);
-    if (st.isDirectory()) max = Math.max(max, newest(readdirSync(p).map(n => join(p, n))));
-    else max = Math.max(max, st.mtimeMs);
-  }
-  return max;
+/** What `npm run build` reads: a change to any of these calls for a new build (distIsFresh). */
+const BUILD_SOURCES = [
+  "capabilities",
+  "pepr.ts",
+  "package.json",
+  "deploy",
+  "hack/dist.ts",
+  "hack/dist-check.ts",
+  "hack/webhook.ts",
+  "hack/service-accounts.ts",
+] as const;
+
+/** The file in dist/ that says what a build was made from (hack/dist.ts writes it last). */
+export const BUILD_STAMP = ".build-stamp";
+
+/** sha256 over the paths and contents of files and directories (sorted), relative to root. */
+function digest(root: string, paths: readonly string[]): string {
+  const h = createHash("sha256");
+  const walk = (p: string): void => {
+    if (!existsSync(p)) return;
+    if (statSync(p).isDirectory()) {
+      for (const n of readdirSync(p).sort()) walk(join(p, n));
+      return;
+    }
+    h.update(relative(root, p)).update("\0").update(readFileSync(p)).update("\0");
+  };
+  for (const p of paths) walk(join(root, p));
+  return h.digest("hex");
 }
 
-/** Whether dist/ holds a build newer than the module's sources (tests skip the rebuild then). */
+/**
+ * What a build in `dist` of the checkout at `root` is: the digest of the sources it was made
+ * from and of the manifests it wrote. By content, not modification times: `pepr build` and
+ * `pepr dev` write back every source file they check the formatting of, unchanged, so after
+ * any `pepr dev` start every source looked newer than dist/ and each suite that deploys the
+ * module built it again.
+ */
+export function buildStamp(dist: string, root = repoRoot): string {
+  return `sources ${digest(root, BUILD_SOURCES)}\nmanifests ${digest(
+    dist,
+    manifests(dist).map(f => relative(dist, f)),
+  )}\n`;
+}
+
+/** Whether dist/ holds a whole `npm run build` of the sources as they are now (tests skip the rebuild then). */
 export function distIsFresh(): boolean {
-  const built = manifests(join(repoRoot, "dist"));
-  if (!built.every(existsSync)) return false;
-  const builtAt = Math.min(...built.map(f => statSync(f).mtimeMs));
-  const sources = [
-    "capabilities",
-    "pepr.ts",
-    "package.json",
-    "deploy",
-    "hack/dist.ts",
-    "hack/dist-check.ts",
-    "hack/webhook.ts",
-    "hack/service-accounts.ts",
-  ];
-  return newest(sources.map(s => join(repoRoot, s))) < builtAt;
+  const dist = join(repoRoot, "dist");
+  if (!manifests(dist).every(existsSync)) return false;
+  const stamp = join(dist, BUILD_STAMP);
+  return existsSync(stamp) && readFileSync(stamp, "utf8") === buildStamp(dist);
 }
 
 /** kind/name (and namespace) of every object in a manifest file but Namespaces (pure). */

@@ -38,6 +38,7 @@ import {
   wildcardProblems,
   heapLimitProblems,
 } from "./dist-check";
+import { BUILD_STAMP, buildStamp } from "./deployed";
 import { chartEdits, splitServiceAccounts } from "./service-accounts";
 import { scopeValidatingWebhooks, webhookChartTemplate } from "./webhook";
 
@@ -185,3 +186,7 @@ const budgets = checkBudgets(`dist/pepr-${uuid}.js`, {
 });
 if (!budgets.ok) fail(budgets.message);
 console.log(budgets.message);
+
+// Last: what this build was made from, so that tests and `npm start` reuse it while the
+// sources stay the same (hack/deployed.ts distIsFresh).
+writeFileSync(join(out, BUILD_STAMP), buildStamp(out, root));

@@ -188,7 +188,7 @@ export function uninstallChart(o: HelmOptions & KubectlOptions): void {
   kubectlRun(o, ["wait", "--for=delete", `namespace/${peprNamespace}`, "--timeout=120s"], 150_000);
 }
 
-/** This checkout's dist/, rebuilt first unless it is newer than the module's sources. */
+/** This checkout's dist/, rebuilt first unless it is a build of the sources as they are. */
 export function currentDist(): Result<string> {
   if (!distIsFresh()) {
     const b = buildModule();

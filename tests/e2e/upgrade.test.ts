@@ -8,11 +8,10 @@
  * without loading any config into them (Caddy's own log counts every POST /load), and it is
  * in charge afterwards (a route change is served).
  */
-import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { PeprDev, startPeprDev } from "../../hack/pepr-dev";
+import { moduleCopy, PeprDev, startPeprDev } from "../../hack/pepr-dev";
 import { createNamespace, deleteNamespace, eventually, kubectl, kubectlOk } from "../support/kube";
 import { kubeconfigPath, kubectlBin, localDir, repoRoot } from "../support/paths";
 import { configLoads, kengineProxyRows, verifiedSince } from "../support/proxy-pods";
@@ -39,14 +38,7 @@ function get(address: string, host: string): Promise<number> {
  * kept (see the header): this test is about replacing the controller alone.
  */
 function newerBuild(): { dir: string } {
-  const dir = mkdtempSync(join(tmpdir(), "kg-upgrade-"));
-  // Tests stay out: pepr dev type-checks the project, and they import hack/.
-  for (const f of ["capabilities", "pepr.ts", "tsconfig.json", "package.json"])
-    cpSync(join(repoRoot, f), join(dir, f), {
-      recursive: true,
-      filter: src => !src.endsWith(".test.ts"),
-    });
-  symlinkSync(join(repoRoot, "node_modules"), join(dir, "node_modules"));
+  const dir = moduleCopy("kg-upgrade-");
   const entry = join(dir, "pepr.ts");
   writeFileSync(entry, `${readFileSync(entry, "utf8")}\n// upgrade test: a newer build\n`);
   return { dir };

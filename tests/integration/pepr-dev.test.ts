@@ -45,7 +45,8 @@ describe("pepr dev against the local cluster", () => {
         "---" +
         gatewayClass(theirs, "example.com/other"),
     );
-    dev = await startModule();
+    // In the repository, as a developer runs it.
+    dev = await startModule({ inPlace: true });
   });
 
   afterAll(async () => {

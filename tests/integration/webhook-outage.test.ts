@@ -7,13 +7,14 @@
  * refused with the API server's "failed calling webhook" error naming our webhook.
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
 import cfg from "../../package.json";
 import { routeCreateEvent, webhooksFailedOpen } from "../support/audit";
 import { createNamespace, deleteNamespace, eventually, kubectlOk } from "../support/kube";
 import { kubeconfigPath, kubectlBin, repoRoot } from "../support/paths";
+import { currentDist } from "../../hack/helm";
 import { OTHERS_SUFFIX } from "../../hack/webhook";
 
 const uuid = cfg.pepr.uuid;
@@ -42,7 +43,10 @@ describe("admission webhook with every admission pod down", () => {
   let webhookNames: string[] = [];
 
   beforeAll(async () => {
-    if (!existsSync(moduleYaml)) throw new Error(`${moduleYaml} is missing: run \`npm run build\``);
+    // Built here unless an earlier suite left a build newer than the sources: this suite may
+    // run first (jest orders suites by its timing cache, which a clean clone lacks).
+    const dist = currentDist();
+    if (!dist.ok) throw new Error(dist.error);
     const docs = parseAllDocuments(readFileSync(moduleYaml, "utf8"))
       .map(d => d.toJS() as Doc | null)
       .filter((d): d is Doc => d !== null);
@@ -67,7 +71,7 @@ describe("admission webhook with every admission pod down", () => {
       },
       60_000,
     );
-  });
+  }, 420_000);
 
   afterAll(() => {
     once(["delete", "validatingwebhookconfiguration", CONFIG_NAME, "--ignore-not-found"]);

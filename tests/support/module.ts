@@ -1,14 +1,43 @@
 /**
  * Runs the module with `pepr dev` against the test cluster. With KG_MODULE_KUBECONFIG set
  * (tests/integration/rbac.test.ts), the module's own API requests use that kubeconfig.
+ *
+ * From a copy of the module (hack/pepr-dev.ts moduleCopy): in the repository, `pepr dev`
+ * lints, checks the formatting of and type-checks the whole project before each start, and
+ * rewrites every file's modification time. The project's own checks are `npm run lint` and
+ * `npm run build` (tests/integration/rbac.test.ts builds it). `{ inPlace: true }` runs it in
+ * the repository, as a developer does (tests/integration/pepr-dev.test.ts).
  */
-import { PeprDev, startPeprDev } from "../../hack/pepr-dev";
+import { rmSync } from "node:fs";
+import { moduleCopy, PeprDev, startPeprDev } from "../../hack/pepr-dev";
 import { kubeconfigPath, kubectlBin } from "./paths";
 
 export type { PeprDev };
-export const startModule = (): Promise<PeprDev> =>
-  startPeprDev({
-    kubeconfig: kubeconfigPath,
-    kubectl: kubectlBin,
-    moduleKubeconfig: process.env.KG_MODULE_KUBECONFIG || undefined,
-  });
+export async function startModule(opts: { readonly inPlace?: boolean } = {}): Promise<PeprDev> {
+  const moduleDir = opts.inPlace ? undefined : moduleCopy();
+  const remove = () => {
+    if (moduleDir) rmSync(moduleDir, { recursive: true, force: true });
+  };
+  try {
+    const dev = await startPeprDev({
+      kubeconfig: kubeconfigPath,
+      kubectl: kubectlBin,
+      moduleKubeconfig: process.env.KG_MODULE_KUBECONFIG || undefined,
+      moduleDir,
+    });
+    return {
+      ...dev,
+      stop: async () => {
+        await dev.stop();
+        remove();
+      },
+      kill: async () => {
+        await dev.kill();
+        remove();
+      },
+    };
+  } catch (e) {
+    remove();
+    throw e;
+  }
+}
