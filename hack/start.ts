@@ -106,9 +106,9 @@ async function main(): Promise<void> {
   process.on("SIGTERM", () => void stop(0));
 
   if (deployed) {
-    // dist/ newer than every module source is what `npm run build` would write again.
+    // A build of the sources as they are is what `npm run build` would write again.
     const skipBuild = distIsFresh();
-    if (skipBuild) say("dist/ is newer than the module's sources: not rebuilding it");
+    if (skipBuild) say("dist/ is a build of the module's sources as they are: not rebuilding it");
     const d = deployModule({ kubeconfig, kubectl: kubectlBin, say, skipBuild });
     if (!d.ok) {
       process.stderr.write(`start: ${d.error}\n`);

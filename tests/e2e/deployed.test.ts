@@ -6,7 +6,7 @@
  * ServiceAccount's in-cluster credentials, provisions and programs the proxies. The admission
  * pods run under their own least-privilege ServiceAccount (hack/service-accounts.ts), the
  * watcher under `pepr-<uuid>` with POD_NAME as its Lease identity.
- * (dist/ is rebuilt first unless it is newer than the module's sources.)
+ * (dist/ is rebuilt first unless it is a build of the sources as they are.)
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";

@@ -4,7 +4,8 @@
  * Helm"): `helm lint`, `helm template` (it renders what the module YAML holds, plus our CRDs and
  * Role), `helm install` on the local cluster, whose kubelet runs Pepr's controller image from
  * the chart's Deployments; then the sample answers through a proxy pod and admission refuses a
- * bad route with our message. (dist/ is rebuilt first unless it is newer than the sources.)
+ * bad route with our message. (dist/ is rebuilt first unless it is a build of the sources as
+ * they are.)
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";

@@ -43,7 +43,7 @@ describe("admission webhook with every admission pod down", () => {
   let webhookNames: string[] = [];
 
   beforeAll(async () => {
-    // Built here unless an earlier suite left a build newer than the sources: this suite may
+    // Built here unless an earlier suite left a build of the sources as they are: this suite may
     // run first (jest orders suites by its timing cache, which a clean clone lacks).
     const dist = currentDist();
     if (!dist.ok) throw new Error(dist.error);
