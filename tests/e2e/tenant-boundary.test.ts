@@ -35,7 +35,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Worker } from "node:worker_threads";
 import { Pebble, startPebble } from "../../hack/pebble";
-import { PeprDev, startPeprDev } from "../../hack/pepr-dev";
+import { PeprDev, startModule } from "../support/module";
 import {
   ACME_ISSUER_OPTION,
   AcmeAnnotation,
@@ -68,7 +68,7 @@ import {
   kubectlOk,
 } from "../support/kube";
 import { echoBackend } from "../support/manifests";
-import { kubeconfigPath, kubectlBin, repoRoot } from "../support/paths";
+import { kubeconfigPath, repoRoot } from "../support/paths";
 import { proxyPods } from "../support/proxy-pods";
 import { SteadyResult, get, steadyClient } from "../support/traffic";
 
@@ -525,10 +525,9 @@ describe("the tenant boundary: no tenant object turns a shared Gateway against i
     relay = await startRelay(new URL(server));
     const relayed = join(dir, "kubeconfig");
     writeFileSync(relayed, kc.replace(server, `https://127.0.0.1:${relay.port}`));
-    // pepr dev builds the module first: minutes on a loaded 2-core machine
-    dev = await startPeprDev({
-      kubeconfig: kubeconfigPath,
-      kubectl: kubectlBin,
+    // pepr dev builds the module first (from a copy, tests/support/module.ts): it took minutes
+    // on a loaded 2-core machine
+    dev = await startModule({
       moduleKubeconfig: relayed,
       readyTimeoutMs: 600_000,
       echo: createWriteStream(join(repoRoot, "reports", "tenant-boundary-controller.log")),

@@ -1,5 +1,5 @@
 /**
- * Upgrade without downtime: the running controller (`pepr dev` of this repository) is replaced
+ * Upgrade without downtime: the running controller (`pepr dev` of this module) is replaced
  * by a newer build (the same sources rebuilt by `pepr dev` from a copy, with a marker that makes
  * its bundle differ; the version stays: the default proxy image is tagged with package.json's
  * version, so a version bump rolls the proxy pods on purpose, a different upgrade) while a client sends a request every 20 ms through the Gateway. The old one stops the
@@ -12,6 +12,7 @@ import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { join } from "node:path";
 import { moduleCopy, PeprDev, startPeprDev } from "../../hack/pepr-dev";
+import { startModule } from "../support/module";
 import { createNamespace, deleteNamespace, eventually, kubectl, kubectlOk } from "../support/kube";
 import { kubeconfigPath, kubectlBin, localDir, repoRoot } from "../support/paths";
 import { configLoads, kengineProxyRows, verifiedSince } from "../support/proxy-pods";
@@ -86,7 +87,7 @@ describe("upgrading the controller while traffic flows", () => {
   let newer: { dir: string } | undefined;
 
   beforeAll(async () => {
-    dev = await startPeprDev({ kubeconfig: kubeconfigPath, kubectl: kubectlBin });
+    dev = await startModule();
     ns = createNamespace("upgrade");
     const sample = readFileSync(join(repoRoot, "hack", "samples", "demo.yaml"), "utf8")
       .split(/^---$/m)
