@@ -30,7 +30,7 @@ const kubeconfigAt = (path: string): KubeConfig => {
   return kc;
 };
 
-/** Open WATCH requests per "group/resource", from the API server's metrics. */
+/** Open cluster-wide WATCH requests per "group/resource", from the API server's metrics. */
 function openWatches(): Map<string, number> {
   // several MiB: more than kubectl()'s default output buffer
   const r = spawnSync(kubectlBin, ["--kubeconfig", kubeconfigPath, "get", "--raw", "/metrics"], {
@@ -46,7 +46,11 @@ function openWatches(): Map<string, number> {
     const labels = Object.fromEntries(
       [...line.matchAll(/(\w+)="([^"]*)"/g)].map(m => [m[1], m[2]] as const),
     );
+    // Cluster-wide watches only, as the controller's are: the real node's kubelet watches each
+    // Secret and ConfigMap its pods mount by name (scope "resource"), and those come and go
+    // with other suites' pods (the count of Secrets and ConfigMaps was off by one so).
     if (labels.verb !== "WATCH" || labels.subresource) continue;
+    if (labels.scope !== undefined && labels.scope !== "cluster") continue;
     const key = `${labels.group ?? ""}/${labels.resource}`;
     counts.set(key, (counts.get(key) ?? 0) + Number(line.slice(line.lastIndexOf(" ") + 1)));
   }
