@@ -97,10 +97,10 @@ for a in "$@"; do
   *) want+=("$a") ;;
   esac
 done
-# all peers: the real node's too when the platform runs it (KENGINE_NODE=real)
+# all peers: the real node's too unless the platform runs hack/kubelet (KENGINE_NODE=local)
 if [ $# -eq 0 ]; then
   want=("${order[@]}")
-  [ "${KENGINE_NODE:-local}" != real ] || node_wanted=1
+  [ "${KENGINE_NODE:-real}" != real ] || node_wanted=1
 fi
 # the image is made from these two
 for w in "${want[@]}"; do [ "$w" = image ] && want=(caddy proxy-image "${want[@]}"); done

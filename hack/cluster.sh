@@ -10,10 +10,9 @@
 # Ports (loopback only): etcd 2379/2380, kube-apiserver 6443, kube-controller-manager 10257.
 # Override with KG_APISERVER_PORT, KG_ETCD_PORT, KG_KCM_PORT; KG_LOCAL_DIR moves the state
 # (default .local/) so a second instance can run beside the first (KG_NO_KUBELET=1 for it).
-# The node: KENGINE_NODE=real runs the real one, hack/node/node.sh (containerd, runc, CNI, the
-# kubelet, kube-scheduler, kube-proxy, CoreDNS; needs root, runc and iptables); unset or
-# KENGINE_NODE=local, hack/kubelet (the default until CI's time allows the switch,
-# hack/node/README.md).
+# The node: unset or KENGINE_NODE=real, the real one, hack/node/node.sh (containerd, runc, CNI,
+# the kubelet, kube-scheduler, kube-proxy, CoreDNS; needs root, runc and iptables);
+# KENGINE_NODE=local, hack/kubelet (pods as host processes; the fallback, hack/node/README.md).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -33,7 +32,7 @@ kcm_port="${KG_KCM_PORT:-10257}"
 service_cidr="${KG_SERVICE_CIDR:-10.96.0.0/16}"
 service_ip="${KG_KUBERNETES_SERVICE_IP:-10.96.0.1}"
 components=(etcd kube-apiserver kube-controller-manager kubelet)
-node_kind="${KENGINE_NODE:-local}"
+node_kind="${KENGINE_NODE:-real}"
 case "$node_kind" in real | local) ;; *) printf 'cluster: error: KENGINE_NODE is real or local, not %s\n' "$node_kind" >&2; exit 1 ;; esac
 
 log() { printf 'cluster: %s\n' "$*" >&2; }

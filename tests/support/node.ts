@@ -5,9 +5,10 @@ import { podNetNames } from "../../hack/kubelet/network";
 import { localDir } from "./paths";
 
 /**
- * Which node the local cluster runs: the real node (`KENGINE_NODE=real`: containerd, runc, the
- * real kubelet; hack/node/README.md) or hack/kubelet (the default). Also true when the cluster
- * already runs the real node (its state dir exists: global setup has brought it up by now).
+ * Which node the local cluster runs: the real node (the default, or `KENGINE_NODE=real`:
+ * containerd, runc, the real kubelet; hack/node/README.md) or hack/kubelet (`KENGINE_NODE=local`).
+ * Told by the real node's state dir (global setup has brought the cluster up by now), so a
+ * cluster already running either node is told right.
  */
 export const onRealNode =
   process.env.KENGINE_NODE === "real" ||
