@@ -85,6 +85,7 @@ describe("upgrading the controller while traffic flows", () => {
   let ns: string;
   let address: string;
   let newer: { dir: string } | undefined;
+  let stopClient: (() => Promise<void>) | undefined;
 
   beforeAll(async () => {
     dev = await startModule();
@@ -111,9 +112,16 @@ describe("upgrading the controller while traffic flows", () => {
     await eventually("a 200 through the Gateway", async () =>
       (await get(address, HOST)) === 200 ? true : undefined,
     );
+    // Both echo replicas ready: one ready replica already answers 200, and the second one's
+    // readiness is an endpoint change the controller pushes (on the real node it can come seconds
+    // later, during the switch, which is a legitimate push and not what this test is about).
+    kubectlOk(["rollout", "status", "deployment/echo", "-n", ns, "--timeout=180s"]);
   });
 
   afterAll(async () => {
+    // A failed assertion leaves the client running: stop it, or it sends to whatever address
+    // the next suite's pods take (CI saw another suite count its requests).
+    await stopClient?.();
     // Kept for troubleshooting (the cluster's logs are in the same directory).
     if (dev) writeFileSync(join(localDir, "logs", "upgrade-controller.log"), dev.output());
     await dev?.stop();
@@ -153,9 +161,19 @@ describe("upgrading the controller while traffic flows", () => {
         await new Promise(r => setTimeout(r, 20));
       }
     })();
+    stopClient = async () => {
+      stopped = true;
+      await client;
+    };
 
-    await dev!.stop(); // SIGTERM, as a Recreate rollout does
+    // What the proxies run at the switch: the old controller's last push to each. It equals
+    // `before` unless the cluster changed meanwhile; either way it is what the new one must adopt.
+    const old = dev!;
+    await old.stop(); // SIGTERM, as a Recreate rollout does
     dev = undefined;
+    const running = lastPushed(old.output());
+    const atSwitch = before.map(r => running.get(`${ns}/${r.name}`) ?? r.applied);
+    expect(new Set(atSwitch).size).toBe(1);
     const replacedAt = Date.now();
     dev = await startPeprDev({
       kubeconfig: kubeconfigPath,
@@ -184,7 +202,7 @@ describe("upgrading the controller while traffic flows", () => {
     );
     expect(adopted).not.toMatch(/"msg":"proxy pushed"/);
     // ... and the status says so: same hash, verified since the switch.
-    const after = await verifiedSince(ns, 2, before[0]!.applied, replacedAt);
+    const after = await verifiedSince(ns, 2, atSwitch[0], replacedAt);
     expect(
       configLoads(
         ns,
@@ -207,8 +225,7 @@ describe("upgrading the controller while traffic flows", () => {
     await eventually("the changed route served", async () =>
       (await get(address, "after.upgrade.kengine.local")) === 200 ? true : undefined,
     );
-    stopped = true;
-    await client;
+    await stopClient();
     expect(results.length).toBeGreaterThan(50);
     expect(results.filter(s => s !== 200)).toEqual([]);
   }, 600_000);
