@@ -330,8 +330,9 @@ build_node() {
     fi
     for b in "$obj"/*; do link_into "$nbin" "$b"; done
   done
-  # crictl reads /etc/crictl.yaml, else the one beside it, and warns on every call when neither
-  # exists; its callers name the runtime endpoint (each checkout's own containerd socket)
+  # crictl reads /etc/crictl.yaml, else the one beside it, and warns on every call that the first
+  # does not exist unless --config names one; its callers name this file and the runtime endpoint
+  # (each checkout's own containerd socket)
   [ -f "$nbin/crictl.yaml" ] || echo "timeout: 10" >"$nbin/crictl.yaml"
   # and the default peers the node runs beside them (kubectl, echo-basic, …)
   for b in "$bin"/*; do [ -f "$b" ] && link_into "$nbin" "$b"; done

@@ -358,7 +358,7 @@ up() {
   ip link set "$bridge" up
 
   start containerd env PATH="$bin:$PATH" "$bin/containerd" --config "$state/containerd/config.toml"
-  wait_for "containerd's CRI" 60 containerd "$bin/crictl" --runtime-endpoint "unix://$sock" info
+  wait_for "containerd's CRI" 60 containerd "$bin/crictl" --config "$bin/crictl.yaml" --runtime-endpoint "unix://$sock" info
   import_images "$bin"
 
   start real-kubelet "$bin/kubelet" --config "$state/kubelet/config.yaml" \
@@ -448,7 +448,7 @@ down() {
   stop_one real-kubelet
   # Every pod sandbox goes through CNI DEL (veths, IPs, netns) while containerd still runs.
   if [ -n "$(pid_of containerd)" ] && [ -n "$bin" ]; then
-    timeout 60 "$bin/crictl" --runtime-endpoint "unix://$sock" rmp -fa >/dev/null 2>&1 || true
+    timeout 60 "$bin/crictl" --config "$bin/crictl.yaml" --runtime-endpoint "unix://$sock" rmp -fa >/dev/null 2>&1 || true
   fi
   stop_one containerd
   # Shims left behind (containerd killed before its pods): their sockets and tasks are ours.

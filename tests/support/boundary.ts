@@ -5,16 +5,15 @@
  * canaries that count every request a proxy forwards to a refused destination, and memory
  * readings of proxy and controller processes from /proc.
  */
-import { ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
+import { ChildProcess, spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, readFileSync, readdirSync, readlinkSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { readFileSync, readdirSync, readlinkSync, statSync } from "node:fs";
 import { Server, createServer } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import { AddressInfo } from "node:net";
 import { hostname } from "node:os";
 import { Agent, request } from "undici";
-import { localDir } from "./paths";
+import { podNetnsPath } from "./node";
 
 /** The XBackend CRD's hostname pattern (Gateway API v1.7.0 experimental). */
 export const XBACKEND_HOSTNAME =
@@ -199,32 +198,6 @@ for (const port of ports) {
 /** The local kubelet's network namespace of a pod (hack/kubelet/network.ts podNetNames). */
 export const podNetns = (uid: string): string =>
   `kg-${createHash("sha256").update(uid).digest("hex").slice(0, 12)}`;
-
-/**
- * Where a pod's network namespace is mounted: named by the local kubelet, or, on the real node
- * (hack/node/README.md), the path containerd reports for the pod's sandbox through CRI.
- */
-export function podNetnsPath(uid: string): string {
-  const named = `/var/run/netns/${podNetns(uid)}`;
-  const nodeBin = join(localDir, "node", "bin");
-  if (existsSync(named) || !existsSync(nodeBin)) return named;
-  const crictl = (...args: string[]) =>
-    execFileSync(
-      join(readFileSync(nodeBin, "utf8").trim(), "crictl"),
-      ["--runtime-endpoint", `unix://${join(localDir, "node", "containerd.sock")}`, ...args],
-      { encoding: "utf8" },
-    ).trim();
-  const sandbox = crictl("pods", "-q", "--label", `io.kubernetes.pod.uid=${uid}`).split("\n")[0];
-  if (!sandbox) throw new Error(`no sandbox of pod ${uid} on the real node`);
-  return crictl(
-    "inspectp",
-    "-o",
-    "go-template",
-    "--template",
-    '{{range .info.runtimeSpec.linux.namespaces}}{{if eq .type "network"}}{{.path}}{{end}}{{end}}',
-    sandbox,
-  );
-}
 
 export function podCanary(uid: string, ports: readonly number[]): PodCanary {
   const netns = podNetns(uid);

@@ -22,12 +22,21 @@ export const onRealNode =
 export const describeLocalKubelet: jest.Describe = onRealNode ? describe.skip : describe;
 
 /** crictl on the real node's containerd, from the host. */
-export const crictl = (...args: string[]): string =>
-  execFileSync(
-    join(readFileSync(join(localDir, "node", "bin"), "utf8").trim(), "crictl"),
-    ["--runtime-endpoint", `unix://${join(localDir, "node", "containerd.sock")}`, ...args],
+export const crictl = (...args: string[]): string => {
+  const bin = readFileSync(join(localDir, "node", "bin"), "utf8").trim();
+  return execFileSync(
+    join(bin, "crictl"),
+    [
+      // named, or crictl warns on every call that /etc/crictl.yaml does not exist
+      "--config",
+      join(bin, "crictl.yaml"),
+      "--runtime-endpoint",
+      `unix://${join(localDir, "node", "containerd.sock")}`,
+      ...args,
+    ],
     { encoding: "utf8" },
   ).trim();
+};
 
 /**
  * The network namespace of the pod with this uid, as a path `nsenter --net=` takes: the one
