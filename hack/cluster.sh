@@ -274,7 +274,7 @@ up() {
     kubelet_rbac "${kc[@]}" # the node's load balancer writes Service status with these rights
     bash "$root/hack/node/node.sh" up
   elif [ "${KG_NO_KUBELET:-}" != 1 ]; then
-    # hack/kubelet (pods as host processes in network namespaces; KENGINE_NODE unset or local).
+    # hack/kubelet (pods as host processes in network namespaces; KENGINE_NODE=local).
     [ ! -d "$local_dir/node" ] || die "the real node runs (KENGINE_NODE=real): hack/cluster.sh down first"
     kubelet_rbac "${kc[@]}"
     # A kubelet started before the peers were rebuilt (a new cache hash, e.g. a new proxy

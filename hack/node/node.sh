@@ -337,7 +337,7 @@ layout_file() { # LAYOUT FILE DIR
 }
 
 up() {
-  local fallback="or leave KENGINE_NODE unset for the local kubelet, hack/node/README.md"
+  local fallback="or KENGINE_NODE=local for the local kubelet, hack/node/README.md"
   [ "$(id -u)" = 0 ] || die "the real node needs root (containerd, runc, network namespaces, cgroups)"
   command -v runc >/dev/null || die "runc is not installed (apt-get install -y runc; $fallback)"
   command -v iptables >/dev/null || die "iptables is not installed (apt-get install -y iptables; $fallback)"
