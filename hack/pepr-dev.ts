@@ -4,10 +4,21 @@
  * dead webhook (failurePolicy Fail) cannot block later tests.
  */
 import { ChildProcess, spawn, spawnSync } from "node:child_process";
-import { cpSync, mkdtempSync, symlinkSync } from "node:fs";
+import {
+  copyFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  watch,
+} from "node:fs";
 import { get as httpsGet } from "node:https";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import cfg from "../package.json";
 
 const repoRoot = join(__dirname, "..");
@@ -23,15 +34,52 @@ export const webhookName = `pepr-${cfg.pepr.uuid}`;
  * of them back. From this copy it checks the module's 226 files (the copy has no ESLint
  * config, so that step stops at once) and leaves the repository alone.
  */
-export function moduleCopy(prefix = "kg-module-"): string {
+export function moduleCopy(prefix = "kg-module-", from = repoRoot): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   for (const f of ["capabilities", "pepr.ts", "tsconfig.json", "package.json"])
-    cpSync(join(repoRoot, f), join(dir, f), {
-      recursive: true,
-      filter: src => !src.endsWith(".test.ts"),
-    });
-  symlinkSync(join(repoRoot, "node_modules"), join(dir, "node_modules"));
+    cpSync(join(from, f), join(dir, f), { recursive: true, filter: notATest });
+  symlinkSync(join(from, "node_modules"), join(dir, "node_modules"));
   return dir;
+}
+
+const notATest = (path: string): boolean => !path.endsWith(".test.ts");
+
+/**
+ * Keeps a module copy (moduleCopy) in step with the repository while it runs: an edit of
+ * pepr.ts or of a file under capabilities/ (tests aside) is copied in, a deletion removed, so
+ * that `pepr dev` in the copy rebuilds and restarts the module as it does in the repository
+ * (esbuild watches the files it bundled). Returns the function that stops it.
+ */
+export function mirrorModule(dir: string, from = repoRoot): () => void {
+  const sync = (rel: string): void => {
+    if (!notATest(rel)) return;
+    const source = join(from, rel);
+    const target = join(dir, rel);
+    try {
+      if (!existsSync(source)) rmSync(target, { recursive: true, force: true });
+      else if (statSync(source).isDirectory())
+        cpSync(source, target, { recursive: true, filter: notATest });
+      else if (!existsSync(target) || !readFileSync(target).equals(readFileSync(source))) {
+        mkdirSync(dirname(target), { recursive: true });
+        copyFileSync(source, target);
+      }
+    } catch {
+      // The file came and went between the event and the copy: its next event brings it.
+    }
+  };
+  // Editors often save by replacing the file, which ends a watch on the file itself: both
+  // watches are on directories.
+  const watchers = [
+    watch(join(from, "capabilities"), { recursive: true }, (_event, name) => {
+      if (name) sync(join("capabilities", name.toString()));
+    }),
+    watch(from, (_event, name) => {
+      if (name?.toString() === "pepr.ts") sync("pepr.ts");
+    }),
+  ];
+  return () => {
+    for (const w of watchers) w.close();
+  };
 }
 
 /**
