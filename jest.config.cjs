@@ -37,7 +37,7 @@ module.exports = {
     {
       ...common,
       displayName: "integration",
-      // tests/node: the real node itself (KENGINE_NODE=real; skipped on hack/kubelet)
+      // tests/node: the node itself (what its kubelet, runtime, kube-proxy and CoreDNS apply)
       testMatch: [
         "<rootDir>/tests/integration/**/*.test.ts",
         "<rootDir>/tests/e2e/**/*.test.ts",

@@ -97,10 +97,10 @@ for a in "$@"; do
   *) want+=("$a") ;;
   esac
 done
-# all peers: the real node's too unless the platform runs hack/kubelet (KENGINE_NODE=local)
+# all peers, the node's too
 if [ $# -eq 0 ]; then
   want=("${order[@]}")
-  [ "${KENGINE_NODE:-real}" != real ] || node_wanted=1
+  node_wanted=1
 fi
 # the image is made from these two
 for w in "${want[@]}"; do [ "$w" = image ] && want=(caddy proxy-image "${want[@]}"); done
@@ -279,15 +279,14 @@ for p in "${order[@]}"; do
 done
 
 # ---------------------------------------------------------------------------- the real node
-# The real node (KENGINE_NODE=real, hack/node/README.md): kubelet and kube-proxy from hack/go.mod,
+# The real node (hack/node/README.md): kubelet and kube-proxy from hack/go.mod,
 # the control plane's own module, so that the packages they share with it (about 1,700 of their
 # 1,830) come compiled from the Go build cache; containerd, its runc shim, ctr, crictl and the CNI
 # plugins from peers/containerd; kg-probe (node/kg-probe: the test images' helper) and
-# kube-scheduler from hack/go.mod too (the local kubelet binds pods itself; the real one does
-# not); CoreDNS from peers/coredns (its main.go links only the plugins the local Corefiles use;
+# kube-scheduler from hack/go.mod too; CoreDNS from peers/coredns (its main.go links only the plugins the local Corefiles use;
 # in hack/go.mod it would raise versions the control plane is built with).
 # Each group is one `go build` into objects/node-<group>-<key>/, linked into node-bin/. Kept out of
-# the cache <hash>, so the control plane's cache is the same on either node.
+# the cache <hash>: the control plane's cache does not change when only the node's sources do.
 build_node() {
   local g gdir key obj start took b
   declare -A gpkgs=(
@@ -304,8 +303,8 @@ build_node() {
   local kver flags
   kver=$(go list -m -f '{{.Version}}' k8s.io/kubernetes)
   declare -A gldflags=([node]="-s -w -X k8s.io/component-base/version.gitVersion=$kver -X k8s.io/component-base/version.gitMajor=$(echo "$kver" | cut -d. -f1 | tr -d v) -X k8s.io/component-base/version.gitMinor=$(echo "$kver" | cut -d. -f2) -X k8s.io/component-base/version.gitTreeState=clean")
-  # node-bin/, not bin/: the local kubelet runs a binary of bin/ for an image it maps (coredns
-  # would replace its CoreDNS stand-in), so the default platform never sees these
+  # node-bin/: the node's binaries beside links to the default peers (kept apart from bin/, whose
+  # cache <hash> they are not part of)
   nbin="$cache/node-bin"
   mkdir -p "$nbin"
   for g in containerd probe node coredns; do

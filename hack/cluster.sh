@@ -10,9 +10,8 @@
 # Ports (loopback only): etcd 2379/2380, kube-apiserver 6443, kube-controller-manager 10257.
 # Override with KG_APISERVER_PORT, KG_ETCD_PORT, KG_KCM_PORT; KG_LOCAL_DIR moves the state
 # (default .local/) so a second instance can run beside the first (KG_NO_KUBELET=1 for it).
-# The node: unset or KENGINE_NODE=real, the real one, hack/node/node.sh (containerd, runc, CNI,
-# the kubelet, kube-scheduler, kube-proxy, CoreDNS; needs root, runc and iptables);
-# KENGINE_NODE=local, hack/kubelet (pods as host processes; the fallback, hack/node/README.md).
+# The node: hack/node/node.sh (containerd, runc, CNI, the kubelet, kube-scheduler, kube-proxy,
+# CoreDNS, the local load balancer; needs root, runc and iptables; hack/node/README.md).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -31,9 +30,14 @@ etcd_peer_port=$((etcd_port + 1))
 kcm_port="${KG_KCM_PORT:-10257}"
 service_cidr="${KG_SERVICE_CIDR:-10.96.0.0/16}"
 service_ip="${KG_KUBERNETES_SERVICE_IP:-10.96.0.1}"
-components=(etcd kube-apiserver kube-controller-manager kubelet)
-node_kind="${KENGINE_NODE:-real}"
-case "$node_kind" in real | local) ;; *) printf 'cluster: error: KENGINE_NODE is real or local, not %s\n' "$node_kind" >&2; exit 1 ;; esac
+components=(etcd kube-apiserver kube-controller-manager)
+# KENGINE_NODE=local selected our own kubelet (hack/kubelet), retired once everything passed on
+# the real node: say so rather than start something else than asked for.
+case "${KENGINE_NODE:-real}" in
+  real) ;;
+  local) printf 'cluster: error: KENGINE_NODE=local (the local kubelet, hack/kubelet) was retired: the node is the real one (hack/node/README.md); unset KENGINE_NODE\n' >&2; exit 1 ;;
+  *) printf 'cluster: error: KENGINE_NODE is real (or unset), not %s\n' "$KENGINE_NODE" >&2; exit 1 ;;
+esac
 
 log() { printf 'cluster: %s\n' "$*" >&2; }
 die() { printf 'cluster: error: %s\n' "$*" >&2; exit 1; }
@@ -79,14 +83,14 @@ gen_pki() {
   leaf admin kubernetes-admin system:masters "" clientAuth
   leaf apiserver-kubelet-client kube-apiserver-kubelet-client system:masters "" clientAuth
   leaf controller-manager system:kube-controller-manager "" "" clientAuth
-  # The kubelet's client cert doubles as its serving cert for /containerLogs on the node's
+  # The kubelet's client cert doubles as its serving cert (tlsCertFile) on the node's
   # InternalIP, the pod bridge address 10.244.0.1 (kube-apiserver dials it for kubectl logs).
   if [ -f kubelet.crt ] && ! openssl x509 -in kubelet.crt -noout -ext subjectAltName 2>/dev/null | grep -q 10.244.0.1; then
     rm -f kubelet.crt kubelet.key
   fi
   leaf kubelet system:node:kengine-local system:nodes "DNS:localhost,DNS:kengine-local,IP:127.0.0.1,IP:10.244.0.1" "serverAuth,clientAuth"
-  # What a kubelet identity may not do (bind pods, write Service status) runs as this user,
-  # limited by the kengine-local:node-controllers ClusterRole (see kubelet_rbac).
+  # What a kubelet identity may not do (write Service status: the local load balancer) runs as
+  # this user, limited by the kengine-local:node-controllers ClusterRole (see node_services_rbac).
   leaf node-controllers kengine-local:node-controllers "" "" clientAuth
   if [ ! -f sa.key ]; then
     openssl genrsa -out sa.key 2048 2>/dev/null
@@ -268,46 +272,22 @@ up() {
   "${kc[@]}" wait --for condition=Established --timeout=60s crd --all >/dev/null
   wait_for "the default ServiceAccount" 60 kube-controller-manager "${kc[@]}" get serviceaccount default -n default
 
-  if [ "$node_kind" = real ] && [ "${KG_NO_KUBELET:-}" != 1 ]; then
-    # The real node (containerd, runc, CNI, the real kubelet; hack/node/README.md).
-    [ -z "$(pid_of kubelet)" ] || die "the local kubelet (hack/kubelet, KENGINE_NODE=local) runs: hack/cluster.sh down first"
-    kubelet_rbac "${kc[@]}" # the node's load balancer writes Service status with these rights
+  if [ "${KG_NO_KUBELET:-}" != 1 ]; then
+    # The real node (containerd, runc, CNI, the kubelet; hack/node/README.md).
+    node_services_rbac "${kc[@]}" # the node's load balancer writes Service status with these rights
     bash "$root/hack/node/node.sh" up
-  elif [ "${KG_NO_KUBELET:-}" != 1 ]; then
-    # hack/kubelet (pods as host processes in network namespaces; KENGINE_NODE=local).
-    [ ! -d "$local_dir/node" ] || die "the real node runs (KENGINE_NODE=real): hack/cluster.sh down first"
-    kubelet_rbac "${kc[@]}"
-    # A kubelet started before the peers were rebuilt (a new cache hash, e.g. a new proxy
-    # module) would start pods from the old binaries: restart it on the current ones.
-    local kpid
-    kpid=$(pid_of kubelet)
-    if [ -n "$kpid" ] && ! tr '\0' '\n' <"/proc/$kpid/cmdline" 2>/dev/null | grep -qxF "$bin"; then
-      log "the kubelet runs pods from another peers build: restarting it on $bin"
-      stop_one kubelet
-    fi
-    if [ -z "$(pid_of kubelet)" ]; then
-      start kubelet "$root/node_modules/.bin/tsx" "$root/hack/kubelet/main.ts" \
-        --kubeconfig "$local_dir/kubelet.kubeconfig" \
-        --controllers-kubeconfig "$local_dir/node-controllers.kubeconfig" \
-        --peers "$bin" --state "$local_dir/kubelet" \
-        --images "$cache/image" --image-cache "$(dirname "$cache")/rootfs"
-    fi
-    wait_for "the local node to be Ready" 60 kubelet \
-      "${kc[@]}" wait --for condition=Ready --timeout=1s node/kengine-local
   fi
   log "ready: kubectl --kubeconfig $kubeconfig get gatewayclasses"
 }
 
-# The kubelet binds pods (kube-scheduler's job) and writes LoadBalancer status (a cloud
-# controller's job) as kengine-local:node-controllers, with exactly these rights.
-kubelet_rbac() { # KUBECTL...
+# The node's services (hack/node/services.ts) write LoadBalancer status (a cloud controller's
+# job) as kengine-local:node-controllers, with exactly these rights.
+node_services_rbac() { # KUBECTL...
   "$@" apply -f - >/dev/null <<'EOF'
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata: {name: "kengine-local:node-controllers"}
 rules:
-- {apiGroups: [""], resources: [pods], verbs: [get, list, watch]}
-- {apiGroups: [""], resources: [pods/binding], verbs: [create]}
 - {apiGroups: [""], resources: [services], verbs: [get, list, watch]}
 - {apiGroups: [""], resources: [services/status], verbs: [patch, update]}
 - {apiGroups: [discovery.k8s.io], resources: [endpointslices], verbs: [get, list, watch]}
@@ -339,14 +319,10 @@ stop_one() { # NAME
 
 down() {
   local i
-  # The real node (KENGINE_NODE=real), if it ran: its pods, mounts, bridge and rules first.
+  # The node, if it ran: its pods, mounts, bridge and rules first.
   if [ -d "$local_dir/node" ]; then bash "$root/hack/node/node.sh" down || true; fi
   for ((i = ${#components[@]} - 1; i >= 0; i--)); do stop_one "${components[$i]}"; done
-  # Only the instance whose kubelet ran (its state dir exists) owns the kg-* namespaces and links.
-  if [ -f "$root/hack/kubelet/cleanup.sh" ] && [ -d "$local_dir/kubelet" ]; then
-    bash "$root/hack/kubelet/cleanup.sh" "$local_dir/kubelet" || true
-  fi
-  rm -rf "$data" "$local_dir/kubelet"
+  rm -rf "$data"
   log "stopped"
 }
 

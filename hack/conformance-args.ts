@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { hack } from "./conformance-cluster";
 
 const defaultProfiles = "GATEWAY-HTTP,GATEWAY-GRPC,GATEWAY-TLS";
-/** Static addresses for GatewayStaticAddresses on the local load balancer (hack/kubelet/loadbalancer.ts). */
+/** Static addresses for GatewayStaticAddresses on the local load balancer (hack/node/loadbalancer.ts). */
 const defaultAddresses = { usable: "127.20.250.1", unusable: "192.0.2.1" };
 const knownProfiles = [
   "GATEWAY-HTTP",
@@ -44,7 +44,7 @@ export const usage = `usage: npm run conformance -- [flags]
   --run-test=NAME         run one test (e.g. HTTPRouteSimpleSameNamespace); features still come from the GatewayClass
   --skip-tests=A,B        skip these tests (they are listed as skipped in the report)
   --deployed              run the module as \`npx pepr deploy\` installs it (dist/, rebuilt unless it is a build of the
-                          sources as they are; Pepr's controller image on the local kubelet) instead of \`pepr dev\`
+                          sources as they are; Pepr's controller image on the node) instead of \`pepr dev\`
   --strict                exit 1 when any test failed (default: 0 whenever the suite completed)
   --ingress               also run the upstream Ingress conformance suite (npm run conformance:ingress, with
                           --strict if given) beside this one, against the same controller; the exit code is the

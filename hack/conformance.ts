@@ -8,7 +8,7 @@
  *   1. hack/cluster.sh up (remembers whether the cluster was already running)
  *   2. npx pepr dev (hack/pepr-dev.ts) unless KG_CONTROLLER=external; with --deployed the
  *      module as `npx pepr deploy` installs it instead (hack/deployed.ts: dist/, rebuilt unless
- *      fresh, applied; Pepr's admission and watcher pods on the local kubelet, no pepr dev)
+ *      fresh, applied; Pepr's admission and watcher pods on the node, no pepr dev)
  *   3. GatewayClass `kengine` (controllerName kengine.io/gateway-controller); waits for
  *      Accepted=True (current generation) and a non-empty status.supportedFeatures
  *   4. builds the suite (hack/conformance/conformance_test.go, go test -c in the version's

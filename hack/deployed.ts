@@ -3,8 +3,8 @@
  * cluster runs it. `npm run build`, then what docs/operations.md §2 applies ("With kubectl
  * only"): our CRDs, the generated `dist/pepr-module-<uuid>.yaml` (Pepr's admission and watcher
  * Deployments on Pepr's controller image, the module Secret, the TLS Secret, the Service the
- * webhook is called through, RBAC) and our Role. No `pepr dev` process: the local kubelet runs
- * the controller image (hack/kubelet/pepr-image.ts) and kube-apiserver calls the webhook
+ * webhook is called through, RBAC) and our Role. No `pepr dev` process: the node runs
+ * the controller image (hack/node/pepr-image.sh) and kube-apiserver calls the webhook
  * through its Service's endpoints.
  */
 import { spawnSync } from "node:child_process";

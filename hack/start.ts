@@ -154,7 +154,7 @@ async function main(): Promise<void> {
 
   const hasNode = kubectl("get", "node", "kengine-local").status === 0;
   if (!hasNode) {
-    say("no local kubelet yet: pods will not run. Press Ctrl-C to stop.");
+    say("no node yet (kengine-local): pods will not run. Press Ctrl-C to stop.");
     return;
   }
   const avail = kubectl(

@@ -4,7 +4,7 @@
  * addresses the load balancer really assigned. Pure.
  *
  * A LoadBalancer Service can request one IP address, through spec.loadBalancerIP (the field
- * every load-balancer implementation that takes requests reads, the local kubelet's included).
+ * every load-balancer implementation that takes requests reads, the local one included).
  * Hostnames cannot be requested: one is usable only when the load balancer reports it. An
  * address is reported in Gateway status.addresses only once the Service's
  * status.loadBalancer.ingress carries it.

@@ -67,7 +67,7 @@ export const DEFAULT_PROXY_SETTINGS: ProxySettings = {
   mode: "Managed",
   kind: "Deployment",
   replicas: 2,
-  // The local kubelet runs it from the OCI layout hack/build-peers.sh writes (hack/kubelet/images.ts).
+  // The local node imports it from the OCI layout hack/build-peers.sh writes (hack/node/node.sh).
   image: DEFAULT_PROXY_IMAGE,
   flavor: DEFAULT_PROXY_FLAVOR,
   command: ["caddy"],

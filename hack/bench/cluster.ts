@@ -1,7 +1,7 @@
 /**
  * The scenarios that need the local cluster: the module runs under `pepr dev` (as a user of
  * its own, so the API server's metrics can tell its requests apart), the proxies are real
- * Caddy processes started by the local kubelet, the backends real echo-basic pods, requests
+ * Caddy pods on the local node, the backends real echo-basic pods, requests
  * go to the proxy pods' addresses. Run it under the cluster lock (index.ts does):
  *
  *   flock /tmp/kg-cluster.lock npx tsx hack/bench/cluster.ts --only=settle,memory --out=FILE

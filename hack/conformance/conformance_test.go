@@ -56,8 +56,8 @@ var continueAfterSetupFailure = flag.Bool("kengine.continue-after-setup-failure"
 const setupFailedMarker = "KENGINE-CONFORMANCE: SETUP FAILED"
 
 // localTimeouts are the suite's timeouts for this machine, in the suite's own override syntax
-// (seconds). Pods are local processes on 2 cores: the base manifests start ~15 pods plus one
-// proxy Deployment per Gateway, and namespace deletion waits for the local kubelet.
+// (seconds). One node on 2 cores: the base manifests start ~15 pods plus one proxy Deployment
+// per Gateway, and namespace deletion waits for the kubelet.
 // MaxTimeToConsistency stays at the suite's 30 s: that is the conformance maximum.
 const localTimeouts = "CreateTimeout:120;DeleteTimeout:60;GetTimeout:20;" +
 	"GatewayMustHaveAddress:240;GatewayMustHaveCondition:240;GWCMustBeAccepted:120;" +

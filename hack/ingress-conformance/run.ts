@@ -4,8 +4,8 @@
  * the controller running (docs/ingress.md, "Conformance").
  *
  *   1. hack/cluster.sh up (brings it down at the end only if this run brought it up)
- *   2. builds the suite and its echo server (hack/build-peers.sh; the local kubelet runs the
- *      echo server for the suite's image, hack/kubelet/images.ts)
+ *   2. builds the suite and its echo server (hack/build-peers.sh; the node imports the
+ *      echo server under the suite's image name, hack/node/node.sh)
  *   3. npx pepr dev unless KG_CONTROLLER=external
  *   4. the class under test: GatewayClass `kengine`, a Gateway `ingress` in namespace
  *      `kengine-ingress` (HTTP on port 80, routes and ListenerSets admitted from every

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The real node (opt-in, see README.md): containerd + runc + CNI (bridge, host-local, loopback,
+# The local cluster's node (README.md): containerd + runc + CNI (bridge, host-local, loopback,
 # portmap) + the real kubelet + kube-scheduler + kube-proxy (iptables) + CoreDNS (a pod, see
 # coredns.yaml), beside the control plane hack/cluster.sh runs.
 #
-#   hack/node/node.sh up      start it (the control plane must be up: hack/cluster.sh up, or
-#                             KENGINE_NODE=real hack/cluster.sh up, which calls this)
+#   hack/node/node.sh up      start it (the control plane must be up; hack/cluster.sh up
+#                             starts both)
 #   hack/node/node.sh down    stop it and undo what it did to the machine (pods, mounts, the
 #                             bridge, cgroups, iptables rules, ip_forward)
 #   hack/node/node.sh status  print what runs
@@ -236,8 +236,7 @@ remember_machine() {
   touch "$state/machine/saved"
 }
 
-# Names an imported image also goes by (containerd resolves the exact name; hack/kubelet matches
-# a repository whatever its tag).
+# Names an imported image also goes by (containerd resolves the exact name, tag included).
 tag_image() { # BIN REF NAME...
   local ctr=("$1/ctr" --address "$sock" -n k8s.io) ref=$2 name
   shift 2
@@ -274,7 +273,7 @@ import_images() { # BIN
       die "could not import $i.tar into containerd (log: $logs/containerd.log)"
   done
   # The echo image under the names the samples, the tests and the Gateway API conformance suites
-  # use (v1.6.1's manifests and v1.7.0's; echo-advanced too, as hack/kubelet runs echo-basic for it).
+  # use (v1.6.1's manifests and v1.7.0's; echo-advanced too, whose requests echo-basic answers).
   local tag
   for tag in v1 v1.6.1 v20251204-v1.4.1 v1.5.1 v1.6.0-dev.2 v1.6.0-dev.3; do
     tag_image "$bin" "$echo_ref" "registry.k8s.io/gateway-api/echo-basic:$tag"
@@ -302,8 +301,8 @@ import_images() { # BIN
       "${ctr[@]}" images import --local --platform linux/amd64 "$state/images/proxy.tar" >>"$logs/containerd.log" 2>&1 ||
       log "warning: could not import the proxy image from $layout (log: $logs/containerd.log)"
     # Stock Caddy as the tests name it (docker.io/library/caddy:2.11, e.g. an external auth
-    # server, a Caddyfile in /etc/caddy): the Bundled build's binary, Caddy 2.11.9, which
-    # hack/kubelet runs for it too, in the official image's layout as for 2.8 above.
+    # server, a Caddyfile in /etc/caddy): the Bundled build's binary, Caddy 2.11.9, in the
+    # official image's layout as for 2.8 above.
     local caddy
     caddy=$(layout_file "$layout" usr/bin/caddy "$state/images/caddy-2.11") &&
       stock_caddy "$state/images/caddy-2.11.tar" "$caddy211_ref" "$caddy" "$bin/kg-probe" &&
@@ -337,10 +336,9 @@ layout_file() { # LAYOUT FILE DIR
 }
 
 up() {
-  local fallback="or KENGINE_NODE=local for the local kubelet, hack/node/README.md"
   [ "$(id -u)" = 0 ] || die "the real node needs root (containerd, runc, network namespaces, cgroups)"
-  command -v runc >/dev/null || die "runc is not installed (apt-get install -y runc; $fallback)"
-  command -v iptables >/dev/null || die "iptables is not installed (apt-get install -y iptables; $fallback)"
+  command -v runc >/dev/null || die "runc is not installed (apt-get install -y runc)"
+  command -v iptables >/dev/null || die "iptables is not installed (apt-get install -y iptables)"
   [ -f "$pki/kubelet.crt" ] || die "no cluster PKI in $pki: start the control plane first (hack/cluster.sh up)"
   local cache bin kc
   cache=$(bash "$root/hack/build-peers.sh" node echo-basic kubectl ingress-echo | tail -n 1)

@@ -26,8 +26,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
-// RefAnnotation names the image in the layout's index (what `skopeo copy oci:DIR:REF` and the
-// local kubelet look up).
+// RefAnnotation names the image in the layout's index (what `skopeo copy oci:DIR:REF` and
+// `ctr images import` read).
 const RefAnnotation = "org.opencontainers.image.ref.name"
 
 func main() {

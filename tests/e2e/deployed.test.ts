@@ -21,7 +21,7 @@ import {
 } from "../../hack/deployed";
 import { admissionAccount } from "../../hack/service-accounts";
 import { heapLimitProblems, memoryBytes } from "../../hack/dist-check";
-import { containerFacts, onRealNode } from "../support/node";
+import { containerFacts } from "../support/node";
 import { DEFAULT_LEASE_NAME } from "../../capabilities/election/env";
 import cfg from "../../package.json";
 import { jsonpath } from "../support/demo-gateway";
@@ -146,37 +146,33 @@ describe("deployed mode (npm run build's manifests, Pepr's controller image)", (
 
   // The memory limit and heap limit npm run build writes (hack/dist-check.ts checks them on
   // paper) are what each controller process runs under: its memory cgroup's limit and the
-  // NODE_OPTIONS the kernel holds for it, read from the host (the real node; hack/kubelet sets
-  // no cgroup limit).
-  (onRealNode ? it : it.skip)(
-    "runs each controller process under its Deployment's memory limit, with its heap limit inside it",
-    () => {
-      const pods = [...controllerPods("admission"), ...controllerPods("watcher")];
-      expect(pods).toHaveLength(3);
-      for (const p of pods) {
-        const c = p.spec.containers[0]!;
-        const declared = c.resources?.limits?.memory ?? "";
-        expect(declared).toMatch(/^\d+(Mi|Gi)$/);
-        const facts = containerFacts(p.metadata.uid, c.name);
-        expect(facts.memoryLimit).toBe(String(memoryBytes(declared)));
-        const flags = facts.env.NODE_OPTIONS;
-        expect(flags).toBe(c.env?.find(e => e.name === "NODE_OPTIONS")?.value);
-        expect(
-          heapLimitProblems([
-            {
-              kind: "Deployment",
-              metadata: { name: p.metadata.name },
-              spec: {
-                template: {
-                  spec: { containers: [{ ...c, env: [{ name: "NODE_OPTIONS", value: flags }] }] },
-                },
+  // NODE_OPTIONS the kernel holds for it, read from the host.
+  it("runs each controller process under its Deployment's memory limit, with its heap limit inside it", () => {
+    const pods = [...controllerPods("admission"), ...controllerPods("watcher")];
+    expect(pods).toHaveLength(3);
+    for (const p of pods) {
+      const c = p.spec.containers[0]!;
+      const declared = c.resources?.limits?.memory ?? "";
+      expect(declared).toMatch(/^\d+(Mi|Gi)$/);
+      const facts = containerFacts(p.metadata.uid, c.name);
+      expect(facts.memoryLimit).toBe(String(memoryBytes(declared)));
+      const flags = facts.env.NODE_OPTIONS;
+      expect(flags).toBe(c.env?.find(e => e.name === "NODE_OPTIONS")?.value);
+      expect(
+        heapLimitProblems([
+          {
+            kind: "Deployment",
+            metadata: { name: p.metadata.name },
+            spec: {
+              template: {
+                spec: { containers: [{ ...c, env: [{ name: "NODE_OPTIONS", value: flags }] }] },
               },
             },
-          ]),
-        ).toEqual([]);
-      }
-    },
-  );
+          },
+        ]),
+      ).toEqual([]);
+    }
+  });
 
   it("runs admission under its own ServiceAccount and the watcher under pepr-<uuid>", () => {
     const admission = controllerPods("admission");

@@ -10,7 +10,7 @@ import { createNamespace, deleteNamespace, eventually, kubectl, kubectlOk } from
 import { PeprDev, startModule } from "../support/module";
 import { get, steadyClient } from "../support/traffic";
 import { demoSample } from "../support/manifests";
-import { capabilityMask, containerFacts, onRealNode } from "../support/node";
+import { capabilityMask, containerFacts } from "../support/node";
 import { writeReportSection } from "../support/demo-gateway";
 import type { V1Pod } from "@kubernetes/client-node";
 
@@ -284,56 +284,51 @@ spec:
 
   // What the product declares for its proxies (capabilities/workload/pod.ts, and the memory
   // limit of the KengineParameters above) is what the kernel applies: read from the host for
-  // every proxy pod (the real node; hack/kubelet applies none of it).
-  (onRealNode ? it : it.skip)(
-    "runs every proxy under the securityContext and memory limit its pod declares",
-    () => {
-      const started = Date.now();
-      const proxies = "app.kubernetes.io/component=proxy";
-      const pods = JSON.parse(
-        kubectlOk(["get", "pods", "-n", ns, "-l", proxies, "-o", "json"]),
-      ) as {
-        items: V1Pod[];
-      };
-      const running = pods.items.filter(p => !p.metadata?.deletionTimestamp);
-      expect(running).toHaveLength(5);
-      const seen: object[] = [];
-      for (const pod of running) {
-        const podSc = pod.spec?.securityContext ?? {};
-        const container = pod.spec?.containers.find(c => c.name === "proxy");
-        const sc = container?.securityContext ?? {};
-        // what the product promises (docs/operations.md), declared on the pod
-        expect(podSc.runAsNonRoot ?? sc.runAsNonRoot).toBe(true);
-        expect(podSc.seccompProfile?.type).toBe("RuntimeDefault");
-        expect(sc.readOnlyRootFilesystem).toBe(true);
-        expect(sc.allowPrivilegeEscalation).toBe(false);
-        expect(sc.capabilities?.drop).toEqual(["ALL"]);
-        expect(container?.resources?.limits?.memory).toBe(PROXY_MEMORY_LIMIT);
-        // and what the kernel applies to its process
-        const facts = containerFacts(pod.metadata?.uid ?? "", "proxy");
-        const uid = String(sc.runAsUser ?? podSc.runAsUser);
-        const gid = String(sc.runAsGroup ?? podSc.runAsGroup);
-        expect(uid).not.toBe("0");
-        expect(facts.uid).toEqual([uid, uid, uid, uid]);
-        expect(facts.gid).toEqual([gid, gid, gid, gid]);
-        expect(facts.capEff).toBe("0000000000000000"); // non-root: no effective capability
-        expect(facts.capBnd).toBe(capabilityMask(sc.capabilities?.add ?? []));
-        expect(facts.seccomp).toBe("2"); // SECCOMP_MODE_FILTER, the runtime's default profile
-        expect(facts.noNewPrivs).toBe("1");
-        expect(facts.rootWritable).toBe(false);
-        expect(facts.memoryLimit).toBe(String(bytesOf(PROXY_MEMORY_LIMIT)));
-        const { env: _env, pid: _pid, ...kernel } = facts;
-        seen.push({ pod: pod.metadata?.name, ...kernel });
-      }
-      writeReportSection("managedProxyNode", "tests/e2e/gateway.test.ts", {
-        durationMs: Date.now() - started,
-        proved:
-          "every managed proxy pod runs as the uid/gid its securityContext names, with no effective capability, only the added ones bounding, seccomp filter, no_new_privs, a read-only root and the memory cgroup limit of its KengineParameters (host /proc and cgroupfs, through crictl)",
-        checks: expect.getState().assertionCalls,
-        pods: seen,
-      });
-    },
-  );
+  // every proxy pod.
+  it("runs every proxy under the securityContext and memory limit its pod declares", () => {
+    const started = Date.now();
+    const proxies = "app.kubernetes.io/component=proxy";
+    const pods = JSON.parse(kubectlOk(["get", "pods", "-n", ns, "-l", proxies, "-o", "json"])) as {
+      items: V1Pod[];
+    };
+    const running = pods.items.filter(p => !p.metadata?.deletionTimestamp);
+    expect(running).toHaveLength(5);
+    const seen: object[] = [];
+    for (const pod of running) {
+      const podSc = pod.spec?.securityContext ?? {};
+      const container = pod.spec?.containers.find(c => c.name === "proxy");
+      const sc = container?.securityContext ?? {};
+      // what the product promises (docs/operations.md), declared on the pod
+      expect(podSc.runAsNonRoot ?? sc.runAsNonRoot).toBe(true);
+      expect(podSc.seccompProfile?.type).toBe("RuntimeDefault");
+      expect(sc.readOnlyRootFilesystem).toBe(true);
+      expect(sc.allowPrivilegeEscalation).toBe(false);
+      expect(sc.capabilities?.drop).toEqual(["ALL"]);
+      expect(container?.resources?.limits?.memory).toBe(PROXY_MEMORY_LIMIT);
+      // and what the kernel applies to its process
+      const facts = containerFacts(pod.metadata?.uid ?? "", "proxy");
+      const uid = String(sc.runAsUser ?? podSc.runAsUser);
+      const gid = String(sc.runAsGroup ?? podSc.runAsGroup);
+      expect(uid).not.toBe("0");
+      expect(facts.uid).toEqual([uid, uid, uid, uid]);
+      expect(facts.gid).toEqual([gid, gid, gid, gid]);
+      expect(facts.capEff).toBe("0000000000000000"); // non-root: no effective capability
+      expect(facts.capBnd).toBe(capabilityMask(sc.capabilities?.add ?? []));
+      expect(facts.seccomp).toBe("2"); // SECCOMP_MODE_FILTER, the runtime's default profile
+      expect(facts.noNewPrivs).toBe("1");
+      expect(facts.rootWritable).toBe(false);
+      expect(facts.memoryLimit).toBe(String(bytesOf(PROXY_MEMORY_LIMIT)));
+      const { env: _env, pid: _pid, ...kernel } = facts;
+      seen.push({ pod: pod.metadata?.name, ...kernel });
+    }
+    writeReportSection("managedProxyNode", "tests/e2e/gateway.test.ts", {
+      durationMs: Date.now() - started,
+      proved:
+        "every managed proxy pod runs as the uid/gid its securityContext names, with no effective capability, only the added ones bounding, seccomp filter, no_new_privs, a read-only root and the memory cgroup limit of its KengineParameters (host /proc and cgroupfs, through crictl)",
+      checks: expect.getState().assertionCalls,
+      pods: seen,
+    });
+  });
 
   it("refuses the management port to a client without a certificate, and has no admin API on TCP", async () => {
     const ip = kubectlOk([

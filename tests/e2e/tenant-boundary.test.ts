@@ -1,6 +1,6 @@
 /**
  * The tenant boundary on the local cluster: a shared Gateway of the
- * platform team (2 real Bundled proxy pods on the local kubelet, an HTTP listener on 80 and an
+ * platform team (2 real Bundled proxy pods on the local node, an HTTP listener on 80 and an
  * ACME HTTPS listener on 443 certified by a real Pebble) that admits routes and ListenerSets from
  * every namespace (docs/operations.md §11's shared set-up), and a tenant in its own namespace
  * trying to turn it against its owners. Throughout every case a steady client hits the platform's
@@ -56,7 +56,6 @@ import {
   loopbackResolvingNames,
   memoryOf,
   podCanary,
-  podNetns,
 } from "../support/boundary";
 import { selfSigned, writeReportSection } from "../support/demo-gateway";
 import {
@@ -369,7 +368,7 @@ describe("the tenant boundary: no tenant object turns a shared Gateway against i
    */
   async function armCanaries(): Promise<void> {
     for (const pod of proxyPods(platform, GW).filter(p => !p.deleting && p.ready)) {
-      if (canaries.some(c => c.netns === podNetns(pod.uid))) continue;
+      if (canaries.some(c => c.uid === pod.uid)) continue;
       const c = podCanary(pod.uid, [CANARY_PORT, ADMIN_PORT]);
       canaries.push(c);
       const bound = await c.ready;

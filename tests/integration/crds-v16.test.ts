@@ -3,7 +3,7 @@
  * v1.6.1 experimental CRDs are installed as `npm run conformance -- --version=v1.6.1` installs
  * them (hack/conformance.ts installSuiteCrds: from the sigs.k8s.io/gateway-api v1.6.1 module;
  * the v1.7-only kinds, XTelemetryPolicy, deleted), a controller runs in this process (the
- * Reconciler, as under `pepr dev`) with a managed proxy pod on the local kubelet, and:
+ * Reconciler, as under `pepr dev`) with a managed proxy pod on the local node, and:
  *
  * - the GatewayClass says `SupportedVersion=True` for v1.6.1 and is Accepted: the controller is
  *   running although XTelemetryPolicy's CRD is absent;

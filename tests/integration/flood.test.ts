@@ -1,6 +1,6 @@
 /**
  * The flood test: hostile traffic stays cheap. A managed Gateway with two
- * real proxy pods (the Bundled build, run by the local kubelet) and one HTTPRoute, programmed by a
+ * real proxy pods (the Bundled build, on the local node) and one HTTPRoute, programmed by a
  * controller running in this process; then 10,000 requests with random Host headers, sent to the
  * proxy pods' own addresses (10.244.0.0/24, the kubelet's pod network). Afterwards:
  *   - each proxy's /metrics (read over the mTLS admin channel, as the controller reads it) has the

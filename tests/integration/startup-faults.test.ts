@@ -15,7 +15,7 @@
  *   cluster).
  *
  * Each controller is its own process (tests/support/controller-instance.ts, fed by real
- * watches); the proxies are real pods on the local kubelet.
+ * watches); the proxies are real pods on the local node.
  */
 import { ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";

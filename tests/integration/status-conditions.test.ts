@@ -6,13 +6,12 @@
  *
  * One GatewayClass whose KengineParameters ask for no proxy pods (status does not need them);
  * the Gateway of the address tests gets one proxy and a Service of a load-balancer class the
- * local kubelet leaves alone, so the test plays the load balancer by writing the Service's
+ * local load balancer leaves alone, so the test plays the load balancer by writing the Service's
  * status.loadBalancer itself.
  */
 import { kubeClient } from "../../capabilities/kube/client";
 import { createNamespace, deleteNamespace, eventually, kubectl, kubectlOk } from "../support/kube";
 import { PeprDev, startModule } from "../support/module";
-import { onRealNode } from "../support/node";
 
 interface Cond {
   type: string;
@@ -385,7 +384,7 @@ spec:
       expect(first.status).toBe("False");
       expect(get("gateway", a, "lb")?.status?.addresses ?? []).toEqual([]);
 
-      // Not 127.20.0.0/16: the local kubelet clears addresses of its own range from Services
+      // Not 127.20.0.0/16: the local load balancer clears addresses of its own range from Services
       // it does not serve. Nothing is sent to these documentation addresses (RFC 5737).
       setIngress(["192.0.2.10"]);
       const gw = await eventually(
@@ -456,7 +455,7 @@ spec:
     });
   });
 
-  describe("static addresses (the local kubelet's load balancer assigns 127.20.0.0/16)", () => {
+  describe("static addresses (the local load balancer assigns 127.20.0.0/16)", () => {
     // Outside the range the local load balancer picks from by itself (127.20.0-63.x), and
     // apart from the conformance run's 127.20.250.1. 192.0.2.1 (RFC 5737) it never assigns.
     const usable = "127.20.251.7";
@@ -539,11 +538,9 @@ spec:
       const second = serviceOf("static")!;
       expect(second.metadata.uid).not.toBe(first.metadata.uid);
       expect(second.spec?.loadBalancerIP).toBe(usable);
-      // (the local load balancer's ipMode: VIP with hack/kubelet; Proxy on the real node, so that
-      // kube-proxy leaves the address to it: hack/node/README.md)
-      expect(second.status?.loadBalancer?.ingress).toEqual([
-        { ip: usable, ipMode: onRealNode ? "Proxy" : "VIP" },
-      ]);
+      // (the local load balancer's ipMode: Proxy, so that kube-proxy leaves the address to it:
+      // hack/node/README.md)
+      expect(second.status?.loadBalancer?.ingress).toEqual([{ ip: usable, ipMode: "Proxy" }]);
       // No proxy pods in this class: Programmed waits for them, no longer for the address.
       expect(sr(gw.status?.conditions, "Programmed")).toBe("False/Pending");
     });

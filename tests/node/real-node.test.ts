@@ -1,7 +1,7 @@
 /**
- * The real node (`KENGINE_NODE=real`, hack/node/node.sh: containerd, runc, CNI, the real
- * kubelet, kube-scheduler, kube-proxy and CoreDNS). Part of the integration suite; skipped on
- * hack/kubelet, the default node. `npm run test:real-node` runs it alone on the real node.
+ * The real node (hack/node/node.sh: containerd, runc, CNI, the kubelet, kube-scheduler,
+ * kube-proxy and CoreDNS). Part of the integration suite; `npm run test:real-node` runs it
+ * alone.
  *
  * Asserts what only a real node shows (hack/node/README.md): the Node is Ready on containerd;
  * the echo server, under the securityContext the product declares for its proxies, runs as a
@@ -22,7 +22,7 @@ import {
 } from "../../capabilities/workload/pod";
 import { createNamespace, deleteNamespace, eventually, kubectl, kubectlOk } from "../support/kube";
 import { repoRoot } from "../support/paths";
-import { crictl, onRealNode } from "../support/node";
+import { crictl } from "../support/node";
 import { ScenarioRow, writeScenarioRows } from "../support/demo-gateway";
 
 interface ContainerStatus {
@@ -46,7 +46,7 @@ const PEPR_VERSION = (
 const jsonField = (ns: string, kind: string, name: string, path: string): string =>
   kubectlOk(["get", kind, "-n", ns, name, "-o", `jsonpath={${path}}`]);
 
-(onRealNode ? describe : describe.skip)("the real node", () => {
+describe("the real node", () => {
   const started = Date.now();
   const rows: ScenarioRow[] = [];
   /** Called last in a test: its proof, with the number of assertions that checked it. */

@@ -6,7 +6,6 @@
  * readings of proxy and controller processes from /proc.
  */
 import { ChildProcess, spawn, spawnSync } from "node:child_process";
-import { createHash } from "node:crypto";
 import { readFileSync, readdirSync, readlinkSync, statSync } from "node:fs";
 import { Server, createServer } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
@@ -44,8 +43,8 @@ export const LOOPBACK_SPELLINGS: readonly string[] = [
 /**
  * Names this machine's /etc/hosts (and the host name) resolves to a loopback address that are
  * not loopback by definition (e.g. the host's own name): admission cannot know them, only the
- * dial-time check of the proxy refuses them. The managed proxies of the local kubelet read the
- * same /etc/hosts.
+ * dial-time check of the proxy refuses them, wherever a proxy resolves them (a pod's /etc/hosts
+ * is the kubelet's: its own name and localhost).
  */
 export function loopbackResolvingNames(): string[] {
   const names = new Set<string>();
@@ -165,12 +164,14 @@ export async function hostCanary(
 }
 
 /**
- * A canary inside a pod's network namespace (the local kubelet's `kg-<hash of uid>`): listens on
+ * A canary inside a pod's network namespace (its sandbox's, podNetnsPath): listens on
  * every address of the pod (0.0.0.0 and ::) at each of `ports` it can bind, answers 200 "canary"
  * and reports each request. A port already taken (e.g. an admin API still on loopback TCP) is
  * reported in `unbound`, not fatal.
  */
 export interface PodCanary {
+  /** The pod's uid, and its network namespace's path. */
+  readonly uid: string;
   readonly netns: string;
   readonly hits: CanaryHit[];
   /** Ports bound, once listening. */
@@ -195,16 +196,12 @@ for (const port of ports) {
 }
 `;
 
-/** The local kubelet's network namespace of a pod (hack/kubelet/network.ts podNetNames). */
-export const podNetns = (uid: string): string =>
-  `kg-${createHash("sha256").update(uid).digest("hex").slice(0, 12)}`;
-
 export function podCanary(uid: string, ports: readonly number[]): PodCanary {
-  const netns = podNetns(uid);
+  const netns = podNetnsPath(uid);
   const hits: CanaryHit[] = [];
   const child: ChildProcess = spawn(
     "nsenter",
-    [`--net=${podNetnsPath(uid)}`, process.execPath, "-e", CANARY_SOURCE, JSON.stringify(ports)],
+    [`--net=${netns}`, process.execPath, "-e", CANARY_SOURCE, JSON.stringify(ports)],
     { stdio: ["ignore", "pipe", "pipe"] },
   );
   let buffer = "";
@@ -235,6 +232,7 @@ export function podCanary(uid: string, ports: readonly number[]): PodCanary {
   });
   ready.catch(() => undefined);
   return {
+    uid,
     netns,
     hits,
     ready,

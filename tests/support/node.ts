@@ -1,27 +1,13 @@
+/**
+ * The local cluster's node (hack/node/node.sh: containerd, runc, CNI, the kubelet, kube-proxy,
+ * CoreDNS; hack/node/README.md), read from the host.
+ */
 import { execFileSync } from "node:child_process";
-import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { podNetNames } from "../../hack/kubelet/network";
 import { localDir } from "./paths";
 
-/**
- * Which node the local cluster runs: the real node (the default, or `KENGINE_NODE=real`:
- * containerd, runc, the real kubelet; hack/node/README.md) or hack/kubelet (`KENGINE_NODE=local`).
- * Told by the real node's state dir (global setup has brought the cluster up by now), so a
- * cluster already running either node is told right.
- */
-export const onRealNode =
-  process.env.KENGINE_NODE === "real" ||
-  (process.env.KENGINE_NODE !== "local" && existsSync(join(localDir, "node", "bin")));
-
-/**
- * `describe` for suites that test hack/kubelet itself (its processes, bridge, image cache and
- * messages): skipped on the real node, which has none of them; the real node has its own suite
- * (tests/node).
- */
-export const describeLocalKubelet: jest.Describe = onRealNode ? describe.skip : describe;
-
-/** crictl on the real node's containerd, from the host. */
+/** crictl on the node's containerd, from the host. */
 export const crictl = (...args: string[]): string => {
   const bin = readFileSync(join(localDir, "node", "bin"), "utf8").trim();
   return execFileSync(
@@ -39,12 +25,10 @@ export const crictl = (...args: string[]): string => {
 };
 
 /**
- * The network namespace of the pod with this uid, as a path `nsenter --net=` takes: the one
- * hack/kubelet made (`ip netns` name kg-<hash>), or on the real node the pod sandbox's, as
- * containerd reports it.
+ * The network namespace of the pod with this uid, as a path `nsenter --net=` takes: the pod
+ * sandbox's, as containerd reports it.
  */
 export function podNetnsPath(uid: string): string {
-  if (!onRealNode) return `/run/netns/${podNetNames(uid).netns}`;
   const sandbox = crictl("pods", "-q", "--label", `io.kubernetes.pod.uid=${uid}`).split("\n")[0];
   if (!sandbox) throw new Error(`no pod sandbox for pod ${uid}`);
   const info = JSON.parse(crictl("inspectp", sandbox)) as {
@@ -55,7 +39,7 @@ export function podNetnsPath(uid: string): string {
   return path;
 }
 
-/** What the kernel applies to a container's main process, read from the host (real node only). */
+/** What the kernel applies to a container's main process, read from the host. */
 export interface ContainerFacts {
   /** /proc/<pid>/status: Uid and Gid (real, effective, saved, filesystem), capability sets. */
   readonly uid: readonly string[];

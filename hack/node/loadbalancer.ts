@@ -1,22 +1,20 @@
 /**
- * LoadBalancer Services on the local node: each gets a loopback address (127.20.x.y, unique
- * per Service) in status.loadBalancer.ingress, and a host-side TCP/UDP forwarder on that
- * address and each Service port that round-robins over the Service's ready endpoints
- * (EndpointSlices). Services with a spec.loadBalancerClass belong to another implementation
- * and are left alone, as the cloud service controller does.
+ * The local load balancer: what a cloud's load balancer gives LoadBalancer Services, on one
+ * machine. Each Service gets a loopback address (127.20.x.y, unique per Service) in
+ * status.loadBalancer.ingress, and a host-side TCP/UDP forwarder on that address and each
+ * Service port that round-robins over the Service's ready endpoints (EndpointSlices). Services
+ * with a spec.loadBalancerClass belong to another implementation and are left alone, as the
+ * cloud service controller does.
  *
- * ClusterIPs, as kube-proxy gives them (there is none here): every Service's IPv4 cluster IP in
- * the cluster's Service range 10.96.0.0/16 (not headless, not `default/kubernetes`, which
- * apiservice.ts forwards to the API server) is added to the pod bridge kg-br0 as a host address,
- * with the same forwarder on each Service port. Pods reach it through their default route;
- * nothing outside the node can (the address lives on the pod bridge only).
+ * The status says `ipMode: Proxy`: kube-proxy captures traffic to a "VIP" address itself (DNAT
+ * to an endpoint), which cannot route from a loopback address to the pod bridge without
+ * route_localnet (the connection timed out); "Proxy" tells it this load balancer forwards.
+ * kube-proxy serves the cluster IPs.
  */
 import { createSocket, Socket as UdpSocket } from "node:dgram";
 import { connect, createServer, Server } from "node:net";
 import { Api, ApiError, Informer, KubeObject, keyOf } from "./api";
-import { run } from "./exec";
 import type { Logger } from "./log";
-import { bridgeName } from "./network";
 
 export interface ServicePort {
   readonly name?: string;
@@ -30,7 +28,6 @@ export interface Service extends KubeObject {
     readonly ports?: readonly ServicePort[];
     readonly loadBalancerClass?: string;
     readonly loadBalancerIP?: string;
-    readonly clusterIP?: string;
   };
   readonly status?: { readonly loadBalancer?: { readonly ingress?: readonly { ip?: string }[] } };
 }
@@ -57,14 +54,6 @@ export const isLocalLbAddress = (ip: string | undefined): boolean =>
 /** Whether this node implements the Service's load balancer (pure). */
 export const wantsLoadBalancer = (s: Service): boolean =>
   s.spec.type === "LoadBalancer" && !s.spec.loadBalancerClass;
-
-/** The cluster IP this node forwards for the Service, as kube-proxy would (pure). */
-export function forwardedClusterIP(s: Service): string | undefined {
-  const ip = s.spec.clusterIP;
-  if (!ip || !/^10\.96\.\d{1,3}\.\d{1,3}$/.test(ip)) return undefined;
-  if (s.metadata.namespace === "default" && s.metadata.name === "kubernetes") return undefined;
-  return ip;
-}
 
 /** Picks an address: the preferred one if it is ours and free, else the first free (pure). */
 export function pickAddress(
@@ -155,25 +144,12 @@ interface Balancer {
 
 export class LoadBalancers {
   private readonly balancers = new Map<string, Balancer>();
-  /** Service key → its cluster IP's forwarder. */
-  private readonly clusterIPs = new Map<string, Balancer>();
   private services: Informer<Service> | undefined;
   private slices: Informer<EndpointSlice> | undefined;
 
-  /**
-   * Where kube-proxy gives Services their cluster IPs (the real node, hack/node/services.ts):
-   * `forwardClusterIPs: false`, so only LoadBalancer addresses are served, and `ipMode: "Proxy"`
-   * in their status. kube-proxy captures traffic to a "VIP" address itself (DNAT to an endpoint),
-   * which cannot route from a loopback address to the pod bridge without route_localnet: the
-   * connection timed out. "Proxy" tells it the load balancer forwards, as this one does.
-   */
   constructor(
     private readonly api: Api,
     private readonly log: Logger,
-    private readonly opts: {
-      readonly forwardClusterIPs: boolean;
-      readonly ipMode: "VIP" | "Proxy";
-    } = { forwardClusterIPs: true, ipMode: "VIP" },
   ) {}
 
   start(): void {
@@ -190,7 +166,6 @@ export class LoadBalancers {
     this.services?.stop();
     this.slices?.stop();
     for (const key of [...this.balancers.keys()]) this.close(key);
-    for (const key of [...this.clusterIPs.keys()]) this.closeClusterIP(key);
   }
 
   private used(): Set<string> {
@@ -198,7 +173,6 @@ export class LoadBalancers {
   }
 
   private onService(key: string, svc: Service | undefined): void {
-    if (this.opts.forwardClusterIPs) this.onClusterIP(key, svc);
     if (!svc || !wantsLoadBalancer(svc)) {
       if (this.balancers.has(key)) this.close(key);
       if (svc && isLocalLbAddress(svc.status?.loadBalancer?.ingress?.[0]?.ip))
@@ -222,38 +196,6 @@ export class LoadBalancers {
     this.syncListeners(key, svc, b);
     const current = svc.status?.loadBalancer?.ingress ?? [];
     if (current.length !== 1 || current[0].ip !== b.ip) void this.writeStatus(svc, b.ip);
-  }
-
-  private onClusterIP(key: string, svc: Service | undefined): void {
-    const ip = svc ? forwardedClusterIP(svc) : undefined;
-    const had = this.clusterIPs.get(key);
-    if (had && had.ip !== ip) this.closeClusterIP(key);
-    if (!svc || !ip) return;
-    const b = this.clusterIPs.get(key);
-    if (b) {
-      this.syncListeners(key, svc, b);
-      return;
-    }
-    const created: Balancer = { ip, listeners: new Map(), rr: new Map() };
-    this.clusterIPs.set(key, created);
-    // The address must be on the bridge before anything listens on it.
-    void run("ip", ["addr", "replace", `${ip}/32`, "dev", bridgeName]).then(
-      () => {
-        const now = this.services?.cache.get(key);
-        if (this.clusterIPs.get(key) !== created || !now) return;
-        this.syncListeners(key, now, created);
-        this.log.info(`service ${key}: cluster IP ${ip} forwarded`);
-      },
-      (e: unknown) => this.log.error(`service ${key}: cluster IP ${ip}: ${String(e)}`),
-    );
-  }
-
-  private closeClusterIP(key: string): void {
-    const b = this.clusterIPs.get(key);
-    if (!b) return;
-    for (const l of b.listeners.values()) closeListener(l);
-    this.clusterIPs.delete(key);
-    void run("ip", ["addr", "del", `${b.ip}/32`, "dev", bridgeName]).catch(() => undefined);
   }
 
   private syncListeners(key: string, svc: Service, b: Balancer): void {
@@ -378,7 +320,7 @@ export class LoadBalancers {
         `/api/v1/namespaces/${svc.metadata.namespace}/services/${svc.metadata.name}/status`,
         {
           status: {
-            loadBalancer: ip ? { ingress: [{ ip, ipMode: this.opts.ipMode }] } : { ingress: null },
+            loadBalancer: ip ? { ingress: [{ ip, ipMode: "Proxy" }] } : { ingress: null },
           },
         },
       );

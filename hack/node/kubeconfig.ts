@@ -1,4 +1,4 @@
-/** Reads the parts of a kubeconfig the kubelet needs: server URL, CA and client certificate. */
+/** Reads the parts of a kubeconfig services.ts needs: server URL, CA and client certificate. */
 import { readFileSync } from "node:fs";
 import { dirname, isAbsolute, join } from "node:path";
 import { parse } from "yaml";

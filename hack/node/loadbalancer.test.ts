@@ -1,7 +1,6 @@
 import {
   backendsFor,
   EndpointSlice,
-  forwardedClusterIP,
   isLocalLbAddress,
   pickAddress,
   Service,
@@ -104,19 +103,5 @@ describe("addresses", () => {
       false,
     );
     expect(wantsLoadBalancer(svc({ type: "ClusterIP" }))).toBe(false);
-  });
-
-  it("forwards the cluster IPs of the Service range, except headless Services and the API server's", () => {
-    const svc = (namespace: string, name: string, clusterIP?: string): Service => ({
-      metadata: { name, namespace },
-      spec: { type: "ClusterIP", clusterIP },
-    });
-    expect(forwardedClusterIP(svc("gw", "proxy", "10.96.12.34"))).toBe("10.96.12.34");
-    expect(forwardedClusterIP(svc("gw", "admin", "None"))).toBeUndefined();
-    expect(forwardedClusterIP(svc("gw", "pending"))).toBeUndefined();
-    expect(forwardedClusterIP(svc("default", "kubernetes", "10.96.0.1"))).toBeUndefined();
-    // never an address outside the cluster's Service range
-    expect(forwardedClusterIP(svc("gw", "odd", "192.0.2.1"))).toBeUndefined();
-    expect(forwardedClusterIP(svc("gw", "v6", "fd00::1"))).toBeUndefined();
   });
 });

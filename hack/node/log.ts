@@ -1,4 +1,4 @@
-/** Line-oriented logging to stdout (hack/cluster.sh sends it to .local/logs/kubelet.log). */
+/** Line-oriented logging to stdout (hack/node/node.sh sends it to .local/logs/services.log). */
 export interface Logger {
   info(msg: string): void;
   warn(msg: string): void;
