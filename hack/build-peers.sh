@@ -279,12 +279,12 @@ for p in "${order[@]}"; do
 done
 
 # ---------------------------------------------------------------------------- the real node
-# The real node (hack/node/README.md): kubelet and kube-proxy from hack/go.mod,
-# the control plane's own module, so that the packages they share with it (about 1,700 of their
-# 1,830) come compiled from the Go build cache; containerd, its runc shim, ctr, crictl and the CNI
-# plugins from peers/containerd; kg-probe (node/kg-probe: the test images' helper) and
-# kube-scheduler from hack/go.mod too; CoreDNS from peers/coredns (its main.go links only the plugins the local Corefiles use;
-# in hack/go.mod it would raise versions the control plane is built with).
+# The real node (hack/node/README.md): kubelet and kube-proxy from hack/go.mod, the control
+# plane's own module, so that the packages they share with it (about 1,700 of their 1,830) come
+# compiled from the Go build cache; containerd, its runc shim, ctr, crictl and the CNI plugins
+# from peers/containerd; kg-probe (node/kg-probe: the test images' helper) and kube-scheduler
+# from hack/go.mod too; CoreDNS from peers/coredns (its main.go links only the plugins the local
+# Corefiles use; in hack/go.mod it would raise versions the control plane is built with).
 # Each group is one `go build` into objects/node-<group>-<key>/, linked into node-bin/. Kept out of
 # the cache <hash>: the control plane's cache does not change when only the node's sources do.
 build_node() {

@@ -27,12 +27,20 @@ export function wsEchoOnUpgrade(
       "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
         `Sec-WebSocket-Accept: ${wsAccept(String(req.headers["sec-websocket-key"] ?? ""))}\r\n\r\n`,
     );
+    // Small masked frames: FIN+opcode, MASK+len (< 126), 4-byte key, payload. A frame can
+    // arrive in pieces (TCP is a stream: a proxy's HTTP server may have read its first byte
+    // before it handed the connection over, and forwards that byte on its own), so bytes are
+    // kept until a whole frame is there.
+    let pending = Buffer.alloc(0);
     socket.on("data", (b: Buffer) => {
-      // One small masked frame per write: FIN+opcode, MASK+len (< 126), 4-byte key, payload.
-      const len = b[1] & 0x7f;
-      const mask = b.subarray(2, 6);
-      const payload = Buffer.from(b.subarray(6, 6 + len).map((x, i) => x ^ mask[i % 4]));
-      socket.write(Buffer.concat([Buffer.from([b[0], len]), payload]));
+      pending = Buffer.concat([pending, b]);
+      while (pending.length >= 2 && pending.length >= 6 + (pending[1] & 0x7f)) {
+        const len = pending[1] & 0x7f;
+        const mask = pending.subarray(2, 6);
+        const payload = Buffer.from(pending.subarray(6, 6 + len).map((x, i) => x ^ mask[i % 4]));
+        socket.write(Buffer.concat([Buffer.from([pending[0], len]), payload]));
+        pending = pending.subarray(6 + len);
+      }
     });
   };
 }
