@@ -17,12 +17,6 @@ export class ApiError extends Error {
   }
 }
 
-export type PatchType = "merge" | "strategic";
-const patchContentType: Record<PatchType, string> = {
-  merge: "application/merge-patch+json",
-  strategic: "application/strategic-merge-patch+json",
-};
-
 export interface KubeObject {
   readonly apiVersion?: string;
   readonly kind?: string;
@@ -112,17 +106,9 @@ export class Api {
   get<T>(path: string): Promise<T> {
     return this.request<T>("GET", path);
   }
-  post<T>(path: string, body: unknown): Promise<T> {
-    return this.request<T>("POST", path, body);
-  }
-  put<T>(path: string, body: unknown): Promise<T> {
-    return this.request<T>("PUT", path, body);
-  }
-  patch<T>(path: string, body: unknown, type: PatchType = "merge"): Promise<T> {
-    return this.request<T>("PATCH", path, body, patchContentType[type]);
-  }
-  delete<T>(path: string, body?: unknown): Promise<T> {
-    return this.request<T>("DELETE", path, body);
+  /** A JSON merge patch (what the load balancer writes to Service status). */
+  patch<T>(path: string, body: unknown): Promise<T> {
+    return this.request<T>("PATCH", path, body, "application/merge-patch+json");
   }
 
   /** Starts an informer on a collection path (e.g. /api/v1/pods?fieldSelector=...). */
@@ -147,8 +133,6 @@ export class Informer<T extends KubeObject> {
   private stopped = false;
   private resourceVersion = "";
   private current: IncomingMessage | undefined;
-  private synced = false;
-  private readonly syncWaiters: (() => void)[] = [];
 
   constructor(
     private readonly api: Api,
@@ -164,11 +148,6 @@ export class Informer<T extends KubeObject> {
   stop(): void {
     this.stopped = true;
     this.current?.destroy();
-  }
-
-  /** Resolves after the first successful list. */
-  hasSynced(): Promise<void> {
-    return this.synced ? Promise.resolve() : new Promise(r => this.syncWaiters.push(r));
   }
 
   private sep(): string {
@@ -201,10 +180,6 @@ export class Informer<T extends KubeObject> {
       }
     }
     this.resourceVersion = list.metadata.resourceVersion;
-    if (!this.synced) {
-      this.synced = true;
-      this.syncWaiters.splice(0).forEach(r => r());
-    }
   }
 
   private async loop(): Promise<void> {
@@ -276,4 +251,4 @@ export class Informer<T extends KubeObject> {
   }
 }
 
-export const sleep = (ms: number): Promise<void> => new Promise(r => setTimeout(r, ms));
+const sleep = (ms: number): Promise<void> => new Promise(r => setTimeout(r, ms));
